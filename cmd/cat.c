@@ -1,0 +1,189 @@
+/*
+ * cat.c - chute cat: the raw bytes of one field of one sample.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "chute.h"
+#include "cmd.h"
+
+static const char *const cat_usage[] = {
+	"cat [-f FIELD] DATASET|SHARD KEY|#N",
+	NULL,
+};
+
+static const struct cmd_opt cat_opts[] = {
+	{'f', "field", "FIELD", "the field to write (needed if several)"},
+	CMD_HELP_OPT,
+	{0, NULL, NULL, NULL},
+};
+
+static const struct cmd_spec cat_spec = {
+	.name = "cat",
+	.summary = "write one field of one sample to standard output",
+	.usage = cat_usage,
+	.opts = cat_opts,
+	.extra = "#N picks sample N of the whole dataset, counting from 0\n",
+};
+
+struct cat_args {
+	const char *path, *which, *field;
+};
+
+/* Where the sample is, and which of its fields to write. */
+struct cat_target {
+	struct ch_shard *sh;
+	uint64_t sample;
+	struct ch_sample_info info;
+	struct ch_field_info field;
+};
+
+/* "#12" is a sample number; anything else is a key. */
+static int sample_number(const char *s, uint64_t *n)
+{
+	char *end;
+
+	if (s[0] != '#' || s[1] < '0' || s[1] > '9')
+		return 0;
+	errno = 0;
+	*n = strtoull(s + 1, &end, 10);
+	return *end == '\0' && errno == 0;
+}
+
+static int find_sample(struct ch_dataset *ds, const char *which,
+		       struct cat_target *t, struct ch_error *err)
+{
+	size_t shard;
+	uint64_t n;
+	int rc;
+
+	if (sample_number(which, &n))
+		rc = ch_dataset_locate(ds, n, &shard, &t->sample, err);
+	else
+		rc = ch_dataset_find(ds, which, &shard, &t->sample, err);
+	if (rc < 0 || ch_dataset_shard(ds, shard, &t->sh, err) < 0)
+		return -1;
+	ch_shard_sample(t->sh, t->sample, &t->info);
+	return 0;
+}
+
+/* "cls, jpg" into buf, cut short with "..." when it does not fit. */
+static void field_list(const struct cat_target *t, char *buf, size_t size)
+{
+	struct ch_field_info f;
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (uint32_t k = 0; k < t->info.nfields && used < size; k++) {
+		ch_shard_field(t->sh, t->sample, k, &f);
+		int n = snprintf(buf + used, size - used, "%s%s", k ? ", " : "",
+				 f.name);
+		if (n < 0 || (size_t)n >= size - used) {
+			snprintf(buf + (size > 4 ? size - 4 : 0),
+				 size > 4 ? 4 : size, "...");
+			break;
+		}
+		used += (size_t)n;
+	}
+}
+
+static int pick_field(struct cat_target *t, const char *name)
+{
+	const struct ch_sample_info *i = &t->info;
+	char list[512];
+
+	for (uint32_t k = 0; name && k < i->nfields; k++) {
+		ch_shard_field(t->sh, t->sample, k, &t->field);
+		if (strcmp(t->field.name, name) == 0)
+			return 0;
+	}
+	if (!name && i->nfields == 1) {
+		ch_shard_field(t->sh, t->sample, 0, &t->field);
+		return 0;
+	}
+	field_list(t, list, sizeof list);
+	if (name)
+		return cmd_error("sample '%.*s' has no field '%s'; its fields: "
+				 "%s", (int)i->key_len, i->key, name, list);
+	return cmd_error("sample '%.*s' has %" PRIu32 " fields (%s): choose "
+			 "one with --field", (int)i->key_len, i->key,
+			 i->nfields, list);
+}
+
+static int write_field(const struct cat_target *t)
+{
+	struct ch_block_reader *r = ch_block_reader_new();
+	struct ch_error err = {{0}};
+	const uint8_t *data;
+	int status = 0;
+
+	if (!r)
+		return cmd_error("out of memory");
+	if (ch_sample_read(r, t->sh, t->sample, &data, &err) < 0) {
+		status = cmd_error("%s", err.msg);
+		goto done;
+	}
+	if (cmd_write_all(STDOUT_FILENO, data + t->field.offset,
+			  (size_t)t->field.size) < 0 && errno != EPIPE)
+		status = cmd_error("cannot write to standard output: %s",
+				   strerror(errno));
+done:
+	ch_block_reader_free(r);
+	return status;
+}
+
+static int parse_args(int argc, char **argv, struct cat_args *a)
+{
+	struct cmd_parser p;
+	int c, operands = 0;
+
+	cmd_parser_init(&p, &cat_spec, argc, argv);
+	while ((c = cmd_next(&p)) != CMD_END) {
+		if (c == CMD_HELP)
+			return -1;
+		if (c == CMD_BAD)
+			return EXIT_USAGE;
+		if (c == 'f') {
+			a->field = p.arg;
+			continue;
+		}
+		if (operands == 0)
+			a->path = p.arg;
+		else if (operands == 1)
+			a->which = p.arg;
+		operands++;
+	}
+	if (operands != 2)
+		return cmd_error("%s: give a dataset or shard, then a key or "
+				 "#N", operands < 2 ? "missing arguments" :
+						      "too many arguments");
+	return 0;
+}
+
+int cmd_cat(int argc, char **argv)
+{
+	struct cat_args a = {0};
+	struct cat_target t;
+	struct ch_dataset ds;
+	struct ch_error err = {{0}};
+	int status;
+
+	status = parse_args(argc, argv, &a);
+	if (status != 0)
+		return status < 0 ? 0 : status;
+	memset(&ds, 0, sizeof ds);
+	memset(&t, 0, sizeof t);
+	if (ch_dataset_open(&ds, a.path, &err) < 0)
+		return cmd_error("%s", err.msg);
+	if (find_sample(&ds, a.which, &t, &err) < 0)
+		status = cmd_error("%s", err.msg);
+	else if (pick_field(&t, a.field) == 0)
+		status = write_field(&t);
+	else
+		status = EXIT_USAGE;
+	ch_dataset_release(&ds);
+	return status;
+}

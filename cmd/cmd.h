@@ -1,0 +1,128 @@
+/*
+ * cmd.h - what the subcommands share: the command entry points, the option
+ * tables that drive both parsing and --help, and the small helpers that
+ * report errors the same way everywhere.
+ *
+ * A subcommand is one file cmd/<name>.c exporting cmd_<name>(argc, argv),
+ * where argv[0] is the command name ("pack").  It returns the process exit
+ * status: 0 success, 1 the data failed a check, 2 usage or I/O error, or
+ * 128 + signal number when interrupted.
+ */
+#ifndef CHUTE_CMD_H
+#define CHUTE_CMD_H
+
+#include <getopt.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+enum { EXIT_CHECK = 1, EXIT_USAGE = 2 };
+
+int cmd_cat(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_pack(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+
+/* ------------------------------------------------------------------ */
+/* Option tables                                                        */
+
+/* Ids returned by cmd_next besides the option ids themselves.  Options
+ * without a short letter use ids from CMD_LONG_ONLY up. */
+enum {
+	CMD_END = -1,	     /* no more arguments */
+	CMD_POSITIONAL = -2, /* p->arg holds an operand */
+	CMD_HELP = -3,	     /* --help was printed: exit 0 */
+	CMD_BAD = -4,	     /* an error was printed: exit 2 */
+	CMD_LONG_ONLY = 256,
+	CMD_OPT_HELP = 'h',
+};
+
+struct cmd_opt {
+	int id;		   /* the short letter, or CMD_LONG_ONLY + n */
+	const char *name;  /* long name without "--" */
+	const char *arg;   /* argument placeholder ("DIR"), NULL if none */
+	const char *help;  /* one line, lowercase */
+};
+
+/* Every subcommand describes itself once; --help, `chute help CMD` and
+ * the parser all read the same table, so they cannot drift apart. */
+struct cmd_spec {
+	const char *name;	   /* "pack" */
+	const char *summary;	   /* one line, as in `chute help` */
+	const char *const *usage;  /* synopsis lines without "chute " */
+	const struct cmd_opt *opts; /* sorted by name, ends with {0} */
+	const char *extra;	   /* text after the options, or NULL */
+};
+
+#define CMD_HELP_OPT { CMD_OPT_HELP, "help", NULL, "show this help and exit" }
+
+#define CMD_MAX_OPTS 32
+
+struct cmd_parser {
+	const struct cmd_spec *spec;
+	int argc;
+	char **argv;
+	const char *arg; /* option argument or operand */
+	int finished;	 /* getopt is done; operands left from optind */
+	struct option longopts[CMD_MAX_OPTS + 1];
+	char shortopts[3 * CMD_MAX_OPTS + 3];
+};
+
+/* Parses argv (argv[0] is the command name) one step at a time: returns
+ * an option id with its argument in p->arg, CMD_POSITIONAL, CMD_END,
+ * CMD_HELP or CMD_BAD.  Operands and options may be mixed; "--" ends the
+ * options.  Errors name the option and suggest the closest one. */
+void cmd_parser_init(struct cmd_parser *p, const struct cmd_spec *spec,
+		     int argc, char **argv);
+int cmd_next(struct cmd_parser *p);
+
+/* Prints the usage lines, summary and option list. */
+void cmd_usage(const struct cmd_spec *spec, FILE *out);
+
+/* ------------------------------------------------------------------ */
+/* Reporting                                                            */
+
+/* Sets the name used in messages ("pack" gives "chute pack: ..."). */
+void cmd_set_name(const char *name);
+const char *cmd_name(void);
+
+/* Prints "chute CMD: MESSAGE" on stderr and returns EXIT_USAGE. */
+int cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Parses a whole number in [min, max] given to option `opt`; reports and
+ * returns -1 on anything else. */
+int cmd_parse_int(const char *opt, const char *s, long min, long max,
+		  int *out);
+/* Parses a size (K, M, G suffixes) > 0 given to option `opt`. */
+int cmd_parse_size(const char *opt, const char *s, uint64_t *out);
+
+/* The closest of names[0..n) to word within a Damerau distance of 2, or
+ * NULL. */
+const char *cmd_closest(const char *word, const char *const *names,
+			size_t n);
+
+/* ------------------------------------------------------------------ */
+/* Signals and output                                                   */
+
+/* Installs SIGINT and SIGTERM handlers that store the signal number in
+ * the returned flag (a second signal kills as usual). */
+volatile sig_atomic_t *cmd_catch_signals(void);
+/* 128 + the caught signal, or 0 if none was caught. */
+int cmd_signal_status(void);
+
+/* Writes all of buf to fd, retrying short writes.  Returns 0, or -1 with
+ * errno set (EPIPE when the reader went away). */
+int cmd_write_all(int fd, const void *buf, size_t len);
+
+/* A JSON string from bytes that may not be UTF-8: invalid sequences
+ * become U+FFFD.  Returns a new reference, or NULL when out of memory. */
+json_t *cmd_json_bytes(const char *s, size_t len);
+
+/* Prints one compact JSON document and a newline to out. */
+int cmd_json_print(json_t *doc, FILE *out);
+
+#endif

@@ -1,0 +1,170 @@
+/*
+ * ls.c - chute ls: one line per sample, in dataset order.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "chute.h"
+#include "cmd.h"
+
+enum { OPT_JSON = CMD_LONG_ONLY };
+
+static const char *const ls_usage[] = {
+	"ls [--json] DATASET|SHARD",
+	NULL,
+};
+
+static const struct cmd_opt ls_opts[] = {
+	CMD_HELP_OPT,
+	{OPT_JSON, "json", NULL, "one JSON object per sample and line"},
+	{0, NULL, NULL, NULL},
+};
+
+static const struct cmd_spec ls_spec = {
+	.name = "ls",
+	.summary = "list the samples of a dataset or shard",
+	.usage = ls_usage,
+	.opts = ls_opts,
+	.extra = "each line: KEY, a tab, then FIELD:SIZE for each field\n",
+};
+
+/* Millions of short lines: one big buffer instead of a write per line. */
+static char out_buffer[1 << 20];
+
+/* Keys come from file names and may hold tabs or newlines; escape them
+ * (and the backslash) so that every sample stays one line. */
+static void put_escaped(const char *s, size_t len)
+{
+	size_t start = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		const char *esc = s[i] == '\t' ? "\\t" : s[i] == '\n' ? "\\n" :
+				  s[i] == '\r' ? "\\r" : s[i] == '\\' ? "\\\\" :
+						 NULL;
+		if (!esc)
+			continue;
+		fwrite(s + start, 1, i - start, stdout);
+		fputs(esc, stdout);
+		start = i + 1;
+	}
+	fwrite(s + start, 1, len - start, stdout);
+}
+
+static void print_text(const struct ch_shard *sh, uint64_t i,
+		       const struct ch_sample_info *info)
+{
+	struct ch_field_info f;
+
+	put_escaped(info->key, info->key_len);
+	for (uint32_t k = 0; k < info->nfields; k++) {
+		ch_shard_field(sh, i, k, &f);
+		putchar(k ? ' ' : '\t');
+		put_escaped(f.name, strlen(f.name));
+		printf(":%" PRIu64, f.size);
+	}
+	putchar('\n');
+}
+
+static int print_json(const struct ch_shard *sh, uint64_t i,
+		      const struct ch_sample_info *info, const char *shard,
+		      uint64_t number)
+{
+	json_t *o = json_object(), *fields = json_object();
+	struct ch_field_info f;
+	char hash[17];
+	int rc;
+
+	snprintf(hash, sizeof hash, "%016" PRIx64, info->hash);
+	json_object_set_new(o, "key", cmd_json_bytes(info->key, info->key_len));
+	json_object_set_new(o, "shard", cmd_json_bytes(shard, strlen(shard)));
+	json_object_set_new(o, "sample", json_integer((json_int_t)number));
+	json_object_set_new(o, "hash", json_string(hash));
+	for (uint32_t k = 0; k < info->nfields; k++) {
+		ch_shard_field(sh, i, k, &f);
+		json_object_set_new(fields, f.name,
+				    json_integer((json_int_t)f.size));
+	}
+	json_object_set_new(o, "fields", fields);
+	rc = cmd_json_print(o, stdout);
+	json_decref(o);
+	return rc;
+}
+
+/* Returns 0, 1 when stdout is gone (a quiet end), or -1 on error. */
+static int list_shard(struct ch_dataset *ds, size_t s, int json,
+		      struct ch_error *err)
+{
+	const struct ch_manifest_shard *ms = &ds->manifest.shards[s];
+	struct ch_shard *sh;
+	struct ch_sample_info info;
+
+	if (ch_dataset_shard(ds, s, &sh, err) < 0)
+		return -1;
+	for (uint64_t i = 0; i < ch_shard_sample_count(sh); i++) {
+		ch_shard_sample(sh, i, &info);
+		if (json)
+			print_json(sh, i, &info, ms->path,
+				   ms->first_sample + i);
+		else
+			print_text(sh, i, &info);
+		if (ferror(stdout))
+			goto write_error;
+	}
+	return 0;
+write_error:
+	if (errno == EPIPE)
+		return 1;
+	ch_error_errno(err, errno, "cannot write to standard output");
+	return -1;
+}
+
+static int parse_args(int argc, char **argv, const char **path, int *json)
+{
+	struct cmd_parser p;
+	int c;
+
+	cmd_parser_init(&p, &ls_spec, argc, argv);
+	while ((c = cmd_next(&p)) != CMD_END) {
+		if (c == CMD_HELP)
+			return -1;
+		if (c == CMD_BAD)
+			return EXIT_USAGE;
+		if (c == OPT_JSON) {
+			*json = 1;
+			continue;
+		}
+		if (*path)
+			return cmd_error("too many arguments: give one dataset "
+					 "or shard");
+		*path = p.arg;
+	}
+	if (!*path)
+		return cmd_error("nothing to list: name a dataset or shard");
+	return 0;
+}
+
+int cmd_ls(int argc, char **argv)
+{
+	struct ch_dataset ds;
+	struct ch_error err = {{0}};
+	const char *path = NULL;
+	int json = 0, status, rc = 0;
+
+	status = parse_args(argc, argv, &path, &json);
+	if (status != 0)
+		return status < 0 ? 0 : status;
+	memset(&ds, 0, sizeof ds);
+	if (ch_dataset_open(&ds, path, &err) < 0)
+		return cmd_error("%s", err.msg);
+	setvbuf(stdout, out_buffer, _IOFBF, sizeof out_buffer);
+	for (size_t s = 0; s < ds.manifest.nshards && rc == 0; s++)
+		rc = list_shard(&ds, s, json, &err);
+	if (rc == 0 && fflush(stdout) == EOF)
+		rc = errno == EPIPE ? 1 : ch_error_errno(&err, errno,
+				"cannot write to standard output");
+	ch_dataset_release(&ds);
+	if (rc < 0)
+		return cmd_error("%s", err.msg);
+	return 0;
+}

@@ -1,0 +1,170 @@
+/*
+ * main.c - the chute command: global flags, the command table, dispatch.
+ *
+ * Adding a command is one line in the sorted table below and one file
+ * cmd/<name>.c exporting cmd_<name>().
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "chute.h"
+#include "cmd.h"
+
+static int cmd_help(int argc, char **argv);
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary; /* the man page's NAME line says the same */
+};
+
+static const struct command commands[] = {
+	{"cat", cmd_cat, "write one field of one sample to standard output"},
+	{"export", cmd_export, "write a dataset as WebDataset tar files"},
+	{"help", cmd_help, "show the commands, or the options of one"},
+	{"ls", cmd_ls, "list the samples of a dataset or shard"},
+	{"pack", cmd_pack, "pack files into compressed, checksummed shards"},
+	{"verify", cmd_verify, "check the hashes of a dataset or shards"},
+};
+
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+static void print_help(FILE *out)
+{
+	fputs("usage: chute [--version] [--help] COMMAND [ARGS...]\n"
+	      "   or: chute help [COMMAND]\n\ncommands:\n", out);
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(out, "   %-9s%s\n", commands[i].name,
+			commands[i].summary);
+	fputs("\nsee 'chute help COMMAND' or 'man chute-COMMAND' for the "
+	      "options of a command\n", out);
+}
+
+static int unknown_command(const char *name)
+{
+	const char *names[NCOMMANDS];
+	const char *near;
+
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		names[i] = commands[i].name;
+	near = cmd_closest(name, names, NCOMMANDS);
+	cmd_set_name(NULL);
+	if (near)
+		return cmd_error("'%s' is not a chute command; did you mean "
+				 "'%s'?", name, near);
+	return cmd_error("'%s' is not a chute command; see 'chute help'",
+			 name);
+}
+
+static int unknown_global_option(const char *arg)
+{
+	static const char *const names[] = {"help", "version"};
+	char word[64];
+	const char *near = NULL;
+
+	if (strncmp(arg, "--", 2) == 0) {
+		snprintf(word, sizeof word, "%.*s", (int)strcspn(arg + 2, "="),
+			 arg + 2);
+		near = cmd_closest(word, names, 2);
+	}
+	if (near)
+		return cmd_error("unknown option '%s'; did you mean '--%s'?",
+				 arg, near);
+	return cmd_error("unknown option '%s'; see 'chute help'", arg);
+}
+
+static const struct cmd_opt help_opts[] = {
+	CMD_HELP_OPT,
+	{0, NULL, NULL, NULL},
+};
+
+static const char *const help_usage[] = {"help [COMMAND]", NULL};
+
+static const struct cmd_spec help_spec = {
+	.name = "help",
+	.summary = "show the commands, or the options of one",
+	.usage = help_usage,
+	.opts = help_opts,
+};
+
+/* `chute help CMD` runs `chute CMD --help`, so the two cannot differ. */
+static int cmd_help(int argc, char **argv)
+{
+	struct cmd_parser p;
+	const char *topic = NULL;
+	int c, extra = 0;
+
+	cmd_parser_init(&p, &help_spec, argc, argv);
+	while ((c = cmd_next(&p)) != CMD_END) {
+		if (c == CMD_HELP)
+			return 0;
+		if (c == CMD_BAD)
+			return EXIT_USAGE;
+		if (topic)
+			extra = 1;
+		topic = p.arg;
+	}
+	if (extra)
+		return cmd_error("too many arguments: give one command");
+	if (!topic) {
+		print_help(stdout);
+		return 0;
+	}
+	const struct command *cmd = find_command(topic);
+	if (!cmd)
+		return unknown_command(topic);
+	char name[32], opt[] = "--help";
+	char *args[] = {name, opt, NULL};
+	snprintf(name, sizeof name, "%s", cmd->name);
+	cmd_set_name(cmd->name);
+	return cmd->fn(2, args);
+}
+
+static int finish(int status)
+{
+	/* A reader that went away is the reader's business (head, less). */
+	if ((fflush(stdout) == EOF || ferror(stdout)) && errno != EPIPE &&
+	    status == 0)
+		return cmd_error("cannot write to standard output: %s",
+				 strerror(errno));
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	const struct command *cmd;
+	const char *first;
+
+	/* Write errors come back as EPIPE instead of killing us mid-line. */
+	signal(SIGPIPE, SIG_IGN);
+	if (argc < 2) {
+		print_help(stderr);
+		return EXIT_USAGE;
+	}
+	first = argv[1];
+	if (strcmp(first, "--version") == 0) {
+		printf("chute %s\n", CH_VERSION);
+		return finish(0);
+	}
+	if (strcmp(first, "--help") == 0 || strcmp(first, "-h") == 0) {
+		cmd_set_name("help");
+		return finish(cmd_help(argc - 1, argv + 1));
+	}
+	if (first[0] == '-')
+		return unknown_global_option(first);
+	cmd = find_command(first);
+	if (!cmd)
+		return unknown_command(first);
+	cmd_set_name(cmd->name);
+	return finish(cmd->fn(argc - 1, argv + 1));
+}

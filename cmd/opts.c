@@ -1,0 +1,309 @@
+/*
+ * opts.c - option parsing, --help and error messages for the subcommands.
+ *
+ * getopt_long does the scanning; everything it would print itself is
+ * printed here instead (opterr = 0), in our own words and with a
+ * suggestion of the closest option, so that each error is one line.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chute.h"
+#include "cmd.h"
+
+#define HELP_COLUMN 26
+#define MAX_WORD 64
+
+static const char *current_name;
+
+void cmd_set_name(const char *name)
+{
+	current_name = name;
+}
+
+const char *cmd_name(void)
+{
+	return current_name;
+}
+
+int cmd_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	if (current_name)
+		fprintf(stderr, "chute %s: ", current_name);
+	else
+		fputs("chute: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return EXIT_USAGE;
+}
+
+/* ------------------------------------------------------------------ */
+/* Suggestions                                                          */
+
+static size_t min3(size_t a, size_t b, size_t c)
+{
+	size_t m = a < b ? a : b;
+	return m < c ? m : c;
+}
+
+/* Optimal string alignment distance: insertions, deletions,
+ * substitutions and transpositions of neighbours each cost one. */
+static size_t damerau(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t rows[3][MAX_WORD + 1];
+	size_t *prev2 = rows[0], *prev = rows[1], *cur = rows[2];
+
+	for (size_t j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		cur[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t cost = a[i - 1] != b[j - 1];
+			cur[j] = min3(prev[j] + 1, cur[j - 1] + 1,
+				      prev[j - 1] + cost);
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] && prev2[j - 2] + 1 < cur[j])
+				cur[j] = prev2[j - 2] + 1;
+		}
+		size_t *t = prev2;
+		prev2 = prev;
+		prev = cur;
+		cur = t;
+	}
+	return prev[lb];
+}
+
+const char *cmd_closest(const char *word, const char *const *names, size_t n)
+{
+	const char *best = NULL;
+	size_t best_d = 3, len = strlen(word);
+
+	if (len == 0 || len > MAX_WORD)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (strlen(names[i]) > MAX_WORD)
+			continue;
+		size_t d = damerau(word, names[i]);
+		/* "x" is two edits from "ls" but resembles nothing */
+		if (d < best_d && d < len) {
+			best = names[i];
+			best_d = d;
+		}
+	}
+	return best;
+}
+
+/* ------------------------------------------------------------------ */
+/* --help                                                               */
+
+static void print_option(const struct cmd_opt *o, FILE *out)
+{
+	char left[128];
+	int n;
+
+	if (o->id < CMD_LONG_ONLY)
+		n = snprintf(left, sizeof left, "  -%c, --%s", o->id, o->name);
+	else
+		n = snprintf(left, sizeof left, "      --%s", o->name);
+	if (o->arg && n >= 0 && (size_t)n < sizeof left)
+		snprintf(left + n, sizeof left - (size_t)n, " %s", o->arg);
+	if (strlen(left) + 2 > HELP_COLUMN)
+		fprintf(out, "%s\n%*s%s\n", left, HELP_COLUMN, "", o->help);
+	else
+		fprintf(out, "%-*s%s\n", HELP_COLUMN, left, o->help);
+}
+
+void cmd_usage(const struct cmd_spec *spec, FILE *out)
+{
+	for (size_t i = 0; spec->usage[i]; i++)
+		fprintf(out, "%s chute %s\n", i ? "   or:" : "usage:",
+			spec->usage[i]);
+	fprintf(out, "\n%s\n\noptions:\n", spec->summary);
+	for (const struct cmd_opt *o = spec->opts; o->name; o++)
+		print_option(o, out);
+	if (spec->extra)
+		fprintf(out, "\n%s", spec->extra);
+}
+
+/* ------------------------------------------------------------------ */
+/* Parsing                                                              */
+
+void cmd_parser_init(struct cmd_parser *p, const struct cmd_spec *spec,
+		     int argc, char **argv)
+{
+	size_t n = 0, s = 0;
+
+	memset(p, 0, sizeof *p);
+	p->spec = spec;
+	p->argc = argc;
+	p->argv = argv;
+	/* "-": operands come back in order, whatever POSIXLY_CORRECT says;
+	 * ":": a missing argument is told apart from an unknown option */
+	p->shortopts[s++] = '-';
+	p->shortopts[s++] = ':';
+	for (const struct cmd_opt *o = spec->opts; o->name && n < CMD_MAX_OPTS;
+	     o++, n++) {
+		p->longopts[n] = (struct option){
+			o->name, o->arg ? required_argument : no_argument,
+			NULL, o->id};
+		if (o->id >= CMD_LONG_ONLY)
+			continue;
+		p->shortopts[s++] = (char)o->id;
+		if (o->arg)
+			p->shortopts[s++] = ':';
+	}
+	opterr = 0;
+	optind = 0; /* full reinitialisation in glibc */
+}
+
+static const struct cmd_opt *find_opt(const struct cmd_spec *spec, int id)
+{
+	for (const struct cmd_opt *o = spec->opts; o->name; o++)
+		if (o->id == id)
+			return o;
+	return NULL;
+}
+
+/* How the user wrote the option: "--output" or "-o". */
+static void spelled(const struct cmd_parser *p, const struct cmd_opt *o,
+		    char *buf, size_t size)
+{
+	const char *typed = optind > 0 && optind <= p->argc ?
+				    p->argv[optind - 1] : "";
+
+	if (strncmp(typed, "--", 2) == 0 || o->id >= CMD_LONG_ONLY)
+		snprintf(buf, size, "--%s", o->name);
+	else
+		snprintf(buf, size, "-%c", o->id);
+}
+
+static int missing_argument(struct cmd_parser *p)
+{
+	const struct cmd_opt *o = find_opt(p->spec, optopt);
+	char name[80];
+
+	if (!o) {
+		cmd_error("an option needs a value");
+		return CMD_BAD;
+	}
+	spelled(p, o, name, sizeof name);
+	cmd_error("option '%s' needs a value (%s)", name, o->arg);
+	return CMD_BAD;
+}
+
+static int unknown_long(struct cmd_parser *p)
+{
+	const char *names[CMD_MAX_OPTS], *match[2] = {NULL, NULL};
+	const char *typed = p->argv[optind - 1] + 2;
+	char word[MAX_WORD + 1];
+	size_t n = 0, prefixed = 0, len = strcspn(typed, "=");
+
+	snprintf(word, sizeof word, "%.*s", (int)len, typed);
+	for (const struct cmd_opt *o = p->spec->opts; o->name; o++) {
+		names[n++] = o->name;
+		if (strncmp(o->name, word, strlen(word)) == 0 && prefixed < 2)
+			match[prefixed++] = o->name;
+	}
+	if (prefixed == 2) {
+		cmd_error("option '--%s' is ambiguous; could be '--%s' or "
+			  "'--%s'", word, match[0], match[1]);
+		return CMD_BAD;
+	}
+	const char *near = cmd_closest(word, names, n);
+	if (near)
+		cmd_error("unknown option '--%s'; did you mean '--%s'?", word,
+			  near);
+	else
+		cmd_error("unknown option '--%s'; see 'chute %s --help'", word,
+			  p->spec->name);
+	return CMD_BAD;
+}
+
+static int bad_option(struct cmd_parser *p)
+{
+	const struct cmd_opt *o = optopt ? find_opt(p->spec, optopt) : NULL;
+
+	if (o) {
+		cmd_error("option '--%s' takes no value", o->name);
+		return CMD_BAD;
+	}
+	if (optopt == 0 && optind > 0 &&
+	    strncmp(p->argv[optind - 1], "--", 2) == 0)
+		return unknown_long(p);
+	if (optopt > 0 && optopt < CMD_LONG_ONLY)
+		cmd_error("unknown option '-%c'; see 'chute %s --help'",
+			  optopt, p->spec->name);
+	else
+		cmd_error("unknown option; see 'chute %s --help'",
+			  p->spec->name);
+	return CMD_BAD;
+}
+
+int cmd_next(struct cmd_parser *p)
+{
+	if (!p->finished) {
+		int c = getopt_long(p->argc, p->argv, p->shortopts,
+				    p->longopts, NULL);
+		p->arg = optarg;
+		switch (c) {
+		case -1:
+			p->finished = 1;
+			break;
+		case 1:
+			return CMD_POSITIONAL;
+		case '?':
+			return bad_option(p);
+		case ':':
+			return missing_argument(p);
+		case CMD_OPT_HELP:
+			cmd_usage(p->spec, stdout);
+			return CMD_HELP;
+		default:
+			return c;
+		}
+	}
+	/* what follows "--" */
+	if (optind < p->argc) {
+		p->arg = p->argv[optind++];
+		return CMD_POSITIONAL;
+	}
+	return CMD_END;
+}
+
+/* ------------------------------------------------------------------ */
+/* Values                                                               */
+
+int cmd_parse_int(const char *opt, const char *s, long min, long max,
+		  int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (*s == '\0' || *end != '\0' || errno || v < min || v > max) {
+		cmd_error("invalid value '%s' for %s: expected a whole number "
+			  "from %ld to %ld", s, opt, min, max);
+		return -1;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+int cmd_parse_size(const char *opt, const char *s, uint64_t *out)
+{
+	if (ch_parse_size(s, out) < 0 || *out == 0) {
+		cmd_error("invalid size '%s' for %s: expected a number above "
+			  "0 with an optional K, M or G suffix", s, opt);
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,129 @@
+/*
+ * out.c - signals, raw writes and JSON output shared by the subcommands.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd.h"
+
+/* ------------------------------------------------------------------ */
+/* Signals                                                              */
+
+static volatile sig_atomic_t caught;
+
+static void on_signal(int sig)
+{
+	caught = sig;
+}
+
+volatile sig_atomic_t *cmd_catch_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: a blocking read (a list on stdin) must return so
+	 * that the flag gets looked at.  SA_RESETHAND: if the first signal
+	 * is not enough, the second one ends the process the usual way. */
+	sa.sa_flags = SA_RESETHAND;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	return &caught;
+}
+
+int cmd_signal_status(void)
+{
+	return caught ? 128 + caught : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Raw output                                                           */
+
+int cmd_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* JSON                                                                 */
+
+/* Length of the well-formed UTF-8 sequence at p, or 0 if there is none
+ * (overlong forms, surrogates and code points past U+10FFFF included). */
+static size_t utf8_seq(const unsigned char *p, size_t left)
+{
+	unsigned c = p[0], cp, min;
+	size_t n;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, cp = c & 0x1f, min = 0x80;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, cp = c & 0x0f, min = 0x800;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, cp = c & 0x07, min = 0x10000;
+	else
+		return 0;
+	if (n > left)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+json_t *cmd_json_bytes(const char *s, size_t len)
+{
+	const unsigned char *in = (const unsigned char *)s;
+	json_t *str = json_stringn(s, len);
+	char *copy;
+	size_t o = 0;
+
+	if (str || len > SIZE_MAX / 3 - 1)
+		return str;
+	/* File names need not be UTF-8; JSON strings must be. */
+	copy = malloc(len * 3 + 1);
+	if (!copy)
+		return NULL;
+	for (size_t i = 0; i < len;) {
+		size_t n = utf8_seq(in + i, len - i);
+		if (n == 0) {
+			memcpy(copy + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+			continue;
+		}
+		memcpy(copy + o, in + i, n);
+		o += n;
+		i += n;
+	}
+	str = json_stringn(copy, o);
+	free(copy);
+	return str;
+}
+
+int cmd_json_print(json_t *doc, FILE *out)
+{
+	if (json_dumpf(doc, out, JSON_COMPACT) < 0)
+		return -1;
+	return fputc('\n', out) == EOF ? -1 : 0;
+}

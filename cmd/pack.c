@@ -1,0 +1,305 @@
+/*
+ * pack.c - chute pack: files, lists and archives into shards + manifest.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "chute.h"
+#include "cmd.h"
+
+enum {
+	OPT_DICT = CMD_LONG_ONLY,
+	OPT_KEEP_ORDER,
+	OPT_LABEL_FROM,
+};
+
+static const char *const pack_usage[] = {
+	"pack [OPTIONS] SRC... -o DIR",
+	NULL,
+};
+
+static const struct cmd_opt pack_opts[] = {
+	{'b', "block-size", "SIZE", "target raw bytes per block (default 1M)"},
+	{OPT_DICT, "dict", NULL, "train a zstd dictionary per shard"},
+	CMD_HELP_OPT,
+	{'j', "jobs", "N", "parallel workers (default: all cores)"},
+	{OPT_KEEP_ORDER, "keep-order", NULL,
+	 "keep input order instead of sorting by key"},
+	{OPT_LABEL_FROM, "label-from", "dir",
+	 "add a cls field: index of the parent folder"},
+	{'l', "level", "N", "zstd level, 1 to 19 (default 3)"},
+	{'n', "name", "NAME", "dataset and shard name (default: DIR's name)"},
+	{'0', "null", NULL, "the list on stdin is NUL-separated"},
+	{'o', "output", "DIR", "dataset folder to create or replace"},
+	{'q', "quiet", NULL, "no progress line on a terminal"},
+	{'s', "shard-size", "SIZE",
+	 "bytes per shard (default 256M), or samples: 10000s"},
+	{0, NULL, NULL, NULL},
+};
+
+static const struct cmd_spec pack_spec = {
+	.name = "pack",
+	.summary = "pack files into compressed, checksummed shards",
+	.usage = pack_usage,
+	.opts = pack_opts,
+	.extra = "SRC is a folder (files KEY.FIELD, searched recursively), an\n"
+		 "archive (tar, tar.gz, tar.zst, zip), or - for a list of file\n"
+		 "paths on standard input.  SIZE takes K, M and G suffixes.\n",
+};
+
+/* ------------------------------------------------------------------ */
+/* Progress line                                                        */
+
+struct progress {
+	pthread_mutex_t lock;
+	struct timespec start, last;
+	int width; /* characters now on the line, 0 if nothing drawn */
+};
+
+static double seconds_between(const struct timespec *a,
+			      const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) +
+	       (double)(b->tv_nsec - a->tv_nsec) / 1e9;
+}
+
+static void draw(struct progress *pr, const struct ch_progress *p,
+		 double elapsed)
+{
+	double mb = (double)p->bytes / 1e6, total = (double)p->total_bytes / 1e6;
+	double rate = elapsed > 0 ? mb / elapsed : 0;
+	char eta[32] = "";
+	int n;
+
+	if (rate > 0 && total > mb) {
+		unsigned long s = (unsigned long)((total - mb) / rate);
+		snprintf(eta, sizeof eta, ", eta %lu:%02lu", s / 60, s % 60);
+	}
+	n = fprintf(stderr,
+		    "\rpacking: %" PRIu64 "/%" PRIu64 " files, %.1f/%.1f MB, "
+		    "%.1f MB/s%s",
+		    p->files, p->total_files, mb, total, rate, eta);
+	n -= 1; /* the \r */
+	if (n < pr->width)
+		fprintf(stderr, "%*s", pr->width - n, "");
+	if (n > pr->width)
+		pr->width = n;
+}
+
+/* May be called from worker threads: whoever finds the line busy skips
+ * the update rather than wait for it. */
+static void on_progress(const struct ch_progress *p, void *arg)
+{
+	struct progress *pr = arg;
+	struct timespec now;
+
+	if (pthread_mutex_trylock(&pr->lock) != 0)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (pr->width == 0 || seconds_between(&pr->last, &now) >= 0.1) {
+		draw(pr, p, seconds_between(&pr->start, &now));
+		pr->last = now;
+	}
+	pthread_mutex_unlock(&pr->lock);
+}
+
+static void progress_clear(struct progress *pr)
+{
+	if (pr->width > 0)
+		fprintf(stderr, "\r%*s\r", pr->width, "");
+	pr->width = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Options                                                              */
+
+struct pack_args {
+	struct ch_pack_opts o;
+	const char **sources;
+	size_t nsources, stdin_lists;
+	int null_sep, quiet;
+};
+
+/* "256M" is bytes, "10000s" is samples. */
+static int parse_shard_size(const char *s, struct ch_pack_opts *o)
+{
+	size_t len = strlen(s);
+	char *end;
+
+	if (len > 1 && s[len - 1] == 's') {
+		errno = 0;
+		unsigned long long v = strtoull(s, &end, 10);
+		if (s[0] >= '0' && s[0] <= '9' && end == s + len - 1 &&
+		    !errno && v > 0) {
+			o->shard_samples = v;
+			o->shard_bytes = 0;
+			return 0;
+		}
+		cmd_error("invalid value '%s' for --shard-size: expected a "
+			  "sample count above 0 before the s", s);
+		return -1;
+	}
+	o->shard_samples = 0;
+	return cmd_parse_size("--shard-size", s, &o->shard_bytes);
+}
+
+static int take_option(struct pack_args *a, int c, const char *arg)
+{
+	switch (c) {
+	case 'b':
+		return cmd_parse_size("--block-size", arg, &a->o.block_size);
+	case 'j':
+		return cmd_parse_int("--jobs", arg, 1, 1024, &a->o.jobs);
+	case 'l':
+		return cmd_parse_int("--level", arg, 1, 19, &a->o.level);
+	case 'n':
+		a->o.name = arg;
+		return 0;
+	case 'o':
+		a->o.out_dir = arg;
+		return 0;
+	case 's':
+		return parse_shard_size(arg, &a->o);
+	case '0':
+		a->null_sep = 1;
+		return 0;
+	case 'q':
+		a->quiet = 1;
+		return 0;
+	case OPT_DICT:
+		a->o.dict = 1;
+		return 0;
+	case OPT_KEEP_ORDER:
+		a->o.keep_order = 1;
+		return 0;
+	case OPT_LABEL_FROM:
+		if (strcmp(arg, "dir") == 0) {
+			a->o.label_from = "dir";
+			return 0;
+		}
+		cmd_error("invalid value '%s' for --label-from: expected 'dir'",
+			  arg);
+		return -1;
+	}
+	return -1;
+}
+
+/* Returns 0 to go on, or the exit status. */
+static int parse_args(struct pack_args *a, int argc, char **argv)
+{
+	struct cmd_parser p;
+	int c;
+
+	cmd_parser_init(&p, &pack_spec, argc, argv);
+	while ((c = cmd_next(&p)) != CMD_END) {
+		if (c == CMD_HELP)
+			return -1;
+		if (c == CMD_BAD)
+			return EXIT_USAGE;
+		if (c != CMD_POSITIONAL) {
+			if (take_option(a, c, p.arg) < 0)
+				return EXIT_USAGE;
+			continue;
+		}
+		a->sources[a->nsources++] = p.arg;
+		if (strcmp(p.arg, "-") == 0)
+			a->stdin_lists++;
+	}
+	if (a->nsources == 0)
+		return cmd_error("no source given: name a folder, an archive "
+				 "or - for a list on stdin");
+	if (!a->o.out_dir)
+		return cmd_error("no output folder given: use -o DIR");
+	if (a->stdin_lists > 1)
+		return cmd_error("standard input (-) given more than once");
+	if (a->null_sep && !a->stdin_lists)
+		return cmd_error("--null applies to a list on stdin, and no - "
+				 "was given");
+	return 0;
+}
+
+/* The default name: the last component of DIR. */
+static int default_name(const char *dir, char **out)
+{
+	size_t len = strlen(dir);
+	const char *base;
+
+	while (len > 1 && dir[len - 1] == '/')
+		len--;
+	base = memrchr(dir, '/', len);
+	base = base ? base + 1 : dir;
+	len -= (size_t)(base - dir);
+	if (len == 0 || (len == 1 && base[0] == '.') ||
+	    (len == 2 && base[0] == '.' && base[1] == '.'))
+		return cmd_error("cannot name the dataset after '%s': give a "
+				 "name with --name", dir);
+	*out = strndup(base, len);
+	if (!*out)
+		return cmd_error("out of memory");
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+static int run_pack(struct pack_args *a)
+{
+	struct progress pr;
+	struct ch_pack_result res;
+	struct ch_error err = {{0}};
+	int rc;
+
+	memset(&pr, 0, sizeof pr);
+	pthread_mutex_init(&pr.lock, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &pr.start);
+	if (!a->quiet && isatty(STDERR_FILENO)) {
+		a->o.progress = on_progress;
+		a->o.progress_arg = &pr;
+	}
+	a->o.list_fd = STDIN_FILENO;
+	a->o.list_sep = a->null_sep ? 0 : '\n';
+	a->o.cancel = cmd_catch_signals();
+	memset(&res, 0, sizeof res);
+	rc = ch_pack(a->sources, a->nsources, &a->o, &res, &err);
+	progress_clear(&pr);
+	pthread_mutex_destroy(&pr.lock);
+	if (rc < 0) {
+		cmd_error("%s", err.msg);
+		return cmd_signal_status() ? cmd_signal_status() : EXIT_USAGE;
+	}
+	printf("packed %" PRIu64 " samples (%" PRIu64 " bytes) into %zu "
+	       "shards, id %s\n",
+	       res.samples, res.bytes, res.shards, res.id);
+	return 0;
+}
+
+int cmd_pack(int argc, char **argv)
+{
+	struct pack_args a;
+	char *name = NULL;
+	int status;
+
+	memset(&a, 0, sizeof a);
+	ch_pack_opts_init(&a.o);
+	a.sources = calloc((size_t)argc + 1, sizeof *a.sources);
+	if (!a.sources)
+		return cmd_error("out of memory");
+	status = parse_args(&a, argc, argv);
+	if (status != 0)
+		goto done;
+	if (!a.o.name) {
+		status = default_name(a.o.out_dir, &name);
+		if (status != 0)
+			goto done;
+		a.o.name = name;
+	}
+	status = run_pack(&a);
+done:
+	free(name);
+	free(a.sources);
+	return status < 0 ? 0 : status;
+}

@@ -1,0 +1,310 @@
+/*
+ * verify.c - chute verify: check a dataset's or shards' hashes.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "chute.h"
+#include "cmd.h"
+
+enum { OPT_JSON = CMD_LONG_ONLY };
+
+static const char *const verify_usage[] = {
+	"verify [OPTIONS] DATASET|SHARD...",
+	NULL,
+};
+
+static const struct cmd_opt verify_opts[] = {
+	{'d', "deep", NULL, "also decode every block and hash every sample"},
+	CMD_HELP_OPT,
+	{'j', "jobs", "N", "parallel workers (default: all cores)"},
+	{OPT_JSON, "json", NULL, "one JSON report on standard output"},
+	{0, NULL, NULL, NULL},
+};
+
+static const struct cmd_spec verify_spec = {
+	.name = "verify",
+	.summary = "check the hashes of a dataset or shards",
+	.usage = verify_usage,
+	.opts = verify_opts,
+	.extra = "exit status: 0 all good, 1 problems found, 2 could not "
+		 "check\n",
+};
+
+/* Indexed by enum ch_problem_kind. */
+static const char *const kind_names[] = {
+	"manifest", "missing", "unexpected", "size", "file_hash",
+	"structure", "block", "sample", "count",
+};
+
+struct verify_run {
+	const char *arg;  /* the DATASET|SHARD being checked */
+	int arg_is_dir;
+	json_t *problems; /* --json: the report's array, else NULL */
+	char **bad;	  /* paths of the shards with problems, once each */
+	size_t nbad, cap;
+};
+
+/* Where a problem is: the shard's path as the user can open it. */
+static char *problem_path(const struct verify_run *v, const char *shard)
+{
+	const char *slash = strrchr(v->arg, '/');
+	size_t dir_len;
+	char *out;
+
+	if (!shard)
+		return strdup(v->arg);
+	if (v->arg_is_dir)
+		dir_len = strlen(v->arg);
+	else if (strlen(v->arg) > 4 &&
+		 strcmp(v->arg + strlen(v->arg) - 4, ".chs") == 0)
+		return strdup(v->arg); /* a lone shard */
+	else
+		dir_len = slash ? (size_t)(slash - v->arg) : 0;
+	while (dir_len > 1 && v->arg[dir_len - 1] == '/')
+		dir_len--;
+	if (dir_len == 0)
+		return strdup(shard);
+	if (asprintf(&out, "%.*s/%s", (int)dir_len, v->arg, shard) < 0)
+		return NULL;
+	return out;
+}
+
+static void print_problem(const struct ch_problem *p, const char *path)
+{
+	printf("%s:", path);
+	if (p->block >= 0)
+		printf(" block %" PRId64, p->block);
+	if (p->offset >= 0)
+		printf(" at byte %" PRId64, p->offset);
+	if (p->block >= 0 || p->offset >= 0)
+		putchar(':');
+	if (p->key)
+		printf(" sample '%s':", p->key);
+	printf(" %s\n", p->message);
+	fflush(stdout); /* problems show up as they are found */
+}
+
+static json_t *int_or_null(int64_t v)
+{
+	return v >= 0 ? json_integer(v) : json_null();
+}
+
+static json_t *str_or_null(const char *s)
+{
+	return s ? cmd_json_bytes(s, strlen(s)) : json_null();
+}
+
+static void add_problem(json_t *list, const struct ch_problem *p,
+			const char *path)
+{
+	json_t *o = json_object();
+	size_t k = (size_t)p->kind;
+
+	json_object_set_new(o, "kind", json_string(
+		k < sizeof kind_names / sizeof *kind_names ? kind_names[k] :
+							     "other"));
+	json_object_set_new(o, "path", str_or_null(path));
+	json_object_set_new(o, "shard", str_or_null(p->shard));
+	json_object_set_new(o, "block", int_or_null(p->block));
+	json_object_set_new(o, "key", str_or_null(p->key));
+	json_object_set_new(o, "offset", int_or_null(p->offset));
+	json_object_set_new(o, "message", str_or_null(p->message));
+	json_array_append_new(list, o);
+}
+
+/* Counts the shard for "FAILED: P problems in S shards"; takes path. */
+static void remember_shard(struct verify_run *v, char *path)
+{
+	for (size_t i = 0; i < v->nbad; i++) {
+		if (strcmp(v->bad[i], path) == 0) {
+			free(path);
+			return;
+		}
+	}
+	if (v->nbad == v->cap) {
+		size_t cap = v->cap ? 2 * v->cap : 16;
+		char **bad = realloc(v->bad, cap * sizeof *bad);
+		if (!bad) {
+			free(path);
+			return; /* the count is a courtesy, not worth failing */
+		}
+		v->bad = bad;
+		v->cap = cap;
+	}
+	v->bad[v->nbad++] = path;
+}
+
+static void on_problem(const struct ch_problem *p, void *arg)
+{
+	struct verify_run *v = arg;
+	char *path = problem_path(v, p->shard);
+
+	if (v->problems)
+		add_problem(v->problems, p, path ? path : v->arg);
+	else
+		print_problem(p, path ? path : v->arg);
+	if (p->shard && path)
+		remember_shard(v, path);
+	else
+		free(path);
+}
+
+/* ------------------------------------------------------------------ */
+
+struct verify_totals {
+	struct ch_verify_result sum;
+	size_t ran, failed;
+	json_t *errors;
+};
+
+/* Returns 0 when the check ran, -1 when it could not. */
+static int verify_one(const char *path, struct ch_verify_opts *o,
+		      struct verify_run *v, struct verify_totals *t)
+{
+	struct ch_verify_result res;
+	struct ch_error err = {{0}};
+	struct stat st;
+
+	v->arg = path;
+	v->arg_is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+	memset(&res, 0, sizeof res);
+	if (ch_verify(path, o, &res, &err) < 0) {
+		cmd_error("%s", err.msg);
+		if (t->errors)
+			json_array_append_new(t->errors,
+					      str_or_null(err.msg));
+		t->failed++;
+		return -1;
+	}
+	t->ran++;
+	t->sum.shards += res.shards;
+	t->sum.blocks += res.blocks;
+	t->sum.samples += res.samples;
+	t->sum.bytes += res.bytes;
+	t->sum.problems += res.problems;
+	return 0;
+}
+
+static void print_summary(const struct verify_totals *t, size_t bad_shards)
+{
+	const struct ch_verify_result *s = &t->sum;
+
+	if (t->ran == 0)
+		return; /* the errors on stderr say it all */
+	if (s->problems == 0 && t->failed == 0) {
+		printf("ok: %" PRIu64 " shards, %" PRIu64 " blocks, %" PRIu64
+		       " samples, %" PRIu64 " bytes\n",
+		       s->shards, s->blocks, s->samples, s->bytes);
+		return;
+	}
+	printf("FAILED: %" PRIu64 " problems in %zu shards", s->problems,
+	       bad_shards);
+	if (t->failed)
+		printf("; %zu could not be checked", t->failed);
+	putchar('\n');
+}
+
+static void print_report(const struct verify_totals *t, json_t *problems)
+{
+	const struct ch_verify_result *s = &t->sum;
+	json_t *doc = json_object();
+
+	json_object_set_new(doc, "ok", json_boolean(s->problems == 0 &&
+						    t->failed == 0));
+	json_object_set_new(doc, "shards", json_integer((json_int_t)s->shards));
+	json_object_set_new(doc, "blocks", json_integer((json_int_t)s->blocks));
+	json_object_set_new(doc, "samples",
+			    json_integer((json_int_t)s->samples));
+	json_object_set_new(doc, "bytes", json_integer((json_int_t)s->bytes));
+	json_object_set(doc, "problems", problems);
+	json_object_set(doc, "errors", t->errors);
+	cmd_json_print(doc, stdout);
+	json_decref(doc);
+}
+
+static int parse_args(int argc, char **argv, struct ch_verify_opts *o,
+		      const char **paths, size_t *npaths, int *json)
+{
+	struct cmd_parser p;
+	int c;
+
+	cmd_parser_init(&p, &verify_spec, argc, argv);
+	while ((c = cmd_next(&p)) != CMD_END) {
+		switch (c) {
+		case CMD_HELP:
+			return -1;
+		case CMD_BAD:
+			return EXIT_USAGE;
+		case CMD_POSITIONAL:
+			paths[(*npaths)++] = p.arg;
+			break;
+		case 'd':
+			o->deep = 1;
+			break;
+		case 'j':
+			if (cmd_parse_int("--jobs", p.arg, 1, 1024, &o->jobs))
+				return EXIT_USAGE;
+			break;
+		case OPT_JSON:
+			*json = 1;
+			break;
+		}
+	}
+	if (*npaths == 0)
+		return cmd_error("nothing to verify: name a dataset or shard");
+	return 0;
+}
+
+static int exit_status(const struct verify_totals *t)
+{
+	if (t->failed)
+		return EXIT_USAGE;
+	return t->sum.problems ? EXIT_CHECK : 0;
+}
+
+int cmd_verify(int argc, char **argv)
+{
+	struct ch_verify_opts o = {.jobs = ch_cpu_count()};
+	struct verify_totals t;
+	struct verify_run v = {0};
+	const char **paths = calloc((size_t)argc + 1, sizeof *paths);
+	size_t npaths = 0;
+	int json = 0, status;
+
+	memset(&t, 0, sizeof t);
+	if (!paths)
+		return cmd_error("out of memory");
+	status = parse_args(argc, argv, &o, paths, &npaths, &json);
+	if (status != 0)
+		goto done;
+	if (json) {
+		v.problems = json_array();
+		t.errors = json_array();
+	}
+	o.on_problem = on_problem;
+	o.arg = &v;
+	o.cancel = cmd_catch_signals();
+	for (size_t i = 0; i < npaths; i++) {
+		if (verify_one(paths[i], &o, &v, &t) < 0 &&
+		    cmd_signal_status()) {
+			status = cmd_signal_status();
+			goto done;
+		}
+	}
+	if (json)
+		print_report(&t, v.problems);
+	else
+		print_summary(&t, v.nbad);
+	status = exit_status(&t);
+done:
+	json_decref(v.problems);
+	json_decref(t.errors);
+	for (size_t i = 0; i < v.nbad; i++)
+		free(v.bad[i]);
+	free(v.bad);
+	free(paths);
+	return status < 0 ? 0 : status;
+}

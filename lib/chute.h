@@ -1,0 +1,464 @@
+/*
+ * chute.h - the public API of libchute.
+ *
+ * Conventions: functions that can fail return 0 on success and -1 on
+ * failure, filling a caller-owned struct ch_error with a message that says
+ * what went wrong, why, and where (file, offset).  The library never prints
+ * and never exits.  Objects are created by *_open / *_init and released by
+ * the matching *_close / *_release / *_free; whoever created one owns it.
+ */
+#ifndef CHUTE_H
+#define CHUTE_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CH_VERSION "0.1.0"
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                              */
+
+struct ch_error {
+	char msg[1024];
+};
+
+/* Formats a message into err (if not NULL) and returns -1, so that
+ * `return ch_error_set(err, "...")` reads naturally. */
+int ch_error_set(struct ch_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Like ch_error_set, with ": strerror(errnum)" appended. */
+int ch_error_errno(struct ch_error *err, int errnum, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ------------------------------------------------------------------ */
+/* Hashes (XXH3)                                                        */
+
+struct ch_hash128 {
+	uint64_t high, low;
+};
+
+/* XXH3-64 of a buffer, seed 0. */
+uint64_t ch_hash64(const void *data, size_t size);
+
+/* XXH3-128 of a buffer, seed 0. */
+struct ch_hash128 ch_hash128(const void *data, size_t size);
+
+/* Writes the canonical (big-endian) 32-digit lowercase hex form, the one
+ * `xxhsum -H2` prints, into out (33 bytes with the NUL). */
+void ch_hash128_hex(struct ch_hash128 h, char out[33]);
+
+/* Parses 32 hex digits; returns -1 on anything else. */
+int ch_hash128_parse(const char *hex, struct ch_hash128 *out);
+
+/* XXH3-128 of a whole file, read with large preads. */
+int ch_hash128_file(const char *path, struct ch_hash128 *out,
+		    uint64_t *size_out, struct ch_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Growable byte buffer                                                 */
+
+struct ch_buf {
+	uint8_t *data;
+	size_t len, cap;
+};
+
+int ch_buf_reserve(struct ch_buf *b, size_t cap, struct ch_error *err);
+int ch_buf_append(struct ch_buf *b, const void *p, size_t n,
+		  struct ch_error *err);
+void ch_buf_release(struct ch_buf *b);
+
+/* ------------------------------------------------------------------ */
+/* Shard reader (format: man/chute-shard.5)                             */
+
+struct ch_shard; /* opaque; immutable after open, safe to share between
+		  * threads that each use their own ch_block_reader */
+
+/* Opens a shard: reads and checks header, footer and index (their hashes,
+ * bounds and internal consistency).  Does not read any block. */
+int ch_shard_open(struct ch_shard **out, const char *path,
+		  struct ch_error *err);
+void ch_shard_close(struct ch_shard *sh);
+
+const char *ch_shard_path(const struct ch_shard *sh);
+uint64_t ch_shard_file_size(const struct ch_shard *sh);
+uint64_t ch_shard_sample_count(const struct ch_shard *sh);
+uint32_t ch_shard_block_count(const struct ch_shard *sh);
+int ch_shard_has_dict(const struct ch_shard *sh);
+
+struct ch_sample_info {
+	const char *key; /* not NUL-terminated: use key_len */
+	size_t key_len;
+	uint64_t hash;	 /* XXH3-64 of the sample's content */
+	uint32_t block;	 /* block holding the sample */
+	uint64_t offset; /* offset of its first field in the block's data */
+	uint64_t size;	 /* all fields together */
+	uint32_t nfields;
+};
+
+struct ch_field_info {
+	const char *name; /* NUL-terminated */
+	uint64_t size;
+	uint64_t offset; /* within the sample */
+};
+
+/* O(1): the i-th sample of the shard (0-based). */
+void ch_shard_sample(const struct ch_shard *sh, uint64_t i,
+		     struct ch_sample_info *out);
+/* Field f (0-based, < nfields) of sample i, fields in name order. */
+void ch_shard_field(const struct ch_shard *sh, uint64_t i, uint32_t f,
+		    struct ch_field_info *out);
+/* Binary search by key; returns the sample number or -1. */
+int64_t ch_shard_find(const struct ch_shard *sh, const char *key,
+		      size_t key_len);
+
+struct ch_block_stat {
+	uint64_t offset, stored_size, raw_size, hash;
+	uint32_t codec; /* CH_CODEC_* */
+};
+void ch_shard_block(const struct ch_shard *sh, uint32_t b,
+		    struct ch_block_stat *out);
+
+/* Per-thread state for reading blocks: zstd context, buffers, and the last
+ * block decoded (so reading the fields of one sample, or consecutive
+ * samples of one block, decodes it once). */
+struct ch_block_reader;
+struct ch_block_reader *ch_block_reader_new(void);
+void ch_block_reader_free(struct ch_block_reader *r);
+
+/* Reads block b (checking its stored hash) and returns its decoded bytes,
+ * valid until the next call with the same reader. */
+int ch_block_read(struct ch_block_reader *r, const struct ch_shard *sh,
+		  uint32_t b, const uint8_t **data, size_t *size,
+		  struct ch_error *err);
+
+/* Returns the bytes of sample i (all fields, in field order), valid until
+ * the next call with the same reader. */
+int ch_sample_read(struct ch_block_reader *r, const struct ch_shard *sh,
+		   uint64_t i, const uint8_t **data, struct ch_error *err);
+
+/* Hash of a sample's content as stored in the index: XXH3-64 over, for
+ * each field in name order, the name, one NUL byte, the size as u64
+ * little-endian, then the bytes. */
+uint64_t ch_sample_hash(const struct ch_shard *sh, uint64_t i,
+			const uint8_t *data);
+
+/* ------------------------------------------------------------------ */
+/* Shard writer                                                         */
+
+enum { CH_CODEC_RAW = 0, CH_CODEC_ZSTD = 1, CH_CODEC_ZSTD_DICT = 2 };
+
+struct ch_shard_writer;
+
+/* One field of a sample handed to the writer. */
+struct ch_field_desc {
+	const char *name;
+	uint64_t size;
+};
+
+/* One sample inside an encoded block. */
+struct ch_sample_desc {
+	const char *key;
+	size_t key_len;
+	uint64_t hash;
+	uint64_t offset; /* in the block's raw data */
+	uint32_t nfields;
+	const struct ch_field_desc *fields; /* name order */
+};
+
+/* A block ready to be written: its stored bytes and the samples inside. */
+struct ch_encoded_block {
+	const uint8_t *stored;
+	uint64_t stored_size, raw_size;
+	uint32_t codec;
+	size_t nsamples;
+	const struct ch_sample_desc *samples;
+};
+
+/* Creates the file at path (O_EXCL), writes the header.  A dictionary, if
+ * any, is written right after it. */
+int ch_shard_writer_open(struct ch_shard_writer **out, const char *path,
+			 const void *dict, size_t dict_size,
+			 struct ch_error *err);
+int ch_shard_writer_add(struct ch_shard_writer *w,
+			const struct ch_encoded_block *blk,
+			struct ch_error *err);
+
+struct ch_shard_summary {
+	uint64_t bytes;		/* file size */
+	struct ch_hash128 hash; /* XXH3-128 of the whole file */
+	uint64_t samples;
+	uint32_t blocks;
+};
+/* Writes index and footer, fsyncs and closes the file. */
+int ch_shard_writer_finish(struct ch_shard_writer *w,
+			   struct ch_shard_summary *out, struct ch_error *err);
+/* Frees; if not finished, also unlinks the partial file. */
+void ch_shard_writer_free(struct ch_shard_writer *w);
+
+/* Block encoding: zstd at `level` (with an optional dictionary), or raw
+ * when compression would save less than 3 % (cheap entropy probe first,
+ * so incompressible data such as JPEG is not compressed for nothing). */
+struct ch_block_encoder;
+struct ch_block_encoder *ch_block_encoder_new(int level, const void *dict,
+					      size_t dict_size);
+void ch_block_encoder_free(struct ch_block_encoder *e);
+/* On success *stored points at either raw (codec RAW) or the encoder's own
+ * buffer, valid until the next call. */
+int ch_block_encode(struct ch_block_encoder *e, const uint8_t *raw,
+		    size_t raw_size, const uint8_t **stored,
+		    size_t *stored_size, uint32_t *codec,
+		    struct ch_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Manifest (format: man/chute-manifest.5)                             */
+
+struct ch_manifest_shard {
+	char *path; /* relative to the dataset folder: "shards/NAME-000000.chs" */
+	uint64_t bytes;
+	struct ch_hash128 hash; /* XXH3-128 of the file */
+	uint64_t samples;
+	uint64_t first_sample; /* dataset-wide number of its first sample */
+};
+
+struct ch_manifest_field {
+	char *name;
+	uint64_t count; /* samples that have it */
+	uint64_t bytes; /* total raw bytes */
+};
+
+struct ch_manifest_options {
+	uint64_t shard_bytes;	/* 0 = no byte limit */
+	uint64_t shard_samples; /* 0 = no sample limit */
+	uint64_t block_size;
+	int level;
+	int dict; /* 1 if --dict */
+	int keep_order;
+	char *label_from; /* "dir" or NULL */
+};
+
+struct ch_manifest {
+	char id[33];	/* 32 hex digits: XXH3-128 of the canonical content */
+	char *name;
+	char *parent;	/* id of the parent version, or NULL */
+	char *chute_version;
+	uint64_t samples;
+	uint64_t bytes;	       /* raw bytes of all fields */
+	uint64_t shard_bytes;  /* bytes of all shard files */
+	struct ch_manifest_shard *shards;
+	size_t nshards;
+	struct ch_manifest_field *fields; /* sorted by name */
+	size_t nfields;
+	char **classes; /* classes[i] is the name of class i, sorted */
+	size_t nclasses;
+	char **sources;
+	size_t nsources;
+	struct ch_manifest_options options;
+	int id_ok; /* set by ch_manifest_read: 1 if "id" matches the content */
+};
+
+/* Computes m->id from the content (everything but "id"). */
+int ch_manifest_compute_id(struct ch_manifest *m, struct ch_error *err);
+/* Serialises m (computing its id first) to path through a temporary file
+ * and rename: a reader never sees a partial manifest. */
+int ch_manifest_write(struct ch_manifest *m, const char *path,
+		      struct ch_error *err);
+/* Parses and validates; errors name the line and column. */
+int ch_manifest_read(struct ch_manifest *m, const char *path,
+		     struct ch_error *err);
+int ch_manifest_parse(struct ch_manifest *m, const char *text, size_t len,
+		      const char *origin, struct ch_error *err);
+void ch_manifest_release(struct ch_manifest *m);
+
+/* ------------------------------------------------------------------ */
+/* Catalog: the files to pack, grouped into samples                     */
+
+/* Where an entry's bytes come from. */
+enum { CH_FROM_FILE = 0, CH_FROM_SPOOL = 1 };
+
+struct ch_entry {
+	char *key;    /* "dir/n01440764_10026" */
+	char *field;  /* "jpg" */
+	char *origin; /* for messages: "a/b.jpg" or "x.tar:b.jpg" */
+	char *path;   /* CH_FROM_FILE: path to open */
+	uint64_t size;
+	uint64_t spool_offset; /* CH_FROM_SPOOL: offset in the spool file */
+	uint64_t seq;	/* order of discovery, for --keep-order */
+	int from;
+	/* inline data (e.g. a generated cls label); NULL if none */
+	uint8_t *inline_data;
+};
+
+struct ch_catalog {
+	struct ch_entry *entries;
+	size_t n, cap;
+	int spool_fd;	     /* -1 until an archive is read */
+	char *spool_path;    /* unlinked right after creation */
+	uint64_t spool_size;
+	const char *tmp_dir; /* where the spool goes (not owned) */
+	char **sources;	     /* as given, for the manifest */
+	size_t nsources;
+};
+
+void ch_catalog_init(struct ch_catalog *c, const char *tmp_dir);
+void ch_catalog_release(struct ch_catalog *c);
+/* Appends an entry; takes copies of the strings. */
+int ch_catalog_add(struct ch_catalog *c, const struct ch_entry *e,
+		   struct ch_error *err);
+/* Splits a relative member path "a/b/c.seg.png" into key "a/b/c" and field
+ * "seg.png" (the WebDataset rule: the field starts at the first dot of the
+ * last path component).  Refuses absolute paths, "..", empty components,
+ * and names without a field; returns -1 with a message naming `origin`. */
+int ch_split_key(const char *relpath, char **key, char **field,
+		 const char *origin, struct ch_error *err);
+
+/* Sources: each appends entries to the catalog. */
+int ch_source_dir_scan(struct ch_catalog *c, const char *root,
+		       struct ch_error *err);
+/* Reads a list of paths from fd, separated by '\n' or (sep == 0) NUL. */
+int ch_source_list_scan(struct ch_catalog *c, int fd, int sep,
+			struct ch_error *err);
+/* tar, tar.gz, tar.zst, zip... through libarchive, without extracting:
+ * member data goes to the catalog's spool file. */
+int ch_source_archive_scan(struct ch_catalog *c, const char *path,
+			   struct ch_error *err);
+/* 1 if path looks like an archive libarchive can read (by its bytes). */
+int ch_source_is_archive(const char *path);
+
+/* ------------------------------------------------------------------ */
+/* Datasets: a folder with manifest.json, a manifest file, or one shard  */
+
+struct ch_dataset {
+	char *root;		  /* folder holding manifest and shards/ */
+	struct ch_manifest manifest; /* synthesised for a lone shard */
+	int lone_shard;		  /* 1 if opened from a .chs path */
+	struct ch_shard **shards; /* opened lazily by ch_dataset_shard */
+};
+
+int ch_dataset_open(struct ch_dataset *ds, const char *path,
+		    struct ch_error *err);
+void ch_dataset_release(struct ch_dataset *ds);
+/* Full path of shard s ("ROOT/shards/x.chs"); caller frees. */
+char *ch_dataset_shard_path(const struct ch_dataset *ds, size_t s);
+int ch_dataset_shard(struct ch_dataset *ds, size_t s, struct ch_shard **out,
+		     struct ch_error *err);
+/* Finds a sample by key over all shards (binary search in each). */
+int ch_dataset_find(struct ch_dataset *ds, const char *key, size_t *shard,
+		    uint64_t *sample, struct ch_error *err);
+/* Finds dataset-wide sample number n. */
+int ch_dataset_locate(struct ch_dataset *ds, uint64_t n, size_t *shard,
+		      uint64_t *sample, struct ch_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Parallel work: a fixed pool running an ordered sequence of tasks      */
+
+struct ch_progress {
+	uint64_t files, bytes;	 /* done so far */
+	uint64_t total_files, total_bytes;
+};
+typedef void (*ch_progress_fn)(const struct ch_progress *p, void *arg);
+
+/* ------------------------------------------------------------------ */
+/* pack                                                                 */
+
+struct ch_pack_opts {
+	const char *out_dir;
+	const char *name;	/* shard name prefix and manifest name */
+	uint64_t shard_bytes;	/* raw bytes per shard (0: no limit) */
+	uint64_t shard_samples; /* samples per shard (0: no limit) */
+	uint64_t block_size;	/* 0: 1 MiB, or 16 KiB with dict */
+	int level;
+	int jobs;
+	int dict;		/* train a zstd dictionary per shard */
+	int keep_order;		/* do not sort by key */
+	const char *label_from; /* NULL or "dir" */
+	int list_fd;		/* for source "-" */
+	int list_sep;		/* '\n' or 0 */
+	volatile sig_atomic_t *cancel; /* set asynchronously to stop */
+	ch_progress_fn progress;
+	void *progress_arg;
+};
+
+struct ch_pack_result {
+	uint64_t samples, bytes, shard_bytes;
+	size_t shards;
+	char id[33];
+};
+
+void ch_pack_opts_init(struct ch_pack_opts *o);
+/* Packs the sources into o->out_dir atomically: everything is written in a
+ * temporary folder beside it and swapped into place at the end; on failure
+ * or cancellation nothing under out_dir changes. */
+int ch_pack(const char *const *sources, size_t nsources,
+	    const struct ch_pack_opts *o, struct ch_pack_result *res,
+	    struct ch_error *err);
+
+/* ------------------------------------------------------------------ */
+/* verify                                                               */
+
+enum ch_problem_kind {
+	CH_PROBLEM_MANIFEST,	/* manifest id or content */
+	CH_PROBLEM_MISSING,	/* shard listed but absent */
+	CH_PROBLEM_UNEXPECTED,	/* .chs file present but not listed */
+	CH_PROBLEM_SIZE,	/* file size differs from the manifest */
+	CH_PROBLEM_FILE_HASH,	/* XXH3-128 differs from the manifest */
+	CH_PROBLEM_STRUCTURE,	/* header, footer or index unreadable */
+	CH_PROBLEM_BLOCK,	/* block hash or decoding */
+	CH_PROBLEM_SAMPLE,	/* sample content hash (--deep) */
+	CH_PROBLEM_COUNT,	/* sample counts disagree */
+};
+
+struct ch_problem {
+	enum ch_problem_kind kind;
+	const char *shard; /* path relative to the dataset, or NULL */
+	int64_t block;	   /* -1 if not about a block */
+	const char *key;   /* NULL if not about a sample */
+	int64_t offset;	   /* byte offset in the shard, -1 if unknown */
+	const char *message;
+};
+
+typedef void (*ch_problem_fn)(const struct ch_problem *p, void *arg);
+
+struct ch_verify_opts {
+	int deep;
+	int jobs;
+	ch_problem_fn on_problem; /* called from one thread at a time */
+	void *arg;
+	volatile sig_atomic_t *cancel;
+};
+
+struct ch_verify_result {
+	uint64_t shards, blocks, samples, bytes, problems;
+};
+
+/* Verifies a dataset folder, a manifest, or one shard.  Returns 0 when
+ * the check ran (problems are counted in res), -1 when it could not run. */
+int ch_verify(const char *path, const struct ch_verify_opts *o,
+	      struct ch_verify_result *res, struct ch_error *err);
+
+/* ------------------------------------------------------------------ */
+/* export                                                               */
+
+struct ch_export_opts {
+	const char *out_dir;
+	const char *format; /* "tar" */
+	volatile sig_atomic_t *cancel;
+};
+
+/* Writes one WebDataset tar per shard (NAME-000000.tar, members KEY.FIELD
+ * in sample order, deterministic headers), each under a temporary name
+ * renamed into place when complete. */
+int ch_export(struct ch_dataset *ds, const struct ch_export_opts *o,
+	      size_t *files_written, struct ch_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Small utilities shared by cmd/ and lib/                              */
+
+/* Parses "123", "64K", "1.5M", "2G" (powers of 1024) into bytes. */
+int ch_parse_size(const char *s, uint64_t *out);
+/* Number of online CPUs, at least 1. */
+int ch_cpu_count(void);
+
+#endif

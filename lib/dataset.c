@@ -1,0 +1,173 @@
+/* dataset.c - a dataset folder, a manifest file, or a lone shard, opened
+ * the same way for ls, cat, export and verify. */
+#include <errno.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+#include "shard_format.h"
+
+#define MAX_MANIFEST (1u << 30)
+
+static int looks_like_shard(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char magic[8];
+	int yes = f && fread(magic, 1, 8, f) == 8 &&
+		  memcmp(magic, CHS_MAGIC, 8) == 0;
+	if (f)
+		fclose(f);
+	return yes;
+}
+
+/* A lone shard gets a one-shard manifest so that callers see one shape. */
+static int open_lone_shard(struct ch_dataset *ds, const char *path,
+			   struct ch_error *err)
+{
+	char *a = strdup(path), *b = strdup(path);
+	struct ch_manifest *m = &ds->manifest;
+	int rc = -1;
+	ds->lone_shard = 1;
+	if (!a || !b || !(ds->root = strdup(dirname(a))) ||
+	    !(m->shards = calloc(1, sizeof(*m->shards))) ||
+	    !(m->shards[0].path = strdup(basename(b))) ||
+	    !(ds->shards = calloc(1, sizeof(*ds->shards)))) {
+		ch_error_set(err, "out of memory");
+		goto out;
+	}
+	m->nshards = 1;
+	if (ch_shard_open(&ds->shards[0], path, err) < 0)
+		goto out;
+	m->samples = m->shards[0].samples = ch_shard_sample_count(ds->shards[0]);
+	m->shard_bytes = m->shards[0].bytes = ch_shard_file_size(ds->shards[0]);
+	rc = 0;
+out:
+	free(a);
+	free(b);
+	return rc;
+}
+
+int ch_dataset_open(struct ch_dataset *ds, const char *path,
+		    struct ch_error *err)
+{
+	struct stat st;
+	char *man = NULL;
+	memset(ds, 0, sizeof(*ds));
+	if (stat(path, &st) < 0)
+		return ch_error_errno(err, errno, "cannot open '%s'", path);
+	if (!S_ISDIR(st.st_mode) && looks_like_shard(path)) {
+		if (open_lone_shard(ds, path, err) < 0)
+			goto fail;
+		return 0;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		ds->root = strdup(path);
+		man = ch_path_join(path, "manifest.json");
+	} else {
+		char *a = strdup(path);
+		ds->root = a ? strdup(dirname(a)) : NULL;
+		free(a);
+		man = strdup(path);
+	}
+	if (!ds->root || !man) {
+		ch_error_set(err, "out of memory");
+		goto fail;
+	}
+	if (ch_manifest_read(&ds->manifest, man, err) < 0)
+		goto fail;
+	ds->shards = calloc(ds->manifest.nshards ? ds->manifest.nshards : 1,
+			    sizeof(*ds->shards));
+	if (!ds->shards) {
+		ch_error_set(err, "out of memory");
+		goto fail;
+	}
+	free(man);
+	return 0;
+fail:
+	free(man);
+	ch_dataset_release(ds);
+	return -1;
+}
+
+void ch_dataset_release(struct ch_dataset *ds)
+{
+	if (ds->shards)
+		for (size_t i = 0; i < ds->manifest.nshards; i++)
+			ch_shard_close(ds->shards[i]);
+	free(ds->shards);
+	free(ds->root);
+	ch_manifest_release(&ds->manifest);
+	memset(ds, 0, sizeof(*ds));
+}
+
+char *ch_dataset_shard_path(const struct ch_dataset *ds, size_t s)
+{
+	return ch_path_join(ds->root, ds->manifest.shards[s].path);
+}
+
+int ch_dataset_shard(struct ch_dataset *ds, size_t s, struct ch_shard **out,
+		     struct ch_error *err)
+{
+	if (s >= ds->manifest.nshards)
+		return ch_error_set(err, "no shard %zu", s);
+	if (!ds->shards[s]) {
+		char *path = ch_dataset_shard_path(ds, s);
+		if (!path)
+			return ch_error_set(err, "out of memory");
+		int rc = ch_shard_open(&ds->shards[s], path, err);
+		free(path);
+		if (rc < 0)
+			return -1;
+		if (ch_shard_sample_count(ds->shards[s]) !=
+		    ds->manifest.shards[s].samples)
+			return ch_error_set(err, "'%s' holds %llu samples, the "
+					    "manifest says %llu: run chute "
+					    "verify", ds->manifest.shards[s].path,
+					    (unsigned long long)
+					    ch_shard_sample_count(ds->shards[s]),
+					    (unsigned long long)
+					    ds->manifest.shards[s].samples);
+	}
+	*out = ds->shards[s];
+	return 0;
+}
+
+int ch_dataset_find(struct ch_dataset *ds, const char *key, size_t *shard,
+		    uint64_t *sample, struct ch_error *err)
+{
+	for (size_t s = 0; s < ds->manifest.nshards; s++) {
+		struct ch_shard *sh;
+		if (ch_dataset_shard(ds, s, &sh, err) < 0)
+			return -1;
+		int64_t i = ch_shard_find(sh, key, strlen(key));
+		if (i >= 0) {
+			*shard = s;
+			*sample = (uint64_t)i;
+			return 0;
+		}
+	}
+	return ch_error_set(err, "no sample with key '%s'", key);
+}
+
+int ch_dataset_locate(struct ch_dataset *ds, uint64_t n, size_t *shard,
+		      uint64_t *sample, struct ch_error *err)
+{
+	const struct ch_manifest *m = &ds->manifest;
+	size_t lo = 0, hi = m->nshards;
+	if (n >= m->samples)
+		return ch_error_set(err, "no sample #%llu: the dataset has %llu",
+				    (unsigned long long)n,
+				    (unsigned long long)m->samples);
+	while (hi - lo > 1) { /* last shard whose first_sample <= n */
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->shards[mid].first_sample <= n)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*shard = lo;
+	*sample = n - m->shards[lo].first_sample;
+	return 0;
+}

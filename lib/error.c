@@ -1,0 +1,30 @@
+/* error.c - filling a caller-owned struct ch_error. */
+#include <stdarg.h>
+#include <string.h>
+
+#include "chute.h"
+
+int ch_error_set(struct ch_error *err, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+int ch_error_errno(struct ch_error *err, int errnum, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		va_start(ap, fmt);
+		int n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+		if (n >= 0 && (size_t)n < sizeof(err->msg))
+			snprintf(err->msg + n, sizeof(err->msg) - (size_t)n,
+				 ": %s", strerror(errnum));
+	}
+	return -1;
+}

@@ -1,0 +1,135 @@
+/* fsutil.c - folders and whole files. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+char *ch_path_join(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	int slash = la && a[la - 1] != '/';
+	char *p = malloc(la + lb + 2);
+	if (!p)
+		return NULL;
+	memcpy(p, a, la);
+	if (slash)
+		p[la] = '/';
+	memcpy(p + la + slash, b, lb + 1);
+	return p;
+}
+
+int ch_mkdir_p(const char *path, struct ch_error *err)
+{
+	char *p = strdup(path);
+	if (!p)
+		return ch_error_set(err, "out of memory");
+	for (char *s = p + 1;; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char c = *s;
+		*s = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+			int e = errno;
+			free(p);
+			return ch_error_errno(err, e, "cannot create folder '%s'",
+					      path);
+		}
+		*s = c;
+		if (c == '\0')
+			break;
+	}
+	free(p);
+	return 0;
+}
+
+static int rm_at(int dirfd, const char *name)
+{
+	if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -1;
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					     O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -1;
+	}
+	int rc = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (rm_at(fd, de->d_name) < 0)
+			rc = -1;
+	}
+	closedir(d);
+	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		rc = -1;
+	return rc;
+}
+
+int ch_rm_rf(const char *path)
+{
+	return rm_at(AT_FDCWD, path);
+}
+
+int ch_fsync_dir(const char *path, struct ch_error *err)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return ch_error_errno(err, errno, "cannot open folder '%s'",
+				      path);
+	int rc = fsync(fd);
+	int e = errno;
+	close(fd);
+	if (rc < 0 && e != EINVAL)
+		return ch_error_errno(err, e, "cannot sync folder '%s'", path);
+	return 0;
+}
+
+int ch_read_file(const char *path, size_t max, char **data, size_t *len,
+		 struct ch_error *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ch_error_errno(err, errno, "cannot open '%s'", path);
+	struct ch_buf b = { 0 };
+	int rc = -1;
+	for (;;) {
+		if (ch_buf_reserve(&b, b.len + 65536, err) < 0)
+			goto out;
+		ssize_t n = read(fd, b.data + b.len, 65536);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ch_error_errno(err, errno, "cannot read '%s'", path);
+			goto out;
+		}
+		if (n == 0)
+			break;
+		b.len += (size_t)n;
+		if (b.len > max) {
+			ch_error_set(err, "'%s' is larger than %zu bytes", path,
+				     max);
+			goto out;
+		}
+	}
+	if (ch_buf_append(&b, "", 1, err) < 0)
+		goto out;
+	*data = (char *)b.data;
+	*len = b.len - 1;
+	b.data = NULL;
+	rc = 0;
+out:
+	close(fd);
+	ch_buf_release(&b);
+	return rc;
+}

@@ -1,0 +1,132 @@
+/* hash.c - XXH3-64 and XXH3-128, and the hex form xxhsum prints. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+
+#include "chute.h"
+#include "xxh.h"
+#include "internal.h"
+
+uint64_t ch_hash64(const void *data, size_t size)
+{
+	return XXH3_64bits(data, size);
+}
+
+struct ch_hash128 ch_hash128(const void *data, size_t size)
+{
+	XXH128_hash_t h = XXH3_128bits(data, size);
+	return (struct ch_hash128){ h.high64, h.low64 };
+}
+
+void ch_hash128_hex(struct ch_hash128 h, char out[33])
+{
+	static const char digits[] = "0123456789abcdef";
+	for (int i = 0; i < 16; i++) {
+		uint64_t word = i < 8 ? h.high : h.low;
+		unsigned byte = (unsigned)(word >> (56 - 8 * (i % 8))) & 0xff;
+		out[2 * i] = digits[byte >> 4];
+		out[2 * i + 1] = digits[byte & 15];
+	}
+	out[32] = '\0';
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int ch_hash128_parse(const char *hex, struct ch_hash128 *out)
+{
+	uint64_t w[2] = { 0, 0 };
+	for (int i = 0; i < 32; i++) {
+		int v = hexval(hex[i]);
+		if (v < 0)
+			return -1;
+		w[i / 16] = w[i / 16] << 4 | (uint64_t)v;
+	}
+	if (hex[32] != '\0')
+		return -1;
+	out->high = w[0];
+	out->low = w[1];
+	return 0;
+}
+
+int ch_hash128_file(const char *path, struct ch_hash128 *out,
+		    uint64_t *size_out, struct ch_error *err)
+{
+	enum { CHUNK = 1 << 20 };
+	int rc = -1;
+	uint64_t total = 0;
+	uint8_t *buf = malloc(CHUNK);
+	XXH3_state_t *st = XXH3_createState();
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!buf || !st) {
+		ch_error_set(err, "out of memory hashing '%s'", path);
+		goto out;
+	}
+	if (fd < 0) {
+		ch_error_errno(err, errno, "cannot open '%s'", path);
+		goto out;
+	}
+	XXH3_128bits_reset(st);
+	for (;;) {
+		ssize_t n = read(fd, buf, CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ch_error_errno(err, errno, "cannot read '%s' at byte %llu",
+				       path, (unsigned long long)total);
+			goto out;
+		}
+		if (n == 0)
+			break;
+		XXH3_128bits_update(st, buf, (size_t)n);
+		total += (uint64_t)n;
+	}
+	XXH128_hash_t h = XXH3_128bits_digest(st);
+	*out = (struct ch_hash128){ h.high64, h.low64 };
+	if (size_out)
+		*size_out = total;
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	XXH3_freeState(st);
+	free(buf);
+	return rc;
+}
+
+_Static_assert(sizeof(XXH3_state_t) <= sizeof(((struct ch_content_hash *)0)
+					       ->inline_state),
+	       "XXH3 state does not fit in struct ch_content_hash");
+
+void ch_content_hash_init(struct ch_content_hash *h)
+{
+	h->state = h->inline_state;
+	XXH3_64bits_reset(h->state);
+}
+
+void ch_content_hash_field(struct ch_content_hash *h, const char *name,
+			   const uint8_t *data, uint64_t size)
+{
+	uint8_t le[8];
+	for (int i = 0; i < 8; i++)
+		le[i] = (uint8_t)(size >> (8 * i));
+	XXH3_64bits_update(h->state, name, strlen(name) + 1);
+	XXH3_64bits_update(h->state, le, 8);
+	XXH3_64bits_update(h->state, data, (size_t)size);
+}
+
+uint64_t ch_content_hash_final(struct ch_content_hash *h)
+{
+	return XXH3_64bits_digest(h->state);
+}

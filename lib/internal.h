@@ -1,0 +1,27 @@
+/* internal.h - helpers shared inside lib/, not part of the public API. */
+#ifndef CH_INTERNAL_H
+#define CH_INTERNAL_H
+
+#include "chute.h"
+
+/* The sample content hash (see ch_sample_hash in chute.h), fed one field at
+ * a time, in name order. */
+struct ch_content_hash {
+	void *state; /* XXH3_state_t, owned */
+	uint8_t inline_state[576] __attribute__((aligned(64)));
+};
+void ch_content_hash_init(struct ch_content_hash *h);
+void ch_content_hash_field(struct ch_content_hash *h, const char *name,
+			   const uint8_t *data, uint64_t size);
+uint64_t ch_content_hash_final(struct ch_content_hash *h);
+
+/* Files and folders. */
+int ch_mkdir_p(const char *path, struct ch_error *err);
+int ch_rm_rf(const char *path);
+int ch_fsync_dir(const char *path, struct ch_error *err);
+char *ch_path_join(const char *a, const char *b);
+/* Reads a whole file (at most max bytes) into a NUL-terminated buffer. */
+int ch_read_file(const char *path, size_t max, char **data, size_t *len,
+		 struct ch_error *err);
+
+#endif

@@ -1,0 +1,1077 @@
+/*
+ * manifest.c - dataset manifests (man/chute-manifest.5).
+ *
+ * One JSON document per dataset version, through jansson.  A manifest goes
+ * struct -> JSON tree (encode) -> text on write, and text -> JSON tree ->
+ * struct (decode) on read.  Every check lives in decode, and write decodes
+ * the tree it is about to store, so chute never writes a manifest it would
+ * refuse to read.
+ *
+ * The id is XXH3-128 of the canonical form of the tree without "id"
+ * (compact, keys sorted), computed from the parsed tree on read, so it
+ * covers exactly the bytes' meaning, including parts the struct does not
+ * hold (the reserved "splits" object).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "chute.h"
+
+#define FORMAT_NAME "chute-manifest"
+#define FORMAT_VERSION 1
+
+/* Manifests are small (about 200 bytes a shard); anything bigger than this
+ * is not one, and reading it whole would only exhaust memory. */
+static const size_t manifest_max_size = (size_t)1 << 30;
+
+/* jansson's integers are signed 64-bit: the largest count a manifest holds. */
+#define U64_MAX_JSON ((uint64_t)LLONG_MAX)
+
+/* ------------------------------------------------------------------ */
+/* Small shared helpers                                                 */
+
+static int is_hex32(const char *s)
+{
+	for (int i = 0; i < 32; i++) {
+		char c = s[i];
+		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return 0;
+	}
+	return s[32] == '\0';
+}
+
+/* A shard path must stay inside the dataset folder, so that ROOT/PATH
+ * never escapes ROOT: relative, and made only of plain components (no
+ * empty one, no "." and no ".."). */
+static int is_safe_relpath(const char *p)
+{
+	if (*p == '\0' || *p == '/')
+		return 0;
+	for (;;) {
+		const char *end = strchrnul(p, '/');
+		size_t n = (size_t)(end - p);
+
+		if (n == 0 || (n == 1 && p[0] == '.') ||
+		    (n == 2 && p[0] == '.' && p[1] == '.'))
+			return 0;
+		if (*end == '\0')
+			return 1;
+		p = end + 1;
+	}
+}
+
+static void free_strings(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* XXH3-128 of the canonical form: the document without "id", compact and
+ * with sorted keys.  json_copy is shallow: the members are shared. */
+static int canonical_id(json_t *doc, char out[33], struct ch_error *err)
+{
+	json_t *copy = json_copy(doc);
+	char *text = NULL;
+	int ret = -1;
+
+	if (!copy) {
+		ch_error_set(err, "out of memory computing the manifest id");
+		goto out;
+	}
+	json_object_del(copy, "id"); /* absent is fine */
+	text = json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS);
+	if (!text) {
+		ch_error_set(err, "out of memory computing the manifest id");
+		goto out;
+	}
+	ch_hash128_hex(ch_hash128(text, strlen(text)), out);
+	ret = 0;
+out:
+	free(text);
+	json_decref(copy);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Encoding: struct -> JSON tree                                        */
+
+/* Takes the reference to v, which is NULL if its constructor failed. */
+static int set_new(json_t *obj, const char *key, json_t *v,
+		   struct ch_error *err)
+{
+	if (!v || json_object_set_new(obj, key, v) < 0)
+		return ch_error_set(err, "out of memory building the manifest");
+	return 0;
+}
+
+static int append_new(json_t *arr, json_t *v, struct ch_error *err)
+{
+	if (!v || json_array_append_new(arr, v) < 0)
+		return ch_error_set(err, "out of memory building the manifest");
+	return 0;
+}
+
+/* A string value; `where` names it in messages. */
+static json_t *str_value(const char *s, const char *where,
+			 struct ch_error *err)
+{
+	json_t *v;
+
+	if (!s) {
+		ch_error_set(err, "%s: not set", where);
+		return NULL;
+	}
+	v = json_string(s);
+	if (!v)
+		ch_error_set(err, "%s: not valid UTF-8, which JSON cannot hold",
+			     where);
+	return v;
+}
+
+static json_t *u64_value(uint64_t n, const char *where, struct ch_error *err)
+{
+	json_t *v;
+
+	if (n > U64_MAX_JSON) {
+		ch_error_set(err, "%s: %" PRIu64 " is too large for a manifest "
+			     "(at most 2^63-1)", where, n);
+		return NULL;
+	}
+	v = json_integer((json_int_t)n);
+	if (!v)
+		ch_error_set(err, "out of memory building the manifest");
+	return v;
+}
+
+/* set_new for values whose constructor has already reported its error. */
+static int put(json_t *obj, const char *key, json_t *v, struct ch_error *err)
+{
+	if (!v)
+		return -1;
+	return set_new(obj, key, v, err);
+}
+
+static int put_str(json_t *obj, const char *key, const char *s,
+		   const char *where, struct ch_error *err)
+{
+	return put(obj, key, str_value(s, where, err), err);
+}
+
+static int put_u64(json_t *obj, const char *key, uint64_t n,
+		   const char *where, struct ch_error *err)
+{
+	return put(obj, key, u64_value(n, where, err), err);
+}
+
+static json_t *encode_shard(const struct ch_manifest_shard *s, size_t i,
+			    struct ch_error *err)
+{
+	json_t *o = json_object();
+	char where[64], hex[33];
+
+	if (!o) {
+		ch_error_set(err, "out of memory building the manifest");
+		return NULL;
+	}
+	ch_hash128_hex(s->hash, hex);
+	snprintf(where, sizeof(where), "shards[%zu]", i);
+	if (put_str(o, "path", s->path, where, err) < 0 ||
+	    put_u64(o, "bytes", s->bytes, where, err) < 0 ||
+	    set_new(o, "xxh3_128", json_string(hex), err) < 0 ||
+	    put_u64(o, "samples", s->samples, where, err) < 0 ||
+	    put_u64(o, "first_sample", s->first_sample, where, err) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *encode_shards(const struct ch_manifest *m, struct ch_error *err)
+{
+	json_t *arr = json_array();
+
+	if (!arr) {
+		ch_error_set(err, "out of memory building the manifest");
+		return NULL;
+	}
+	for (size_t i = 0; i < m->nshards; i++) {
+		json_t *o = encode_shard(&m->shards[i], i, err);
+
+		if (!o || append_new(arr, o, err) < 0) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
+static json_t *encode_schema(const struct ch_manifest *m,
+			     struct ch_error *err)
+{
+	json_t *schema = json_object(), *fields = json_object();
+
+	if (set_new(schema, "fields", fields, err) < 0)
+		goto fail;
+	for (size_t i = 0; i < m->nfields; i++) {
+		const struct ch_manifest_field *f = &m->fields[i];
+		json_t *o = json_object();
+		char where[64];
+
+		snprintf(where, sizeof(where), "schema.fields[%zu]", i);
+		if (!f->name || json_object_get(fields, f->name)) {
+			json_decref(o);
+			ch_error_set(err, "%s: %s field name", where,
+				     f->name ? "duplicated" : "missing");
+			goto fail;
+		}
+		if (set_new(fields, f->name, o, err) < 0 ||
+		    put_u64(o, "count", f->count, where, err) < 0 ||
+		    put_u64(o, "bytes", f->bytes, where, err) < 0)
+			goto fail;
+	}
+	return schema;
+fail:
+	json_decref(schema);
+	return NULL;
+}
+
+static json_t *encode_strings(char *const *v, size_t n, const char *name,
+			      struct ch_error *err)
+{
+	json_t *arr = json_array();
+
+	if (!arr) {
+		ch_error_set(err, "out of memory building the manifest");
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char where[64];
+		json_t *s;
+
+		snprintf(where, sizeof(where), "%s[%zu]", name, i);
+		s = str_value(v[i], where, err);
+		if (!s || append_new(arr, s, err) < 0) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
+static json_t *encode_options(const struct ch_manifest_options *o,
+			      struct ch_error *err)
+{
+	json_t *obj = json_object();
+	json_t *label = o->label_from ? json_string(o->label_from)
+				      : json_null();
+
+	if (set_new(obj, "label_from", label, err) < 0 ||
+	    put_u64(obj, "shard_bytes", o->shard_bytes, "options", err) < 0 ||
+	    put_u64(obj, "shard_samples", o->shard_samples, "options",
+		    err) < 0 ||
+	    put_u64(obj, "block_size", o->block_size, "options", err) < 0 ||
+	    set_new(obj, "level", json_integer(o->level), err) < 0 ||
+	    set_new(obj, "dict", json_boolean(o->dict), err) < 0 ||
+	    set_new(obj, "keep_order", json_boolean(o->keep_order), err) < 0) {
+		json_decref(obj);
+		return NULL;
+	}
+	return obj;
+}
+
+static json_t *parent_value(const struct ch_manifest *m,
+			    struct ch_error *err)
+{
+	if (!m->parent)
+		return json_null();
+	return str_value(m->parent, "parent", err);
+}
+
+/* The whole document except "id".  A NULL chute_version means "this
+ * chute", so that callers need not fill it. */
+static json_t *encode(const struct ch_manifest *m, struct ch_error *err)
+{
+	json_t *doc = json_object();
+	const char *version = m->chute_version ? m->chute_version : CH_VERSION;
+
+	if (set_new(doc, "format", json_string(FORMAT_NAME), err) < 0 ||
+	    set_new(doc, "format_version", json_integer(FORMAT_VERSION),
+		    err) < 0 ||
+	    put_str(doc, "name", m->name, "name", err) < 0 ||
+	    put(doc, "parent", parent_value(m, err), err) < 0 ||
+	    put_str(doc, "chute_version", version, "chute_version", err) < 0 ||
+	    put_u64(doc, "samples", m->samples, "samples", err) < 0 ||
+	    put_u64(doc, "bytes", m->bytes, "bytes", err) < 0 ||
+	    put_u64(doc, "shard_bytes", m->shard_bytes, "shard_bytes",
+		    err) < 0 ||
+	    put(doc, "shards", encode_shards(m, err), err) < 0 ||
+	    put(doc, "schema", encode_schema(m, err), err) < 0 ||
+	    put(doc, "classes",
+		encode_strings(m->classes, m->nclasses, "classes", err),
+		err) < 0 ||
+	    set_new(doc, "splits", json_object(), err) < 0 ||
+	    put(doc, "sources",
+		encode_strings(m->sources, m->nsources, "sources", err),
+		err) < 0 ||
+	    put(doc, "options", encode_options(&m->options, err), err) < 0) {
+		json_decref(doc);
+		return NULL;
+	}
+	return doc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Decoding: JSON tree -> struct, checking everything                   */
+
+struct dec {
+	const char *origin; /* file name, for messages */
+	struct ch_error *err;
+};
+
+/* Reports a problem with the value at ctx.key (key may be NULL, ctx may
+ * be "" for the top level): "shards[3].bytes: what (origin)". */
+static int bad(struct dec *d, const char *ctx, const char *key,
+	       const char *what)
+{
+	const char *dot = (*ctx && key) ? "." : "";
+
+	if (!*ctx && !key)
+		ctx = "manifest";
+	return ch_error_set(d->err, "%s%s%s: %s (%s)", ctx, dot,
+			    key ? key : "", what, d->origin);
+}
+
+static json_t *member(json_t *obj, const char *ctx, const char *key,
+		      struct dec *d)
+{
+	json_t *v = json_object_get(obj, key);
+
+	if (!v)
+		bad(d, ctx, key, "missing key");
+	return v;
+}
+
+/* Refuses keys this version does not know: a new key means a new
+ * format_version, and silently dropping one would change the data's
+ * meaning behind the id's back. */
+static int check_keys(json_t *obj, const char *ctx,
+		      const char *const *allowed, struct dec *d)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(obj, key, v) {
+		size_t i = 0;
+
+		while (allowed[i] && strcmp(allowed[i], key) != 0)
+			i++;
+		if (!allowed[i])
+			return bad(d, ctx, key, "unknown key");
+	}
+	return 0;
+}
+
+static json_t *get_kind(json_t *obj, const char *ctx, const char *key,
+			json_type type, struct dec *d)
+{
+	json_t *v = member(obj, ctx, key, d);
+
+	if (v && json_typeof(v) != type) {
+		bad(d, ctx, key, type == JSON_OBJECT ? "expected an object"
+							: "expected an array");
+		return NULL;
+	}
+	return v;
+}
+
+static int get_u64(json_t *obj, const char *ctx, const char *key,
+		   uint64_t *out, struct dec *d)
+{
+	json_t *v = member(obj, ctx, key, d);
+
+	if (!v)
+		return -1;
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return bad(d, ctx, key, "expected a non-negative integer");
+	*out = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+static int get_bool(json_t *obj, const char *ctx, const char *key, int *out,
+		    struct dec *d)
+{
+	json_t *v = member(obj, ctx, key, d);
+
+	if (!v)
+		return -1;
+	if (!json_is_boolean(v))
+		return bad(d, ctx, key, "expected true or false");
+	*out = json_is_true(v);
+	return 0;
+}
+
+/* A string, copied into *out (NULL when null is allowed and found).  Empty
+ * strings are refused unless allow_empty. */
+static int get_str(json_t *obj, const char *ctx, const char *key,
+		   int allow_null, int allow_empty, char **out, struct dec *d)
+{
+	json_t *v = member(obj, ctx, key, d);
+
+	if (!v)
+		return -1;
+	if (allow_null && json_is_null(v))
+		return 0;
+	if (!json_is_string(v))
+		return bad(d, ctx, key, allow_null ? "expected a string or null"
+						   : "expected a string");
+	if (!allow_empty && json_string_length(v) == 0)
+		return bad(d, ctx, key, "expected a non-empty string");
+	*out = strdup(json_string_value(v));
+	if (!*out)
+		return ch_error_set(d->err, "out of memory reading a manifest");
+	return 0;
+}
+
+static int get_hex(json_t *obj, const char *ctx, const char *key,
+		   char out[33], struct dec *d)
+{
+	json_t *v = member(obj, ctx, key, d);
+
+	if (!v)
+		return -1;
+	if (!json_is_string(v) || !is_hex32(json_string_value(v)))
+		return bad(d, ctx, key, "expected 32 lowercase hex digits");
+	memcpy(out, json_string_value(v), 33);
+	return 0;
+}
+
+static int check_format(json_t *doc, struct dec *d)
+{
+	json_t *f = member(doc, "", "format", d);
+	json_t *v;
+	char what[128];
+
+	if (!f)
+		return -1;
+	if (!json_is_string(f) || strcmp(json_string_value(f), FORMAT_NAME))
+		return bad(d, "", "format",
+			   "expected \"" FORMAT_NAME "\": not a chute manifest");
+	v = member(doc, "", "format_version", d);
+	if (!v)
+		return -1;
+	if (!json_is_integer(v))
+		return bad(d, "", "format_version", "expected an integer");
+	if (json_integer_value(v) != FORMAT_VERSION) {
+		snprintf(what, sizeof(what),
+			 "unsupported version %" JSON_INTEGER_FORMAT
+			 " (this chute reads version %d)",
+			 json_integer_value(v), FORMAT_VERSION);
+		return bad(d, "", "format_version", what);
+	}
+	return 0;
+}
+
+static int decode_shard(json_t *o, const char *ctx,
+			struct ch_manifest_shard *s, struct dec *d)
+{
+	static const char *const keys[] = { "path", "bytes", "xxh3_128",
+					    "samples", "first_sample", NULL };
+	char hex[33];
+
+	if (!json_is_object(o))
+		return bad(d, ctx, NULL, "expected an object");
+	if (check_keys(o, ctx, keys, d) < 0 ||
+	    get_str(o, ctx, "path", 0, 0, &s->path, d) < 0)
+		return -1;
+	if (!is_safe_relpath(s->path))
+		return bad(d, ctx, "path",
+			   "must be a relative path inside the dataset "
+			   "folder (no leading '/', no '..', '.' or empty "
+			   "components)");
+	if (get_u64(o, ctx, "bytes", &s->bytes, d) < 0 ||
+	    get_hex(o, ctx, "xxh3_128", hex, d) < 0 ||
+	    get_u64(o, ctx, "samples", &s->samples, d) < 0 ||
+	    get_u64(o, ctx, "first_sample", &s->first_sample, d) < 0)
+		return -1;
+	if (ch_hash128_parse(hex, &s->hash) < 0)
+		return bad(d, ctx, "xxh3_128", "expected 32 lowercase hex digits");
+	return 0;
+}
+
+static int cmp_shard_path(const void *a, const void *b)
+{
+	const struct ch_manifest_shard *x = *(const void *const *)a;
+	const struct ch_manifest_shard *y = *(const void *const *)b;
+
+	return strcmp(x->path, y->path);
+}
+
+/* Two entries for one file would count its samples twice. */
+static int check_unique_paths(struct ch_manifest *m, struct dec *d)
+{
+	const struct ch_manifest_shard **v;
+	int ret = 0;
+
+	if (m->nshards < 2)
+		return 0;
+	v = malloc(m->nshards * sizeof(*v));
+	if (!v)
+		return ch_error_set(d->err, "out of memory reading a manifest");
+	for (size_t i = 0; i < m->nshards; i++)
+		v[i] = &m->shards[i];
+	qsort(v, m->nshards, sizeof(*v), cmp_shard_path);
+	for (size_t i = 1; i < m->nshards && ret == 0; i++) {
+		size_t a = (size_t)(v[i - 1] - m->shards);
+		size_t b = (size_t)(v[i] - m->shards);
+		char ctx[48], what[64];
+
+		if (strcmp(v[i - 1]->path, v[i]->path) != 0)
+			continue;
+		snprintf(ctx, sizeof(ctx), "shards[%zu]", a > b ? a : b);
+		snprintf(what, sizeof(what), "same path as shards[%zu]",
+			 a < b ? a : b);
+		ret = bad(d, ctx, "path", what);
+	}
+	free(v);
+	return ret;
+}
+
+/* Shards number the dataset's samples in order: each starts where the
+ * previous one ended, and together they hold `samples` samples in
+ * `shard_bytes` bytes. */
+static int check_shard_totals(struct ch_manifest *m, struct dec *d)
+{
+	uint64_t next = 0, bytes = 0;
+	char ctx[48], what[96];
+
+	for (size_t i = 0; i < m->nshards; i++) {
+		const struct ch_manifest_shard *s = &m->shards[i];
+
+		snprintf(ctx, sizeof(ctx), "shards[%zu]", i);
+		if (s->first_sample != next) {
+			snprintf(what, sizeof(what),
+				 "expected %" PRIu64 ", where the previous "
+				 "shard ends", next);
+			return bad(d, ctx, "first_sample", what);
+		}
+		if (s->samples > U64_MAX_JSON - next ||
+		    s->bytes > U64_MAX_JSON - bytes)
+			return bad(d, ctx, NULL, "totals overflow");
+		next += s->samples;
+		bytes += s->bytes;
+	}
+	if (next != m->samples) {
+		snprintf(what, sizeof(what),
+			 "%" PRIu64 ", but the shards hold %" PRIu64, m->samples,
+			 next);
+		return bad(d, "", "samples", what);
+	}
+	if (bytes != m->shard_bytes) {
+		snprintf(what, sizeof(what),
+			 "%" PRIu64 ", but the shards add up to %" PRIu64,
+			 m->shard_bytes, bytes);
+		return bad(d, "", "shard_bytes", what);
+	}
+	return check_unique_paths(m, d);
+}
+
+static int decode_shards(json_t *doc, struct ch_manifest *m, struct dec *d)
+{
+	json_t *arr = get_kind(doc, "", "shards", JSON_ARRAY, d);
+	size_t n;
+
+	if (!arr)
+		return -1;
+	n = json_array_size(arr);
+	if (n) {
+		m->shards = calloc(n, sizeof(*m->shards));
+		if (!m->shards)
+			return ch_error_set(d->err,
+					    "out of memory reading a manifest");
+	}
+	m->nshards = n;
+	for (size_t i = 0; i < n; i++) {
+		char ctx[48];
+
+		snprintf(ctx, sizeof(ctx), "shards[%zu]", i);
+		if (decode_shard(json_array_get(arr, i), ctx, &m->shards[i],
+				 d) < 0)
+			return -1;
+	}
+	return check_shard_totals(m, d);
+}
+
+static int cmp_field(const void *a, const void *b)
+{
+	const struct ch_manifest_field *x = a, *y = b;
+
+	return strcmp(x->name, y->name);
+}
+
+static int decode_field(json_t *o, const char *name, struct ch_manifest *m,
+			struct ch_manifest_field *f, struct dec *d)
+{
+	static const char *const keys[] = { "count", "bytes", NULL };
+	char ctx[160];
+
+	snprintf(ctx, sizeof(ctx), "schema.fields.%s", name);
+	if (!*name)
+		return bad(d, "schema.fields", NULL, "empty field name");
+	if (!json_is_object(o))
+		return bad(d, ctx, NULL, "expected an object");
+	if (check_keys(o, ctx, keys, d) < 0 ||
+	    get_u64(o, ctx, "count", &f->count, d) < 0 ||
+	    get_u64(o, ctx, "bytes", &f->bytes, d) < 0)
+		return -1;
+	if (f->count > m->samples)
+		return bad(d, ctx, "count", "more than the dataset's samples");
+	f->name = strdup(name);
+	if (!f->name)
+		return ch_error_set(d->err, "out of memory reading a manifest");
+	return 0;
+}
+
+/* Fields sorted by name; their bytes add up to the dataset's bytes. */
+static int decode_schema(json_t *doc, struct ch_manifest *m, struct dec *d)
+{
+	static const char *const keys[] = { "fields", NULL };
+	json_t *schema = get_kind(doc, "", "schema", JSON_OBJECT, d);
+	json_t *fields, *v;
+	const char *name;
+	uint64_t total = 0;
+	size_t n, i = 0;
+	char what[96];
+
+	if (!schema || check_keys(schema, "schema", keys, d) < 0)
+		return -1;
+	fields = get_kind(schema, "schema", "fields", JSON_OBJECT, d);
+	if (!fields)
+		return -1;
+	n = json_object_size(fields);
+	if (n) {
+		m->fields = calloc(n, sizeof(*m->fields));
+		if (!m->fields)
+			return ch_error_set(d->err,
+					    "out of memory reading a manifest");
+	}
+	json_object_foreach(fields, name, v) {
+		if (decode_field(v, name, m, &m->fields[i], d) < 0)
+			return -1;
+		m->nfields = ++i;
+		if (m->fields[i - 1].bytes > U64_MAX_JSON - total)
+			return bad(d, "schema", "fields", "bytes overflow");
+		total += m->fields[i - 1].bytes;
+	}
+	if (total != m->bytes) {
+		snprintf(what, sizeof(what),
+			 "%" PRIu64 ", but the fields add up to %" PRIu64,
+			 m->bytes, total);
+		return bad(d, "", "bytes", what);
+	}
+	if (m->nfields > 1)
+		qsort(m->fields, m->nfields, sizeof(*m->fields), cmp_field);
+	return 0;
+}
+
+/* An array of strings into *out.  With `sorted`, names must be non-empty
+ * and strictly increasing in byte order (so also unique). */
+static int decode_strings(json_t *doc, const char *key, int sorted,
+			  char ***out, size_t *nout, struct dec *d)
+{
+	json_t *arr = get_kind(doc, "", key, JSON_ARRAY, d);
+	size_t n;
+
+	if (!arr)
+		return -1;
+	n = json_array_size(arr);
+	if (n) {
+		*out = calloc(n, sizeof(**out));
+		if (!*out)
+			return ch_error_set(d->err,
+					    "out of memory reading a manifest");
+	}
+	*nout = n;
+	for (size_t i = 0; i < n; i++) {
+		json_t *v = json_array_get(arr, i);
+		char ctx[48];
+
+		snprintf(ctx, sizeof(ctx), "%s[%zu]", key, i);
+		if (!json_is_string(v))
+			return bad(d, ctx, NULL, "expected a string");
+		if (sorted && json_string_length(v) == 0)
+			return bad(d, ctx, NULL, "expected a non-empty string");
+		(*out)[i] = strdup(json_string_value(v));
+		if (!(*out)[i])
+			return ch_error_set(d->err,
+					    "out of memory reading a manifest");
+		if (sorted && i > 0 && strcmp((*out)[i - 1], (*out)[i]) >= 0)
+			return bad(d, ctx, NULL,
+				   "not after the previous one in byte order "
+				   "(classes are sorted and unique)");
+	}
+	return 0;
+}
+
+static int decode_options(json_t *doc, struct ch_manifest_options *o,
+			  struct dec *d)
+{
+	static const char *const keys[] = {
+		"shard_bytes", "shard_samples", "block_size", "level",
+		"dict",	       "keep_order",	"label_from", NULL
+	};
+	json_t *obj = get_kind(doc, "", "options", JSON_OBJECT, d);
+	json_t *level;
+
+	if (!obj || check_keys(obj, "options", keys, d) < 0 ||
+	    get_u64(obj, "options", "shard_bytes", &o->shard_bytes, d) < 0 ||
+	    get_u64(obj, "options", "shard_samples", &o->shard_samples, d) < 0 ||
+	    get_u64(obj, "options", "block_size", &o->block_size, d) < 0 ||
+	    get_bool(obj, "options", "dict", &o->dict, d) < 0 ||
+	    get_bool(obj, "options", "keep_order", &o->keep_order, d) < 0 ||
+	    get_str(obj, "options", "label_from", 1, 0, &o->label_from, d) < 0)
+		return -1;
+	if (o->label_from && strcmp(o->label_from, "dir") != 0)
+		return bad(d, "options", "label_from", "expected null or \"dir\"");
+	/* zstd levels may be negative (fast modes); any int is stored. */
+	level = member(obj, "options", "level", d);
+	if (!level)
+		return -1;
+	if (!json_is_integer(level) || json_integer_value(level) < INT_MIN ||
+	    json_integer_value(level) > INT_MAX)
+		return bad(d, "options", "level", "expected an integer");
+	o->level = (int)json_integer_value(level);
+	return 0;
+}
+
+static int decode_parent(json_t *doc, struct ch_manifest *m, struct dec *d)
+{
+	json_t *v = member(doc, "", "parent", d);
+
+	if (!v)
+		return -1;
+	if (json_is_null(v))
+		return 0;
+	if (!json_is_string(v) || !is_hex32(json_string_value(v)))
+		return bad(d, "", "parent",
+			   "expected null or 32 lowercase hex digits");
+	m->parent = strdup(json_string_value(v));
+	if (!m->parent)
+		return ch_error_set(d->err, "out of memory reading a manifest");
+	return 0;
+}
+
+static int decode(json_t *doc, struct ch_manifest *m, struct dec *d)
+{
+	static const char *const keys[] = {
+		"format",  "format_version", "id",	"name",	   "parent",
+		"chute_version", "samples",  "bytes",	"shard_bytes",
+		"shards",  "schema",	     "classes", "splits",  "sources",
+		"options", NULL
+	};
+
+	if (!json_is_object(doc))
+		return bad(d, "", NULL, "expected a JSON object");
+	/* The version first: a newer manifest fails on that, not on the
+	 * first key it added. */
+	if (check_format(doc, d) < 0 || check_keys(doc, "", keys, d) < 0 ||
+	    get_hex(doc, "", "id", m->id, d) < 0 ||
+	    get_str(doc, "", "name", 0, 0, &m->name, d) < 0 ||
+	    get_str(doc, "", "chute_version", 0, 0, &m->chute_version, d) < 0 ||
+	    get_u64(doc, "", "samples", &m->samples, d) < 0 ||
+	    get_u64(doc, "", "bytes", &m->bytes, d) < 0 ||
+	    get_u64(doc, "", "shard_bytes", &m->shard_bytes, d) < 0)
+		return -1;
+	if (decode_parent(doc, m, d) < 0 || decode_shards(doc, m, d) < 0 || decode_schema(doc, m, d) < 0 ||
+	    decode_strings(doc, "classes", 1, &m->classes, &m->nclasses, d) < 0 ||
+	    decode_strings(doc, "sources", 0, &m->sources, &m->nsources, d) < 0 ||
+	    !get_kind(doc, "", "splits", JSON_OBJECT, d) ||
+	    decode_options(doc, &m->options, d) < 0)
+		return -1;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Files                                                                */
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t k = write(fd, p, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -1;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* Makes a rename in the folder holding path durable.  Some file systems
+ * cannot fsync a folder (EINVAL): nothing more can be done there. */
+static int sync_parent(const char *path, struct ch_error *err)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? strndup(path, (size_t)(slash - path) + 1)
+			  : strdup(".");
+	int fd, ret = -1;
+
+	if (!dir)
+		return ch_error_set(err, "out of memory");
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		ch_error_errno(err, errno, "cannot open folder '%s'", dir);
+		goto out;
+	}
+	if (fsync(fd) < 0 && errno != EINVAL) {
+		ch_error_errno(err, errno, "cannot sync folder '%s'", dir);
+		goto out;
+	}
+	ret = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(dir);
+	return ret;
+}
+
+/* Writes data under a temporary name beside path, then renames it into
+ * place: a reader sees the old manifest or the new one, never a part. */
+static int write_atomic(const char *path, const char *data, size_t len,
+			struct ch_error *err)
+{
+	char *tmp = NULL;
+	int fd = -1, ret = -1;
+
+	if (asprintf(&tmp, "%s.tmp-%ld", path, (long)getpid()) < 0) {
+		tmp = NULL;
+		ch_error_set(err, "out of memory");
+		goto out;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		ch_error_errno(err, errno, "cannot create '%s'", tmp);
+		free(tmp);
+		tmp = NULL; /* not ours to unlink */
+		goto out;
+	}
+	if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+		ch_error_errno(err, errno, "cannot write '%s'", tmp);
+		goto out;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		ch_error_errno(err, errno, "cannot write '%s'", tmp);
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0) {
+		ch_error_errno(err, errno, "cannot rename '%s' to '%s'", tmp,
+			       path);
+		goto out;
+	}
+	free(tmp);
+	tmp = NULL;
+	ret = sync_parent(path, err);
+out:
+	if (fd >= 0)
+		close(fd);
+	if (tmp) {
+		unlink(tmp);
+		free(tmp);
+	}
+	return ret;
+}
+
+static int read_whole(const char *path, char **out, size_t *len,
+		      struct ch_error *err)
+{
+	size_t cap = 4096, n = 0;
+	char *buf = NULL;
+	int fd, ret = -1;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ch_error_errno(err, errno, "cannot open '%s'", path);
+	for (;;) {
+		ssize_t k;
+
+		if (n == cap || !buf) {
+			char *p;
+
+			if (n >= manifest_max_size) {
+				ch_error_set(err, "'%s' is too large for a "
+					     "manifest (over %zu bytes)",
+					     path, manifest_max_size);
+				goto out;
+			}
+			cap = buf ? cap * 2 : cap;
+			p = realloc(buf, cap);
+			if (!p) {
+				ch_error_set(err, "out of memory reading '%s'",
+					     path);
+				goto out;
+			}
+			buf = p;
+		}
+		k = read(fd, buf + n, cap - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			ch_error_errno(err, errno, "cannot read '%s'", path);
+			goto out;
+		}
+		if (k == 0)
+			break;
+		n += (size_t)k;
+	}
+	*out = buf;
+	*len = n;
+	buf = NULL;
+	ret = 0;
+out:
+	free(buf);
+	close(fd);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Public API                                                           */
+
+int ch_manifest_compute_id(struct ch_manifest *m, struct ch_error *err)
+{
+	json_t *doc = encode(m, err);
+	int ret;
+
+	if (!doc)
+		return -1;
+	ret = canonical_id(doc, m->id, err);
+	json_decref(doc);
+	return ret;
+}
+
+/* Decodes the tree about to be written, so that a manifest read refuses
+ * never reaches the disk. */
+static int check_before_write(json_t *doc, const char *path,
+			      struct ch_error *err)
+{
+	struct ch_manifest scratch = { 0 };
+	struct ch_error why;
+	struct dec d = { path, &why };
+	int ret = decode(doc, &scratch, &d);
+
+	ch_manifest_release(&scratch);
+	if (ret < 0)
+		return ch_error_set(err, "refusing to write an invalid "
+				    "manifest: %s", why.msg);
+	return 0;
+}
+
+/* The stored form: 2-space indent, sorted keys, a final newline. */
+static char *dump_pretty(json_t *doc, const char *path, struct ch_error *err)
+{
+	char *text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
+	char *full = NULL;
+
+	if (!text || asprintf(&full, "%s\n", text) < 0) {
+		full = NULL;
+		ch_error_set(err, "out of memory writing '%s'", path);
+	}
+	free(text);
+	return full;
+}
+
+int ch_manifest_write(struct ch_manifest *m, const char *path,
+		      struct ch_error *err)
+{
+	json_t *doc = encode(m, err);
+	char *text = NULL;
+	int ret = -1;
+
+	if (!doc)
+		goto out;
+	if (canonical_id(doc, m->id, err) < 0 ||
+	    set_new(doc, "id", json_string(m->id), err) < 0 ||
+	    check_before_write(doc, path, err) < 0)
+		goto out;
+	text = dump_pretty(doc, path, err);
+	if (text)
+		ret = write_atomic(path, text, strlen(text), err);
+out:
+	free(text);
+	json_decref(doc);
+	return ret;
+}
+
+int ch_manifest_parse(struct ch_manifest *m, const char *text, size_t len,
+		      const char *origin, struct ch_error *err)
+{
+	struct dec d = { origin ? origin : "manifest", err };
+	json_error_t jerr;
+	json_t *doc;
+	char id[33];
+	int ret = -1;
+
+	memset(m, 0, sizeof(*m));
+	doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!doc) {
+		ch_error_set(err, "invalid JSON: %s (%s:%d:%d)", jerr.text,
+			     d.origin, jerr.line, jerr.column);
+		goto out;
+	}
+	if (decode(doc, m, &d) < 0 || canonical_id(doc, id, err) < 0)
+		goto out;
+	/* A mismatch is not a parse error: verify reports it. */
+	m->id_ok = strcmp(id, m->id) == 0;
+	ret = 0;
+out:
+	json_decref(doc);
+	if (ret < 0)
+		ch_manifest_release(m);
+	return ret;
+}
+
+int ch_manifest_read(struct ch_manifest *m, const char *path,
+		     struct ch_error *err)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int ret;
+
+	memset(m, 0, sizeof(*m));
+	if (read_whole(path, &text, &len, err) < 0)
+		return -1;
+	ret = ch_manifest_parse(m, text, len, path, err);
+	free(text);
+	return ret;
+}
+
+void ch_manifest_release(struct ch_manifest *m)
+{
+	if (!m)
+		return;
+	free(m->name);
+	free(m->parent);
+	free(m->chute_version);
+	for (size_t i = 0; i < m->nshards; i++)
+		free(m->shards[i].path);
+	free(m->shards);
+	for (size_t i = 0; i < m->nfields; i++)
+		free(m->fields[i].name);
+	free(m->fields);
+	free_strings(m->classes, m->nclasses);
+	free_strings(m->sources, m->nsources);
+	free(m->options.label_from);
+	memset(m, 0, sizeof(*m));
+}

@@ -1,0 +1,58 @@
+/* pack_plan.h - how pack groups catalog entries into samples, shards and
+ * blocks; shared by pack.c (planning) and pack_encode.c (parallel work). */
+#ifndef CH_PACK_PLAN_H
+#define CH_PACK_PLAN_H
+
+#include <pthread.h>
+
+#include "internal.h"
+
+struct plan_sample {
+	size_t first;	  /* index of its first entry in the catalog */
+	uint32_t nfields; /* entries first .. first + nfields - 1 */
+	uint64_t size;
+};
+
+struct plan_shard {
+	size_t first_sample, nsamples;
+	size_t first_block, nblocks;
+	uint64_t bytes;
+};
+
+struct plan_block {
+	size_t first_sample, nsamples;
+	uint64_t size;
+};
+
+struct pack_plan {
+	struct plan_sample *samples;
+	size_t nsamples;
+	struct plan_shard *shards;
+	size_t nshards;
+	struct plan_block *blocks;
+	size_t nblocks;
+};
+
+/* Encodes the blocks of one shard on `jobs` threads and hands them to the
+ * writer in order.  dict may be NULL. */
+struct encode_job {
+	const struct ch_catalog *cat;
+	const struct pack_plan *plan;
+	const struct plan_shard *shard;
+	struct ch_shard_writer *writer;
+	int level, jobs;
+	const void *dict;
+	size_t dict_size;
+	volatile sig_atomic_t *cancel;
+	ch_progress_fn progress;
+	void *progress_arg;
+	struct ch_progress *counters;
+};
+
+int ch_encode_shard(const struct encode_job *job, struct ch_error *err);
+
+/* Reads the bytes of a sample (all its entries, in order) into out. */
+int ch_read_sample(const struct ch_catalog *cat, const struct plan_sample *s,
+		   uint8_t *out, struct ch_error *err);
+
+#endif

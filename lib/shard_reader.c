@@ -1,0 +1,615 @@
+/* shard_reader.c - opening a shard (header, footer, index: checked, never
+ * trusted) and reading its blocks and samples. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "chute.h"
+#include "internal.h"
+#include "shard_format.h"
+
+/* An index may not expand more than this from its stored size: bounds the
+ * memory a hostile footer can make us allocate. */
+#define MAX_INDEX_RATIO 64
+#define MAX_DICT_SIZE (16u << 20)
+#define MAX_BLOCK_RAW (1ull << 34)
+
+struct ch_shard {
+	char *path;
+	int fd;
+	uint64_t file_size;
+	uint64_t nsamples, nfields;
+	uint32_t nblocks, nnames;
+	uint8_t *index; /* decoded index, owned */
+	const uint8_t *blocks, *samples, *fields, *order, *keys;
+	const char **names; /* pointers into index */
+	uint8_t *dict;
+	size_t dict_size;
+};
+
+static int pread_all(int fd, void *buf, size_t n, uint64_t off,
+		     const char *path, struct ch_error *err)
+{
+	uint8_t *p = buf;
+	while (n) {
+		ssize_t k = pread(fd, p, n, (off_t)off);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return ch_error_errno(err, errno,
+					      "cannot read '%s' at byte %llu",
+					      path, (unsigned long long)off);
+		if (k == 0)
+			return ch_error_set(err, "unexpected end of '%s' at "
+					    "byte %llu", path,
+					    (unsigned long long)off);
+		p += k;
+		n -= (size_t)k;
+		off += (uint64_t)k;
+	}
+	return 0;
+}
+
+static int read_header(struct ch_shard *sh, uint64_t *dict_hash,
+		       struct ch_error *err)
+{
+	uint8_t h[CHS_HEADER_SIZE];
+	if (pread_all(sh->fd, h, sizeof(h), 0, sh->path, err) < 0)
+		return -1;
+	if (memcmp(h, CHS_MAGIC, 8) != 0)
+		return ch_error_set(err, "not a chute shard: bad magic ('%s', "
+				    "byte 0)", sh->path);
+	if (ld64(h + 56) != ch_hash64(h, 56))
+		return ch_error_set(err, "header checksum mismatch ('%s', "
+				    "byte 0)", sh->path);
+	if (ld16(h + 8) != CHS_MAJOR)
+		return ch_error_set(err, "unsupported shard version %u.%u "
+				    "('%s', byte 8)", ld16(h + 8),
+				    ld16(h + 10), sh->path);
+	uint32_t flags = ld32(h + 12);
+	uint64_t dict_size = ld64(h + 16);
+	if ((flags & ~CHS_FLAG_DICT) || !(flags & CHS_FLAG_DICT) != !dict_size)
+		return ch_error_set(err, "bad header flags 0x%x ('%s', byte "
+				    "12)", flags, sh->path);
+	for (int i = 32; i < 56; i++)
+		if (h[i])
+			return ch_error_set(err, "reserved header byte is not "
+					    "zero ('%s', byte %d)", sh->path, i);
+	if (dict_size > MAX_DICT_SIZE)
+		return ch_error_set(err, "dictionary too large ('%s', byte 16)",
+				    sh->path);
+	sh->dict_size = (size_t)dict_size;
+	*dict_hash = ld64(h + 24);
+	return 0;
+}
+
+static int read_dict(struct ch_shard *sh, uint64_t dict_hash,
+		     struct ch_error *err)
+{
+	if (!sh->dict_size)
+		return 0;
+	if (CHS_HEADER_SIZE + sh->dict_size > sh->file_size)
+		return ch_error_set(err, "dictionary runs past the end of '%s'",
+				    sh->path);
+	if (!(sh->dict = malloc(sh->dict_size)))
+		return ch_error_set(err, "out of memory");
+	if (pread_all(sh->fd, sh->dict, sh->dict_size, CHS_HEADER_SIZE,
+		      sh->path, err) < 0)
+		return -1;
+	if (ch_hash64(sh->dict, sh->dict_size) != dict_hash)
+		return ch_error_set(err, "dictionary checksum mismatch ('%s', "
+				    "byte %d)", sh->path, CHS_HEADER_SIZE);
+	return 0;
+}
+
+struct footer {
+	uint64_t index_offset, index_stored, index_raw, index_hash, nsamples;
+	uint32_t nblocks, index_codec;
+};
+
+static int read_footer(struct ch_shard *sh, struct footer *ft,
+		       struct ch_error *err)
+{
+	uint8_t f[CHS_FOOTER_SIZE];
+	uint64_t at = sh->file_size - CHS_FOOTER_SIZE;
+	if (pread_all(sh->fd, f, sizeof(f), at, sh->path, err) < 0)
+		return -1;
+	if (memcmp(f + 56, CHS_FOOTER_MAGIC, 8) != 0)
+		return ch_error_set(err, "bad footer magic: truncated or not a "
+				    "shard ('%s', byte %llu)", sh->path,
+				    (unsigned long long)(at + 56));
+	if (ld64(f + 48) != ch_hash64(f, 48))
+		return ch_error_set(err, "footer checksum mismatch ('%s', byte "
+				    "%llu)", sh->path, (unsigned long long)at);
+	ft->index_offset = ld64(f);
+	ft->index_stored = ld64(f + 8);
+	ft->index_raw = ld64(f + 16);
+	ft->index_hash = ld64(f + 24);
+	ft->nsamples = ld64(f + 32);
+	ft->nblocks = ld32(f + 40);
+	ft->index_codec = ld32(f + 44);
+	uint64_t data_start = CHS_HEADER_SIZE + sh->dict_size;
+	if (ft->index_offset < data_start || ft->index_stored > at ||
+	    ft->index_offset != at - ft->index_stored)
+		return ch_error_set(err, "index bounds are inconsistent with the "
+				    "file size ('%s', byte %llu)", sh->path,
+				    (unsigned long long)at);
+	if (ft->index_codec > CHS_INDEX_ZSTD ||
+	    ft->index_raw / MAX_INDEX_RATIO > ft->index_stored + 65536 ||
+	    (ft->index_codec == CHS_INDEX_RAW &&
+	     ft->index_raw != ft->index_stored))
+		return ch_error_set(err, "bad index codec or size ('%s', byte "
+				    "%llu)", sh->path,
+				    (unsigned long long)(at + 16));
+	return 0;
+}
+
+static int load_index(struct ch_shard *sh, const struct footer *ft,
+		      struct ch_error *err)
+{
+	int rc = -1;
+	uint8_t *stored = malloc(ft->index_stored ? ft->index_stored : 1);
+	if (!stored)
+		return ch_error_set(err, "out of memory reading the index of "
+				    "'%s'", sh->path);
+	if (pread_all(sh->fd, stored, ft->index_stored, ft->index_offset,
+		      sh->path, err) < 0)
+		goto out;
+	if (ch_hash64(stored, ft->index_stored) != ft->index_hash) {
+		ch_error_set(err, "index checksum mismatch ('%s', byte %llu)",
+			     sh->path, (unsigned long long)ft->index_offset);
+		goto out;
+	}
+	if (ft->index_codec == CHS_INDEX_RAW) {
+		sh->index = stored;
+		stored = NULL;
+		rc = 0;
+		goto out;
+	}
+	if (!(sh->index = malloc(ft->index_raw ? ft->index_raw : 1))) {
+		ch_error_set(err, "out of memory reading the index of '%s'",
+			     sh->path);
+		goto out;
+	}
+	size_t n = ZSTD_decompress(sh->index, ft->index_raw, stored,
+				   ft->index_stored);
+	if (ZSTD_isError(n) || n != ft->index_raw) {
+		ch_error_set(err, "cannot decode the index ('%s', byte %llu): %s",
+			     sh->path, (unsigned long long)ft->index_offset,
+			     ZSTD_isError(n) ? ZSTD_getErrorName(n)
+					     : "wrong size");
+		goto out;
+	}
+	rc = 0;
+out:
+	free(stored);
+	return rc;
+}
+
+/* Multiplies and adds with overflow checks: sizes come from the file. */
+static int add_size(uint64_t *acc, uint64_t count, uint64_t each)
+{
+	uint64_t prod;
+	if (__builtin_mul_overflow(count, each, &prod) ||
+	    __builtin_add_overflow(*acc, prod, acc))
+		return -1;
+	return 0;
+}
+
+static int map_sections(struct ch_shard *sh, const struct footer *ft,
+			struct ch_error *err)
+{
+	const uint8_t *h = sh->index;
+	if (ft->index_raw < CHS_INDEX_HEADER_SIZE)
+		return ch_error_set(err, "index too short ('%s')", sh->path);
+	sh->nsamples = ld64(h);
+	sh->nfields = ld64(h + 8);
+	sh->nblocks = ld32(h + 16);
+	sh->nnames = ld32(h + 20);
+	uint64_t names_size = ld64(h + 24), keys_size = ld64(h + 32);
+	uint64_t total = CHS_INDEX_HEADER_SIZE;
+	if (sh->nsamples != ft->nsamples || sh->nblocks != ft->nblocks ||
+	    sh->nsamples > UINT32_MAX || sh->nfields > UINT32_MAX ||
+	    keys_size > UINT32_MAX ||
+	    add_size(&total, sh->nblocks, CHS_BLOCK_ENTRY_SIZE) ||
+	    add_size(&total, sh->nsamples, CHS_SAMPLE_ENTRY_SIZE + 4) ||
+	    add_size(&total, sh->nfields, CHS_FIELD_ENTRY_SIZE) ||
+	    add_size(&total, 1, names_size) || add_size(&total, 1, keys_size) ||
+	    total != ft->index_raw)
+		return ch_error_set(err, "index sections do not add up ('%s', "
+				    "index byte 0)", sh->path);
+	sh->blocks = h + CHS_INDEX_HEADER_SIZE;
+	sh->samples = sh->blocks + (size_t)sh->nblocks * CHS_BLOCK_ENTRY_SIZE;
+	sh->fields = sh->samples + sh->nsamples * CHS_SAMPLE_ENTRY_SIZE;
+	sh->order = sh->fields + sh->nfields * CHS_FIELD_ENTRY_SIZE;
+	const uint8_t *names = sh->order + 4 * sh->nsamples;
+	sh->keys = names + names_size;
+	if (sh->nnames > names_size)
+		return ch_error_set(err, "bad name table ('%s')", sh->path);
+	sh->names = calloc(sh->nnames ? sh->nnames : 1, sizeof(*sh->names));
+	if (!sh->names)
+		return ch_error_set(err, "out of memory");
+	size_t at = 0;
+	for (uint32_t i = 0; i < sh->nnames; i++) {
+		const uint8_t *z = memchr(names + at, 0, names_size - at);
+		if (!z || z == names + at)
+			return ch_error_set(err, "bad name table ('%s', name "
+					    "%u)", sh->path, i);
+		sh->names[i] = (const char *)names + at;
+		at = (size_t)(z - names) + 1;
+	}
+	if (at != names_size)
+		return ch_error_set(err, "bad name table size ('%s')", sh->path);
+	return 0;
+}
+
+static int check_blocks(struct ch_shard *sh, const struct footer *ft,
+			struct ch_error *err)
+{
+	uint64_t expect = CHS_HEADER_SIZE + sh->dict_size;
+	for (uint32_t b = 0; b < sh->nblocks; b++) {
+		struct ch_block_stat st;
+		ch_shard_block(sh, b, &st);
+		if (st.offset != expect || st.stored_size > ft->index_offset ||
+		    st.offset > ft->index_offset - st.stored_size)
+			return ch_error_set(err, "block %u is out of place "
+					    "('%s', byte %llu)", b, sh->path,
+					    (unsigned long long)st.offset);
+		if (st.codec > CH_CODEC_ZSTD_DICT ||
+		    (st.codec == CH_CODEC_ZSTD_DICT && !sh->dict_size) ||
+		    (st.codec == CH_CODEC_RAW && st.raw_size != st.stored_size) ||
+		    st.raw_size > MAX_BLOCK_RAW)
+			return ch_error_set(err, "block %u has a bad codec or "
+					    "size ('%s')", b, sh->path);
+		expect += st.stored_size;
+	}
+	if (expect != ft->index_offset)
+		return ch_error_set(err, "blocks do not end where the index "
+				    "starts ('%s', byte %llu)", sh->path,
+				    (unsigned long long)expect);
+	return 0;
+}
+
+static int check_samples(struct ch_shard *sh, struct ch_error *err)
+{
+	for (uint64_t i = 0; i < sh->nsamples; i++) {
+		const uint8_t *e = sh->samples + i * CHS_SAMPLE_ENTRY_SIZE;
+		uint32_t block = ld32(e + 16), first = ld32(e + 28);
+		uint16_t nf = ld16(e + 26);
+		uint64_t offset = ld64(e + 8), size = 0;
+		if (block >= sh->nblocks || (uint64_t)first + nf > sh->nfields)
+			return ch_error_set(err, "sample %llu points outside "
+					    "the index ('%s')",
+					    (unsigned long long)i, sh->path);
+		for (uint16_t f = 0; f < nf; f++) {
+			const uint8_t *fe = sh->fields +
+				(uint64_t)(first + f) * CHS_FIELD_ENTRY_SIZE;
+			if (ld32(fe + 8) >= sh->nnames ||
+			    add_size(&size, 1, ld64(fe)))
+				return ch_error_set(err, "sample %llu has a bad "
+						    "field ('%s')",
+						    (unsigned long long)i,
+						    sh->path);
+		}
+		struct ch_block_stat st;
+		ch_shard_block(sh, block, &st);
+		if (offset > st.raw_size || size > st.raw_size - offset)
+			return ch_error_set(err, "sample %llu runs past its "
+					    "block ('%s', block %u)",
+					    (unsigned long long)i, sh->path,
+					    block);
+	}
+	return 0;
+}
+
+/* Key offsets, and that the key order table is a sorted permutation:
+ * binary search depends on it. */
+static int check_keys(struct ch_shard *sh, uint64_t keys_size,
+		      struct ch_error *err)
+{
+	int rc = -1;
+	uint8_t *seen = calloc(sh->nsamples ? sh->nsamples : 1, 1);
+	if (!seen)
+		return ch_error_set(err, "out of memory");
+	for (uint64_t i = 0; i < sh->nsamples; i++) {
+		const uint8_t *e = sh->samples + i * CHS_SAMPLE_ENTRY_SIZE;
+		if ((uint64_t)ld32(e + 20) + ld16(e + 24) > keys_size) {
+			ch_error_set(err, "sample %llu key outside the key table "
+				     "('%s')", (unsigned long long)i, sh->path);
+			goto out;
+		}
+	}
+	for (uint64_t i = 0; i < sh->nsamples; i++) {
+		uint32_t s = ld32(sh->order + 4 * i);
+		if (s >= sh->nsamples || seen[s]) {
+			ch_error_set(err, "key order table is not a permutation "
+				     "('%s', entry %llu)", sh->path,
+				     (unsigned long long)i);
+			goto out;
+		}
+		seen[s] = 1;
+		if (i == 0)
+			continue;
+		struct ch_sample_info a, b;
+		ch_shard_sample(sh, ld32(sh->order + 4 * (i - 1)), &a);
+		ch_shard_sample(sh, s, &b);
+		size_t n = a.key_len < b.key_len ? a.key_len : b.key_len;
+		int c = memcmp(a.key, b.key, n);
+		if (c > 0 || (c == 0 && a.key_len >= b.key_len)) {
+			ch_error_set(err, "keys are not sorted or not unique "
+				     "('%s', entry %llu)", sh->path,
+				     (unsigned long long)i);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	free(seen);
+	return rc;
+}
+
+int ch_shard_open(struct ch_shard **out, const char *path,
+		  struct ch_error *err)
+{
+	struct ch_shard *sh = calloc(1, sizeof(*sh));
+	struct footer ft = { 0 };
+	struct stat st;
+	uint64_t dict_hash = 0;
+	if (!sh || !(sh->path = strdup(path))) {
+		free(sh);
+		return ch_error_set(err, "out of memory");
+	}
+	sh->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (sh->fd < 0) {
+		ch_error_errno(err, errno, "cannot open '%s'", path);
+		goto fail;
+	}
+	if (fstat(sh->fd, &st) < 0) {
+		ch_error_errno(err, errno, "cannot stat '%s'", path);
+		goto fail;
+	}
+	sh->file_size = (uint64_t)st.st_size;
+	if (sh->file_size < CHS_HEADER_SIZE + CHS_FOOTER_SIZE) {
+		ch_error_set(err, "not a chute shard: only %llu bytes ('%s')",
+			     (unsigned long long)sh->file_size, path);
+		goto fail;
+	}
+	if (read_header(sh, &dict_hash, err) < 0 ||
+	    read_dict(sh, dict_hash, err) < 0 ||
+	    read_footer(sh, &ft, err) < 0 || load_index(sh, &ft, err) < 0 ||
+	    map_sections(sh, &ft, err) < 0 || check_blocks(sh, &ft, err) < 0 ||
+	    check_samples(sh, err) < 0 ||
+	    check_keys(sh, ld64(sh->index + 32), err) < 0)
+		goto fail;
+	*out = sh;
+	return 0;
+fail:
+	ch_shard_close(sh);
+	return -1;
+}
+
+void ch_shard_close(struct ch_shard *sh)
+{
+	if (!sh)
+		return;
+	if (sh->fd >= 0)
+		close(sh->fd);
+	free(sh->path);
+	free(sh->index);
+	free(sh->names);
+	free(sh->dict);
+	free(sh);
+}
+
+const char *ch_shard_path(const struct ch_shard *sh) { return sh->path; }
+uint64_t ch_shard_file_size(const struct ch_shard *sh) { return sh->file_size; }
+uint64_t ch_shard_sample_count(const struct ch_shard *sh) { return sh->nsamples; }
+uint32_t ch_shard_block_count(const struct ch_shard *sh) { return sh->nblocks; }
+int ch_shard_has_dict(const struct ch_shard *sh) { return sh->dict_size > 0; }
+
+void ch_shard_sample(const struct ch_shard *sh, uint64_t i,
+		     struct ch_sample_info *out)
+{
+	const uint8_t *e = sh->samples + i * CHS_SAMPLE_ENTRY_SIZE;
+	out->hash = ld64(e);
+	out->offset = ld64(e + 8);
+	out->block = ld32(e + 16);
+	out->key = (const char *)sh->keys + ld32(e + 20);
+	out->key_len = ld16(e + 24);
+	out->nfields = ld16(e + 26);
+	out->size = 0;
+	const uint8_t *fe = sh->fields +
+			    (uint64_t)ld32(e + 28) * CHS_FIELD_ENTRY_SIZE;
+	for (uint32_t f = 0; f < out->nfields; f++)
+		out->size += ld64(fe + (size_t)f * CHS_FIELD_ENTRY_SIZE);
+}
+
+void ch_shard_field(const struct ch_shard *sh, uint64_t i, uint32_t f,
+		    struct ch_field_info *out)
+{
+	const uint8_t *e = sh->samples + i * CHS_SAMPLE_ENTRY_SIZE;
+	const uint8_t *fe = sh->fields +
+			    (uint64_t)ld32(e + 28) * CHS_FIELD_ENTRY_SIZE;
+	out->offset = 0;
+	for (uint32_t k = 0; k < f; k++)
+		out->offset += ld64(fe + (size_t)k * CHS_FIELD_ENTRY_SIZE);
+	fe += (size_t)f * CHS_FIELD_ENTRY_SIZE;
+	out->size = ld64(fe);
+	out->name = sh->names[ld32(fe + 8)];
+}
+
+int64_t ch_shard_find(const struct ch_shard *sh, const char *key,
+		      size_t key_len)
+{
+	uint64_t lo = 0, hi = sh->nsamples;
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		uint32_t s = ld32(sh->order + 4 * mid);
+		struct ch_sample_info si;
+		ch_shard_sample(sh, s, &si);
+		size_t n = si.key_len < key_len ? si.key_len : key_len;
+		int c = memcmp(si.key, key, n);
+		if (c == 0 && si.key_len != key_len)
+			c = si.key_len < key_len ? -1 : 1;
+		if (c == 0)
+			return s;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+void ch_shard_block(const struct ch_shard *sh, uint32_t b,
+		    struct ch_block_stat *out)
+{
+	const uint8_t *e = sh->blocks + (size_t)b * CHS_BLOCK_ENTRY_SIZE;
+	out->offset = ld64(e);
+	out->stored_size = ld64(e + 8);
+	out->raw_size = ld64(e + 16);
+	out->hash = ld64(e + 24);
+	out->codec = ld32(e + 32);
+}
+
+/* ------------------------------------------------------------------ */
+
+struct ch_block_reader {
+	ZSTD_DCtx *dctx;
+	ZSTD_DDict *ddict;
+	const struct ch_shard *ddict_shard;
+	struct ch_buf stored, raw;
+	const struct ch_shard *cached_shard; /* last block decoded */
+	uint32_t cached_block;
+	const uint8_t *cached_data;
+	size_t cached_size;
+};
+
+struct ch_block_reader *ch_block_reader_new(void)
+{
+	struct ch_block_reader *r = calloc(1, sizeof(*r));
+	if (r && !(r->dctx = ZSTD_createDCtx())) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+void ch_block_reader_free(struct ch_block_reader *r)
+{
+	if (!r)
+		return;
+	ZSTD_freeDCtx(r->dctx);
+	ZSTD_freeDDict(r->ddict);
+	ch_buf_release(&r->stored);
+	ch_buf_release(&r->raw);
+	free(r);
+}
+
+static int decode_block(struct ch_block_reader *r, const struct ch_shard *sh,
+			uint32_t b, const struct ch_block_stat *st,
+			struct ch_error *err)
+{
+	if (ch_buf_reserve(&r->raw, st->raw_size ? st->raw_size : 1, err) < 0)
+		return -1;
+	size_t n;
+	if (st->codec == CH_CODEC_ZSTD_DICT) {
+		if (r->ddict_shard != sh) {
+			ZSTD_freeDDict(r->ddict);
+			r->ddict = ZSTD_createDDict(sh->dict, sh->dict_size);
+			r->ddict_shard = r->ddict ? sh : NULL;
+			if (!r->ddict)
+				return ch_error_set(err, "bad dictionary in '%s'",
+						    sh->path);
+		}
+		n = ZSTD_decompress_usingDDict(r->dctx, r->raw.data,
+					       st->raw_size, r->stored.data,
+					       st->stored_size, r->ddict);
+	} else {
+		n = ZSTD_decompressDCtx(r->dctx, r->raw.data, st->raw_size,
+					r->stored.data, st->stored_size);
+	}
+	if (ZSTD_isError(n) || n != st->raw_size)
+		return ch_error_set(err, "cannot decode block %u ('%s', byte "
+				    "%llu): %s", b, sh->path,
+				    (unsigned long long)st->offset,
+				    ZSTD_isError(n) ? ZSTD_getErrorName(n)
+						    : "wrong size");
+	return 0;
+}
+
+int ch_block_read(struct ch_block_reader *r, const struct ch_shard *sh,
+		  uint32_t b, const uint8_t **data, size_t *size,
+		  struct ch_error *err)
+{
+	if (r->cached_shard == sh && r->cached_block == b) {
+		*data = r->cached_data;
+		*size = r->cached_size;
+		return 0;
+	}
+	r->cached_shard = NULL;
+	if (b >= sh->nblocks)
+		return ch_error_set(err, "no block %u in '%s'", b, sh->path);
+	struct ch_block_stat st;
+	ch_shard_block(sh, b, &st);
+	if (ch_buf_reserve(&r->stored, st.stored_size ? st.stored_size : 1,
+			   err) < 0 ||
+	    pread_all(sh->fd, r->stored.data, st.stored_size, st.offset,
+		      sh->path, err) < 0)
+		return -1;
+	if (ch_hash64(r->stored.data, st.stored_size) != st.hash)
+		return ch_error_set(err, "checksum mismatch in block %u ('%s', "
+				    "byte %llu)", b, sh->path,
+				    (unsigned long long)st.offset);
+	if (st.codec == CH_CODEC_RAW) {
+		r->cached_data = r->stored.data;
+	} else {
+		if (decode_block(r, sh, b, &st, err) < 0)
+			return -1;
+		r->cached_data = r->raw.data;
+	}
+	r->cached_size = st.raw_size;
+	r->cached_shard = sh;
+	r->cached_block = b;
+	*data = r->cached_data;
+	*size = r->cached_size;
+	return 0;
+}
+
+int ch_sample_read(struct ch_block_reader *r, const struct ch_shard *sh,
+		   uint64_t i, const uint8_t **data, struct ch_error *err)
+{
+	if (i >= sh->nsamples)
+		return ch_error_set(err, "no sample %llu in '%s'",
+				    (unsigned long long)i, sh->path);
+	struct ch_sample_info si;
+	const uint8_t *block;
+	size_t size;
+	ch_shard_sample(sh, i, &si);
+	if (ch_block_read(r, sh, si.block, &block, &size, err) < 0)
+		return -1;
+	*data = block + si.offset;
+	return 0;
+}
+
+uint64_t ch_sample_hash(const struct ch_shard *sh, uint64_t i,
+			const uint8_t *data)
+{
+	struct ch_sample_info si;
+	ch_shard_sample(sh, i, &si);
+	const uint8_t *fe = sh->fields +
+		(uint64_t)ld32(sh->samples + i * CHS_SAMPLE_ENTRY_SIZE + 28) *
+		CHS_FIELD_ENTRY_SIZE;
+	struct ch_content_hash ch;
+	ch_content_hash_init(&ch);
+	for (uint32_t f = 0; f < si.nfields; f++, fe += CHS_FIELD_ENTRY_SIZE) {
+		uint64_t size = ld64(fe);
+		ch_content_hash_field(&ch, sh->names[ld32(fe + 8)], data, size);
+		data += size;
+	}
+	return ch_content_hash_final(&ch);
+}

@@ -1,0 +1,337 @@
+/*
+ * source_archive.c - archives (tar, tar.gz, tar.zst, zip, ...) as a pack
+ * source, read through libarchive without extracting anything.
+ *
+ * Member data is copied into the catalog's spool file, an unlinked
+ * temporary file, so that the packer can later read every member at random
+ * like a plain file while the archive itself is read once, front to back
+ * (a compressed tar cannot be read any other way).
+ */
+#include "chute.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Member data is copied through a buffer of this size: bounded memory
+ * whatever the size of a member. */
+#define COPY_CHUNK (1u << 20)
+
+/* Everything one scan needs, so that helpers take one argument. */
+struct scan {
+	struct ch_catalog *cat;
+	const char *path; /* the archive */
+	struct archive *ar;
+	uint8_t *buf;	  /* COPY_CHUNK bytes */
+	char *member;	  /* current member name, for messages */
+};
+
+/* A reader that detects the compression and the container by content,
+ * never by file name. */
+static struct archive *reader_new(void)
+{
+	struct archive *ar = archive_read_new();
+
+	if (!ar)
+		return NULL;
+	archive_read_support_filter_all(ar);
+	archive_read_support_format_tar(ar);
+	archive_read_support_format_zip(ar);
+	archive_read_support_format_7zip(ar);
+	archive_read_support_format_cpio(ar);
+	return ar;
+}
+
+int ch_source_is_archive(const char *path)
+{
+	struct archive *ar = NULL;
+	struct archive_entry *ae;
+	struct stat st;
+	int r, yes = 0;
+
+	/* A folder or a device is never an archive source. */
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	ar = reader_new();
+	if (!ar)
+		return 0;
+	if (archive_read_open_filename(ar, path, 64 * 1024) != ARCHIVE_OK)
+		goto done;
+	/* The format is only known once the first header has been read; an
+	 * empty tar (end marker only) reads as EOF and is still a tar. */
+	r = archive_read_next_header(ar, &ae);
+	yes = r == ARCHIVE_OK || r == ARCHIVE_WARN || r == ARCHIVE_EOF;
+done:
+	archive_read_free(ar);
+	return yes;
+}
+
+/* A named spool file, unlinked at once: for file systems without
+ * O_TMPFILE.  Returns the descriptor, *name the (gone) name. */
+static int spool_named(const char *dir, char **name, struct ch_error *err)
+{
+	int fd;
+
+	if (asprintf(name, "%s/.chute-spool-XXXXXX", dir) < 0) {
+		*name = NULL;
+		return ch_error_set(err, "cannot create a spool file in '%s': "
+					 "out of memory", dir);
+	}
+	fd = mkostemp(*name, O_CLOEXEC);
+	if (fd < 0)
+		return ch_error_errno(err, errno,
+				      "cannot create a spool file in '%s'",
+				      dir);
+	unlink(*name);
+	return fd;
+}
+
+/* Creates the spool file in the catalog's temporary folder: an anonymous
+ * O_TMPFILE where the file system supports it, otherwise a named file
+ * unlinked at once.  Either way nothing is left behind after a crash.
+ * An O_TMPFILE has no name: spool_path then names its folder, which
+ * messages show and which unlink() can never remove. */
+static int spool_create(struct ch_catalog *cat, struct ch_error *err)
+{
+	const char *dir = cat->tmp_dir;
+	char *name = NULL;
+	int fd;
+
+	if (!dir)
+		dir = getenv("TMPDIR");
+	if (!dir || !*dir)
+		dir = "/tmp";
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		name = strdup(dir);
+	} else if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) {
+		fd = spool_named(dir, &name, err);
+	} else {
+		ch_error_errno(err, errno, "cannot create a spool file in '%s'",
+			       dir);
+	}
+	if (fd < 0 || !name) {
+		if (fd >= 0)
+			ch_error_set(err, "cannot create a spool file in "
+					  "'%s': out of memory", dir);
+		goto fail;
+	}
+	cat->spool_fd = fd;
+	cat->spool_path = name;
+	cat->spool_size = 0;
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	free(name);
+	return -1;
+}
+
+/* Writes all of buf at the spool's end.  pwrite at the recorded size, not
+ * write at the file position: the packer may read the spool meanwhile. */
+static int spool_append(struct scan *s, const uint8_t *buf, size_t n,
+			uint64_t at, struct ch_error *err)
+{
+	struct ch_catalog *cat = s->cat;
+
+	while (n > 0) {
+		ssize_t w = pwrite(cat->spool_fd, buf, n, (off_t)at);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return ch_error_errno(
+				err, w < 0 ? errno : ENOSPC,
+				"cannot copy '%s:%s' to the spool (%s, "
+				"offset %llu)",
+				s->path, s->member, cat->spool_path,
+				(unsigned long long)at);
+		buf += w;
+		n -= (size_t)w;
+		at += (uint64_t)w;
+	}
+	return 0;
+}
+
+/* Copies the current member's data to the spool's end; *size is what was
+ * copied.  The spool's size only grows once the member is complete. */
+static int copy_member(struct scan *s, uint64_t *size, struct ch_error *err)
+{
+	uint64_t start = s->cat->spool_size, done = 0;
+
+	for (;;) {
+		la_ssize_t n = archive_read_data(s->ar, s->buf, COPY_CHUNK);
+
+		if (n == 0)
+			break;
+		if (n < 0)
+			return ch_error_set(err,
+					    "cannot read member '%s' of '%s' "
+					    "at byte %llu of the member: %s",
+					    s->member, s->path,
+					    (unsigned long long)done,
+					    archive_error_string(s->ar));
+		if (spool_append(s, s->buf, (size_t)n, start + done, err) < 0)
+			return -1;
+		done += (uint64_t)n;
+	}
+	*size = done;
+	return 0;
+}
+
+/* The member's path as packed: without leading "./" (tar -C dir .),
+ * though "./" itself, the top folder, keeps its name for messages. */
+static const char *member_name(struct archive_entry *ae)
+{
+	const char *p = archive_entry_pathname(ae);
+
+	if (!p)
+		p = archive_entry_pathname_utf8(ae);
+	while (p && p[0] == '.' && p[1] == '/' && p[2] != '\0')
+		p += 2;
+	return p;
+}
+
+/* Directories are skipped (return 1); links and special files refused:
+ * a link could point outside the archive, and a device has no bytes. */
+static int member_kind(struct scan *s, struct archive_entry *ae,
+		       struct ch_error *err)
+{
+	mode_t type = archive_entry_filetype(ae);
+
+	if (type == AE_IFDIR)
+		return 1;
+	if (archive_entry_hardlink(ae))
+		return ch_error_set(err,
+				    "cannot pack member '%s' of '%s': it is "
+				    "a hard link (to '%s'); only regular "
+				    "files are packed",
+				    s->member, s->path,
+				    archive_entry_hardlink(ae));
+	if (type == AE_IFLNK)
+		return ch_error_set(err,
+				    "cannot pack member '%s' of '%s': it is "
+				    "a symbolic link (to '%s'); only regular "
+				    "files are packed",
+				    s->member, s->path,
+				    archive_entry_symlink(ae)
+					    ? archive_entry_symlink(ae)
+					    : "?");
+	if (type != AE_IFREG)
+		return ch_error_set(err,
+				    "cannot pack member '%s' of '%s': not a "
+				    "regular file",
+				    s->member, s->path);
+	return 0;
+}
+
+/* One regular member: key and field from its name, data into the spool,
+ * an entry into the catalog. */
+static int add_member(struct scan *s, struct ch_error *err)
+{
+	struct ch_catalog *cat = s->cat;
+	struct ch_entry e = {0};
+	char *origin = NULL;
+	int rc = -1;
+
+	if (asprintf(&origin, "%s:%s", s->path, s->member) < 0) {
+		origin = NULL;
+		ch_error_set(err, "cannot read '%s': out of memory", s->path);
+		goto out;
+	}
+	if (ch_split_key(s->member, &e.key, &e.field, origin, err) < 0)
+		goto out;
+	if (cat->spool_fd < 0 && spool_create(cat, err) < 0)
+		goto out;
+	e.spool_offset = cat->spool_size;
+	if (copy_member(s, &e.size, err) < 0)
+		goto out;
+	e.origin = origin;
+	e.path = NULL;
+	e.seq = cat->n;
+	e.from = CH_FROM_SPOOL;
+	if (ch_catalog_add(cat, &e, err) < 0)
+		goto out;
+	cat->spool_size += e.size;
+	rc = 0;
+out:
+	free(e.key);
+	free(e.field);
+	free(origin);
+	return rc;
+}
+
+/* Reads the next header; returns 1 at the end, 0 with s->member set, -1 on
+ * a corrupt or truncated archive. */
+static int next_member(struct scan *s, struct archive_entry **ae,
+		       struct ch_error *err)
+{
+	const char *name;
+	int r = archive_read_next_header(s->ar, ae);
+
+	if (r == ARCHIVE_EOF)
+		return 1;
+	if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
+		if (s->member)
+			return ch_error_set(err,
+					    "cannot read archive '%s' after "
+					    "member '%s': %s",
+					    s->path, s->member,
+					    archive_error_string(s->ar));
+		return ch_error_set(err, "cannot read archive '%s': %s",
+				    s->path, archive_error_string(s->ar));
+	}
+	name = member_name(*ae);
+	if (!name)
+		return ch_error_set(err,
+				    "cannot read archive '%s': a member name "
+				    "cannot be decoded (after '%s')",
+				    s->path, s->member ? s->member : "start");
+	free(s->member);
+	s->member = strdup(name);
+	if (!s->member)
+		return ch_error_set(err, "cannot read '%s': out of memory",
+				    s->path);
+	return 0;
+}
+
+int ch_source_archive_scan(struct ch_catalog *cat, const char *path,
+			   struct ch_error *err)
+{
+	struct scan s = {.cat = cat, .path = path};
+	struct archive_entry *ae;
+	int r, rc = -1;
+
+	s.buf = malloc(COPY_CHUNK);
+	s.ar = reader_new();
+	if (!s.buf || !s.ar) {
+		ch_error_set(err, "cannot read '%s': out of memory", path);
+		goto out;
+	}
+	if (archive_read_open_filename(s.ar, path, 64 * 1024) != ARCHIVE_OK) {
+		ch_error_set(err, "cannot open archive '%s': %s", path,
+			     archive_error_string(s.ar));
+		goto out;
+	}
+	while ((r = next_member(&s, &ae, err)) == 0) {
+		r = member_kind(&s, ae, err);
+		if (r < 0)
+			goto out;
+		if (r == 0 && add_member(&s, err) < 0)
+			goto out;
+	}
+	if (r < 0)
+		goto out;
+	rc = 0;
+out:
+	if (s.ar)
+		archive_read_free(s.ar);
+	free(s.member);
+	free(s.buf);
+	return rc;
+}

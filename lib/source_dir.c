@@ -1,0 +1,192 @@
+/* source_dir.c - entries from a folder tree or from a list of paths. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static int add_file(struct ch_catalog *c, const char *path, const char *rel,
+		    const struct stat *st, struct ch_error *err)
+{
+	struct ch_entry e = { 0 };
+	int rc;
+	if (!S_ISREG(st->st_mode))
+		return ch_error_set(err, "not a regular file: '%s'", path);
+	if (ch_split_key(rel, &e.key, &e.field, path, err) < 0)
+		return -1;
+	e.origin = (char *)path;
+	e.path = (char *)path;
+	e.size = (uint64_t)st->st_size;
+	e.seq = c->n;
+	e.from = CH_FROM_FILE;
+	rc = ch_catalog_add(c, &e, err);
+	free(e.key);
+	free(e.field);
+	return rc;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Lists a folder's names, sorted so that discovery order is stable. */
+static int list_names(const char *dir, char ***names, size_t *n,
+		      struct ch_error *err)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return ch_error_errno(err, errno, "cannot open folder '%s'",
+				      dir);
+	char **v = NULL;
+	size_t len = 0, cap = 0;
+	struct dirent *de;
+	int rc = 0;
+	errno = 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.') /* ".", "..", hidden files */
+			continue;
+		if (len == cap) {
+			cap = cap ? cap * 2 : 64;
+			char **nv = realloc(v, cap * sizeof(*nv));
+			if (!nv) {
+				rc = ch_error_set(err, "out of memory");
+				break;
+			}
+			v = nv;
+		}
+		if (!(v[len] = strdup(de->d_name))) {
+			rc = ch_error_set(err, "out of memory");
+			break;
+		}
+		len++;
+	}
+	if (rc == 0 && errno)
+		rc = ch_error_errno(err, errno, "cannot read folder '%s'", dir);
+	closedir(d);
+	if (rc < 0) {
+		for (size_t i = 0; i < len; i++)
+			free(v[i]);
+		free(v);
+		return -1;
+	}
+	qsort(v, len, sizeof(*v), cmp_names);
+	*names = v;
+	*n = len;
+	return 0;
+}
+
+static int scan(struct ch_catalog *c, const char *dir, size_t root_len,
+		struct ch_error *err)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int rc = 0;
+	if (list_names(dir, &names, &n, err) < 0)
+		return -1;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		char *path = ch_path_join(dir, names[i]);
+		struct stat st;
+		if (!path) {
+			rc = ch_error_set(err, "out of memory");
+		} else if (stat(path, &st) < 0) {
+			rc = ch_error_errno(err, errno, "cannot read '%s'", path);
+		} else if (S_ISDIR(st.st_mode)) {
+			rc = scan(c, path, root_len, err);
+		} else {
+			const char *rel = path + root_len;
+			while (*rel == '/')
+				rel++;
+			rc = add_file(c, path, rel, &st, err);
+		}
+		free(path);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}
+
+int ch_source_dir_scan(struct ch_catalog *c, const char *root,
+		       struct ch_error *err)
+{
+	struct stat st;
+	if (stat(root, &st) < 0)
+		return ch_error_errno(err, errno, "cannot read '%s'", root);
+	if (!S_ISDIR(st.st_mode))
+		return ch_error_set(err, "not a folder: '%s'", root);
+	size_t before = c->n;
+	if (scan(c, root, strlen(root), err) < 0)
+		return -1;
+	if (c->n == before)
+		return ch_error_set(err, "no files in '%s'", root);
+	return 0;
+}
+
+static int add_listed(struct ch_catalog *c, char *path, struct ch_error *err)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return ch_error_errno(err, errno, "cannot read '%s' (listed "
+				      "on standard input)", path);
+	const char *rel = path;
+	for (;;) {
+		if (rel[0] == '/')
+			rel++;
+		else if (rel[0] == '.' && rel[1] == '/')
+			rel += 2;
+		else
+			break;
+	}
+	return add_file(c, path, rel, &st, err);
+}
+
+int ch_source_list_scan(struct ch_catalog *c, int fd, int sep,
+			struct ch_error *err)
+{
+	struct ch_buf b = { 0 };
+	int rc = -1;
+	size_t start = 0, before = c->n;
+	for (;;) {
+		if (ch_buf_reserve(&b, b.len + 65536, err) < 0)
+			goto out;
+		ssize_t n = read(fd, b.data + b.len, 65536);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ch_error_errno(err, errno, "cannot read standard input");
+			goto out;
+		}
+		int eof = n == 0;
+		b.len += (size_t)n;
+		/* handle every complete name; keep the rest for next read */
+		for (size_t i = start; i < b.len || (eof && start < b.len); i++) {
+			if (i < b.len && b.data[i] != (uint8_t)sep)
+				continue;
+			if (i == b.len && ch_buf_append(&b, "", 1, err) < 0)
+				goto out;
+			b.data[i] = '\0';
+			if (i > start && add_listed(c, (char *)b.data + start,
+						    err) < 0)
+				goto out;
+			start = i + 1;
+		}
+		if (eof)
+			break;
+		memmove(b.data, b.data + start, b.len - start);
+		b.len -= start;
+		start = 0;
+	}
+	if (c->n == before) {
+		ch_error_set(err, "no paths on standard input");
+		goto out;
+	}
+	rc = 0;
+out:
+	ch_buf_release(&b);
+	return rc;
+}

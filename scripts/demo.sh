@@ -1,0 +1,87 @@
+#!/bin/bash
+# demo.sh CHUTE_BINARY - a two-minute tour on generated data: pack a folder of
+# image-like files (classes from folder names) and one of small text samples,
+# verify both, list, read one sample, export to tar and check the round trip.
+# Everything happens in a temporary folder removed at exit.  Exits non-zero
+# if any step fails.
+set -euo pipefail
+
+if [ $# -ne 1 ] || [ ! -x "$1" ]; then
+	echo "usage: demo.sh CHUTE_BINARY  (e.g. scripts/demo.sh build/chute)" >&2
+	exit 2
+fi
+CHUTE=$(realpath "$1")
+PYTHON=${PYTHON:-python3}
+GEN=$(realpath "$(dirname "$0")/gen-data.py")
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/chute-demo.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK"
+
+if [ -t 1 ]; then B=$'\e[1m' G=$'\e[32m' R=$'\e[31m' N=$'\e[0m'; else B='' G='' R='' N=''; fi
+STEP=start
+trap 'echo "${R}demo: step \"$STEP\" failed${N}" >&2' ERR
+
+chute() { "$CHUTE" "$@"; }
+step() { STEP=$1; printf '\n%s== %s%s\n' "$B" "$1" "$N"; }
+# Shows a command as the user would type it, then runs it.
+show() { printf '$ %s\n' "$*"; "$@"; }
+shard_bytes() { stat -c %s "$1"/shards/*.chs | awk '{ s += $1 } END { print s }'; }
+
+echo "${B}chute demo${N}: $(chute --version), working in $WORK"
+
+step "generate a seeded dataset"
+show "$PYTHON" "$GEN" images data/images --count 200 --size 20000 --classes 4 --seed 1
+show "$PYTHON" "$GEN" text data/text --count 1000 --seed 1
+
+step "pack"
+show chute pack --label-from dir data/images -o images | tee pack-images.txt
+show chute pack --dict data/text -o text | tee pack-text.txt
+
+step "pack again with one job: same bytes, same id"
+chute pack -q -j 1 data/text -o again/text >/dev/null
+show cmp text/manifest.json again/text/manifest.json
+echo "identical manifest and id"
+
+step "verify"
+show chute verify images | tee verify-images.txt
+show chute verify --deep text | tee verify-text.txt
+
+step "list"
+chute ls images >ls.txt
+printf '$ chute ls images | head -n 4\n'
+head -n 4 ls.txt
+echo "... $(wc -l <ls.txt) samples"
+
+step "read one sample"
+show chute cat text '#0' --field txt
+echo
+printf '$ chute cat images c02/img0000002 --field cls   # class of folder c02: '
+chute cat images c02/img0000002 --field cls
+echo
+
+step "export to WebDataset tar and check the round trip"
+show chute export text -o text-tar
+show chute export images -o images-tar
+for ds in text images; do
+	mkdir -p "back/$ds"
+	for t in "$ds"-tar/*.tar; do tar -xf "$t" -C "back/$ds"; done
+done
+# Text comes back byte for byte; images come back with the cls field that
+# --label-from dir added, which must hold the index of the class folder.
+diff -r data/text back/text
+diff -r -x '*.cls' data/images back/images
+for f in back/images/c0*/*.cls; do
+	dir=${f#back/images/c}
+	[ "$(tr -d ' \n' <"$f")" = "$((10#${dir%%/*}))" ] ||
+		{ echo "wrong class in $f" >&2; false; }
+done
+echo "all $(find back -type f | wc -l) files match the originals"
+
+step "summary"
+printf '%-8s %8s %7s %12s %12s  %-32s  %s\n' dataset samples shards "raw bytes" "shard bytes" id verify
+for ds in images text; do
+	# packed N samples (B bytes) into S shards, id ID
+	read -r _ n _ b _ _ s _ _ id <"pack-$ds.txt"
+	printf '%-8s %8s %7s %12s %12s  %-32s  %s\n' "$ds" "$n" "$s" "${b#(}" \
+		"$(shard_bytes "$ds")" "$id" "$G$(tail -n 1 "verify-$ds.txt" | cut -d: -f1)$N"
+done

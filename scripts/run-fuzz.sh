@@ -1,0 +1,252 @@
+#!/bin/bash
+# run-fuzz.sh SECONDS - fuzz every parser of libchute.
+#
+# Builds each tests/fuzz/fuzz_*.c as a libFuzzer binary with AddressSanitizer
+# and UndefinedBehaviorSanitizer, against the lib/ sources compiled the same
+# way under build-fuzz/ (not through make, whose flags are gcc's); makes a
+# seed corpus for each target with its function seed_<target>; runs each
+# target for SECONDS seconds.  Exits 1 if any target crashed, leaked, ran
+# out of memory or timed out; the inputs that did it are kept under
+# build-fuzz/crashes/.  Inputs found along the way accumulate under
+# build-fuzz/corpus/<target>/ from one run to the next.
+set -eu
+
+usage() {
+	echo "usage: $0 SECONDS" >&2
+	exit 2
+}
+
+[ $# -eq 1 ] || usage
+case $1 in
+'' | *[!0-9]*) usage ;;
+esac
+# libFuzzer reads -max_total_time=0 as "forever".
+[ "$1" -gt 0 ] || usage
+SECS=$1
+
+cd "$(dirname "$0")/.."
+OUT=build-fuzz
+CLANG=${CLANG:-clang}
+CHUTE=build/chute
+PKGS="libarchive libzstd libxxhash jansson"
+# Warnings are the gcc build's business (make); here they would only stop
+# the fuzzing.  -fno-sanitize-recover makes undefined behaviour a crash
+# libFuzzer sees instead of a line in a log.
+# shellcheck disable=SC2086 # PKGS is a list
+CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -Ilib
+	$(pkg-config --cflags $PKGS)
+	-fsanitize=address,undefined -fno-sanitize-recover=all"
+# shellcheck disable=SC2086
+LIBS="$(pkg-config --libs $PKGS) -lpthread"
+
+log() {
+	echo "run-fuzz: $*" >&2
+}
+
+# ------------------------------------------------------------------ #
+# Build                                                                #
+
+build_lib() {
+	local src obj
+	mkdir -p "$OUT/obj"
+	rm -f "$OUT"/obj/*.o
+	for src in lib/*.c; do
+		obj="$OUT/obj/$(basename "$src" .c).o"
+		# shellcheck disable=SC2086
+		$CLANG $CFLAGS -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
+	done
+}
+
+build_target() {
+	# shellcheck disable=SC2086
+	$CLANG $CFLAGS -fsanitize=fuzzer "tests/fuzz/$1.c" "$OUT"/obj/*.o \
+		$LIBS -o "$OUT/$1"
+}
+
+# ------------------------------------------------------------------ #
+# Seed corpora: seed_<target> DIR fills DIR with valid inputs, which   #
+# the fuzzer then mutates; dict_<target> FILE may write a dictionary.  #
+
+# Builds build/chute if it is missing; says whether it is there.
+have_chute() {
+	[ -x "$CHUTE" ] || make -s "$CHUTE" >/dev/null 2>&1 || true
+	[ -x "$CHUTE" ]
+}
+
+# A folder of COUNT samples under DIR/CLASS/, each KEY.txt and KEY.json,
+# made of deterministic text that compresses a little.
+make_samples() {
+	local dir=$1 class=$2 count=$3 i=0 key
+	mkdir -p "$dir/$class"
+	while [ "$i" -lt "$count" ]; do
+		key=$(printf '%s/%s/%04d' "$dir" "$class" "$i")
+		printf 'sample %d of class %s: %s\n' "$i" "$class" \
+			"$(printf '%d' $((i * 7919 % 1000)) | cksum)" >"$key.txt"
+		printf '{"n": %d, "class": "%s"}\n' "$i" "$class" >"$key.json"
+		i=$((i + 1))
+	done
+}
+
+# Packs a seed dataset, or warns: a seed that cannot be made costs
+# coverage, not the run.
+pack_seed() {
+	local out=$1
+	shift
+	"$CHUTE" pack -q -j 1 "$@" -o "$out" >/dev/null 2>"$out.err" && return 0
+	log "warning: chute pack $* failed: $(cat "$out.err")"
+	return 1
+}
+
+seed_fuzz_manifest() {
+	local dir=$1 src
+	# A first version with no shards, as chute writes it.
+	cat >"$dir/empty.json" <<'EOF'
+{
+  "bytes": 0,
+  "chute_version": "0.1.0",
+  "classes": [],
+  "format": "chute-manifest",
+  "format_version": 1,
+  "id": "f4d513248b9dc688a5439f50338ffeeb",
+  "name": "empty",
+  "options": {
+    "block_size": 0,
+    "dict": false,
+    "keep_order": false,
+    "label_from": null,
+    "level": 0,
+    "shard_bytes": 0,
+    "shard_samples": 0
+  },
+  "parent": null,
+  "samples": 0,
+  "schema": {
+    "fields": {}
+  },
+  "shard_bytes": 0,
+  "shards": [],
+  "sources": [],
+  "splits": {}
+}
+EOF
+	# Two shards, classes and a parent: every key in use.
+	cat >"$dir/pets.json" <<'EOF'
+{"bytes":300,"chute_version":"0.1.0","classes":["cat","dog"],
+"format":"chute-manifest","format_version":1,
+"id":"506fc2c5a78b2e95351004413b2e15cf","name":"pets",
+"options":{"block_size":1048576,"dict":true,"keep_order":false,
+"label_from":"dir","level":3,"shard_bytes":268435456,"shard_samples":0},
+"parent":"f4d513248b9dc688a5439f50338ffeeb","samples":3,
+"schema":{"fields":{"cls":{"bytes":3,"count":3},
+"jpg":{"bytes":297,"count":3}}},"shard_bytes":1000,"shards":[
+{"bytes":600,"first_sample":0,"path":"shards/pets-000000.chs",
+"samples":2,"xxh3_128":"112233445566778899aabbccddeeff00"},
+{"bytes":400,"first_sample":2,"path":"shards/pets-000001.chs",
+"samples":1,"xxh3_128":"0102030405060708090a0b0c0d0e0f10"}],
+"sources":["photos"],"splits":{"train":{"from":0,"to":2}}}
+EOF
+	if have_chute; then
+		src="$OUT/seed-src/manifest"
+		make_samples "$src" cat 3
+		make_samples "$src" dog 2
+		pack_seed "$src.ds" --label-from dir -s 2s "$src" &&
+			cp "$src.ds/manifest.json" "$dir/packed.json"
+	fi
+	return 0
+}
+
+dict_fuzz_manifest() {
+	local word tok
+	for word in format format_version chute-manifest id name parent \
+		chute_version samples bytes shard_bytes shards path xxh3_128 \
+		first_sample schema fields count classes splits sources \
+		options shard_samples block_size level dict keep_order \
+		label_from dir shards/ ../ /abs 0123456789abcdef0123456789abcdef; do
+		printf '"\\"%s\\""\n' "$word"
+	done
+	for tok in null true false '{}' '[]' 9223372036854775807 \
+		9223372036854775808 -1 1.0 1e3 '\\u0000' '\\u001F'; do
+		printf '"%s"\n' "$tok"
+	done
+}
+
+# Shards from three tiny datasets: plain; with a zstd dictionary; several
+# shards of several blocks with class labels.
+seed_fuzz_shard() {
+	local dir=$1 src ds f
+	if ! have_chute; then
+		log "warning: $CHUTE cannot be built; fuzz_shard starts from" \
+			"an empty corpus"
+		return 0
+	fi
+	src="$OUT/seed-src/shard"
+	make_samples "$src/plain" a 6
+	make_samples "$src/dict" a 40
+	make_samples "$src/labels" cat 5
+	make_samples "$src/labels" dog 4
+	pack_seed "$src/plain.ds" "$src/plain" || true
+	pack_seed "$src/dict.ds" --dict "$src/dict" || true
+	pack_seed "$src/labels.ds" --label-from dir -s 3s -b 200 \
+		"$src/labels" || true
+	for ds in plain dict labels; do
+		for f in "$src/$ds.ds"/shards/*.chs; do
+			[ -f "$f" ] && cp "$f" "$dir/$ds-$(basename "$f")"
+		done
+	done
+	return 0
+}
+
+# ------------------------------------------------------------------ #
+# Run                                                                  #
+
+run_target() {
+	local t=$1 seeds="$OUT/seeds/$1" dict=""
+	mkdir -p "$seeds" "$OUT/corpus/$t" "$OUT/crashes" "$OUT/logs"
+	if command -v "seed_$t" >/dev/null 2>&1; then
+		"seed_$t" "$seeds"
+	else
+		log "warning: no seed_$t in $0; $t starts from an empty corpus"
+	fi
+	if command -v "dict_$t" >/dev/null 2>&1; then
+		"dict_$t" >"$OUT/$t.dict"
+		dict="-dict=$OUT/$t.dict"
+	fi
+	log "$t: $(find "$seeds" -type f | wc -l) seeds, ${SECS}s"
+	# The corpus folder comes first: libFuzzer writes new inputs there.
+	# shellcheck disable=SC2086
+	"$OUT/$t" -max_total_time="$SECS" -rss_limit_mb=2048 -timeout=30 \
+		-artifact_prefix="$OUT/crashes/$t-" -print_final_stats=1 \
+		$dict "$OUT/corpus/$t" "$seeds" >"$OUT/logs/$t.log" 2>&1
+}
+
+main() {
+	local targets="" failed="" src t
+	for src in tests/fuzz/fuzz_*.c; do
+		[ -f "$src" ] && targets="$targets $(basename "$src" .c)"
+	done
+	if [ -z "$targets" ]; then
+		log "no tests/fuzz/fuzz_*.c"
+		exit 2
+	fi
+	log "building lib/ with clang, ASan, UBSan"
+	build_lib
+	rm -rf "$OUT/seeds" "$OUT/seed-src"
+	for t in $targets; do
+		build_target "$t"
+		if run_target "$t"; then
+			log "$t: ok ($(grep -o 'stat::number_of_executed_units: *[0-9]*' \
+				"$OUT/logs/$t.log" | grep -o '[0-9]*$') runs)"
+		else
+			failed="$failed $t"
+			log "$t: FAILED; end of $OUT/logs/$t.log:"
+			tail -n 40 "$OUT/logs/$t.log" >&2
+		fi
+	done
+	if [ -n "$failed" ]; then
+		log "failures in:$failed; inputs under $OUT/crashes/"
+		exit 1
+	fi
+	log "all targets ran ${SECS}s without a failure"
+}
+
+main

@@ -1,0 +1,272 @@
+#!/usr/bin/env bats
+# scripts/chs_read.py, a reader written from man/chute-shard.5 alone, must
+# read every byte chute writes exactly as chute does: a disagreement is a
+# bug in the writer or in the page.
+
+load helper
+
+chs_read() {
+	"$PYTHON" "$REPO_ROOT/scripts/chs_read.py" "$@"
+}
+
+# mksamples DIR KIND...: seeded fixtures, one KIND at a time:
+#   mixed    random bytes, text, several fields, nested keys, dotted field
+#            names, an empty field, keys whose order depends on unsigned
+#            bytes and on prefixes
+#   small N  N small text samples with two fields (for --dict)
+#   large N  N incompressible samples of 1.5 MiB (raw blocks)
+#   many N   N samples of 300-900 bytes, half text, half random
+mksamples() {
+	"$PYTHON" - "$@" <<'EOF' || fail "cannot generate $*"
+import os, random, sys
+root, kind = sys.argv[1], sys.argv[2]
+n = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+rng = random.Random("chs_read:" + kind)
+words = "alpha beta gamma delta shard block index key field sample".split()
+def put(rel, data):
+    path = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+def text(lo, hi):
+    return " ".join(rng.choice(words) for _ in range(rng.randint(lo, hi))).encode() + b"\n"
+if kind == "mixed":
+    for i in range(30):
+        key = "%s/%s/s%02d" % (("cat", "dog")[i % 2], "abc"[i % 3], i)
+        put(key + ".bin", rng.randbytes(rng.randint(1, 5000)))
+        put(key + ".txt", text(1, 300))
+        if i % 3 == 0:
+            put(key + ".seg.png", bytes(rng.getrandbits(2) for _ in range(rng.randint(10, 800))))
+        if i % 5 == 0:
+            put(key + ".cls", b"%d" % (i % 7))
+    put("empty.txt", b"")
+    put("empty.bin", rng.randbytes(10))
+    # unsigned byte order ("z" < "é") and shorter-first prefixes
+    for k in ("z", "\u00e9t\u00e9", "a", "a-b", "a/b", "ab", "B"):
+        put(k + ".txt", k.encode() + b"\n")
+elif kind == "small":
+    for i in range(n):
+        key = "%02d/item%05d" % (i % 10, i)
+        put(key + ".json", b'{"id": %d, "label": "%s", "score": %d}\n' % (i, rng.choice(words).encode(), rng.randint(0, 99)))
+        put(key + ".txt", text(3, 20))
+elif kind == "large":
+    for i in range(n):
+        put("big%02d.raw" % i, rng.randbytes(3 << 19))
+elif kind == "many":
+    for i in range(n):
+        put("m/%04d.txt" % i, text(20, 60)[:rng.randint(300, 900)])
+        if i % 2:
+            put("m/%04d.bin" % i, rng.randbytes(rng.randint(300, 900)))
+else:
+    sys.exit("unknown kind " + kind)
+EOF
+}
+
+# check_dataset DS [SRC]: for every shard, chs_read.py must validate it,
+# list what `chute ls` lists, hash it as xxhsum and the manifest do, and
+# give, for every sample and field, the bytes `chute cat` gives (and, with
+# SRC, the bytes of SRC/KEY.FIELD).
+check_dataset() {
+	local ds=$1 src=${2:-} shard n=0 h
+	local -a shards=("$ds"/shards/*.chs)
+	[ -e "${shards[0]}" ] || fail "no shard in $ds/shards"
+	mkdir -p chs.list chs.dump
+	for shard in "${shards[@]}"; do
+		run -0 chs_read "$shard"
+		printf '%s\n' "$output" >"chs.list/$n"
+		run -0 chute ls "$shard"
+		printf '%s\n' "$output" >"chs.list/$n.chute"
+		run -0 diff -u "chs.list/$n.chute" "chs.list/$n"
+		run -0 chs_read "$shard" --dump "chs.dump/$n"
+		h=$(chs_read "$shard" --hash)
+		assert_equal "$h" "$(xxhsum -H2 "$shard" | cut -d' ' -f1)"
+		grep -qF "\"$h\"" "$ds/manifest.json" ||
+			fail "hash $h of $shard is not in $ds/manifest.json"
+		n=$((n + 1))
+	done
+	chute ls "$ds" >all.chute
+	cat $(seq -f 'chs.list/%g' 0 $((n - 1))) >all
+	run -0 diff -u all.chute all
+	for ((i = 0; i < n; i++)); do
+		compare_fields "$ds" "chs.list/$i" "chs.dump/$i" "$src"
+	done
+}
+
+# compare_fields DS LIST DUMP SRC: every KEY.FIELD of LIST (a chs_read.py
+# listing) read by `chute cat` against DUMP/KEY.FIELD and SRC/KEY.FIELD.
+compare_fields() {
+	local ds=$1 list=$2 dump=$3 src=$4 key fields f name size count=0
+	while IFS=$'\t' read -r key fields; do
+		for f in $fields; do
+			name=${f%:*} size=${f##*:}
+			chute cat "$ds" "$key" --field "$name" >got ||
+				fail "chute cat $ds $key --field $name failed"
+			cmp got "$dump/$key.$name" ||
+				fail "chute cat and chs_read.py disagree on $key.$name"
+			[ "$(stat -c %s got)" = "$size" ] ||
+				fail "$key.$name: listed $size bytes, read $(stat -c %s got)"
+			if [ -n "$src" ]; then
+				cmp got "$src/$key.$name" ||
+					fail "$key.$name differs from the source file"
+			fi
+			count=$((count + 1))
+		done
+	done <"$list"
+	[ "$count" -gt 0 ] || fail "no field compared in $list"
+}
+
+# info SHARD KEY: the value of one line of `chs_read.py --info`.
+info() {
+	chs_read "$1" --info | awk -v k="$2" '$1 == k { $1 = ""; print substr($0, 2) }'
+}
+
+# block_codecs SHARD: the codec of each block, one a line.
+block_codecs() {
+	chs_read "$1" --info | awk '$1 == "block" { print $6 }'
+}
+
+# ------------------------------------------------------------ agreement
+
+@test "chs_read: a mixed folder reads the same as chute ls and chute cat" {
+	mksamples src mixed
+	run -0 chute pack src -o ds
+	check_dataset ds src
+	shard=$(shard_of ds)
+	assert_equal "$(info "$shard" version)" "1.0"
+	assert_equal "$(info "$shard" dict_size)" "0"
+}
+
+@test "chs_read: keys order as unsigned bytes, shorter first" {
+	mksamples src mixed
+	run -0 chute pack src -o ds
+	run -0 chs_read "$(shard_of ds)"
+	# samples are sorted by key unless --keep-order
+	assert_equal "$(cut -f1 <<<"$output" | tr '\n' ' ')" \
+		"$(cut -f1 <<<"$output" | LC_ALL=C sort | tr '\n' ' ')"
+	run -0 bash -c "cut -f1 <<<\"\$1\" | grep -x -e a -e a-b -e a/b -e ab -e B -e z" _ "$output"
+	assert_equal "$(tr '\n' ' ' <<<"$output")" "B a a-b a/b ab z "
+	assert_equal "$(chs_read "$(shard_of ds)" | cut -f1 | tail -n 1)" "été"
+}
+
+@test "chs_read: --cat finds every kind of key by binary search" {
+	mksamples src mixed
+	run -0 chute pack src -o ds
+	shard=$(shard_of ds)
+	for key in a a-b a/b ab B z été empty cat/a/s00 dog/c/s29; do
+		run -0 chs_read "$shard" --cat "$key" txt
+		chute cat ds "$key" --field txt >want
+		assert_equal "$output" "$(cat want)"
+	done
+	run -1 chs_read "$shard" --cat a/ txt
+	assert_output --partial "no sample with key"
+	run -1 chs_read "$shard" --cat cat/a/s00 nope
+	assert_output --partial "has no field"
+}
+
+@test "chs_read: an empty field reads as zero bytes" {
+	mksamples src mixed
+	run -0 chute pack src -o ds
+	run -0 chs_read "$(shard_of ds)"
+	assert_line "$(printf 'empty\tbin:10 txt:0')"
+	run -0 chs_read "$(shard_of ds)" --cat empty txt
+	assert_output ""
+}
+
+@test "chs_read: --dict with many small samples uses the dictionary" {
+	mksamples src small 800
+	run -0 chute pack --dict -b 16K src -o ds
+	check_dataset ds src
+	shard=$(shard_of ds)
+	[ "$(info "$shard" dict_size)" -gt 0 ] || fail "no dictionary written"
+	assert_equal "$(info "$shard" flags)" "1"
+	run -0 block_codecs "$shard"
+	assert_line zstd-dict
+}
+
+@test "chs_read: large incompressible samples are stored in raw blocks" {
+	mksamples src large 5
+	run -0 chute pack src -o ds
+	check_dataset ds src
+	run -0 block_codecs "$(shard_of ds)"
+	assert_line raw
+	refute_line zstd-dict
+}
+
+@test "chs_read: a small --block-size makes many blocks, all read alike" {
+	mksamples src many 300
+	run -0 chute pack -b 4K src -o ds
+	check_dataset ds src
+	shard=$(shard_of ds)
+	[ "$(info "$shard" blocks)" -ge 20 ] ||
+		fail "only $(info "$shard" blocks) blocks"
+	run -0 block_codecs "$shard"
+	assert_line zstd
+}
+
+@test "chs_read: several shards and --keep-order (key order table not the identity)" {
+	mksamples src many 60
+	(cd src && find . -type f | LC_ALL=C sort -r | sed 's|^\./||') >list
+	run -0 bash -c 'cd src && chute pack --keep-order -s 25s -b 2K - -o ../ds <../list'
+	check_dataset ds
+	local -a shards=(ds/shards/*.chs)
+	[ "${#shards[@]}" -ge 2 ] || fail "expected several shards"
+	assert_equal "$(info "${shards[0]}" key_order_identity)" "0"
+	# and --cat goes through that table
+	key=$(chs_read "${shards[0]}" | sed -n 3p | cut -f1)
+	run -0 chs_read "${shards[0]}" --cat "$key" txt
+	chute cat ds "$key" --field txt >want
+	assert_equal "$output" "$(cat want)"
+}
+
+@test "chs_read: the smallest shard, a single sample of one empty field" {
+	mkdir src
+	: >src/only.txt
+	run -0 chute pack src -o ds
+	check_dataset ds src
+	assert_equal "$(info "$(shard_of ds)" samples)" "1"
+}
+
+# ------------------------------------------------------------ refusals
+
+@test "chs_read: a flipped byte in a block is refused, naming the block" {
+	mksamples src many 40
+	run -0 chute pack -b 4K src -o ds
+	shard=$(shard_of ds)
+	flip_byte "$shard" "$(block_middle "$shard" 1)"
+	run -1 chs_read "$shard"
+	assert_output --partial "block 1"
+}
+
+@test "chs_read: a truncated shard is refused" {
+	mksamples src many 10
+	run -0 chute pack src -o ds
+	shard=$(shard_of ds)
+	truncate -s -1 "$shard"
+	run -1 chs_read "$shard"
+	assert_output --regexp '^chs_read.py: '
+}
+
+@test "chs_read: major version 2 is refused even with a valid header hash" {
+	mksamples src many 10
+	run -0 chute pack src -o ds
+	shard=$(shard_of ds)
+	"$PYTHON" - "$shard" <<'EOF'
+import struct, sys, xxhash
+with open(sys.argv[1], "r+b") as f:
+    h = bytearray(f.read(64))
+    struct.pack_into("<H", h, 8, 2)
+    struct.pack_into("<Q", h, 56, xxhash.xxh3_64_intdigest(bytes(h[:56])))
+    f.seek(0)
+    f.write(h)
+EOF
+	run -1 chs_read "$shard"
+	assert_output --partial "version 2.0"
+}
+
+@test "chs_read: a file that is not a shard is refused" {
+	head -c 500 /dev/zero >zero.chs
+	run -1 chs_read zero.chs
+	assert_output --partial "bad magic"
+	run -1 chs_read missing.chs
+	assert_output --partial "missing.chs"
+}

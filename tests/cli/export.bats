@@ -1,0 +1,72 @@
+#!/usr/bin/env bats
+# chute export: shards back to WebDataset tars.
+
+load helper
+
+setup() {
+	chute_setup
+	mkfixture src
+	chute pack -q -s 8s src -o ds >/dev/null
+}
+
+@test "export: one tar per shard, and tar -x gives back the source files" {
+	run -0 chute export ds -o out
+	local nshards
+	nshards=$(mjson ds 'len(m["shards"])')
+	[ "$nshards" -gt 1 ] || fail "expected several shards"
+	run -0 bash -c 'ls out | grep -c "^ds-[0-9]\{6\}\.tar$"'
+	assert_output "$nshards"
+	run -0 ls out/ds-000000.tar
+	mkdir x
+	local t
+	for t in out/*.tar; do
+		tar -C x -xf "$t"
+	done
+	run -0 diff -r src x
+}
+
+@test "export: the tars pack back to the same samples" {
+	chute export ds -o out
+	run -0 chute pack out/*.tar -o back
+	assert_equal "$(sample_hashes back)" "$(sample_hashes ds)"
+}
+
+@test "export: members are KEY.FIELD in sample order with deterministic headers" {
+	mkdir -p two/sub
+	printf 1 >two/b.txt
+	printf 22 >two/b.seg.png
+	printf 333 >two/a.jpg
+	printf 4444 >two/sub/c.json
+	chute pack -q two -o ds2 >/dev/null
+	chute export ds2 -o out
+	run -0 tar -tf out/ds2-000000.tar
+	assert_output "$(printf 'a.jpg\nb.seg.png\nb.txt\nsub/c.json')"
+	run -0 "$PYTHON" - <<'EOF'
+import tarfile
+with tarfile.open("out/ds2-000000.tar") as t:
+    for m in t.getmembers():
+        assert m.isfile(), m.name
+        assert (m.mtime, m.uid, m.gid, m.mode) == (0, 0, 0, 0o644), (m.name, m.mtime, m.uid, m.gid, oct(m.mode))
+EOF
+}
+
+@test "export: exporting twice gives identical tar bytes" {
+	chute export ds -o one
+	chute export ds -o two
+	local t
+	for t in one/*.tar; do
+		cmp "$t" "two/${t#one/}"
+	done
+	run -0 diff -r one two
+}
+
+@test "export: leaves only finished tars in the output folder" {
+	chute export ds -o out
+	run -0 bash -c 'ls -A out | grep -v "^ds-[0-9]\{6\}\.tar$" || true'
+	assert_output ""
+}
+
+@test "export: a dataset that does not exist exits 2" {
+	run -2 chute export nosuch -o out
+	assert_output --regexp '^chute export: '
+}

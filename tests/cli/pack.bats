@@ -1,0 +1,457 @@
+#!/usr/bin/env bats
+# chute pack: folders, lists and archives into shards and a manifest.
+
+load helper
+
+teardown() {
+	# the full-disk test mounts a tmpfs; the temp folder cannot be removed
+	# while it is mounted
+	if mountpoint -q "$BATS_TEST_TMPDIR/disk" 2>/dev/null; then
+		umount "$BATS_TEST_TMPDIR/disk"
+	fi
+}
+
+# mkfiles DIR NAME=CONTENT...: small files with known bytes.
+mkfiles() {
+	local dir=$1 spec
+	shift
+	for spec in "$@"; do
+		mkdir -p "$dir/$(dirname "${spec%%=*}")"
+		printf '%s' "${spec#*=}" >"$dir/${spec%%=*}"
+	done
+}
+
+# mkrandom DIR COUNT SIZE: COUNT incompressible files KEY.bin of SIZE bytes.
+mkrandom() {
+	"$PYTHON" - "$@" <<'EOF' || fail "cannot generate $1"
+import os, random, sys
+d, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+os.makedirs(d, exist_ok=True)
+rng = random.Random(7)
+for i in range(n):
+    with open(os.path.join(d, "k%04d.bin" % i), "wb") as f:
+        f.write(rng.randbytes(size))
+EOF
+}
+
+# ---------------------------------------------------------------- basics
+
+@test "pack: a folder becomes shards and a manifest, with a one-line summary" {
+	mkfixture src
+	run -0 chute pack src -o ds
+	assert_equal "${#lines[@]}" 1
+	assert_output --regexp '^packed [0-9]+ samples \([0-9]+ bytes\) into [0-9]+ shards, id [0-9a-f]{32}$'
+	assert_file_exists ds/manifest.json
+	assert_file_exists ds/shards/ds-000000.chs
+	local id
+	id=$(mjson ds 'm["id"]')
+	assert_output --partial "id $id"
+	run -0 chute verify ds
+}
+
+@test "pack: the summary counts every sample and byte" {
+	mkfiles src a.jpg=1234 a.txt=56 b.jpg=789 c/d.jpg=0
+	run -0 chute pack src -o ds
+	assert_output --regexp '^packed 3 samples \(10 bytes\) into 1 shards, id '
+}
+
+@test "pack: --name sets the shard prefix, which defaults to the folder's name" {
+	mkfiles src a.txt=x
+	mkdir -p some/where
+	run -0 chute pack src -o some/where/ds1
+	assert_file_exists some/where/ds1/shards/ds1-000000.chs
+	run -0 chute pack -n imagenet src -o ds2
+	assert_file_exists ds2/shards/imagenet-000000.chs
+	assert_equal "$(mjson ds2 'm["name"]')" imagenet
+}
+
+@test "pack: files KEY.FIELD group into samples; the field starts at the first dot of the file name" {
+	mkfiles src a.jpg=A a.seg.png=BB b.json=CCC d.x/e.f.txt=DDDD
+	run -0 chute pack src -o ds
+	run -0 chute ls ds
+	assert_output "$(printf 'a\tjpg:1 seg.png:2\nb\tjson:3\nd.x/e\tf.txt:4')"
+}
+
+@test "pack: without -o is a usage error" {
+	mkfiles src a.txt=x
+	run -2 chute pack src
+	assert_output --regexp '^chute pack: '
+}
+
+# ---------------------------------------------------------------- sources
+
+@test "pack: a newline-separated list on stdin packs like the folder" {
+	mkfixture src
+	chute pack src -o dir
+	find src -type f | sort >list
+	run -0 chute pack - -o ds <list
+	assert_equal "$(content_hashes ds)" "$(content_hashes dir)"
+	assert_equal "$(mjson ds 'm["samples"]')" "$(mjson dir 'm["samples"]')"
+}
+
+@test "pack: -0 reads a NUL-separated list, so names may hold newlines" {
+	mkfiles src a.txt=first
+	printf 'second' >"src/new
+line.txt"
+	printf 'src/a.txt\0src/new\nline.txt\0' >list
+	run -0 chute pack -0 - -o ds <list
+	assert_output --regexp '^packed 2 samples '
+	chute ls --json ds >ls.json
+	run -0 "$PYTHON" -c '
+import json
+keys = sorted(json.loads(l)["key"] for l in open("ls.json"))
+assert any(k.endswith("new\nline") for k in keys), keys
+'
+}
+
+@test "pack: without -0 a list line is one path" {
+	mkfiles src a.txt=1 b.txt=2 c.txt=3
+	printf 'src/a.txt\nsrc/b.txt\nsrc/c.txt\n' >list
+	run -0 chute pack - -o ds <list
+	assert_output --regexp '^packed 3 samples '
+}
+
+@test "pack: tar, tar.gz, tar.zst and zip archives pack to the same samples as the folder" {
+	mkfixture src
+	chute pack src -o dir
+	(cd src && tar -cf ../a.tar -- *)
+	(cd src && tar -czf ../a.tar.gz -- *)
+	(cd src && tar -cf - -- * | zstd -q -o ../a.tar.zst)
+	(cd src && zip -qr ../a.zip -- *)
+	local want a
+	want=$(sample_hashes dir)
+	for a in a.tar a.tar.gz a.tar.zst a.zip; do
+		run -0 chute pack "$a" -o "ds-$a"
+		assert_equal "$(sample_hashes "ds-$a")" "$want"
+	done
+}
+
+@test "pack: archives are recognised by their bytes, not their names" {
+	mkfixture src
+	chute pack src -o dir
+	(cd src && tar -czf ../a.tar.gz -- *)
+	mv a.tar.gz data.bin
+	run -0 chute pack data.bin -o ds
+	assert_equal "$(sample_hashes ds)" "$(sample_hashes dir)"
+}
+
+@test "pack: a tar made with 'tar -C DIR .' (members ./KEY.FIELD) packs like the folder" {
+	mkfixture src
+	chute pack src -o dir
+	tar -C src -cf dot.tar .
+	run -0 chute pack dot.tar -o ds
+	assert_equal "$(sample_hashes ds)" "$(sample_hashes dir)"
+}
+
+@test "pack: several sources go into one dataset" {
+	mkfiles one a.txt=1 b.txt=2
+	mkfiles two c.txt=3
+	tar -C two -cf two.tar c.txt
+	run -0 chute pack one two.tar -o ds
+	assert_output --regexp '^packed 3 samples '
+	run -0 chute ls ds
+	assert_output "$(printf 'a\ttxt:1\nb\ttxt:1\nc\ttxt:1')"
+}
+
+# ---------------------------------------------------------------- options
+
+@test "pack: --label-from dir adds cls and stores the class map in the manifest" {
+	mkfiles src cat/1.jpg=x cat/2.jpg=y dog/3.jpg=z ant/4.jpg=w
+	run -0 chute pack --label-from dir src -o ds
+	assert_equal "$(mjson ds 'm["classes"]')" '["ant", "cat", "dog"]'
+	run -0 chute cat ds ant/4 -f cls
+	assert_output 0
+	run -0 chute cat ds cat/2 -f cls
+	assert_output 1
+	run -0 chute cat ds dog/3 -f cls
+	assert_output 2
+	run -0 chute ls ds
+	assert_line --index 0 --regexp $'^ant/4\tcls:[0-9]+ jpg:1$'
+}
+
+@test "pack: output is byte-identical with --jobs 1 and --jobs 4" {
+	mkfixture src
+	mkdir j1 j4
+	run -0 chute pack -j 1 -s 4K -b 1K src -o j1/ds
+	run -0 chute pack -j 4 -s 4K -b 1K src -o j4/ds
+	local files f
+	files=$(cd j1/ds && find . -type f | sort)
+	assert_equal "$(cd j4/ds && find . -type f | sort)" "$files"
+	[ "$(echo "$files" | grep -c '\.chs$')" -gt 1 ] || fail "expected several shards: $files"
+	for f in $files; do
+		cmp "j1/ds/$f" "j4/ds/$f" || fail "$f differs between --jobs 1 and --jobs 4"
+	done
+}
+
+@test "pack: packing twice gives the same bytes and the same id" {
+	mkfixture src
+	mkdir a b
+	chute pack src -o a/ds
+	chute pack src -o b/ds
+	run -0 diff -r a/ds b/ds
+}
+
+@test "pack: --shard-size 5s puts 5 samples in each shard" {
+	mkrandom src 12 100
+	run -0 chute pack -s 5s src -o ds
+	assert_output --regexp '^packed 12 samples \(1200 bytes\) into 3 shards'
+	assert_equal "$(mjson ds '[s["samples"] for s in m["shards"]]')" '[5, 5, 2]'
+	run -0 bash -c 'chute ls --json ds | '"$PYTHON"' -c "
+import collections, json, sys
+c = collections.Counter(json.loads(l)[\"shard\"] for l in sys.stdin)
+print(sorted(c.values()))"'
+	assert_output '[2, 5, 5]'
+}
+
+@test "pack: --shard-size 1K cuts 6000 raw bytes into several shards" {
+	mkrandom src 20 300
+	run -0 chute pack -s 1K src -o ds
+	local n
+	n=$(mjson ds 'len(m["shards"])')
+	[ "$n" -ge 5 ] && [ "$n" -le 7 ] || fail "expected 5 to 7 shards of about 1K, got $n"
+	assert_equal "$(mjson ds 'sum(s["samples"] for s in m["shards"])')" 20
+	run -0 chute verify ds
+}
+
+@test "pack: samples are sorted by key, and --keep-order keeps the list's order" {
+	mkfiles src c.txt=3 a.txt=1 b.txt=2
+	printf 'src/c.txt\nsrc/a.txt\nsrc/b.txt\n' >list
+	chute pack - -o sorted <list
+	run -0 bash -c "chute ls sorted | cut -f1 | sed 's#.*/##' | tr '\n' ' '"
+	assert_output 'a b c '
+	chute pack --keep-order - -o kept <list
+	run -0 bash -c "chute ls kept | cut -f1 | sed 's#.*/##' | tr '\n' ' '"
+	assert_output 'c a b '
+	run -0 chute cat kept '#0'
+	assert_output 3
+}
+
+@test "pack: --dict trains a dictionary and the samples read back exactly" {
+	"$PYTHON" - <<'EOF'
+import os, random
+rng = random.Random(3)
+os.makedirs("src")
+words = ["label", "width", "height", "bbox", "score", "class", "person", "car", "tree"]
+for i in range(400):
+    body = ", ".join('"%s": %d' % (rng.choice(words), rng.randint(0, 999)) for _ in range(12))
+    with open("src/s%04d.json" % i, "w") as f:
+        f.write("{%s}\n" % body)
+EOF
+	run -0 chute pack --dict -s 200s src -o ds
+	local shard
+	for shard in ds/shards/*.chs; do
+		run -0 "$PYTHON" -c '
+import struct, sys
+flags, dict_size = struct.unpack_from("<IQ", open(sys.argv[1], "rb").read(64), 12)
+assert flags & 1 and dict_size > 0, (flags, dict_size)' "$shard"
+	done
+	run -0 chute verify --deep ds
+	local i
+	for i in 0000 0017 0199 0200 0399; do
+		chute cat ds "s$i" -f json >got
+		cmp got "src/s$i.json" || fail "sample s$i does not read back"
+	done
+	# and without --dict there is none
+	chute pack src -o nodict
+	run -0 "$PYTHON" -c '
+import struct, sys
+assert struct.unpack_from("<I", open(sys.argv[1], "rb").read(64), 12)[0] & 1 == 0' "$(shard_of nodict)"
+}
+
+@test "pack: the manifest's xxh3_128 of each shard is what xxhsum -H2 says" {
+	mkfixture src
+	chute pack -s 8K src -o ds
+	local n i path want size
+	n=$(mjson ds 'len(m["shards"])')
+	for ((i = 0; i < n; i++)); do
+		path=$(mjson ds "m['shards'][$i]['path']")
+		want=$(mjson ds "m['shards'][$i]['xxh3_128']")
+		# (xxhsum writes a progress line to stderr: keep it out)
+		assert_equal "$(xxhsum -H2 "ds/$path" 2>/dev/null)" "$want  ds/$path"
+		size=$(stat -c %s "ds/$path")
+		assert_equal "$(mjson ds "m['shards'][$i]['bytes']")" "$size"
+	done
+}
+
+# ---------------------------------------------------------------- atomicity
+
+@test "pack: a failed pack leaves an existing dataset untouched and no temporary folder" {
+	mkfixture src
+	mkdir out
+	chute pack src -o out/ds
+	cp -a out/ds saved
+	(cd src && tar -czf ../good.tar.gz -- *)
+	head -c "$(($(stat -c %s good.tar.gz) / 2))" good.tar.gz >bad.tar.gz
+	mkfiles more z.txt=zzz
+	run -2 chute pack more bad.tar.gz -o out/ds
+	run -0 diff -r saved out/ds
+	run -0 ls -A out
+	assert_output ds
+}
+
+@test "pack: a pack over an existing dataset replaces it" {
+	mkfiles a x.txt=1 y.txt=2
+	mkfiles b z.txt=3
+	mkdir out
+	chute pack a -o out/ds
+	run -0 chute pack b -o out/ds
+	run -0 chute ls out/ds
+	assert_output "$(printf 'z\ttxt:1')"
+	run -0 ls -A out
+	assert_output ds
+}
+
+@test "pack: SIGINT stops a pack with exit 130 and leaves nothing behind" {
+	mkdir big out
+	# ~25 MB of base64 text: compressible, so zstd -19 on one worker takes
+	# seconds while generating it takes a fraction of one
+	local i
+	for i in 0 1 2 3 4 5 6 7 8 9 10 11; do
+		head -c 1500000 /dev/urandom | base64 -w 100 >"big/f$i.txt"
+	done
+	# background jobs of a non-interactive shell ignore SIGINT; start chute
+	# with the default disposition, as a terminal would
+	"$PYTHON" -c '
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' chute pack -q -j 1 -l 19 big -o out/ds 2>err &
+	local pid=$!
+	# wait until it has started writing beside out/ds (at most ~3 s)
+	for i in $(seq 60); do
+		[ -n "$(ls -A out)" ] && break
+		sleep 0.05
+	done
+	sleep 0.2
+	kill -INT "$pid" || fail "chute pack finished before it could be interrupted"
+	local status=0
+	wait "$pid" || status=$?
+	assert_equal "$status" 130
+	assert_no_entries out
+}
+
+# ---------------------------------------------------------------- bad input
+
+@test "pack: an unreadable file is a one-line error and nothing is written" {
+	if [ "$(id -u)" -eq 0 ]; then
+		skip "root reads files whatever their mode (the dangling symlink test covers this path)"
+	fi
+	mkfiles src a.txt=1 b.txt=2
+	chmod 000 src/b.txt
+	mkdir out
+	run -2 chute pack src -o out/ds
+	assert_one_line_error pack
+	assert_output --partial b.txt
+	assert_no_entries out
+}
+
+@test "pack: a dangling symlink is a one-line error naming it, and nothing is written" {
+	mkfiles src a.txt=1
+	ln -s nowhere src/b.txt
+	mkdir out
+	run -2 chute pack src -o out/ds
+	assert_one_line_error pack
+	assert_output --partial b.txt
+	assert_no_entries out
+}
+
+@test "pack: a listed file that does not exist is a one-line error" {
+	mkfiles src a.txt=1
+	mkdir out
+	printf 'src/a.txt\nsrc/missing.txt\n' >list
+	run -2 chute pack - -o out/ds <list
+	assert_one_line_error pack
+	assert_output --partial missing.txt
+	assert_no_entries out
+}
+
+@test "pack: a source that does not exist is a one-line error" {
+	mkdir out
+	run -2 chute pack nosuchdir -o out/ds
+	assert_one_line_error pack
+	assert_output --partial nosuchdir
+	assert_no_entries out
+}
+
+@test "pack: the same KEY.FIELD from two sources is an error naming both" {
+	mkfiles one a.jpg=1 b.jpg=2
+	mkfiles two a.jpg=3
+	mkdir out
+	run -2 chute pack one two -o out/ds
+	assert_one_line_error pack
+	assert_output --regexp 'one/a\.jpg.*two/a\.jpg|two/a\.jpg.*one/a\.jpg'
+	assert_no_entries out
+}
+
+@test "pack: an empty folder is a one-line error" {
+	mkdir empty out
+	run -2 chute pack empty -o out/ds
+	assert_one_line_error pack
+	assert_no_entries out
+}
+
+@test "pack: an empty list on stdin is a one-line error" {
+	mkdir out
+	run -2 chute pack - -o out/ds </dev/null
+	assert_one_line_error pack
+	assert_no_entries out
+}
+
+@test "pack: a corrupt archive is a one-line error" {
+	mkfixture src
+	(cd src && tar -czf ../good.tar.gz -- *)
+	head -c "$(($(stat -c %s good.tar.gz) / 2))" good.tar.gz >bad.tar.gz
+	mkdir out
+	run -2 chute pack bad.tar.gz -o out/ds
+	assert_one_line_error pack
+	assert_output --partial bad.tar.gz
+	assert_no_entries out
+}
+
+# mktar NAME MEMBER: a tar holding good.txt and MEMBER (written by Python,
+# since GNU tar strips leading / and ../).
+mktar() {
+	"$PYTHON" - "$1" "$2" <<'EOF' || fail "cannot write $1"
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w") as t:
+    for name in ("good.txt", sys.argv[2]):
+        ti = tarfile.TarInfo(name)
+        ti.size = 1
+        t.addfile(ti, io.BytesIO(b"y"))
+EOF
+}
+
+@test "pack: an archive member '../evil' is refused" {
+	mktar dotdot.tar ../evil.txt
+	mkdir out
+	run -2 chute pack dotdot.tar -o out/ds
+	assert_one_line_error pack
+	assert_output --partial ../evil.txt
+	assert_no_entries out
+	assert_file_not_exists ../evil.txt
+}
+
+@test "pack: an archive member with an absolute path is refused" {
+	mktar abs.tar /abs.txt
+	mkdir out
+	run -2 chute pack abs.tar -o out/ds
+	assert_one_line_error pack
+	assert_output --partial /abs.txt
+	assert_no_entries out
+}
+
+@test "pack: a full disk is a one-line error and the dataset there is untouched" {
+	mkdir disk
+	mount -t tmpfs -o size=1m tmpfs disk 2>mount.err ||
+		skip "cannot mount a 1 MiB tmpfs (needs root): $(cat mount.err)"
+	mkfiles small a.txt=1 b.txt=2
+	chute pack small -o disk/ds
+	cp -a disk/ds saved
+	# incompressible, so shards need more than the 1 MiB there is
+	mkrandom big 8 262144
+	run -2 chute pack big -o disk/ds
+	assert_one_line_error pack
+	assert_output --partial "No space left on device"
+	run -0 diff -r saved disk/ds
+	run -0 ls -A disk
+	assert_output ds
+}

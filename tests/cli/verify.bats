@@ -1,0 +1,210 @@
+#!/usr/bin/env bats
+# chute verify: every byte of a dataset is covered by a checksum.
+
+load helper
+
+setup() {
+	chute_setup
+	mkfixture src
+	# five samples a shard and 1K blocks: several shards, several blocks each
+	chute pack -q -s 5s -b 1K src -o ds >/dev/null
+	NSHARDS=$(mjson ds 'len(m["shards"])')
+	NSAMPLES=$(mjson ds 'm["samples"]')
+	S0=$(shard_of ds 0)
+	S1=$(shard_of ds 1)
+}
+
+@test "verify: a clean dataset exits 0 with an ok line" {
+	run -0 chute verify ds
+	assert_line --index -1 --regexp "^ok: $NSHARDS shards, [0-9]+ blocks, $NSAMPLES samples, [0-9]+ bytes\$"
+	assert_equal "${#lines[@]}" 1
+}
+
+@test "verify: --deep on a clean dataset exits 0" {
+	run -0 chute verify --deep ds
+	assert_line --index -1 --regexp "^ok: $NSHARDS shards, "
+}
+
+@test "verify: a flipped bit in the header exits 1" {
+	flip_byte "$S0" 40
+	run -1 chute verify ds
+	assert_output --partial "${S0##*/}"
+	assert_output --partial header
+	assert_line --index -1 --regexp '^FAILED: [0-9]+ problems in 1 shards$'
+}
+
+@test "verify: a flipped bit in a block exits 1 and names the block" {
+	local off
+	off=$(block_middle "$S0" 1)
+	[ -n "$off" ] || fail "shard $S0 has no block 1: $(shard_layout "$S0")"
+	flip_byte "$S0" "$off"
+	run -1 chute verify ds
+	assert_output --regexp "${S0##*/}: block 1[ :]"
+	refute_output --regexp 'block 0[ :]'
+	assert_line --index -1 --regexp '^FAILED: [0-9]+ problems in 1 shards$'
+}
+
+@test "verify: a flipped bit in the index exits 1" {
+	local ioff
+	ioff=$(shard_layout "$S0" | awk '$1 == "index" { print $2 }')
+	flip_byte "$S0" $((ioff + 3))
+	run -1 chute verify ds
+	assert_output --partial "${S0##*/}"
+	assert_output --partial index
+}
+
+@test "verify: a flipped bit in the footer exits 1" {
+	flip_byte "$S0" -40
+	run -1 chute verify ds
+	assert_output --partial "${S0##*/}"
+	assert_output --partial footer
+}
+
+@test "verify: a truncated shard exits 1" {
+	truncate -s -100 "$S0"
+	run -1 chute verify ds
+	assert_output --partial "${S0##*/}"
+	assert_line --index -1 --regexp '^FAILED: '
+}
+
+@test "verify: a missing shard exits 1 and names it" {
+	rm "$S1"
+	run -1 chute verify ds
+	assert_output --partial "${S1##*/}"
+	assert_output --regexp '(missing|not found|No such file)'
+}
+
+@test "verify: an unexpected .chs file in shards/ exits 1 and names it" {
+	cp "$S0" ds/shards/stray.chs
+	run -1 chute verify ds
+	assert_output --partial stray.chs
+	refute_output --partial "${S0##*/}:"
+}
+
+@test "verify: two shards swapped by renaming exit 1 naming both" {
+	mv "$S0" tmp.chs
+	mv "$S1" "$S0"
+	mv tmp.chs "$S1"
+	run -1 chute verify ds
+	assert_output --partial "${S0##*/}"
+	assert_output --partial "${S1##*/}"
+}
+
+@test "verify: a manifest whose sample count was edited exits 1" {
+	# the last shard and the total, so that the manifest still parses
+	"$PYTHON" - <<'EOF'
+import json
+m = json.load(open("ds/manifest.json"))
+m["shards"][-1]["samples"] += 1
+m["samples"] += 1
+json.dump(m, open("ds/manifest.json", "w"), indent=2)
+EOF
+	local last
+	last=$(shard_of ds $((NSHARDS - 1)))
+	run -1 chute verify ds
+	assert_output --partial "${last##*/}"
+	assert_output --partial manifest
+	assert_line --index -1 --regexp '^FAILED: '
+}
+
+@test "verify: every problem is reported, not just the first" {
+	flip_byte "$S0" "$(block_middle "$S0" 0)"
+	flip_byte "$S1" "$(block_middle "$S1" 0)"
+	run -1 chute verify ds
+	assert_output --partial "${S0##*/}"
+	assert_output --partial "${S1##*/}"
+	assert_line --index -1 --regexp '^FAILED: [0-9]+ problems in 2 shards$'
+}
+
+@test "verify: --json is one valid JSON report, with the problems" {
+	chute verify --json ds >clean.json
+	run -0 "$PYTHON" -c 'import json; json.load(open("clean.json"))'
+	flip_byte "$S0" "$(block_middle "$S0" 0)"
+	local status=0
+	chute verify --json ds >bad.json || status=$?
+	assert_equal "$status" 1
+	run -0 "$PYTHON" -c '
+import json
+r = json.load(open("bad.json"))
+p = r["problems"]
+assert isinstance(p, list) and len(p) >= 1, r
+assert any("'"${S0##*/}"'" in json.dumps(x) for x in p), p
+'
+}
+
+@test "verify: a single .chs path can be verified alone" {
+	run -0 chute verify "$S0"
+	assert_line --index -1 --regexp '^ok: 1 shards, [0-9]+ blocks, 5 samples, '
+	flip_byte "$S0" "$(block_middle "$S0" 0)"
+	run -1 chute verify "$S0"
+	assert_output --partial "block 0"
+}
+
+# forge_sample SHARD: changes one byte of sample 0's data in a raw block and
+# recomputes the block hash, the index (stored raw), the index hash and the
+# footer hash, so that only the sample's content hash is wrong.
+forge_sample() {
+	"$PYTHON" - "$1" <<'EOF' || fail "cannot forge $1"
+import struct, subprocess, sys
+def xxh3_64(b):
+    out = subprocess.run(["xxhsum", "-H3", "-"], input=b, stdout=subprocess.PIPE, check=True).stdout
+    return int(out.split()[-1], 16)
+path = sys.argv[1]
+data = bytearray(open(path, "rb").read())
+foot = data[-64:]
+ioff, isize, iraw, _ih, nsamples, nblocks, codec = struct.unpack_from("<QQQQQII", foot)
+index = bytes(data[ioff:ioff + isize])
+if codec == 1:
+    import zstandard
+    index = zstandard.ZstdDecompressor().decompress(index, max_output_size=iraw)
+index = bytearray(index)
+sample0 = 64 + 40 * nblocks
+_h, soff, sblock = struct.unpack_from("<QQI", index, sample0)
+bent = 64 + 40 * sblock
+boff, bstored, braw, _bh, bcodec = struct.unpack_from("<QQQQI", index, bent)
+assert bcodec == 0, "block %d is not raw (codec %d)" % (sblock, bcodec)
+data[boff + soff] ^= 1
+struct.pack_into("<Q", index, bent + 24, xxh3_64(bytes(data[boff:boff + bstored])))
+footer = bytearray(struct.pack("<QQQQQII", ioff, len(index), len(index), xxh3_64(bytes(index)), nsamples, nblocks, 0))
+footer += struct.pack("<Q", xxh3_64(bytes(footer))) + b"CHSFOOT1"
+open(path, "wb").write(bytes(data[:ioff]) + bytes(index) + bytes(footer))
+EOF
+}
+
+@test "verify: --deep finds a sample whose bytes changed under a recomputed block hash" {
+	mkdir rnd
+	"$PYTHON" -c '
+import random
+rng = random.Random(5)
+for i in range(4):
+    open("rnd/k%d.bin" % i, "wb").write(rng.randbytes(2000))'
+	chute pack -q rnd -o rds >/dev/null
+	cp "$(shard_of rds)" lone.chs
+	forge_sample lone.chs
+	run -0 chute verify lone.chs
+	run -1 chute verify --deep lone.chs
+	assert_output --partial k0
+	assert_line --index -1 --regexp '^FAILED: 1 problems in 1 shards$'
+}
+
+@test "verify: garbage is a clean error (exit 1 or 2), never a crash" {
+	: >empty.chs
+	head -c 5000 /dev/urandom >random.chs
+	{ printf '\211CHS\r\n\032\n'; head -c 200 /dev/zero; } >zeros.chs
+	head -c 64 "$S0" >headeronly.chs
+	{ head -c 64 "$S0"; tail -c 64 "$S0"; } >headfoot.chs
+	mkdir badman && printf '{"shards": [' >badman/manifest.json
+	mkdir notjson && printf 'hello' >notjson/manifest.json
+	local g
+	for g in empty.chs random.chs zeros.chs headeronly.chs headfoot.chs badman notjson; do
+		run chute verify "$g"
+		[ "$status" -eq 1 ] || [ "$status" -eq 2 ] ||
+			fail "verify $g exited $status: $output"
+		[ -n "$output" ] || fail "verify $g printed nothing"
+	done
+}
+
+@test "verify: a path that does not exist exits 2" {
+	run -2 chute verify nosuch
+	assert_output --regexp '^chute verify: '
+}

@@ -1,0 +1,589 @@
+/*
+ * test_manifest.c - manifests: round trip, the id rule, and the checks
+ * ch_manifest_parse makes (man/chute-manifest.5).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "chute.h"
+#include "unit.h"
+
+static char tmp_dir[4096];
+
+static const char *tmp_path(const char *name)
+{
+	static char path[sizeof(tmp_dir) + 512];
+
+	snprintf(path, sizeof(path), "%s/%s", tmp_dir, name);
+	return path;
+}
+
+static char *xstrdup(const char *s)
+{
+	char *p = strdup(s);
+
+	if (!p)
+		abort();
+	return p;
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n, size);
+
+	if (!p)
+		abort();
+	return p;
+}
+
+/* A small but complete manifest; its numbers are distinct so that tests
+ * can edit one of them in the text. */
+static void sample_manifest(struct ch_manifest *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->name = xstrdup("ds");
+	m->chute_version = xstrdup(CH_VERSION);
+	m->samples = 5;
+	m->bytes = 1234;
+	m->shard_bytes = 777 + 555;
+
+	m->nshards = 2;
+	m->shards = xcalloc(2, sizeof(*m->shards));
+	m->shards[0] = (struct ch_manifest_shard){
+		xstrdup("shards/ds-000000.chs"), 777,
+		{ 0x0123456789abcdefULL, 0xfedcba9876543210ULL }, 3, 0
+	};
+	m->shards[1] = (struct ch_manifest_shard){
+		xstrdup("shards/ds-000001.chs"), 555, { 1, 2 }, 2, 3
+	};
+
+	m->nfields = 2;
+	m->fields = xcalloc(2, sizeof(*m->fields));
+	m->fields[0] = (struct ch_manifest_field){ xstrdup("cls"), 5, 10 };
+	m->fields[1] = (struct ch_manifest_field){ xstrdup("jpg"), 4, 1224 };
+
+	m->nclasses = 2;
+	m->classes = xcalloc(2, sizeof(char *));
+	m->classes[0] = xstrdup("cat");
+	m->classes[1] = xstrdup("dog");
+
+	m->nsources = 2;
+	m->sources = xcalloc(2, sizeof(char *));
+	m->sources[0] = xstrdup("photos/");
+	m->sources[1] = xstrdup("-");
+
+	m->options = (struct ch_manifest_options){
+		.shard_bytes = 256 << 20, .shard_samples = 0,
+		.block_size = 1 << 20,	  .level = 3,
+		.dict = 0,		  .keep_order = 1,
+		.label_from = xstrdup("dir"),
+	};
+}
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t cap = 0;
+	FILE *mem;
+
+	if (!f)
+		return NULL;
+	mem = open_memstream(&buf, &cap);
+	for (int c; mem && (c = fgetc(f)) != EOF;)
+		fputc(c, mem);
+	if (mem)
+		fclose(mem);
+	fclose(f);
+	return buf;
+}
+
+/* A copy of text with the first `from` replaced by `to`; NULL if absent. */
+static char *replace(const char *text, const char *from, const char *to)
+{
+	const char *at = text ? strstr(text, from) : NULL;
+	char *out;
+
+	if (!at)
+		return NULL;
+	if (asprintf(&out, "%.*s%s%s", (int)(at - text), text, to,
+		     at + strlen(from)) < 0)
+		abort();
+	return out;
+}
+
+/* The text of sample_manifest as ch_manifest_write stores it. */
+static char *sample_text(void)
+{
+	struct ch_manifest m;
+	struct ch_error err;
+	const char *path = tmp_path("sample.json");
+	char *text = NULL;
+
+	sample_manifest(&m);
+	if (CHECK(ch_manifest_write(&m, path, &err) == 0))
+		text = slurp(path);
+	else
+		unit_note("%s", err.msg);
+	ch_manifest_release(&m);
+	return text;
+}
+
+static int parse_text(struct ch_manifest *m, const char *text,
+		      struct ch_error *err)
+{
+	return ch_manifest_parse(m, text, strlen(text), "mem.json", err);
+}
+
+/* Files in tmp_dir, to see that no temporary one is left behind. */
+static int count_files(void)
+{
+	DIR *d = opendir(tmp_dir);
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void clear_dir(void)
+{
+	DIR *d = opendir(tmp_dir);
+	struct dirent *e;
+
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.')
+			unlink(tmp_path(e->d_name));
+	if (d)
+		closedir(d);
+}
+
+/* ------------------------------------------------------------------ */
+
+static void check_same(const struct ch_manifest *a, const struct ch_manifest *b)
+{
+	CHECK_STR(a->id, b->id);
+	CHECK_STR(a->name, b->name);
+	CHECK_STR(a->parent, b->parent);
+	CHECK_STR(a->chute_version, b->chute_version);
+	CHECK_EQ_U64(a->samples, b->samples);
+	CHECK_EQ_U64(a->bytes, b->bytes);
+	CHECK_EQ_U64(a->shard_bytes, b->shard_bytes);
+	if (CHECK_EQ_U64(a->nshards, b->nshards))
+		for (size_t i = 0; i < a->nshards; i++) {
+			const struct ch_manifest_shard *x = &a->shards[i];
+			const struct ch_manifest_shard *y = &b->shards[i];
+
+			CHECK_STR(x->path, y->path);
+			CHECK_EQ_U64(x->bytes, y->bytes);
+			CHECK_EQ_U64(x->hash.high, y->hash.high);
+			CHECK_EQ_U64(x->hash.low, y->hash.low);
+			CHECK_EQ_U64(x->samples, y->samples);
+			CHECK_EQ_U64(x->first_sample, y->first_sample);
+		}
+	if (CHECK_EQ_U64(a->nfields, b->nfields))
+		for (size_t i = 0; i < a->nfields; i++) {
+			CHECK_STR(a->fields[i].name, b->fields[i].name);
+			CHECK_EQ_U64(a->fields[i].count, b->fields[i].count);
+			CHECK_EQ_U64(a->fields[i].bytes, b->fields[i].bytes);
+		}
+	if (CHECK_EQ_U64(a->nclasses, b->nclasses))
+		for (size_t i = 0; i < a->nclasses; i++)
+			CHECK_STR(a->classes[i], b->classes[i]);
+	if (CHECK_EQ_U64(a->nsources, b->nsources))
+		for (size_t i = 0; i < a->nsources; i++)
+			CHECK_STR(a->sources[i], b->sources[i]);
+	CHECK_EQ_U64(a->options.shard_bytes, b->options.shard_bytes);
+	CHECK_EQ_U64(a->options.shard_samples, b->options.shard_samples);
+	CHECK_EQ_U64(a->options.block_size, b->options.block_size);
+	CHECK(a->options.level == b->options.level);
+	CHECK(a->options.dict == b->options.dict);
+	CHECK(a->options.keep_order == b->options.keep_order);
+	CHECK_STR(a->options.label_from, b->options.label_from);
+}
+
+static void round_trip(void)
+{
+	struct ch_manifest m, r;
+	struct ch_error err;
+	char *first, *second;
+
+	clear_dir();
+	sample_manifest(&m);
+	if (!CHECK(ch_manifest_write(&m, tmp_path("a.json"), &err) == 0)) {
+		unit_note("%s", err.msg);
+		goto out;
+	}
+	if (!CHECK(ch_manifest_read(&r, tmp_path("a.json"), &err) == 0)) {
+		unit_note("%s", err.msg);
+		goto out;
+	}
+	CHECK(r.id_ok == 1);
+	check_same(&m, &r);
+
+	/* Writing what was read gives the same bytes. */
+	CHECK(ch_manifest_write(&r, tmp_path("b.json"), &err) == 0);
+	first = slurp(tmp_path("a.json"));
+	second = slurp(tmp_path("b.json"));
+	CHECK(first && second && strcmp(first, second) == 0);
+	CHECK(first && strncmp(first, "{\n  \"bytes\": 1234,\n", 19) == 0);
+	CHECK(first && strcmp(first + strlen(first) - 2, "}\n") == 0);
+	CHECK(count_files() == 2); /* no temporary file left */
+	free(first);
+	free(second);
+	ch_manifest_release(&r);
+out:
+	ch_manifest_release(&m);
+}
+
+static void empty_dataset_round_trips(void)
+{
+	struct ch_manifest m = { 0 }, r;
+	struct ch_error err;
+	char *text;
+
+	m.name = xstrdup("empty");
+	if (!CHECK(ch_manifest_write(&m, tmp_path("e.json"), &err) == 0)) {
+		unit_note("%s", err.msg);
+		goto out;
+	}
+	text = slurp(tmp_path("e.json"));
+	CHECK(text && strstr(text, "\"classes\": [],"));
+	CHECK(text && strstr(text, "\"splits\": {}\n}\n"));
+	CHECK(text && strstr(text, "\"parent\": null,"));
+	CHECK(text && strstr(text, "\"label_from\": null,"));
+	CHECK(text && strstr(text, "\"chute_version\": \"" CH_VERSION "\""));
+	free(text);
+	if (CHECK(ch_manifest_read(&r, tmp_path("e.json"), &err) == 0)) {
+		CHECK(r.id_ok == 1);
+		CHECK_EQ_U64(r.nshards, 0);
+		CHECK_STR(r.chute_version, CH_VERSION);
+		ch_manifest_release(&r);
+	}
+out:
+	ch_manifest_release(&m);
+}
+
+/* The id rule of the man page, applied by hand with jansson. */
+static void id_is_hash_of_canonical_form(void)
+{
+	struct ch_manifest m;
+	struct ch_error err;
+	char id[33], again[33];
+
+	sample_manifest(&m);
+	if (!CHECK(ch_manifest_compute_id(&m, &err) == 0))
+		goto out;
+	memcpy(id, m.id, sizeof(id));
+	CHECK(ch_manifest_compute_id(&m, &err) == 0);
+	CHECK_STR(m.id, id); /* stable */
+	if (CHECK(ch_manifest_write(&m, tmp_path("c.json"), &err) == 0)) {
+		json_t *doc = json_load_file(tmp_path("c.json"), 0, NULL);
+		char *canon;
+
+		CHECK_STR(json_string_value(json_object_get(doc, "id")), id);
+		json_object_del(doc, "id");
+		canon = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+		ch_hash128_hex(ch_hash128(canon, strlen(canon)), again);
+		CHECK_STR(again, id);
+		CHECK(strncmp(canon, "{\"bytes\":1234,\"chute_version\":", 30) == 0);
+		free(canon);
+		json_decref(doc);
+	}
+out:
+	ch_manifest_release(&m);
+}
+
+/* Changes sample_manifest in way `k`; returns 0 when there is none. */
+static int mutate(struct ch_manifest *m, int k)
+{
+	switch (k) {
+	case 0: free(m->name); m->name = xstrdup("dt"); return 1;
+	case 1: m->parent = xstrdup("0123456789abcdef0123456789abcdef");
+		return 1;
+	case 2: free(m->chute_version); m->chute_version = xstrdup("0.1.1");
+		return 1;
+	case 3: m->samples++; return 1;
+	case 4: m->bytes++; return 1;
+	case 5: m->shard_bytes++; return 1;
+	case 6: m->shards[1].path[0] = 'S'; return 1;
+	case 7: m->shards[1].bytes++; return 1;
+	case 8: m->shards[0].hash.low ^= 1; return 1;
+	case 9: m->shards[0].hash.high ^= 1ULL << 63; return 1;
+	case 10: m->shards[0].samples++; return 1;
+	case 11: m->shards[1].first_sample++; return 1;
+	case 12: m->fields[0].name[0] = 'k'; return 1;
+	case 13: m->fields[1].count--; return 1;
+	case 14: m->fields[1].bytes--; return 1;
+	case 15: m->classes[1][0] = 'h'; return 1;
+	case 16: m->nclasses = 1; free(m->classes[1]); return 1;
+	case 17: m->sources[1][0] = '+'; return 1;
+	case 18: m->options.shard_bytes++; return 1;
+	case 19: m->options.shard_samples++; return 1;
+	case 20: m->options.block_size++; return 1;
+	case 21: m->options.level++; return 1;
+	case 22: m->options.dict = 1; return 1;
+	case 23: m->options.keep_order = 0; return 1;
+	case 24: free(m->options.label_from); m->options.label_from = NULL;
+		return 1;
+	case 25: m->nshards = 1; free(m->shards[1].path); return 1;
+	default: return 0;
+	}
+}
+
+static void id_changes_with_any_field(void)
+{
+	struct ch_manifest m;
+	struct ch_error err;
+	char base[33];
+
+	sample_manifest(&m);
+	CHECK(ch_manifest_compute_id(&m, &err) == 0);
+	memcpy(base, m.id, sizeof(base));
+	ch_manifest_release(&m);
+	for (int k = 0;; k++) {
+		int more;
+
+		sample_manifest(&m);
+		more = mutate(&m, k);
+		if (more && (!CHECK(ch_manifest_compute_id(&m, &err) == 0) ||
+			     !CHECK(strcmp(m.id, base) != 0)))
+			unit_note("mutation %d", k);
+		ch_manifest_release(&m);
+		if (!more)
+			break;
+	}
+}
+
+static void expect_id_ok(const char *text, int ok, const char *what)
+{
+	struct ch_manifest m;
+	struct ch_error err;
+
+	if (!CHECK(text != NULL))
+		return;
+	if (!CHECK(parse_text(&m, text, &err) == 0)) {
+		unit_note("%s: %s", what, err.msg);
+		return;
+	}
+	if (!CHECK(m.id_ok == ok))
+		unit_note("%s: id_ok is %d", what, m.id_ok);
+	ch_manifest_release(&m);
+}
+
+static void edited_manifest_fails_id(void)
+{
+	char *text = sample_text();
+	char *level = replace(text, "\"level\": 3", "\"level\": 4");
+	char *hash = replace(text, "\"xxh3_128\": \"0123", "\"xxh3_128\": \"1123");
+	char *splits = replace(text, "\"splits\": {}", "\"splits\": {\"a\": 1}");
+	char *flat = replace(text, "\"samples\": 5,\n", "\"samples\":\t5, ");
+
+	expect_id_ok(text, 1, "as written");
+	expect_id_ok(level, 0, "level edited");
+	expect_id_ok(hash, 0, "shard hash edited");
+	expect_id_ok(splits, 0, "splits edited");
+	/* Layout is not content: the id survives re-indentation. */
+	expect_id_ok(flat, 1, "whitespace edited");
+	free(text);
+	free(level);
+	free(hash);
+	free(splits);
+	free(flat);
+}
+
+static void expect_error(const char *text, const char *needle,
+			 const char *what)
+{
+	struct ch_manifest m;
+	struct ch_error err = { "" };
+
+	if (!CHECK(text != NULL)) {
+		unit_note("%s: no text to parse", what);
+		return;
+	}
+	if (!CHECK(parse_text(&m, text, &err) == -1)) {
+		unit_note("%s: accepted", what);
+		ch_manifest_release(&m);
+		return;
+	}
+	if (!CHECK(strstr(err.msg, needle) != NULL))
+		unit_note("%s: message \"%s\" lacks \"%s\"", what, err.msg,
+			  needle);
+	CHECK(m.name == NULL && m.shards == NULL); /* released */
+}
+
+static void malformed_json_names_line_and_column(void)
+{
+	expect_error("{\n  \"format\": \"chute-manifest\",\n  oops\n}\n",
+		     "(mem.json:3:", "bare word on line 3");
+	expect_error("{\n  \"format\": \"chute-manifest\",\n  oops\n}\n",
+		     "invalid JSON: ", "bare word on line 3");
+	expect_error("", "(mem.json:", "empty input");
+	expect_error("{\"format\": \"chute-manifest\"} x", "(mem.json:1:",
+		     "trailing garbage");
+	expect_error("[]", "manifest: expected a JSON object (mem.json)",
+		     "an array");
+}
+
+/* Each row: what to find in the sample text, what to put instead, and a
+ * part of the message that must come out. */
+static const struct edit {
+	const char *from, *to, *needle;
+} bad_edits[] = {
+	{ "\"shards/ds-000000.chs\"", "\"../x\"", "shards[0].path: must be" },
+	{ "\"shards/ds-000000.chs\"", "\"/abs\"", "shards[0].path: must be" },
+	{ "\"shards/ds-000000.chs\"", "\"shards/../../x\"", "shards[0].path" },
+	{ "\"shards/ds-000000.chs\"", "\"shards/..\"", "shards[0].path" },
+	{ "\"shards/ds-000000.chs\"", "\"shards//x\"", "shards[0].path" },
+	{ "\"shards/ds-000000.chs\"", "\"./x\"", "shards[0].path" },
+	{ "\"shards/ds-000000.chs\"", "\"x/\"", "shards[0].path" },
+	{ "\"shards/ds-000000.chs\"", "\"\"", "shards[0].path" },
+	{ "\"shards/ds-000001.chs\"", "\"shards/ds-000000.chs\"",
+	  "shards[1].path: same path as shards[0]" },
+};
+
+static const struct edit type_edits[] = {
+	{ "\"samples\": 5,", "\"samples\": \"5\",",
+	  "samples: expected a non-negative integer (mem.json)" },
+	{ "\"samples\": 5,", "\"samples\": -5,",
+	  "samples: expected a non-negative integer" },
+	{ "\"samples\": 5,", "\"samples\": 5.0,",
+	  "samples: expected a non-negative integer" },
+	{ "\"samples\": 5,", "\"samples\": 18446744073709551616,",
+	  "invalid JSON: " },
+	{ "\"bytes\": 555", "\"bytes\": true",
+	  "shards[1].bytes: expected a non-negative integer" },
+	{ "\"bytes\": 555", "\"bytes\": 556", "shard_bytes: 1332, but" },
+	{ "\"first_sample\": 3", "\"first_sample\": 4",
+	  "shards[1].first_sample: expected 3" },
+	{ "\"samples\": 2", "\"samples\": 3", "samples: 5, but" },
+	{ "\"dict\": false", "\"dict\": 0",
+	  "options.dict: expected true or false" },
+	{ "\"level\": 3", "\"level\": 3000000000", "options.level" },
+	{ "\"label_from\": \"dir\"", "\"label_from\": \"file\"",
+	  "options.label_from" },
+	{ "\"cat\"", "7", "classes[0]: expected a string" },
+	{ "\"cat\"", "\"eel\"", "classes[1]: not after" },
+	{ "\"cat\"", "\"dog\"", "classes[1]: not after" },
+	{ "\"classes\": [", "\"classes\": {\"a\": [", "invalid JSON" },
+	{ "\"sources\": [\n    \"photos/\",\n    \"-\"\n  ]",
+	  "\"sources\": \"photos/\"", "sources: expected an array" },
+	{ "\"format_version\": 1", "\"format_version\": 2",
+	  "format_version: unsupported version 2" },
+	{ "\"format\": \"chute-manifest\"", "\"format\": \"other\"",
+	  "format: expected \"chute-manifest\"" },
+	{ "\"name\": \"ds\",", "", "name: missing key" },
+	{ "\"name\": \"ds\"", "\"name\": \"\"", "name: expected a non-empty" },
+	{ "\"name\": \"ds\",", "\"name\": \"ds\", \"nmae\": 1,",
+	  "nmae: unknown key" },
+	{ "\"name\": \"ds\",", "\"name\": \"ds\", \"name\": \"ds\",",
+	  "duplicate" },
+	{ "\"parent\": null", "\"parent\": \"abc\"",
+	  "parent: expected null or 32" },
+	{ "\"id\": \"", "\"id\": \"X", "id: expected 32 lowercase hex" },
+	{ "\"xxh3_128\": \"0123", "\"xxh3_128\": \"0A23",
+	  "shards[0].xxh3_128: expected 32" },
+	{ "\"splits\": {}", "\"splits\": []", "splits: expected an object" },
+	{ "\"count\": 5", "\"count\": 6",
+	  "schema.fields.cls.count: more than" },
+	{ "\"count\": 5", "\"count\": 5, \"kind\": 1",
+	  "schema.fields.cls.kind: unknown key" },
+	{ "\"bytes\": 10", "\"bytes\": 11", "bytes: 1234, but the fields" },
+	{ "\"shard_samples\": 0", "\"shard_samples\": null",
+	  "options.shard_samples: expected" },
+	{ "\"block_size\": 1048576,", "", "options.block_size: missing key" },
+};
+
+static void run_edits(const struct edit *e, size_t n)
+{
+	char *text = sample_text();
+
+	for (size_t i = 0; i < n; i++) {
+		char *edited = replace(text, e[i].from, e[i].to);
+
+		expect_error(edited, e[i].needle, e[i].to);
+		free(edited);
+	}
+	free(text);
+}
+
+static void bad_shard_paths_refused(void)
+{
+	run_edits(bad_edits, UNIT_COUNT(bad_edits));
+}
+
+static void wrong_types_refused(void)
+{
+	run_edits(type_edits, UNIT_COUNT(type_edits));
+}
+
+static void write_refuses_invalid_manifest(void)
+{
+	struct ch_manifest m;
+	struct ch_error err = { "" };
+
+	clear_dir();
+	sample_manifest(&m);
+	strcpy(m.shards[1].path, "../../etc");
+	CHECK(ch_manifest_write(&m, tmp_path("bad.json"), &err) == -1);
+	CHECK(strstr(err.msg, "refusing to write") != NULL);
+	CHECK(strstr(err.msg, "shards[1].path") != NULL);
+	ch_manifest_release(&m);
+
+	sample_manifest(&m);
+	m.samples = (uint64_t)1 << 63;
+	CHECK(ch_manifest_write(&m, tmp_path("bad.json"), &err) == -1);
+	CHECK(strstr(err.msg, "samples: 9223372036854775808 is too large"));
+	ch_manifest_release(&m);
+
+	CHECK(count_files() == 0);
+}
+
+static void read_errors_name_the_file(void)
+{
+	struct ch_manifest m;
+	struct ch_error err = { "" };
+
+	CHECK(ch_manifest_read(&m, tmp_path("absent.json"), &err) == -1);
+	CHECK(strstr(err.msg, "absent.json") != NULL);
+	CHECK(strstr(err.msg, strerror(ENOENT)) != NULL);
+	CHECK(ch_manifest_read(&m, tmp_dir, &err) == -1);
+}
+
+int main(void)
+{
+	static const struct unit_test tests[] = {
+		UNIT(round_trip),
+		UNIT(empty_dataset_round_trips),
+		UNIT(id_is_hash_of_canonical_form),
+		UNIT(id_changes_with_any_field),
+		UNIT(edited_manifest_fails_id),
+		UNIT(malformed_json_names_line_and_column),
+		UNIT(bad_shard_paths_refused),
+		UNIT(wrong_types_refused),
+		UNIT(write_refuses_invalid_manifest),
+		UNIT(read_errors_name_the_file),
+	};
+	const char *base = getenv("TMPDIR");
+	int status;
+
+	snprintf(tmp_dir, sizeof(tmp_dir), "%s/test_manifest-XXXXXX",
+		 base && *base ? base : "/tmp");
+	if (!mkdtemp(tmp_dir)) {
+		perror("test_manifest: cannot create a temporary folder");
+		return 2;
+	}
+	status = unit_run(tests, UNIT_COUNT(tests));
+	clear_dir();
+	rmdir(tmp_dir);
+	return status;
+}
