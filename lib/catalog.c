@@ -28,10 +28,7 @@ void ch_catalog_release(struct ch_catalog *c)
 	free(c->entries);
 	if (c->spool_fd >= 0)
 		close(c->spool_fd);
-	if (c->spool_path) {
-		unlink(c->spool_path);
-		free(c->spool_path);
-	}
+	free(c->spool_path);
 	for (size_t i = 0; i < c->nsources; i++)
 		free(c->sources[i]);
 	free(c->sources);
@@ -52,6 +49,8 @@ static char *dup_or_null(const char *s, int *failed)
 int ch_catalog_add(struct ch_catalog *c, const struct ch_entry *e,
 		   struct ch_error *err)
 {
+	if (c->cancel && *c->cancel)
+		return ch_error_set(err, "interrupted");
 	if (c->n == c->cap) {
 		size_t ncap = c->cap ? c->cap * 2 : 1024;
 		struct ch_entry *v = realloc(c->entries, ncap * sizeof(*v));

@@ -295,16 +295,18 @@ struct ch_catalog {
 	struct ch_entry *entries;
 	size_t n, cap;
 	int spool_fd;	     /* -1 until an archive is read */
-	char *spool_path;    /* unlinked right after creation */
+	char *spool_path;    /* for messages only: the file has no name */
 	uint64_t spool_size;
 	const char *tmp_dir; /* where the spool goes (not owned) */
 	char **sources;	     /* as given, for the manifest */
 	size_t nsources;
+	volatile sig_atomic_t *cancel; /* stops long scans; may be NULL */
 };
 
 void ch_catalog_init(struct ch_catalog *c, const char *tmp_dir);
 void ch_catalog_release(struct ch_catalog *c);
-/* Appends an entry; takes copies of the strings. */
+/* Appends an entry; takes copies of the strings.  Fails with
+ * "interrupted" once *cancel is set, so every scan can be stopped. */
 int ch_catalog_add(struct ch_catalog *c, const struct ch_entry *e,
 		   struct ch_error *err);
 /* Splits a relative member path "a/b/c.seg.png" into key "a/b/c" and field

@@ -85,12 +85,32 @@ static int member_path(struct tar_out *t, const struct ch_sample_info *si,
 	if (memchr(si->key, '\0', si->key_len) || flen == 0 ||
 	    strchr(field, '/') || name_escapes(p))
 		return ch_error_set(err,
-				    "refusing to export sample '%.*s' field "
-				    "'%s' to '%s': the member name would "
-				    "escape the output folder",
-				    (int)si->key_len, si->key, field,
-				    t->final);
+				    "refusing to write member '%s' to '%s': "
+				    "a member name must be relative, without "
+				    "empty, '.' or '..' components, and a "
+				    "field name without '/'",
+				    p, t->final);
 	return 0;
+}
+
+/* libarchive's own message, with the system's reason when there is one
+ * ("Write error" alone does not say the disk is full). */
+static int tar_error(struct tar_out *t, const char *member,
+		     struct ch_error *err)
+{
+	int e = archive_errno(t->ar);
+	const char *msg = archive_error_string(t->ar);
+	char where[512] = "";
+
+	if (!msg)
+		msg = "unknown error";
+	if (member)
+		snprintf(where, sizeof(where), " (member '%s')", member);
+	if (e > 0 && strcmp(msg, strerror(e)) != 0)
+		return ch_error_errno(err, e, "cannot write '%s'%s: %s",
+				      t->final, where, msg);
+	return ch_error_set(err, "cannot write '%s'%s: %s", t->final, where,
+			    msg);
 }
 
 /* One member: a regular file with deterministic metadata. */
@@ -100,14 +120,18 @@ static int put_member(struct tar_out *t, const uint8_t *data, uint64_t size,
 	struct archive_entry *ae = t->ae;
 
 	archive_entry_clear(ae);
-	archive_entry_set_pathname_utf8(ae, (const char *)t->name.data);
+	archive_entry_set_pathname(ae, (const char *)t->name.data);
 	archive_entry_set_filetype(ae, AE_IFREG);
 	archive_entry_set_perm(ae, 0644);
 	archive_entry_set_size(ae, (la_int64_t)size);
 	archive_entry_set_mtime(ae, 0, 0);
 	archive_entry_set_uid(ae, 0);
 	archive_entry_set_gid(ae, 0);
-	if (archive_write_header(t->ar, ae) != ARCHIVE_OK)
+	/* ARCHIVE_WARN: the header was written with a caveat.  The one
+	 * expected is a name that is not ASCII (we never set a locale): it
+	 * then goes out as its raw bytes in a pax "hdrcharset=BINARY"
+	 * header, which is what we want: the key's exact bytes. */
+	if (archive_write_header(t->ar, ae) < ARCHIVE_WARN)
 		goto fail;
 	while (size > 0) {
 		size_t n = size > (1u << 30) ? (1u << 30) : (size_t)size;
@@ -120,9 +144,7 @@ static int put_member(struct tar_out *t, const uint8_t *data, uint64_t size,
 	}
 	return 0;
 fail:
-	return ch_error_set(err, "cannot write '%s' (member '%s'): %s",
-			    t->final, (const char *)t->name.data,
-			    archive_error_string(t->ar));
+	return tar_error(t, (const char *)t->name.data, err);
 }
 
 /* Writes every sample of sh, field by field, checking for cancellation
@@ -186,8 +208,7 @@ static int tar_open(struct tar_out *t, const char *dir, const char *name,
 	if (archive_write_set_format_pax_restricted(t->ar) != ARCHIVE_OK ||
 	    archive_write_add_filter_none(t->ar) != ARCHIVE_OK ||
 	    archive_write_open_fd(t->ar, t->fd) != ARCHIVE_OK)
-		return ch_error_set(err, "cannot write '%s': %s", t->final,
-				    archive_error_string(t->ar));
+		return tar_error(t, NULL, err);
 	return 0;
 }
 
@@ -198,8 +219,7 @@ static int tar_commit(struct tar_out *t, struct ch_error *err)
 	int fd = t->fd;
 
 	if (archive_write_close(t->ar) != ARCHIVE_OK)
-		return ch_error_set(err, "cannot write '%s': %s", t->final,
-				    archive_error_string(t->ar));
+		return tar_error(t, NULL, err);
 	t->fd = -1;
 	if (fsync(fd) < 0) {
 		ch_error_errno(err, errno, "cannot write '%s'", t->final);

@@ -138,6 +138,12 @@ static json_t *str_value(const char *s, const char *where,
 	return v;
 }
 
+static json_t *str_or_null(const char *s, const char *where,
+			   struct ch_error *err)
+{
+	return s ? str_value(s, where, err) : json_null();
+}
+
 static json_t *u64_value(uint64_t n, const char *where, struct ch_error *err)
 {
 	json_t *v;
@@ -161,15 +167,29 @@ static int put(json_t *obj, const char *key, json_t *v, struct ch_error *err)
 	return set_new(obj, key, v, err);
 }
 
-static int put_str(json_t *obj, const char *key, const char *s,
-		   const char *where, struct ch_error *err)
+/* Names ctx.key in messages ("shards[3].path"; ctx "" is the top). */
+static const char *key_path(char *buf, size_t size, const char *ctx,
+			    const char *key)
 {
+	snprintf(buf, size, "%s%s%s", ctx, *ctx ? "." : "", key);
+	return buf;
+}
+
+static int put_str(json_t *obj, const char *ctx, const char *key,
+		   const char *s, struct ch_error *err)
+{
+	char where[192];
+
+	key_path(where, sizeof(where), ctx, key);
 	return put(obj, key, str_value(s, where, err), err);
 }
 
-static int put_u64(json_t *obj, const char *key, uint64_t n,
-		   const char *where, struct ch_error *err)
+static int put_u64(json_t *obj, const char *ctx, const char *key,
+		   uint64_t n, struct ch_error *err)
 {
+	char where[192];
+
+	key_path(where, sizeof(where), ctx, key);
 	return put(obj, key, u64_value(n, where, err), err);
 }
 
@@ -177,19 +197,19 @@ static json_t *encode_shard(const struct ch_manifest_shard *s, size_t i,
 			    struct ch_error *err)
 {
 	json_t *o = json_object();
-	char where[64], hex[33];
+	char ctx[48], hex[33];
 
 	if (!o) {
 		ch_error_set(err, "out of memory building the manifest");
 		return NULL;
 	}
 	ch_hash128_hex(s->hash, hex);
-	snprintf(where, sizeof(where), "shards[%zu]", i);
-	if (put_str(o, "path", s->path, where, err) < 0 ||
-	    put_u64(o, "bytes", s->bytes, where, err) < 0 ||
+	snprintf(ctx, sizeof(ctx), "shards[%zu]", i);
+	if (put_str(o, ctx, "path", s->path, err) < 0 ||
+	    put_u64(o, ctx, "bytes", s->bytes, err) < 0 ||
 	    set_new(o, "xxh3_128", json_string(hex), err) < 0 ||
-	    put_u64(o, "samples", s->samples, where, err) < 0 ||
-	    put_u64(o, "first_sample", s->first_sample, where, err) < 0) {
+	    put_u64(o, ctx, "samples", s->samples, err) < 0 ||
+	    put_u64(o, ctx, "first_sample", s->first_sample, err) < 0) {
 		json_decref(o);
 		return NULL;
 	}
@@ -224,19 +244,20 @@ static json_t *encode_schema(const struct ch_manifest *m,
 		goto fail;
 	for (size_t i = 0; i < m->nfields; i++) {
 		const struct ch_manifest_field *f = &m->fields[i];
-		json_t *o = json_object();
-		char where[64];
+		json_t *o;
+		char ctx[160];
 
-		snprintf(where, sizeof(where), "schema.fields[%zu]", i);
 		if (!f->name || json_object_get(fields, f->name)) {
-			json_decref(o);
-			ch_error_set(err, "%s: %s field name", where,
-				     f->name ? "duplicated" : "missing");
+			ch_error_set(err, "schema.fields: %s field name %s",
+				     f->name ? "duplicated" : "missing",
+				     f->name ? f->name : "");
 			goto fail;
 		}
+		key_path(ctx, sizeof(ctx), "schema.fields", f->name);
+		o = json_object();
 		if (set_new(fields, f->name, o, err) < 0 ||
-		    put_u64(o, "count", f->count, where, err) < 0 ||
-		    put_u64(o, "bytes", f->bytes, where, err) < 0)
+		    put_u64(o, ctx, "count", f->count, err) < 0 ||
+		    put_u64(o, ctx, "bytes", f->bytes, err) < 0)
 			goto fail;
 	}
 	return schema;
@@ -272,14 +293,14 @@ static json_t *encode_options(const struct ch_manifest_options *o,
 			      struct ch_error *err)
 {
 	json_t *obj = json_object();
-	json_t *label = o->label_from ? json_string(o->label_from)
-				      : json_null();
 
-	if (set_new(obj, "label_from", label, err) < 0 ||
-	    put_u64(obj, "shard_bytes", o->shard_bytes, "options", err) < 0 ||
-	    put_u64(obj, "shard_samples", o->shard_samples, "options",
+	if (put(obj, "label_from",
+		str_or_null(o->label_from, "options.label_from", err),
+		err) < 0 ||
+	    put_u64(obj, "options", "shard_bytes", o->shard_bytes, err) < 0 ||
+	    put_u64(obj, "options", "shard_samples", o->shard_samples,
 		    err) < 0 ||
-	    put_u64(obj, "block_size", o->block_size, "options", err) < 0 ||
+	    put_u64(obj, "options", "block_size", o->block_size, err) < 0 ||
 	    set_new(obj, "level", json_integer(o->level), err) < 0 ||
 	    set_new(obj, "dict", json_boolean(o->dict), err) < 0 ||
 	    set_new(obj, "keep_order", json_boolean(o->keep_order), err) < 0) {
@@ -287,14 +308,6 @@ static json_t *encode_options(const struct ch_manifest_options *o,
 		return NULL;
 	}
 	return obj;
-}
-
-static json_t *parent_value(const struct ch_manifest *m,
-			    struct ch_error *err)
-{
-	if (!m->parent)
-		return json_null();
-	return str_value(m->parent, "parent", err);
 }
 
 /* The whole document except "id".  A NULL chute_version means "this
@@ -307,13 +320,13 @@ static json_t *encode(const struct ch_manifest *m, struct ch_error *err)
 	if (set_new(doc, "format", json_string(FORMAT_NAME), err) < 0 ||
 	    set_new(doc, "format_version", json_integer(FORMAT_VERSION),
 		    err) < 0 ||
-	    put_str(doc, "name", m->name, "name", err) < 0 ||
-	    put(doc, "parent", parent_value(m, err), err) < 0 ||
-	    put_str(doc, "chute_version", version, "chute_version", err) < 0 ||
-	    put_u64(doc, "samples", m->samples, "samples", err) < 0 ||
-	    put_u64(doc, "bytes", m->bytes, "bytes", err) < 0 ||
-	    put_u64(doc, "shard_bytes", m->shard_bytes, "shard_bytes",
-		    err) < 0 ||
+	    put_str(doc, "", "name", m->name, err) < 0 ||
+	    put(doc, "parent", str_or_null(m->parent, "parent", err),
+		err) < 0 ||
+	    put_str(doc, "", "chute_version", version, err) < 0 ||
+	    put_u64(doc, "", "samples", m->samples, err) < 0 ||
+	    put_u64(doc, "", "bytes", m->bytes, err) < 0 ||
+	    put_u64(doc, "", "shard_bytes", m->shard_bytes, err) < 0 ||
 	    put(doc, "shards", encode_shards(m, err), err) < 0 ||
 	    put(doc, "schema", encode_schema(m, err), err) < 0 ||
 	    put(doc, "classes",
@@ -420,10 +433,10 @@ static int get_bool(json_t *obj, const char *ctx, const char *key, int *out,
 	return 0;
 }
 
-/* A string, copied into *out (NULL when null is allowed and found).  Empty
- * strings are refused unless allow_empty. */
+/* A non-empty string, copied into *out (left NULL when allow_null and the
+ * value is null). */
 static int get_str(json_t *obj, const char *ctx, const char *key,
-		   int allow_null, int allow_empty, char **out, struct dec *d)
+		   int allow_null, char **out, struct dec *d)
 {
 	json_t *v = member(obj, ctx, key, d);
 
@@ -434,7 +447,7 @@ static int get_str(json_t *obj, const char *ctx, const char *key,
 	if (!json_is_string(v))
 		return bad(d, ctx, key, allow_null ? "expected a string or null"
 						   : "expected a string");
-	if (!allow_empty && json_string_length(v) == 0)
+	if (json_string_length(v) == 0)
 		return bad(d, ctx, key, "expected a non-empty string");
 	*out = strdup(json_string_value(v));
 	if (!*out)
@@ -464,8 +477,8 @@ static int check_format(json_t *doc, struct dec *d)
 	if (!f)
 		return -1;
 	if (!json_is_string(f) || strcmp(json_string_value(f), FORMAT_NAME))
-		return bad(d, "", "format",
-			   "expected \"" FORMAT_NAME "\": not a chute manifest");
+		return bad(d, "", "format", "expected \"" FORMAT_NAME
+			   "\": not a chute manifest");
 	v = member(doc, "", "format_version", d);
 	if (!v)
 		return -1;
@@ -491,7 +504,7 @@ static int decode_shard(json_t *o, const char *ctx,
 	if (!json_is_object(o))
 		return bad(d, ctx, NULL, "expected an object");
 	if (check_keys(o, ctx, keys, d) < 0 ||
-	    get_str(o, ctx, "path", 0, 0, &s->path, d) < 0)
+	    get_str(o, ctx, "path", 0, &s->path, d) < 0)
 		return -1;
 	if (!is_safe_relpath(s->path))
 		return bad(d, ctx, "path",
@@ -504,7 +517,8 @@ static int decode_shard(json_t *o, const char *ctx,
 	    get_u64(o, ctx, "first_sample", &s->first_sample, d) < 0)
 		return -1;
 	if (ch_hash128_parse(hex, &s->hash) < 0)
-		return bad(d, ctx, "xxh3_128", "expected 32 lowercase hex digits");
+		return bad(d, ctx, "xxh3_128",
+			   "expected 32 lowercase hex digits");
 	return 0;
 }
 
@@ -572,8 +586,8 @@ static int check_shard_totals(struct ch_manifest *m, struct dec *d)
 	}
 	if (next != m->samples) {
 		snprintf(what, sizeof(what),
-			 "%" PRIu64 ", but the shards hold %" PRIu64, m->samples,
-			 next);
+			 "%" PRIu64 ", but the shards hold %" PRIu64,
+			 m->samples, next);
 		return bad(d, "", "samples", what);
 	}
 	if (bytes != m->shard_bytes) {
@@ -727,21 +741,23 @@ static int decode_options(json_t *doc, struct ch_manifest_options *o,
 {
 	static const char *const keys[] = {
 		"shard_bytes", "shard_samples", "block_size", "level",
-		"dict",	       "keep_order",	"label_from", NULL
+		"dict", "keep_order", "label_from", NULL
 	};
 	json_t *obj = get_kind(doc, "", "options", JSON_OBJECT, d);
 	json_t *level;
 
 	if (!obj || check_keys(obj, "options", keys, d) < 0 ||
 	    get_u64(obj, "options", "shard_bytes", &o->shard_bytes, d) < 0 ||
-	    get_u64(obj, "options", "shard_samples", &o->shard_samples, d) < 0 ||
+	    get_u64(obj, "options", "shard_samples", &o->shard_samples,
+		    d) < 0 ||
 	    get_u64(obj, "options", "block_size", &o->block_size, d) < 0 ||
 	    get_bool(obj, "options", "dict", &o->dict, d) < 0 ||
 	    get_bool(obj, "options", "keep_order", &o->keep_order, d) < 0 ||
-	    get_str(obj, "options", "label_from", 1, 0, &o->label_from, d) < 0)
+	    get_str(obj, "options", "label_from", 1, &o->label_from, d) < 0)
 		return -1;
 	if (o->label_from && strcmp(o->label_from, "dir") != 0)
-		return bad(d, "options", "label_from", "expected null or \"dir\"");
+		return bad(d, "options", "label_from",
+			   "expected null or \"dir\"");
 	/* zstd levels may be negative (fast modes); any int is stored. */
 	level = member(obj, "options", "level", d);
 	if (!level)
@@ -773,10 +789,9 @@ static int decode_parent(json_t *doc, struct ch_manifest *m, struct dec *d)
 static int decode(json_t *doc, struct ch_manifest *m, struct dec *d)
 {
 	static const char *const keys[] = {
-		"format",  "format_version", "id",	"name",	   "parent",
-		"chute_version", "samples",  "bytes",	"shard_bytes",
-		"shards",  "schema",	     "classes", "splits",  "sources",
-		"options", NULL
+		"format", "format_version", "id", "name", "parent",
+		"chute_version", "samples", "bytes", "shard_bytes", "shards",
+		"schema", "classes", "splits", "sources", "options", NULL
 	};
 
 	if (!json_is_object(doc))
@@ -785,15 +800,18 @@ static int decode(json_t *doc, struct ch_manifest *m, struct dec *d)
 	 * first key it added. */
 	if (check_format(doc, d) < 0 || check_keys(doc, "", keys, d) < 0 ||
 	    get_hex(doc, "", "id", m->id, d) < 0 ||
-	    get_str(doc, "", "name", 0, 0, &m->name, d) < 0 ||
-	    get_str(doc, "", "chute_version", 0, 0, &m->chute_version, d) < 0 ||
+	    get_str(doc, "", "name", 0, &m->name, d) < 0 ||
+	    get_str(doc, "", "chute_version", 0, &m->chute_version, d) < 0 ||
 	    get_u64(doc, "", "samples", &m->samples, d) < 0 ||
 	    get_u64(doc, "", "bytes", &m->bytes, d) < 0 ||
 	    get_u64(doc, "", "shard_bytes", &m->shard_bytes, d) < 0)
 		return -1;
-	if (decode_parent(doc, m, d) < 0 || decode_shards(doc, m, d) < 0 || decode_schema(doc, m, d) < 0 ||
-	    decode_strings(doc, "classes", 1, &m->classes, &m->nclasses, d) < 0 ||
-	    decode_strings(doc, "sources", 0, &m->sources, &m->nsources, d) < 0 ||
+	if (decode_parent(doc, m, d) < 0 || decode_shards(doc, m, d) < 0 ||
+	    decode_schema(doc, m, d) < 0 ||
+	    decode_strings(doc, "classes", 1, &m->classes, &m->nclasses,
+			   d) < 0 ||
+	    decode_strings(doc, "sources", 0, &m->sources, &m->nsources,
+			   d) < 0 ||
 	    !get_kind(doc, "", "splits", JSON_OBJECT, d) ||
 	    decode_options(doc, &m->options, d) < 0)
 		return -1;

@@ -593,6 +593,7 @@ int ch_pack(const char *const *sources, size_t nsources,
 		return -1;
 	}
 	ch_catalog_init(&cat, tmp);
+	cat.cancel = o->cancel;
 	if (pack_into(tmp, sources, nsources, o, &m, &cat, err) < 0 ||
 	    check_replaceable(o->out_dir, &exists, err) < 0 ||
 	    swap_into_place(tmp, o->out_dir, exists, err) < 0)

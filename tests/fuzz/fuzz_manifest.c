@@ -22,7 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	err.msg[0] = '\0';
 	if (ch_manifest_parse(&m, (const char *)data, size, "fuzz", &err) < 0) {
 		/* A refusal always says why. */
-		if (err.msg[0] == '\0' || !memchr(err.msg, '\0', sizeof(err.msg)))
+		if (err.msg[0] == '\0' ||
+		    !memchr(err.msg, '\0', sizeof(err.msg)))
 			abort();
 		return 0;
 	}

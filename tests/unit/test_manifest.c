@@ -294,7 +294,8 @@ static void id_is_hash_of_canonical_form(void)
 		canon = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
 		ch_hash128_hex(ch_hash128(canon, strlen(canon)), again);
 		CHECK_STR(again, id);
-		CHECK(strncmp(canon, "{\"bytes\":1234,\"chute_version\":", 30) == 0);
+		CHECK(strncmp(canon, "{\"bytes\":1234,\"chute_version\":",
+			      30) == 0);
 		free(canon);
 		json_decref(doc);
 	}
@@ -383,8 +384,10 @@ static void edited_manifest_fails_id(void)
 {
 	char *text = sample_text();
 	char *level = replace(text, "\"level\": 3", "\"level\": 4");
-	char *hash = replace(text, "\"xxh3_128\": \"0123", "\"xxh3_128\": \"1123");
-	char *splits = replace(text, "\"splits\": {}", "\"splits\": {\"a\": 1}");
+	char *hash = replace(text, "\"xxh3_128\": \"0123",
+			     "\"xxh3_128\": \"1123");
+	char *splits = replace(text, "\"splits\": {}",
+			       "\"splits\": {\"a\": 1}");
 	char *flat = replace(text, "\"samples\": 5,\n", "\"samples\":\t5, ");
 
 	expect_id_ok(text, 1, "as written");
@@ -543,6 +546,25 @@ static void write_refuses_invalid_manifest(void)
 	m.samples = (uint64_t)1 << 63;
 	CHECK(ch_manifest_write(&m, tmp_path("bad.json"), &err) == -1);
 	CHECK(strstr(err.msg, "samples: 9223372036854775808 is too large"));
+	ch_manifest_release(&m);
+
+	sample_manifest(&m);
+	m.shards[1].bytes = UINT64_MAX;
+	CHECK(ch_manifest_compute_id(&m, &err) == -1);
+	CHECK(strstr(err.msg, "shards[1].bytes: 18446744073709551615 is too"));
+	ch_manifest_release(&m);
+
+	/* File names need not be UTF-8; JSON strings must. */
+	sample_manifest(&m);
+	m.classes[1][1] = (char)0xff;
+	CHECK(ch_manifest_write(&m, tmp_path("bad.json"), &err) == -1);
+	CHECK(strstr(err.msg, "classes[1]: not valid UTF-8") != NULL);
+	ch_manifest_release(&m);
+
+	sample_manifest(&m);
+	m.shards[1].first_sample = 2;
+	CHECK(ch_manifest_write(&m, tmp_path("bad.json"), &err) == -1);
+	CHECK(strstr(err.msg, "shards[1].first_sample: expected 3") != NULL);
 	ch_manifest_release(&m);
 
 	CHECK(count_files() == 0);
