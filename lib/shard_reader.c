@@ -72,7 +72,8 @@ static int read_header(struct ch_shard *sh, uint64_t *dict_hash,
 				    ld16(h + 10), sh->path);
 	uint32_t flags = ld32(h + 12);
 	uint64_t dict_size = ld64(h + 16);
-	if ((flags & ~CHS_FLAG_DICT) || !(flags & CHS_FLAG_DICT) != !dict_size)
+	if ((flags & ~CHS_FLAG_DICT) || !(flags & CHS_FLAG_DICT) != !dict_size ||
+	    (!dict_size && ld64(h + 24)))
 		return ch_error_set(err, "bad header flags 0x%x ('%s', byte "
 				    "12)", flags, sh->path);
 	for (int i = 32; i < 56; i++)
@@ -212,6 +213,10 @@ static int map_sections(struct ch_shard *sh, const struct footer *ft,
 	sh->nnames = ld32(h + 20);
 	uint64_t names_size = ld64(h + 24), keys_size = ld64(h + 32);
 	uint64_t total = CHS_INDEX_HEADER_SIZE;
+	for (int i = 40; i < CHS_INDEX_HEADER_SIZE; i++)
+		if (h[i])
+			return ch_error_set(err, "reserved index header byte %d "
+					    "is not zero ('%s')", i, sh->path);
 	if (sh->nsamples != ft->nsamples || sh->nblocks != ft->nblocks ||
 	    sh->nsamples > UINT32_MAX || sh->nfields > UINT32_MAX ||
 	    keys_size > UINT32_MAX ||
@@ -241,6 +246,12 @@ static int map_sections(struct ch_shard *sh, const struct footer *ft,
 					    "%u)", sh->path, i);
 		sh->names[i] = (const char *)names + at;
 		at = (size_t)(z - names) + 1;
+		for (uint32_t k = 0; k < i; k++)
+			if (!strcmp(sh->names[k], sh->names[i]))
+				return ch_error_set(err, "field name '%s' appears "
+						    "twice in the name table "
+						    "('%s')", sh->names[i],
+						    sh->path);
 	}
 	if (at != names_size)
 		return ch_error_set(err, "bad name table size ('%s')", sh->path);
@@ -262,6 +273,8 @@ static int check_blocks(struct ch_shard *sh, const struct footer *ft,
 		if (st.codec > CH_CODEC_ZSTD_DICT ||
 		    (st.codec == CH_CODEC_ZSTD_DICT && !sh->dict_size) ||
 		    (st.codec == CH_CODEC_RAW && st.raw_size != st.stored_size) ||
+		    (st.stored_size == 0 && st.codec != CH_CODEC_RAW) ||
+		    ld32(sh->blocks + (size_t)b * CHS_BLOCK_ENTRY_SIZE + 36) ||
 		    st.raw_size > MAX_BLOCK_RAW)
 			return ch_error_set(err, "block %u has a bad codec or "
 					    "size ('%s')", b, sh->path);
@@ -281,15 +294,18 @@ static int check_samples(struct ch_shard *sh, struct ch_error *err)
 		uint32_t block = ld32(e + 16), first = ld32(e + 28);
 		uint16_t nf = ld16(e + 26);
 		uint64_t offset = ld64(e + 8), size = 0;
-		if (block >= sh->nblocks || (uint64_t)first + nf > sh->nfields)
+		if (block >= sh->nblocks || nf == 0 || ld16(e + 24) == 0 ||
+		    (uint64_t)first + nf > sh->nfields)
 			return ch_error_set(err, "sample %llu points outside "
 					    "the index ('%s')",
 					    (unsigned long long)i, sh->path);
 		for (uint16_t f = 0; f < nf; f++) {
 			const uint8_t *fe = sh->fields +
 				(uint64_t)(first + f) * CHS_FIELD_ENTRY_SIZE;
-			if (ld32(fe + 8) >= sh->nnames ||
-			    add_size(&size, 1, ld64(fe)))
+			if (ld32(fe + 8) >= sh->nnames || ld32(fe + 12) ||
+			    add_size(&size, 1, ld64(fe)) ||
+			    (f > 0 && strcmp(sh->names[ld32(fe - 8)],
+					     sh->names[ld32(fe + 8)]) >= 0))
 				return ch_error_set(err, "sample %llu has a bad "
 						    "field ('%s')",
 						    (unsigned long long)i,
@@ -317,9 +333,11 @@ static int check_keys(struct ch_shard *sh, uint64_t keys_size,
 		return ch_error_set(err, "out of memory");
 	for (uint64_t i = 0; i < sh->nsamples; i++) {
 		const uint8_t *e = sh->samples + i * CHS_SAMPLE_ENTRY_SIZE;
-		if ((uint64_t)ld32(e + 20) + ld16(e + 24) > keys_size) {
-			ch_error_set(err, "sample %llu key outside the key table "
-				     "('%s')", (unsigned long long)i, sh->path);
+		if ((uint64_t)ld32(e + 20) + ld16(e + 24) > keys_size ||
+		    memchr(sh->keys + ld32(e + 20), 0, ld16(e + 24))) {
+			ch_error_set(err, "sample %llu has a key outside the key "
+				     "table or with a NUL byte ('%s')",
+				     (unsigned long long)i, sh->path);
 			goto out;
 		}
 	}

@@ -74,7 +74,8 @@ static int list_names(const char *dir, char ***names, size_t *n,
 		free(v);
 		return -1;
 	}
-	qsort(v, len, sizeof(*v), cmp_names);
+	if (len)
+		qsort(v, len, sizeof(*v), cmp_names);
 	*names = v;
 	*n = len;
 	return 0;

@@ -17,6 +17,7 @@
 #include "xxh.h"
 
 #define WINDOW (32u << 20) /* a multiple of the page size */
+#define TASK_BYTES (64u << 20) /* stored bytes per block task */
 #define DEEP_BLOCKS_PER_TASK 16
 
 struct vshard {
@@ -26,10 +27,15 @@ struct vshard {
 	int usable; /* opened and its size matched */
 };
 
+/* Work is cut into tasks of similar size so that jobs stay busy: first
+ * opening every shard, then a whole-file hash per shard and block hashes
+ * (or --deep decoding) per range of blocks. */
+enum task_kind { TASK_OPEN, TASK_FILE, TASK_BLOCKS, TASK_DEEP };
+
 struct vtask {
+	enum task_kind kind;
 	size_t shard;
-	int deep;		  /* 0: file pass; 1: decode blocks */
-	uint32_t first, nblocks; /* for deep tasks */
+	uint32_t first, count; /* blocks, for TASK_BLOCKS and TASK_DEEP */
 };
 
 struct verifier {
@@ -70,160 +76,210 @@ static int cancelled(const struct verifier *v)
 	return v->o->cancel && *v->o->cancel;
 }
 
-/* Where the file pass is in the block list. */
+/* The first sample stored in block b (samples of a block are
+ * consecutive), or the sample count if the block holds none. */
+static uint64_t first_sample_of(const struct ch_shard *sh, uint32_t b)
+{
+	uint64_t lo = 0, hi = ch_shard_sample_count(sh);
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		struct ch_sample_info si;
+		ch_shard_sample(sh, mid, &si);
+		if (si.block < b)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void report_block(struct verifier *v, struct vshard *vs, uint32_t b,
+			 const char *what)
+{
+	struct ch_block_stat st;
+	struct ch_sample_info si = { 0 };
+	char key[256] = "";
+	ch_shard_block(vs->sh, b, &st);
+	uint64_t i = first_sample_of(vs->sh, b);
+	if (i < ch_shard_sample_count(vs->sh)) {
+		ch_shard_sample(vs->sh, i, &si);
+		snprintf(key, sizeof(key), "%.*s",
+			 (int)(si.key_len > 200 ? 200 : si.key_len), si.key);
+	}
+	report(v, CH_PROBLEM_BLOCK, vs->rel, b, key[0] ? key : NULL,
+	       (int64_t)st.offset, "%s in block %u (first sample '%s')", what,
+	       b, key);
+}
+
+/* Feeds [start, end) of a file, mapped a window at a time (no copy;
+ * resident memory bounded by the window, not the shard), to fn. */
+typedef void (*piece_fn)(const uint8_t *p, uint64_t off, size_t n, void *arg);
+
+static int map_range(int fd, uint64_t start, uint64_t end, piece_fn fn,
+		     void *arg, volatile sig_atomic_t *cancel)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t off = start;
+	while (off < end && !(cancel && *cancel)) {
+		uint64_t base = off & ~(page - 1);
+		size_t n = end - base < WINDOW ? (size_t)(end - base) : WINDOW;
+		uint8_t *p = mmap(NULL, n, PROT_READ,
+				  MAP_PRIVATE | MAP_POPULATE, fd, (off_t)base);
+		if (p == MAP_FAILED)
+			return -1;
+		fn(p + (off - base), off, n - (size_t)(off - base), arg);
+		munmap(p, n);
+		off = base + n;
+	}
+	return 0;
+}
+
+static void feed_file(const uint8_t *p, uint64_t off, size_t n, void *arg)
+{
+	(void)off;
+	XXH3_128bits_update(arg, p, n);
+}
+
+/* Block hashes over a range of blocks: where each one starts and ends. */
 struct block_walk {
-	uint32_t b, nblocks;
+	struct verifier *v;
+	struct vshard *vs;
+	uint32_t b, end_block;
 	uint64_t start, end; /* current block's byte range */
 	XXH3_state_t state;
 };
 
-static void walk_enter(struct block_walk *w, const struct ch_shard *sh)
+static void walk_enter(struct block_walk *w)
 {
 	struct ch_block_stat st;
-	if (w->b < w->nblocks) {
-		ch_shard_block(sh, w->b, &st);
-		w->start = st.offset;
-		w->end = st.offset + st.stored_size;
-		XXH3_64bits_reset(&w->state);
-	}
+	if (w->b >= w->end_block)
+		return;
+	ch_shard_block(w->vs->sh, w->b, &st);
+	w->start = st.offset;
+	w->end = st.offset + st.stored_size;
+	XXH3_64bits_reset(&w->state);
 }
 
-/* Feeds bytes [off, off+n) of the file to the block hashes. */
-static void walk_feed(struct verifier *v, struct vshard *vs,
-		      struct block_walk *w, const uint8_t *p, uint64_t off,
-		      size_t n)
+static void walk_feed(const uint8_t *p, uint64_t off, size_t n, void *arg)
 {
+	struct block_walk *w = arg;
 	uint64_t end = off + n;
-	while (w->b < w->nblocks && w->start < end) {
+	while (w->b < w->end_block && w->start < end) {
 		uint64_t a = off > w->start ? off : w->start;
 		uint64_t z = end < w->end ? end : w->end;
 		if (a < z)
 			XXH3_64bits_update(&w->state, p + (a - off), z - a);
 		if (z < w->end)
-			return; /* block continues in the next chunk */
+			return; /* the block goes on in the next window */
 		struct ch_block_stat st;
-		ch_shard_block(vs->sh, w->b, &st);
+		ch_shard_block(w->vs->sh, w->b, &st);
 		if (XXH3_64bits_digest(&w->state) != st.hash)
-			report(v, CH_PROBLEM_BLOCK, vs->rel, w->b, NULL,
-			       (int64_t)st.offset, "checksum mismatch in "
-			       "block %u", w->b);
+			report_block(w->v, w->vs, w->b, "checksum mismatch");
 		w->b++;
-		walk_enter(w, vs->sh);
+		walk_enter(w);
 	}
 }
 
-/* Hashes one window of the file: the file hash and the block hashes take
- * turns over pieces small enough to stay in cache. */
-static void hash_window(struct verifier *v, struct vshard *vs,
-			struct block_walk *w, XXH3_state_t *file,
-			const uint8_t *p, uint64_t off, size_t n)
+static int open_fd(struct verifier *v, struct vshard *vs)
 {
-	enum { PIECE = 256 * 1024 };
-	for (size_t at = 0; at < n; at += PIECE) {
-		size_t k = n - at < PIECE ? n - at : PIECE;
-		XXH3_128bits_update(file, p + at, k);
-		if (vs->sh)
-			walk_feed(v, vs, w, p + at, off + at, k);
-	}
-}
-
-/* Reads the file once through mmap windows (no copy; resident memory
- * bounded by the window, not the shard). */
-static void file_pass(struct verifier *v, size_t s)
-{
-	struct vshard *vs = &v->shards[s];
-	const struct ch_manifest_shard *ms = &v->ds.manifest.shards[s];
-	XXH3_state_t file;
-	struct block_walk w = { 0 };
-	struct stat st;
-	uint64_t off = 0;
 	int fd = open(vs->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0) {
+	if (fd < 0)
 		report(v, CH_PROBLEM_MISSING, vs->rel, -1, NULL, -1,
 		       "cannot open: %s", strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	return fd;
+}
+
+/* XXH3-128 of the whole file against the manifest. */
+static void file_task(struct verifier *v, const struct vtask *t)
+{
+	struct vshard *vs = &v->shards[t->shard];
+	const struct ch_manifest_shard *ms = &v->ds.manifest.shards[t->shard];
+	XXH3_state_t file;
+	struct stat st;
+	int fd = open_fd(v, vs);
+	if (fd < 0)
 		return;
-	}
 	XXH3_128bits_reset(&file);
-	if (vs->sh) {
-		w.nblocks = ch_shard_block_count(vs->sh);
-		walk_enter(&w, vs->sh);
-	}
-	uint64_t size = (uint64_t)st.st_size;
-	while (off < size && !cancelled(v)) {
-		size_t n = size - off < WINDOW ? (size_t)(size - off) : WINDOW;
-		void *p = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_POPULATE,
-			       fd, (off_t)off);
-		if (p == MAP_FAILED) {
-			report(v, CH_PROBLEM_STRUCTURE, vs->rel, -1, NULL,
-			       (int64_t)off, "cannot map: %s", strerror(errno));
-			close(fd);
-			return;
-		}
-		hash_window(v, vs, &w, &file, p, off, n);
-		munmap(p, n);
-		off += n;
+	if (fstat(fd, &st) < 0 ||
+	    map_range(fd, 0, (uint64_t)st.st_size, feed_file, &file,
+		      v->o->cancel) < 0) {
+		report(v, CH_PROBLEM_STRUCTURE, vs->rel, -1, NULL, -1,
+		       "cannot read: %s", strerror(errno));
+		close(fd);
+		return;
 	}
 	close(fd);
 	pthread_mutex_lock(&v->lock);
-	v->res->bytes += off;
-	v->res->blocks += w.b;
+	v->res->bytes += (uint64_t)st.st_size;
 	pthread_mutex_unlock(&v->lock);
 	XXH128_hash_t h = XXH3_128bits_digest(&file);
 	struct ch_hash128 got = { h.high64, h.low64 };
-	if (!v->ds.lone_shard && !cancelled(v) &&
-	    (got.high != ms->hash.high || got.low != ms->hash.low)) {
-		char a[33], b[33];
-		ch_hash128_hex(got, a);
-		ch_hash128_hex(ms->hash, b);
-		report(v, CH_PROBLEM_FILE_HASH, vs->rel, -1, NULL, -1,
-		       "file hash %s differs from the manifest's %s", a, b);
-	}
+	if (v->ds.lone_shard || cancelled(v) ||
+	    (got.high == ms->hash.high && got.low == ms->hash.low))
+		return;
+	char a[33], b[33];
+	ch_hash128_hex(got, a);
+	ch_hash128_hex(ms->hash, b);
+	report(v, CH_PROBLEM_FILE_HASH, vs->rel, -1, NULL, -1,
+	       "file hash %s differs from the manifest's %s", a, b);
 }
 
-static void deep_pass(struct verifier *v, const struct vtask *t,
+/* XXH3-64 of each stored block in [first, first + count). */
+static void blocks_task(struct verifier *v, const struct vtask *t)
+{
+	struct vshard *vs = &v->shards[t->shard];
+	struct block_walk w = { .v = v, .vs = vs, .b = t->first,
+				.end_block = t->first + t->count };
+	struct ch_block_stat a, z;
+	int fd = open_fd(v, vs);
+	if (fd < 0)
+		return;
+	ch_shard_block(vs->sh, t->first, &a);
+	ch_shard_block(vs->sh, t->first + t->count - 1, &z);
+	walk_enter(&w);
+	if (map_range(fd, a.offset, z.offset + z.stored_size, walk_feed, &w,
+		      v->o->cancel) < 0)
+		report(v, CH_PROBLEM_STRUCTURE, vs->rel, -1, NULL,
+		       (int64_t)a.offset, "cannot read: %s", strerror(errno));
+	close(fd);
+	pthread_mutex_lock(&v->lock);
+	v->res->blocks += w.b - t->first;
+	pthread_mutex_unlock(&v->lock);
+}
+
+/* --deep: decode each block (checking its hash) and rehash its samples. */
+static void deep_task(struct verifier *v, const struct vtask *t,
 		      struct ch_block_reader *r)
 {
 	struct vshard *vs = &v->shards[t->shard];
 	uint64_t n = ch_shard_sample_count(vs->sh);
-	for (uint32_t b = t->first; b < t->first + t->nblocks; b++) {
+	for (uint32_t b = t->first; b < t->first + t->count; b++) {
 		const uint8_t *data;
 		size_t size;
 		struct ch_error err;
-		struct ch_block_stat st;
 		if (cancelled(v))
 			return;
-		ch_shard_block(vs->sh, b, &st);
 		if (ch_block_read(r, vs->sh, b, &data, &size, &err) < 0) {
-			report(v, CH_PROBLEM_BLOCK, vs->rel, b, NULL,
-			       (int64_t)st.offset, "%s", err.msg);
+			report_block(v, vs, b, "cannot read or decode");
 			continue;
 		}
-		/* samples of a block are consecutive: find the first */
-		uint64_t lo = 0, hi = n;
-		while (lo < hi) {
-			uint64_t mid = lo + (hi - lo) / 2;
-			struct ch_sample_info si;
-			ch_shard_sample(vs->sh, mid, &si);
-			if (si.block < b)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (uint64_t i = lo; i < n; i++) {
+		for (uint64_t i = first_sample_of(vs->sh, b); i < n; i++) {
 			struct ch_sample_info si;
 			ch_shard_sample(vs->sh, i, &si);
 			if (si.block != b)
 				break;
 			if (ch_sample_hash(vs->sh, i, data + si.offset) != si.hash)
-				report(v, CH_PROBLEM_SAMPLE, vs->rel, b, NULL,
-				       (int64_t)st.offset, "content hash "
-				       "mismatch in sample '%.*s'",
-				       (int)si.key_len, si.key);
+				report(v, CH_PROBLEM_SAMPLE, vs->rel, b, NULL, -1,
+				       "content hash mismatch in sample "
+				       "'%.*s'", (int)si.key_len, si.key);
 		}
+		pthread_mutex_lock(&v->lock);
+		v->res->blocks++;
+		pthread_mutex_unlock(&v->lock);
 	}
 }
+
+static void open_shard(struct verifier *v, size_t s);
 
 static void *worker(void *arg)
 {
@@ -235,15 +291,19 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&v->lock);
 		if (i == SIZE_MAX || cancelled(v))
 			break;
-		if (!r) {
-			report(v, CH_PROBLEM_STRUCTURE, NULL, -1, NULL, -1,
-			       "out of memory");
-			continue;
+		const struct vtask *t = &v->tasks[i];
+		switch (t->kind) {
+		case TASK_OPEN: open_shard(v, t->shard); break;
+		case TASK_FILE: file_task(v, t); break;
+		case TASK_BLOCKS: blocks_task(v, t); break;
+		case TASK_DEEP:
+			if (r)
+				deep_task(v, t, r);
+			else
+				report(v, CH_PROBLEM_STRUCTURE, NULL, -1, NULL,
+				       -1, "out of memory");
+			break;
 		}
-		if (v->tasks[i].deep)
-			deep_pass(v, &v->tasks[i], r);
-		else
-			file_pass(v, v->tasks[i].shard);
 	}
 	ch_block_reader_free(r);
 	return NULL;
@@ -285,7 +345,6 @@ static void open_shard(struct verifier *v, size_t s)
 	const struct ch_manifest_shard *ms = &v->ds.manifest.shards[s];
 	struct ch_error err;
 	struct stat st;
-	vs->rel = ms->path;
 	if (!(vs->path = ch_dataset_shard_path(&v->ds, s)))
 		return;
 	if (stat(vs->path, &st) < 0) {
@@ -312,33 +371,69 @@ static void open_shard(struct verifier *v, size_t s)
 		       "holds %llu samples, the manifest says %llu",
 		       (unsigned long long)ch_shard_sample_count(vs->sh),
 		       (unsigned long long)ms->samples);
-	if (vs->sh)
+	if (vs->sh) {
+		pthread_mutex_lock(&v->lock);
 		v->res->samples += ch_shard_sample_count(vs->sh);
+		pthread_mutex_unlock(&v->lock);
+	}
 }
 
-static int plan_tasks(struct verifier *v, struct ch_error *err)
+static int add_task(struct verifier *v, struct vtask t, size_t *cap,
+		    struct ch_error *err)
 {
-	size_t cap = v->nshards;
-	for (size_t s = 0; s < v->nshards; s++)
-		if (v->o->deep && v->shards[s].sh)
-			cap += ch_shard_block_count(v->shards[s].sh) /
-				       DEEP_BLOCKS_PER_TASK + 1;
-	if (!(v->tasks = calloc(cap ? cap : 1, sizeof(*v->tasks))))
-		return ch_error_set(err, "out of memory");
-	for (size_t s = 0; s < v->nshards; s++) {
-		if (!v->shards[s].usable)
-			continue;
-		v->tasks[v->ntasks++] = (struct vtask){ .shard = s };
-		uint32_t nb = v->shards[s].sh && v->o->deep
-				      ? ch_shard_block_count(v->shards[s].sh)
-				      : 0;
-		for (uint32_t b = 0; b < nb; b += DEEP_BLOCKS_PER_TASK)
-			v->tasks[v->ntasks++] = (struct vtask){
-				.shard = s, .deep = 1, .first = b,
-				.nblocks = nb - b < DEEP_BLOCKS_PER_TASK
-						   ? nb - b : DEEP_BLOCKS_PER_TASK,
-			};
+	if (v->ntasks == *cap) {
+		size_t n = *cap ? *cap * 2 : 64;
+		struct vtask *nt = realloc(v->tasks, n * sizeof(*nt));
+		if (!nt)
+			return ch_error_set(err, "out of memory");
+		v->tasks = nt;
+		*cap = n;
 	}
+	v->tasks[v->ntasks++] = t;
+	return 0;
+}
+
+/* Ranges of consecutive blocks of about TASK_BYTES stored bytes each (or
+ * DEEP_BLOCKS_PER_TASK blocks to decode). */
+static int add_block_tasks(struct verifier *v, size_t s, size_t *cap,
+			   struct ch_error *err)
+{
+	const struct ch_shard *sh = v->shards[s].sh;
+	uint32_t nb = ch_shard_block_count(sh), first = 0;
+	uint64_t bytes = 0;
+	enum task_kind kind = v->o->deep ? TASK_DEEP : TASK_BLOCKS;
+	for (uint32_t b = 0; b < nb; b++) {
+		struct ch_block_stat st;
+		ch_shard_block(sh, b, &st);
+		bytes += st.stored_size;
+		uint32_t count = b + 1 - first;
+		if (b + 1 < nb && (v->o->deep ? count < DEEP_BLOCKS_PER_TASK
+					       : bytes < TASK_BYTES))
+			continue;
+		struct vtask t = { kind, s, first, count };
+		if (add_task(v, t, cap, err) < 0)
+			return -1;
+		first = b + 1;
+		bytes = 0;
+	}
+	return 0;
+}
+
+static int plan_tasks(struct verifier *v, int opening, struct ch_error *err)
+{
+	size_t cap = 0;
+	free(v->tasks);
+	v->tasks = NULL;
+	v->ntasks = v->next = 0;
+	for (size_t s = 0; s < v->nshards; s++) {
+		struct vtask t = { opening ? TASK_OPEN : TASK_FILE, s, 0, 0 };
+		if ((opening || v->shards[s].usable) &&
+		    add_task(v, t, &cap, err) < 0)
+			return -1;
+	}
+	for (size_t s = 0; s < v->nshards && !opening; s++)
+		if (v->shards[s].sh && add_block_tasks(v, s, &cap, err) < 0)
+			return -1;
 	return 0;
 }
 
@@ -398,14 +493,15 @@ int ch_verify(const char *path, const struct ch_verify_opts *o,
 		ch_error_set(err, "out of memory");
 		goto out;
 	}
+	for (size_t s = 0; s < v.nshards; s++)
+		v.shards[s].rel = v.ds.manifest.shards[s].path;
 	check_manifest(&v);
-	for (size_t s = 0; s < v.nshards && !cancelled(&v); s++)
-		open_shard(&v, s);
 	res->shards = v.nshards;
 	if (!v.ds.lone_shard)
 		find_unexpected(&v);
 	int jobs = o->jobs > 0 ? o->jobs : ch_cpu_count();
-	if (plan_tasks(&v, err) < 0 || run_workers(&v, jobs, err) < 0)
+	if (plan_tasks(&v, 1, err) < 0 || run_workers(&v, jobs, err) < 0 ||
+	    plan_tasks(&v, 0, err) < 0 || run_workers(&v, jobs, err) < 0)
 		goto out;
 	if (cancelled(&v)) {
 		ch_error_set(err, "interrupted");
