@@ -63,7 +63,7 @@ deps:
 
 ## test: install dependencies, build, run unit, CLI and sanitizer tests
 test: deps
-	./scripts/run-tests.sh
+	./scripts/run-tests.sh --no-deps
 
 ## check: run the tests without installing dependencies
 check: all $(UNIT_BIN)

@@ -109,7 +109,8 @@ const char *cmd_closest(const char *word, const char *const *names,
 /* Signals and output                                                   */
 
 /* Installs SIGINT and SIGTERM handlers that store the signal number in
- * the returned flag (a second signal kills as usual). */
+ * the returned flag (a second signal kills as usual; a signal ignored on
+ * entry stays ignored). */
 volatile sig_atomic_t *cmd_catch_signals(void);
 /* 128 + the caught signal, or 0 if none was caught. */
 int cmd_signal_status(void);

@@ -18,6 +18,17 @@ static void on_signal(int sig)
 	caught = sig;
 }
 
+/* A signal ignored on entry (a background job of a script, nohup) stays
+ * ignored, as the shell that started us meant. */
+static void catch_unless_ignored(int sig, const struct sigaction *sa)
+{
+	struct sigaction old;
+
+	if (sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+		return;
+	sigaction(sig, sa, NULL);
+}
+
 volatile sig_atomic_t *cmd_catch_signals(void)
 {
 	struct sigaction sa;
@@ -29,8 +40,8 @@ volatile sig_atomic_t *cmd_catch_signals(void)
 	 * that the flag gets looked at.  SA_RESETHAND: if the first signal
 	 * is not enough, the second one ends the process the usual way. */
 	sa.sa_flags = SA_RESETHAND;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	catch_unless_ignored(SIGINT, &sa);
+	catch_unless_ignored(SIGTERM, &sa);
 	return &caught;
 }
 

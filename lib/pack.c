@@ -587,6 +587,15 @@ int ch_pack(const char *const *sources, size_t nsources,
 	char *tmp = temp_dir_for(o->out_dir);
 	if (!tmp)
 		return ch_error_set(err, "out of memory");
+	/* the output's parent folder is created like export's output is */
+	char *parent = strdup(tmp);
+	int made = parent ? ch_mkdir_p(dirname(parent), err) == 0
+			  : ch_error_set(err, "out of memory") == 0;
+	free(parent);
+	if (!made) {
+		free(tmp);
+		return -1;
+	}
 	if (mkdir(tmp, 0755) < 0) {
 		ch_error_errno(err, errno, "cannot create '%s'", tmp);
 		free(tmp);

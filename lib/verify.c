@@ -486,8 +486,19 @@ int ch_verify(const char *path, const struct ch_verify_opts *o,
 	int rc = -1;
 	memset(res, 0, sizeof(*res));
 	pthread_mutex_init(&v.lock, NULL);
-	if (ch_dataset_open(&v.ds, path, err) < 0)
+	if (access(path, R_OK) < 0) {
+		ch_error_errno(err, errno, "cannot open '%s'", path);
 		goto out;
+	}
+	if (ch_dataset_open(&v.ds, path, err) < 0) {
+		/* the path is there but its manifest or shard is unreadable or
+		 * invalid: that is the data failing the check */
+		report(&v, CH_PROBLEM_MANIFEST, NULL, -1, NULL, -1, "%s",
+		       err->msg);
+		res->problems = 1;
+		rc = 0;
+		goto out;
+	}
 	v.nshards = v.ds.manifest.nshards;
 	if (!(v.shards = calloc(v.nshards ? v.nshards : 1, sizeof(*v.shards)))) {
 		ch_error_set(err, "out of memory");

@@ -14,17 +14,30 @@ CHUTE=$(realpath "$1")
 PYTHON=${PYTHON:-python3}
 GEN=$(realpath "$(dirname "$0")/gen-data.py")
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/chute-demo.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
 
 if [ -t 1 ]; then B=$'\e[1m' G=$'\e[32m' R=$'\e[31m' N=$'\e[0m'; else B='' G='' R='' N=''; fi
 STEP=start
-trap 'echo "${R}demo: step \"$STEP\" failed${N}" >&2' ERR
+finish() {
+	local rc=$?
+	rm -rf "$WORK"
+	if [ $rc -ne 0 ]; then echo "${R}demo: step \"$STEP\" failed (exit $rc)${N}" >&2; fi
+	exit $rc
+}
+trap finish EXIT
 
 chute() { "$CHUTE" "$@"; }
 step() { STEP=$1; printf '\n%s== %s%s\n' "$B" "$1" "$N"; }
-# Shows a command as the user would type it, then runs it.
-show() { printf '$ %s\n' "$*"; "$@"; }
+# Shows a command as the user would type it (quoting what needs it), then
+# runs it.
+show() {
+	local a line='$'
+	for a in "$@"; do
+		if [[ $a =~ ^[][:alnum:]_./=:@%+,-]+$ ]]; then line+=" $a"; else line+=" '$a'"; fi
+	done
+	printf '%s\n' "$line"
+	"$@"
+}
 shard_bytes() { stat -c %s "$1"/shards/*.chs | awk '{ s += $1 } END { print s }'; }
 
 echo "${B}chute demo${N}: $(chute --version), working in $WORK"
@@ -38,7 +51,8 @@ show chute pack --label-from dir data/images -o images | tee pack-images.txt
 show chute pack --dict data/text -o text | tee pack-text.txt
 
 step "pack again with one job: same bytes, same id"
-chute pack -q -j 1 data/text -o again/text >/dev/null
+mkdir again
+chute pack -q -j 1 --dict data/text -o again/text >/dev/null
 show cmp text/manifest.json again/text/manifest.json
 echo "identical manifest and id"
 
@@ -81,7 +95,7 @@ step "summary"
 printf '%-8s %8s %7s %12s %12s  %-32s  %s\n' dataset samples shards "raw bytes" "shard bytes" id verify
 for ds in images text; do
 	# packed N samples (B bytes) into S shards, id ID
-	read -r _ n _ b _ _ s _ _ id <"pack-$ds.txt"
+	read -r _ n _ b _ _ s _ _ id < <(tail -n 1 "pack-$ds.txt")
 	printf '%-8s %8s %7s %12s %12s  %-32s  %s\n' "$ds" "$n" "$s" "${b#(}" \
 		"$(shard_bytes "$ds")" "$id" "$G$(tail -n 1 "verify-$ds.txt" | cut -d: -f1)$N"
 done

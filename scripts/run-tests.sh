@@ -40,11 +40,11 @@ PASSED=0
 FAILED=0
 SUMMARY=()
 
-# note NAME PASSED FAILED: records one suite's result.
+# note NAME PASSED FAILED [SECONDS]: records one suite's result.
 note() {
 	PASSED=$((PASSED + $2))
 	FAILED=$((FAILED + $3))
-	SUMMARY+=("$(printf '%-28s %4d passed, %4d failed' "$1" "$2" "$3")")
+	SUMMARY+=("$(printf '%-32s %4d passed, %4d failed  %4ss' "$1" "$2" "$3" "${4:-}")")
 }
 
 # broken NAME WHY: a suite that could not run counts as one failure.
@@ -53,9 +53,9 @@ broken() {
 	note "$1" 0 1
 }
 
-# count_tap NAME LOG STATUS: counts the TAP lines of a finished suite.
+# count_tap NAME LOG STATUS SECONDS: counts the TAP lines of a finished suite.
 count_tap() {
-	local name=$1 log=$2 status=$3 ok notok plan missing=0
+	local name=$1 log=$2 status=$3 secs=$4 ok notok plan missing=0
 	ok=$(grep -c '^ok ' "$log")
 	notok=$(grep -c '^not ok ' "$log")
 	plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\).*/\1/p' "$log" | head -n 1)
@@ -69,18 +69,18 @@ count_tap() {
 		echo "not ok - $name exited with status $status"
 		missing=1
 	fi
-	note "$name" "$ok" $((notok + missing))
+	note "$name" "$ok" $((notok + missing)) "$secs"
 }
 
 # suite NAME CMD...: runs CMD, shows its output, counts its TAP lines.
 suite() {
-	local name=$1 log status
+	local name=$1 log status start=$SECONDS
 	shift
 	log="$LOGDIR/$(echo "$name" | tr -c 'A-Za-z0-9_\n-' _).log"
 	echo "== $name"
 	"$@" 2>&1 | tee "$log"
 	status=${PIPESTATUS[0]}
-	count_tap "$name" "$log" "$status"
+	count_tap "$name" "$log" "$status" $((SECONDS - start))
 }
 
 # step NAME CMD...: a build step; its failure counts as one failure.
@@ -136,10 +136,11 @@ if step build make -s -j"$JOBS"; then
 fi
 
 # sanitizer build: the same tests, and any leak, overflow or undefined
-# behaviour aborts the process
+# behaviour aborts the process.  abort_on_error for UBSan too: its default
+# exit status, 1, would pass for "verify found a problem" in `run -1`.
 SAN=address,undefined
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1
 if step build-san make -s -j"$JOBS" SANITIZE=$SAN; then
 	unit_suites build-san SANITIZE=$SAN
 	bats_suite cli-san build-san/chute
@@ -149,14 +150,15 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 # fuzz targets, briefly, counted as one test
 if command -v clang >/dev/null; then
 	echo "== fuzz"
+	start=$SECONDS
 	if [ ! -x scripts/run-fuzz.sh ]; then
 		broken fuzz "scripts/run-fuzz.sh is missing"
 	elif ./scripts/run-fuzz.sh 30; then
 		echo "ok - fuzz"
-		note fuzz 1 0
+		note fuzz 1 0 $((SECONDS - start))
 	else
 		echo "not ok - fuzz"
-		note fuzz 0 1
+		note fuzz 0 1 $((SECONDS - start))
 	fi
 else
 	echo "# skip fuzz: clang not found"

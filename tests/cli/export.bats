@@ -10,10 +10,11 @@ setup() {
 }
 
 @test "export: one tar per shard, and tar -x gives back the source files" {
-	run -0 chute export ds -o out
 	local nshards
 	nshards=$(mjson ds 'len(m["shards"])')
 	[ "$nshards" -gt 1 ] || fail "expected several shards"
+	run -0 chute export ds -o out
+	assert_output "exported $nshards shards into out"
 	run -0 bash -c 'ls out | grep -c "^ds-[0-9]\{6\}\.tar$"'
 	assert_output "$nshards"
 	run -0 ls out/ds-000000.tar
@@ -62,6 +63,28 @@ EOF
 
 @test "export: leaves only finished tars in the output folder" {
 	chute export ds -o out
+	run -0 bash -c 'ls -A out | grep -v "^ds-[0-9]\{6\}\.tar$" || true'
+	assert_output ""
+}
+
+@test "export: a single shard exports to its own tar" {
+	local s1
+	s1=$(shard_of ds 1)
+	run -0 chute export "$s1" -o out
+	run -0 ls out
+	assert_output ds-000001.tar
+	chute export ds -o all
+	cmp out/ds-000001.tar all/ds-000001.tar
+}
+
+@test "export: a corrupt shard exits 2 and leaves no tar for it, finished or not" {
+	local last
+	last=$(shard_of ds $(($(mjson ds 'len(m["shards"])') - 1)))
+	flip_byte "$last" "$(block_middle "$last" 0)"
+	run -2 chute export ds -o out
+	assert_line --regexp '^chute export: '
+	local base=${last##*/}
+	assert_file_not_exists "out/${base%.chs}.tar"
 	run -0 bash -c 'ls -A out | grep -v "^ds-[0-9]\{6\}\.tar$" || true'
 	assert_output ""
 }

@@ -48,41 +48,11 @@ setup() {
 	chute_setup
 }
 
-# mkfixture DIR: a small deterministic folder of samples (several keys,
-# single- and multi-field samples, fields with dots, a subfolder).
+# mkfixture DIR: a small deterministic folder of samples (20 samples of 1-3
+# fields, nested folders, dotted field names), from scripts/gen-data.py.
 mkfixture() {
-	local dir=$1
-	if [ -f "$REPO_ROOT/scripts/gen-data.py" ]; then
-		"$PYTHON" "$REPO_ROOT/scripts/gen-data.py" mixed "$dir" --seed 1 >/dev/null ||
-			fail "scripts/gen-data.py mixed $dir failed"
-	else
-		mkfixture_inline "$dir"
-	fi
-}
-
-# The same kind of data, generated here (used until scripts/gen-data.py
-# exists, and by tests that need to know the exact layout).
-mkfixture_inline() {
-	"$PYTHON" - "$1" <<'EOF' || fail "cannot generate fixture in $1"
-import os, random, sys
-root = sys.argv[1]
-rng = random.Random(1)
-def put(rel, data):
-    path = os.path.join(root, rel)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(data)
-for i in range(24):
-    sub = ("cat", "dog", "fish")[i % 3]
-    key = "%s/s%03d" % (sub, i)
-    # binary, incompressible "image"
-    put(key + ".jpg", bytes(rng.getrandbits(8) for _ in range(rng.randint(200, 3000))))
-    # compressible text
-    put(key + ".json", ('{"id": %d, "tags": [%s]}\n' % (i, ", ".join('"t%d"' % rng.randint(0, 9) for _ in range(rng.randint(1, 40))))).encode())
-    if i % 4 == 0:
-        put(key + ".seg.png", bytes(rng.getrandbits(2) for _ in range(rng.randint(50, 500))))
-put("top.txt", b"a sample at the top level\n")
-EOF
+	"$PYTHON" "$REPO_ROOT/scripts/gen-data.py" mixed "$1" --seed 1 >/dev/null ||
+		fail "scripts/gen-data.py mixed $1 failed"
 }
 
 # flip_byte FILE OFFSET: xor one byte with 0x01 (OFFSET < 0 counts from the end).
@@ -162,7 +132,7 @@ for b in range(nblocks):
 EOF
 }
 
-# block_offset SHARD B: byte offset of the middle of block B.
+# block_middle SHARD B: byte offset of the middle of block B.
 block_middle() {
 	shard_layout "$1" | awk -v b="$2" '$1 == "block" && $2 == b { print $3 + int($4 / 2) }'
 }

@@ -21,6 +21,25 @@ setup() {
 	assert_output "$(printf 'a\ttxt:5\nb\tjpg:11 json:9 seg.png:4\nd\ttxt:2\nsub/c\tbin:5000')"
 }
 
+@test "ls: a manifest file can be listed like its folder" {
+	run -0 chute ls ds/manifest.json
+	assert_equal "${#lines[@]}" 4
+}
+
+@test "ls: tabs, newlines, carriage returns and backslashes in keys are escaped" {
+	mkdir odd
+	"$PYTHON" -c '
+for k in ("a\tb", "c\nd", "e\rf", "g\\h"):
+    open("odd/" + k + ".txt", "w").write("x")'
+	chute pack -q odd -o oddds >/dev/null
+	run -0 chute ls oddds
+	assert_equal "${#lines[@]}" 4
+	assert_line 'a\tb	txt:1'
+	assert_line 'c\nd	txt:1'
+	assert_line 'e\rf	txt:1'
+	assert_line 'g\\h	txt:1'
+}
+
 @test "ls: a single shard can be listed" {
 	run -0 chute ls "$(shard_of ds 1)"
 	assert_output "$(printf 'd\ttxt:2\nsub/c\tbin:5000')"
@@ -32,10 +51,10 @@ setup() {
 import json, re
 rows = [json.loads(l) for l in open("ls.json")]
 assert [r["key"] for r in rows] == ["a", "b", "d", "sub/c"], rows
-assert [r["sample"] for r in rows] == [0, 1, 0, 1] or [r["sample"] for r in rows] == [0, 1, 2, 3], rows
+assert [r["sample"] for r in rows] == [0, 1, 2, 3], rows
+assert [r["shard"] for r in rows] == ["shards/ds-000000.chs"] * 2 + ["shards/ds-000001.chs"] * 2, rows
 for r in rows:
     assert re.fullmatch(r"[0-9a-f]{16}", r["hash"]), r
-    assert r["shard"].endswith(".chs"), r
 assert rows[1]["fields"] == {"jpg": 11, "json": 9, "seg.png": 4}, rows[1]
 assert len({r["hash"] for r in rows}) == 4, rows
 EOF
@@ -87,6 +106,31 @@ EOF
 	assert_output --partial gif
 }
 
+@test "cat: a sample in a corrupt block exits 2 and writes nothing" {
+	local off
+	off=$(block_middle "$(shard_of ds 1)" 0)
+	flip_byte "$(shard_of ds 1)" "$off"
+	local status=0
+	chute cat ds sub/c >got 2>err || status=$?
+	assert_equal "$status" 2
+	assert_file_empty got
+	run -0 cat err
+	assert_output --regexp '^chute cat: '
+	# the other shard still reads
+	chute cat ds a >got
+	cmp got src/a.txt
+}
+
+@test "cat: exits 0 when the reader stops early" {
+	# bigger than a pipe holds, so that chute is still writing when head goes
+	mkdir big
+	head -c 4000000 /dev/zero >big/z.bin
+	chute pack -q big -o bigds >/dev/null
+	run -0 bash -c 'chute cat bigds z 2>err | head -c 10 >/dev/null; echo "status ${PIPESTATUS[0]}"'
+	assert_output 'status 0'
+	assert_file_empty err
+}
+
 @test "cat: #N past the last sample exits 2" {
 	run -2 chute cat ds '#4'
 	assert_output --regexp '^chute cat: '
@@ -105,6 +149,6 @@ EOF
 	chute pack -q many.tar -o many >/dev/null
 	run -0 bash -c 'chute ls many 2>err | head -1; echo "status ${PIPESTATUS[0]}"'
 	assert_line --index 0 --regexp $'^sample_with_a_longish_name_000000\ttxt:1$'
-	assert_line --index 1 --regexp '^status (0|141)$'
+	assert_line --index 1 'status 0'
 	assert_file_empty err
 }

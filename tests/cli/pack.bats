@@ -203,14 +203,44 @@ print(sorted(c.values()))"'
 	assert_output '[2, 5, 5]'
 }
 
-@test "pack: --shard-size 1K cuts 6000 raw bytes into several shards" {
+@test "pack: --shard-size 1K ends each shard before the sample that would pass 1K" {
 	mkrandom src 20 300
 	run -0 chute pack -s 1K src -o ds
-	local n
-	n=$(mjson ds 'len(m["shards"])')
-	[ "$n" -ge 5 ] && [ "$n" -le 7 ] || fail "expected 5 to 7 shards of about 1K, got $n"
-	assert_equal "$(mjson ds 'sum(s["samples"] for s in m["shards"])')" 20
+	assert_output --regexp '^packed 20 samples \(6000 bytes\) into 7 shards'
+	assert_equal "$(mjson ds '[s["samples"] for s in m["shards"]]')" '[3, 3, 3, 3, 3, 3, 2]'
 	run -0 chute verify ds
+}
+
+@test "pack: a sample larger than --shard-size gets a shard of its own" {
+	mkrandom src 3 3000
+	run -0 chute pack -s 1K src -o ds
+	assert_output --regexp '^packed 3 samples \(9000 bytes\) into 3 shards'
+}
+
+@test "pack: --block-size 1K ends each block before the sample that would pass 1K" {
+	mkrandom src 20 300
+	run -0 chute pack -b 1K src -o ds
+	run -0 chute verify ds
+	assert_output --regexp '^ok: 1 shards, 7 blocks, 20 samples, '
+	chute pack src -o big
+	run -0 chute verify big
+	assert_output --regexp '^ok: 1 shards, 1 blocks, 20 samples, '
+}
+
+@test "pack: --level 1 and --level 19 both read back; levels outside 1..19 are refused" {
+	mkfixture src
+	run -0 chute pack -l 1 src -o l1
+	run -0 chute pack -l 19 src -o l19
+	assert_equal "$(sample_hashes l19)" "$(sample_hashes l1)"
+	run -0 chute verify --deep l19
+	mkdir out
+	run -2 chute pack -l 0 src -o out/ds
+	assert_output --regexp '^chute pack: '
+	run -2 chute pack --level 20 src -o out/ds
+	assert_output --regexp '^chute pack: '
+	run -2 chute pack -j 0 src -o out/ds
+	assert_output --regexp '^chute pack: '
+	assert_no_entries out
 }
 
 @test "pack: samples are sorted by key, and --keep-order keeps the list's order" {
@@ -289,6 +319,27 @@ assert struct.unpack_from("<I", open(sys.argv[1], "rb").read(64), 12)[0] & 1 == 
 	assert_output ds
 }
 
+@test "pack: an existing folder that is not a dataset is refused and left alone" {
+	mkfiles src a.txt=1
+	mkfiles out/precious notes.txt=keep
+	run -2 chute pack src -o out/precious
+	assert_one_line_error pack
+	assert_output --partial out/precious
+	run -0 ls -A out/precious
+	assert_output notes.txt
+	run -0 ls -A out
+	assert_output precious
+}
+
+@test "pack: an existing empty folder is filled" {
+	mkfiles src a.txt=1
+	mkdir -p out/ds
+	run -0 chute pack src -o out/ds
+	assert_file_exists out/ds/manifest.json
+	run -0 ls -A out
+	assert_output ds
+}
+
 @test "pack: a pack over an existing dataset replaces it" {
 	mkfiles a x.txt=1 y.txt=2
 	mkfiles b z.txt=3
@@ -301,7 +352,9 @@ assert struct.unpack_from("<I", open(sys.argv[1], "rb").read(64), 12)[0] & 1 == 
 	assert_output ds
 }
 
-@test "pack: SIGINT stops a pack with exit 130 and leaves nothing behind" {
+# interrupt_pack SIGNAL: starts a pack that takes seconds, sends SIGNAL once
+# it is writing, and leaves its exit status in $status.
+interrupt_pack() {
 	mkdir big out
 	# ~25 MB of base64 text: compressible, so zstd -19 on one worker takes
 	# seconds while generating it takes a fraction of one
@@ -322,10 +375,20 @@ os.execvp(sys.argv[1], sys.argv[1:])' chute pack -q -j 1 -l 19 big -o out/ds 2>e
 		sleep 0.05
 	done
 	sleep 0.2
-	kill -INT "$pid" || fail "chute pack finished before it could be interrupted"
-	local status=0
+	kill "-$1" "$pid" || fail "chute pack finished before it could be interrupted"
+	status=0
 	wait "$pid" || status=$?
+}
+
+@test "pack: SIGINT stops a pack with exit 130 and leaves nothing behind" {
+	interrupt_pack INT
 	assert_equal "$status" 130
+	assert_no_entries out
+}
+
+@test "pack: SIGTERM stops a pack with exit 143 and leaves nothing behind" {
+	interrupt_pack TERM
+	assert_equal "$status" 143
 	assert_no_entries out
 }
 

@@ -116,6 +116,22 @@ EOF
 	assert_line --index -1 --regexp '^FAILED: [0-9]+ problems in 2 shards$'
 }
 
+@test "verify: --jobs 1 and --jobs 4 find the same problems" {
+	flip_byte "$S0" "$(block_middle "$S0" 0)"
+	flip_byte "$S1" -40
+	run -1 chute verify -j 1 ds
+	local one=$output
+	run -1 chute verify -j 4 ds
+	assert_equal "$(sort <<<"$output")" "$(sort <<<"$one")"
+}
+
+@test "verify: several arguments are all checked, even after one that cannot be" {
+	flip_byte "$S1" "$(block_middle "$S1" 0)"
+	run -2 chute verify "$S0" nosuch "$S1"
+	assert_line --regexp '^chute verify: .*nosuch'
+	assert_output --regexp "${S1##*/}: block 0[ :]"
+}
+
 @test "verify: --json is one valid JSON report, with the problems" {
 	chute verify --json ds >clean.json
 	run -0 "$PYTHON" -c 'import json; json.load(open("clean.json"))'
