@@ -24,7 +24,7 @@ static const char *const pack_usage[] = {
 };
 
 static const struct cmd_opt pack_opts[] = {
-	{'b', "block-size", "SIZE", "target raw bytes per block (default 1M)"},
+	{'b', "block-size", "SIZE", "raw bytes per block (default 1M; 16K with --dict)"},
 	{OPT_DICT, "dict", NULL, "train a zstd dictionary per shard"},
 	CMD_HELP_OPT,
 	{'j', "jobs", "N", "parallel workers (default: all cores)"},
