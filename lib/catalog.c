@@ -12,20 +12,14 @@ void ch_catalog_init(struct ch_catalog *c, const char *tmp_dir)
 	c->tmp_dir = tmp_dir;
 }
 
-static void entry_release(struct ch_entry *e)
-{
-	free(e->key);
-	free(e->field);
-	free(e->origin);
-	free(e->path);
-	free(e->inline_data);
-}
+#define CHUNK_SIZE (1u << 20)
 
 void ch_catalog_release(struct ch_catalog *c)
 {
-	for (size_t i = 0; i < c->n; i++)
-		entry_release(&c->entries[i]);
 	free(c->entries);
+	for (size_t i = 0; i < c->nchunks; i++)
+		free(c->chunks[i]);
+	free(c->chunks);
 	if (c->spool_fd >= 0)
 		close(c->spool_fd);
 	free(c->spool_path);
@@ -36,11 +30,44 @@ void ch_catalog_release(struct ch_catalog *c)
 	c->spool_fd = -1;
 }
 
-static char *dup_or_null(const char *s, int *failed)
+static char *new_chunk(struct ch_catalog *c, size_t size)
+{
+	char **v = realloc(c->chunks, (c->nchunks + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	c->chunks = v;
+	char *chunk = malloc(size);
+	if (chunk)
+		v[c->nchunks++] = chunk;
+	return chunk;
+}
+
+/* Copies n bytes into the current chunk, starting a new one when it is
+ * full; a large item gets an allocation of its own. */
+static void *store(struct ch_catalog *c, const void *p, size_t n)
+{
+	char *d;
+	if (n > CHUNK_SIZE / 16) {
+		if (!(d = new_chunk(c, n)))
+			return NULL;
+	} else {
+		if (!c->chunk || CHUNK_SIZE - c->chunk_used < n) {
+			if (!(c->chunk = new_chunk(c, CHUNK_SIZE)))
+				return NULL;
+			c->chunk_used = 0;
+		}
+		d = c->chunk + c->chunk_used;
+		c->chunk_used += n;
+	}
+	memcpy(d, p, n);
+	return d;
+}
+
+static char *store_str(struct ch_catalog *c, const char *s, int *failed)
 {
 	if (!s)
 		return NULL;
-	char *d = strdup(s);
+	char *d = store(c, s, strlen(s) + 1);
 	if (!d)
 		*failed = 1;
 	return d;
@@ -60,26 +87,20 @@ int ch_catalog_add(struct ch_catalog *c, const struct ch_entry *e,
 		c->entries = v;
 		c->cap = ncap;
 	}
-	struct ch_entry *d = &c->entries[c->n];
+	struct ch_entry d = *e;
 	int failed = 0;
-	*d = *e;
-	d->key = dup_or_null(e->key, &failed);
-	d->field = dup_or_null(e->field, &failed);
-	d->origin = dup_or_null(e->origin, &failed);
-	d->path = dup_or_null(e->path, &failed);
-	d->inline_data = NULL;
-	if (!failed && e->inline_data) {
-		d->inline_data = malloc(e->size ? e->size : 1);
-		if (d->inline_data)
-			memcpy(d->inline_data, e->inline_data, e->size);
-		else
-			failed = 1;
-	}
-	if (failed) {
-		entry_release(d);
+	d.key = store_str(c, e->key, &failed);
+	d.field = store_str(c, e->field, &failed);
+	d.path = store_str(c, e->path, &failed);
+	d.origin = e->origin && e->path && !strcmp(e->origin, e->path)
+			   ? d.path
+			   : store_str(c, e->origin, &failed);
+	if (e->inline_data && !(d.inline_data = store(c, e->inline_data,
+						      e->size ? e->size : 1)))
+		failed = 1;
+	if (failed)
 		return ch_error_set(err, "out of memory");
-	}
-	c->n++;
+	c->entries[c->n++] = d;
 	return 0;
 }
 

@@ -294,6 +294,12 @@ struct ch_entry {
 struct ch_catalog {
 	struct ch_entry *entries;
 	size_t n, cap;
+	/* the entries' strings and inline data, packed in large chunks: a
+	 * million files cost a million entries, not four million mallocs */
+	char **chunks;	 /* every allocation, freed on release */
+	size_t nchunks;
+	char *chunk;	 /* the one being filled */
+	size_t chunk_used;
 	int spool_fd;	     /* -1 until an archive is read */
 	char *spool_path;    /* for messages only: the file has no name */
 	uint64_t spool_size;
@@ -305,7 +311,8 @@ struct ch_catalog {
 
 void ch_catalog_init(struct ch_catalog *c, const char *tmp_dir);
 void ch_catalog_release(struct ch_catalog *c);
-/* Appends an entry; takes copies of the strings.  Fails with
+/* Appends an entry; copies its strings and inline data into the catalog
+ * (an origin equal to the path is stored once).  Fails with
  * "interrupted" once *cancel is set, so every scan can be stopped. */
 int ch_catalog_add(struct ch_catalog *c, const struct ch_entry *e,
 		   struct ch_error *err);

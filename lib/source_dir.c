@@ -87,14 +87,21 @@ static int scan(struct ch_catalog *c, const char *dir, size_t root_len,
 	char **names = NULL;
 	size_t n = 0;
 	int rc = 0;
-	if (list_names(dir, &names, &n, err) < 0)
+	/* stat names relative to the folder: one path lookup, not one per
+	 * component, which counts with a million files */
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return ch_error_errno(err, errno, "cannot open folder '%s'", dir);
+	if (list_names(dir, &names, &n, err) < 0) {
+		close(dfd);
 		return -1;
+	}
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		char *path = ch_path_join(dir, names[i]);
 		struct stat st;
 		if (!path) {
 			rc = ch_error_set(err, "out of memory");
-		} else if (stat(path, &st) < 0) {
+		} else if (fstatat(dfd, names[i], &st, 0) < 0) {
 			rc = ch_error_errno(err, errno, "cannot read '%s'", path);
 		} else if (S_ISDIR(st.st_mode)) {
 			rc = scan(c, path, root_len, err);
@@ -109,6 +116,7 @@ static int scan(struct ch_catalog *c, const char *dir, size_t root_len,
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
+	close(dfd);
 	return rc;
 }
 

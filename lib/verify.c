@@ -24,7 +24,8 @@ struct vshard {
 	char *path;	 /* full path */
 	const char *rel; /* as in the manifest */
 	struct ch_shard *sh;
-	int usable; /* opened and its size matched */
+	int usable;  /* present: worth hashing */
+	int file_ok; /* its XXH3-128 matched the manifest's */
 };
 
 /* Work is cut into tasks of similar size so that jobs stay busy: first
@@ -214,9 +215,12 @@ static void file_task(struct verifier *v, const struct vtask *t)
 	pthread_mutex_unlock(&v->lock);
 	XXH128_hash_t h = XXH3_128bits_digest(&file);
 	struct ch_hash128 got = { h.high64, h.low64 };
-	if (v->ds.lone_shard || cancelled(v) ||
-	    (got.high == ms->hash.high && got.low == ms->hash.low))
+	if (v->ds.lone_shard || cancelled(v))
 		return;
+	if (got.high == ms->hash.high && got.low == ms->hash.low) {
+		vs->file_ok = 1;
+		return;
+	}
 	char a[33], b[33];
 	ch_hash128_hex(got, a);
 	ch_hash128_hex(ms->hash, b);
@@ -242,9 +246,6 @@ static void blocks_task(struct verifier *v, const struct vtask *t)
 		report(v, CH_PROBLEM_STRUCTURE, vs->rel, -1, NULL,
 		       (int64_t)a.offset, "cannot read: %s", strerror(errno));
 	close(fd);
-	pthread_mutex_lock(&v->lock);
-	v->res->blocks += w.b - t->first;
-	pthread_mutex_unlock(&v->lock);
 }
 
 /* --deep: decode each block (checking its hash) and rehash its samples. */
@@ -273,9 +274,6 @@ static void deep_task(struct verifier *v, const struct vtask *t,
 				       "content hash mismatch in sample "
 				       "'%.*s'", (int)si.key_len, si.key);
 		}
-		pthread_mutex_lock(&v->lock);
-		v->res->blocks++;
-		pthread_mutex_unlock(&v->lock);
 	}
 }
 
@@ -374,6 +372,7 @@ static void open_shard(struct verifier *v, size_t s)
 	if (vs->sh) {
 		pthread_mutex_lock(&v->lock);
 		v->res->samples += ch_shard_sample_count(vs->sh);
+		v->res->blocks += ch_shard_block_count(vs->sh);
 		pthread_mutex_unlock(&v->lock);
 	}
 }
@@ -419,21 +418,37 @@ static int add_block_tasks(struct verifier *v, size_t s, size_t *cap,
 	return 0;
 }
 
-static int plan_tasks(struct verifier *v, int opening, struct ch_error *err)
+/* Phases: open every shard; hash every file; then hash blocks where the
+ * file hash cannot vouch for them.  A file whose XXH3-128 matches the
+ * manifest holds exactly the bytes the writer hashed, blocks and index
+ * included, so its block hashes hold too and rehashing them would only
+ * double the work; they are rehashed to locate the damage when the file
+ * hash differs, for a lone shard (no manifest), and with --deep (which
+ * decodes every block anyway). */
+enum phase { PHASE_OPEN, PHASE_FILES, PHASE_BLOCKS };
+
+static int plan_tasks(struct verifier *v, enum phase phase,
+		      struct ch_error *err)
 {
 	size_t cap = 0;
 	free(v->tasks);
 	v->tasks = NULL;
 	v->ntasks = v->next = 0;
 	for (size_t s = 0; s < v->nshards; s++) {
-		struct vtask t = { opening ? TASK_OPEN : TASK_FILE, s, 0, 0 };
-		if ((opening || v->shards[s].usable) &&
-		    add_task(v, t, &cap, err) < 0)
+		const struct vshard *vs = &v->shards[s];
+		int rc = 0;
+		if (phase == PHASE_OPEN)
+			rc = add_task(v, (struct vtask){ TASK_OPEN, s, 0, 0 },
+				      &cap, err);
+		else if (phase == PHASE_FILES && vs->usable)
+			rc = add_task(v, (struct vtask){ TASK_FILE, s, 0, 0 },
+				      &cap, err);
+		else if (phase == PHASE_BLOCKS && vs->sh &&
+			 (v->o->deep || !vs->file_ok))
+			rc = add_block_tasks(v, s, &cap, err);
+		if (rc < 0)
 			return -1;
 	}
-	for (size_t s = 0; s < v->nshards && !opening; s++)
-		if (v->shards[s].sh && add_block_tasks(v, s, &cap, err) < 0)
-			return -1;
 	return 0;
 }
 
@@ -511,9 +526,9 @@ int ch_verify(const char *path, const struct ch_verify_opts *o,
 	if (!v.ds.lone_shard)
 		find_unexpected(&v);
 	int jobs = o->jobs > 0 ? o->jobs : ch_cpu_count();
-	if (plan_tasks(&v, 1, err) < 0 || run_workers(&v, jobs, err) < 0 ||
-	    plan_tasks(&v, 0, err) < 0 || run_workers(&v, jobs, err) < 0)
-		goto out;
+	for (enum phase p = PHASE_OPEN; p <= PHASE_BLOCKS; p++)
+		if (plan_tasks(&v, p, err) < 0 || run_workers(&v, jobs, err) < 0)
+			goto out;
 	if (cancelled(&v)) {
 		ch_error_set(err, "interrupted");
 		goto out;
