@@ -83,12 +83,11 @@ class Shard:
 
     def decode_zstd(self, stored, raw_size, dctx, offset, what):
         """One zstd frame, nothing around it, exactly raw_size bytes."""
-        fcs = zstandard.frame_content_size(stored) if len(stored) >= 4 \
-            else -2
-        if fcs >= 0 and fcs != raw_size:
-            self.fail(offset, "%s: zstd frame records %d bytes, index says %d"
-                      % (what, fcs, raw_size))
         try:
+            fcs = zstandard.frame_content_size(stored)
+            if fcs >= 0 and fcs != raw_size:
+                self.fail(offset, "%s: zstd frame records %d bytes, index "
+                          "says %d" % (what, fcs, raw_size))
             # The stream reader stops at the end of the first frame, so
             # reading raw_size + 1 bounds what a hostile frame can produce.
             reader = dctx.stream_reader(io.BytesIO(stored),
@@ -376,8 +375,11 @@ class Shard:
         if d[0:4] != ZDICT_MAGIC:
             self.fail(HEADER_SIZE, "dictionary does not start with the zstd "
                       "dictionary magic")
-        zd = zstandard.ZstdCompressionDict(bytes(d))
-        self.dctx_dict = zstandard.ZstdDecompressor(dict_data=zd)
+        try:
+            zd = zstandard.ZstdCompressionDict(bytes(d))
+            self.dctx_dict = zstandard.ZstdDecompressor(dict_data=zd)
+        except zstandard.ZstdError as e:
+            self.fail(HEADER_SIZE, "zstd cannot load the dictionary: %s" % e)
 
     # -- access ----------------------------------------------------------
 
@@ -508,12 +510,17 @@ def cmd_hash(sh, out):
 def main(argv):
     p = argparse.ArgumentParser(prog=PROG, description="Read a chute shard "
                                 "(format v1) without libchute.")
-    p.add_argument("shard")
+    p.add_argument("shard", help="a .chs file; without an option, list "
+                   "its samples as KEY<TAB>FIELD:SIZE ...")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--dump", metavar="OUTDIR")
-    g.add_argument("--cat", nargs=2, metavar=("KEY", "FIELD"))
-    g.add_argument("--info", action="store_true")
-    g.add_argument("--hash", action="store_true")
+    g.add_argument("--dump", metavar="OUTDIR",
+                   help="write every field to OUTDIR/KEY.FIELD")
+    g.add_argument("--cat", nargs=2, metavar=("KEY", "FIELD"),
+                   help="write one field's bytes to stdout")
+    g.add_argument("--info", action="store_true",
+                   help="print header, footer and block table")
+    g.add_argument("--hash", action="store_true",
+                   help="print the XXH3-128 of the file (xxhsum -H2)")
     a = p.parse_args(argv)
     if xxhash is None:
         print("%s: note: python3-xxhash is missing; checksums not verified"

@@ -115,6 +115,110 @@ compare_fields() {
 	[ "$count" -gt 0 ] || fail "no field compared in $list"
 }
 
+# check_shard SHARD: chs_read.py and chute agree on a lone shard (listing
+# and every field's bytes).
+check_shard() {
+	local shard=$1
+	mkdir -p one
+	run -0 chs_read "$shard"
+	printf '%s\n' "$output" >one/list
+	run -0 chute ls "$shard"
+	printf '%s\n' "$output" >one/list.chute
+	run -0 diff -u one/list.chute one/list
+	run -0 chs_read "$shard" --dump one/dump
+	compare_fields "$shard" one/list one/dump ""
+}
+
+# mutate SRC OUT CASE: OUT is SRC with one change the page allows or
+# forbids, every checksum recomputed so that only the rule itself can
+# catch it.  The index is rewritten raw (index_codec 0) or zstd.
+mutate() {
+	"$PYTHON" - "$@" <<'EOF2' || fail "cannot mutate $1 ($3)"
+import struct, sys, xxhash, zstandard
+h64 = xxhash.xxh3_64_intdigest
+src, out, case = sys.argv[1:4]
+d = open(src, "rb").read()
+hdr, foot = bytearray(d[:64]), d[-64:]
+ioff, isz, iraw, _, ns, nb, codec = struct.unpack_from("<QQQQQII", foot)
+ix = d[ioff:ioff + isz]
+if codec == 1:
+    ix = zstandard.ZstdDecompressor().decompress(ix, max_output_size=iraw)
+ix, body = bytearray(ix), bytearray(d[64:ioff])
+E, = struct.unpack_from("<Q", ix, 8)
+names_size, keys_size = struct.unpack_from("<QQ", ix, 24)
+ST = 64 + 40 * nb
+FE = ST + 32 * ns
+KO = FE + 16 * E
+NT = KO + 4 * ns
+KT = NT + names_size
+u16 = lambda off, v: struct.pack_into("<H", ix, off, v)
+u32 = lambda off, v: struct.pack_into("<I", ix, off, v)
+u64 = lambda off, v: struct.pack_into("<Q", ix, off, v)
+out_codec, trailer, gap, raw_size = 1, b"", b"", None
+if case == "raw-index": out_codec = 0
+elif case == "minor1": struct.pack_into("<H", hdr, 10, 1)
+elif case == "major2": struct.pack_into("<H", hdr, 8, 2)
+elif case == "flag2": hdr[12] |= 2
+elif case == "header-reserved": hdr[40] = 1
+elif case == "dict-hash-without-dict": struct.pack_into("<Q", hdr, 24, 1)
+elif case == "index-reserved": ix[50] = 1
+elif case == "block-reserved": u32(64 + 36, 1)
+elif case == "field-reserved": u32(FE + 12, 1)
+elif case == "key-order-unsorted":
+    a, b = struct.unpack_from("<II", ix, KO); u32(KO, b); u32(KO + 4, a)
+elif case == "key-order-repeated": u32(KO + 4, struct.unpack_from("<I", ix, KO)[0])
+elif case == "fields-unsorted":
+    for i in range(ns):
+        n, f = struct.unpack_from("<HI", ix, ST + 32 * i + 26)
+        if n >= 2:
+            a = FE + 16 * f
+            ix[a:a + 32] = ix[a + 16:a + 32] + ix[a:a + 16]
+            break
+    else:
+        sys.exit("no sample with two fields")
+elif case == "name-repeated":
+    names = bytes(ix[NT:KT]).split(b"\0")[:-1]
+    names[1] = names[0]
+    new = b"".join(n + b"\0" for n in names)
+    ix[NT:KT] = new; u64(24, len(new))
+elif case == "key-with-nul": ix[KT] = 0
+elif case == "key-empty": u16(ST + 24, 0)
+elif case == "no-fields": u16(ST + 26, 0)
+elif case == "block-out-of-range": u32(ST + 16, nb)
+elif case == "name-id-out-of-range": u32(FE + 8, 1 << 30)
+elif case == "sample-past-block": u64(ST + 8, struct.unpack_from("<Q", ix, 64 + 16)[0])
+elif case == "bytes-after-index-frame": trailer = b"\0\1\2"
+elif case == "gap-before-index": gap = b"\0"
+elif case == "codec2-without-dict": u32(64 + 32, 2)
+elif case == "codec9": u32(64 + 32, 9)
+elif case == "raw-block-size-mismatch":
+    for b in range(nb):
+        if struct.unpack_from("<I", ix, 64 + 40 * b + 32)[0] == 0:
+            u64(64 + 40 * b + 16, struct.unpack_from("<Q", ix, 64 + 40 * b + 16)[0] + 1)
+            break
+    else:
+        sys.exit("no raw block")
+elif case == "sections-short": u64(32, keys_size - 1)
+elif case == "count-overflow":  # 36 * 2^62 wraps to 0 in 64 bits
+    ns += 1 << 62; u64(0, ns)
+elif case == "entries-overflow": u64(8, E + (1 << 60))
+elif case == "sizes-overflow":
+    u64(24, names_size + (1 << 63)); u64(32, keys_size + (1 << 63))
+elif case == "huge-raw-index": raw_size = 1 << 40
+else:
+    sys.exit("unknown case " + case)
+struct.pack_into("<Q", hdr, 56, h64(bytes(hdr[:56])))
+stored = bytes(ix) if out_codec == 0 else zstandard.ZstdCompressor().compress(bytes(ix))
+stored += trailer
+f = bytearray(64)
+struct.pack_into("<QQQQQII", f, 0, 64 + len(body) + len(gap), len(stored),
+                 raw_size or len(ix), h64(stored), ns, nb, out_codec)
+struct.pack_into("<Q", f, 48, h64(bytes(f[:48])))
+f[56:] = b"CHSFOOT1"
+open(out, "wb").write(bytes(hdr) + bytes(body) + gap + stored + bytes(f))
+EOF2
+}
+
 # info SHARD KEY: the value of one line of `chs_read.py --info`.
 info() {
 	chs_read "$1" --info | awk -v k="$2" '$1 == k { $1 = ""; print substr($0, 2) }'
@@ -269,4 +373,47 @@ EOF
 	assert_output --partial "bad magic"
 	run -1 chs_read missing.chs
 	assert_output --partial "missing.chs"
+}
+
+# ------------------------------------------------------------ the page vs chute's reader
+
+@test "chs_read: chute reads a shard whose index is stored raw (index_codec 0)" {
+	mksamples src mixed
+	run -0 chute pack -b 4K src -o ds
+	mutate "$(shard_of ds)" raw.chs raw-index
+	assert_equal "$(info raw.chs index | cut -d' ' -f4)" "raw"
+	check_shard raw.chs
+}
+
+@test "chs_read: chute reads minor version 1 (only the major version gates)" {
+	mksamples src mixed
+	run -0 chute pack src -o ds
+	mutate "$(shard_of ds)" minor.chs minor1
+	assert_equal "$(info minor.chs version)" "1.1"
+	check_shard minor.chs
+}
+
+@test "chs_read: chute and chs_read.py refuse every shard VALIDATION refuses" {
+	mksamples src mixed
+	run -0 chute pack -b 4K src -o ds
+	local c accepted=""
+	for c in major2 flag2 header-reserved dict-hash-without-dict \
+		index-reserved block-reserved field-reserved key-order-unsorted \
+		key-order-repeated fields-unsorted name-repeated key-with-nul \
+		key-empty no-fields block-out-of-range name-id-out-of-range \
+		sample-past-block bytes-after-index-frame gap-before-index \
+		codec2-without-dict codec9 raw-block-size-mismatch \
+		sections-short count-overflow entries-overflow sizes-overflow \
+		huge-raw-index; do
+		mutate "$(shard_of ds)" "$c.chs" "$c"
+		run -1 chs_read "$c.chs"
+		run chute ls "$c.chs"
+		# refused with a message, not crashed
+		if [ "$status" -eq 0 ]; then
+			accepted="$accepted $c"
+		elif [ "$status" -ne 2 ]; then
+			fail "chute ls $c.chs exited $status: $output"
+		fi
+	done
+	[ -z "$accepted" ] || fail "chute ls accepted:$accepted"
 }
