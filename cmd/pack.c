@@ -33,6 +33,8 @@ static const struct cmd_opt pack_opts[] = {
 	{OPT_LABEL_FROM, "label-from", "dir",
 	 "add a cls field: index of the parent folder"},
 	{'l', "level", "N", "zstd level, 1 to 19 (default 3)"},
+	{'m', "memory", "SIZE",
+	 "file list held in memory before spilling (default 256M)"},
 	{'n', "name", "NAME", "dataset and shard name (default: DIR's name)"},
 	{'0', "null", NULL, "the list on stdin is NUL-separated"},
 	{'o', "output", "DIR", "dataset folder to create or replace"},
@@ -157,6 +159,8 @@ static int take_option(struct pack_args *a, int c, const char *arg)
 		return cmd_parse_int("--jobs", arg, 1, 1024, &a->o.jobs);
 	case 'l':
 		return cmd_parse_int("--level", arg, 1, 19, &a->o.level);
+	case 'm':
+		return cmd_parse_size("--memory", arg, &a->o.memory);
 	case 'n':
 		a->o.name = arg;
 		return 0;

@@ -14,12 +14,22 @@ void ch_catalog_init(struct ch_catalog *c, const char *tmp_dir)
 
 #define CHUNK_SIZE (1u << 20)
 
-void ch_catalog_release(struct ch_catalog *c)
+void ch_catalog_clear(struct ch_catalog *c)
 {
-	free(c->entries);
 	for (size_t i = 0; i < c->nchunks; i++)
 		free(c->chunks[i]);
 	free(c->chunks);
+	c->chunks = NULL;
+	c->nchunks = 0;
+	c->chunk = NULL;
+	c->chunk_used = 0;
+	c->n = 0;
+}
+
+void ch_catalog_release(struct ch_catalog *c)
+{
+	ch_catalog_clear(c);
+	free(c->entries);
 	if (c->spool_fd >= 0)
 		close(c->spool_fd);
 	free(c->spool_path);
@@ -101,6 +111,11 @@ int ch_catalog_add(struct ch_catalog *c, const struct ch_entry *e,
 	if (failed)
 		return ch_error_set(err, "out of memory");
 	c->entries[c->n++] = d;
+	c->added++;
+	if (c->spill && c->n * sizeof(*c->entries) + c->chunk_used +
+				(c->nchunks ? c->nchunks - 1 : 0) * CHUNK_SIZE >
+			c->budget)
+		return c->spill(c, c->spill_arg, err);
 	return 0;
 }
 

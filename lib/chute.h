@@ -307,10 +307,18 @@ struct ch_catalog {
 	char **sources;	     /* as given, for the manifest */
 	size_t nsources;
 	volatile sig_atomic_t *cancel; /* stops long scans; may be NULL */
+	uint64_t added;	     /* entries ever added, spilled ones included */
+	/* Called when entries and strings take more than budget bytes: pack
+	 * spills them to a sorted run on disk (see entry_runs.h). */
+	size_t budget;
+	int (*spill)(struct ch_catalog *c, void *arg, struct ch_error *err);
+	void *spill_arg;
 };
 
 void ch_catalog_init(struct ch_catalog *c, const char *tmp_dir);
 void ch_catalog_release(struct ch_catalog *c);
+/* Forgets the entries and their strings; keeps sources and spool. */
+void ch_catalog_clear(struct ch_catalog *c);
 /* Appends an entry; copies its strings and inline data into the catalog
  * (an origin equal to the path is stored once).  Fails with
  * "interrupted" once *cancel is set, so every scan can be stopped. */
@@ -381,7 +389,10 @@ struct ch_pack_opts {
 	int level;
 	int jobs;
 	int dict;		/* train a zstd dictionary per shard */
-	int keep_order;		/* do not sort by key */
+	int keep_order;		/* do not sort by key (holds the whole file
+				 * list in memory: no spilling) */
+	uint64_t memory;	/* bytes of file list held before spilling
+				 * sorted runs to disk */
 	const char *label_from; /* NULL or "dir" */
 	int list_fd;		/* for source "-" */
 	int list_sep;		/* '\n' or 0 */

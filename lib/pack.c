@@ -7,22 +7,21 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zdict.h>
 
+#include "entry_runs.h"
 #include "pack_plan.h"
 
-/* zstd's default dictionary size, shrunk for small shards: the dictionary
- * is stored in the shard and must pay for itself. */
-#define DICT_MAX (112 * 1024)
-#define DICT_MIN (4 * 1024)
-#define DICT_TRAIN_BUDGET (100 * DICT_MAX)
-#define CLS_FIELD "cls"
+/* Bytes of file list (entries and their names) held in memory before a
+ * sorted run is spilled to disk: about a million files. */
+#define MEMORY_DEFAULT (256u << 20)
+#define MEMORY_MIN (1u << 20)
 
 void ch_pack_opts_init(struct ch_pack_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->shard_bytes = 256ull << 20;
-	o->block_size = 0; /* default: see effective_block_size */
+	o->block_size = 0; /* default: see BLOCK_DEFAULT */
+	o->memory = MEMORY_DEFAULT;
 	o->level = 3;
 	o->jobs = ch_cpu_count();
 	o->list_fd = 0;
@@ -30,7 +29,7 @@ void ch_pack_opts_init(struct ch_pack_opts *o)
 }
 
 /* ------------------------------------------------------------------ */
-/* Sorting and grouping                                                 */
+/* Order                                                                */
 
 static int cmp_entry(const void *a, const void *b)
 {
@@ -43,19 +42,33 @@ static int cmp_entry(const void *a, const void *b)
 	return c;
 }
 
-static int check_duplicates(const struct ch_catalog *c, struct ch_error *err)
+/* --keep-order: after prepare_keep_order, seq is the discovery number of
+ * the sample's first file, so samples keep their order and a sample's
+ * fields stay together, in name order. */
+static int cmp_keep_order(const void *a, const void *b)
 {
-	for (size_t i = 1; i < c->n; i++) {
-		const struct ch_entry *a = &c->entries[i - 1];
-		const struct ch_entry *b = &c->entries[i];
-		if (!strcmp(a->key, b->key) && !strcmp(a->field, b->field))
-			return ch_error_set(err, "duplicate sample field "
-					    "'%s.%s': from '%s' and from '%s'",
-					    a->key, a->field, a->origin,
-					    b->origin);
-	}
-	return 0;
+	const struct ch_entry *x = a, *y = b;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return cmp_entry(a, b);
 }
+
+static void prepare_keep_order(struct ch_catalog *c)
+{
+	qsort(c->entries, c->n, sizeof(*c->entries), cmp_entry);
+	for (size_t i = 0, j; i < c->n; i = j) {
+		uint64_t first = c->entries[i].seq;
+		for (j = i; j < c->n && !strcmp(c->entries[j].key,
+						 c->entries[i].key); j++)
+			if (c->entries[j].seq < first)
+				first = c->entries[j].seq;
+		for (size_t k = i; k < j; k++)
+			c->entries[k].seq = first;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Pass 1: survey the sorted entries                                    */
 
 /* The parent folder of a key: "train/cat/001" -> "cat". */
 static int parent_name(const char *key, const char **name, size_t *len)
@@ -71,277 +84,147 @@ static int parent_name(const char *key, const char **name, size_t *len)
 	return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
+/* A sorted set of class names (few: one per folder name). */
+struct classes {
+	char **v;
+	size_t n, cap;
+};
+
+static ssize_t class_find(const struct classes *cl, const char *p, size_t len,
+			  size_t *at)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	size_t lo = 0, hi = cl->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strncmp(cl->v[mid], p, len);
+		if (c == 0 && cl->v[mid][len] != '\0')
+			c = 1;
+		if (c == 0)
+			return (ssize_t)mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*at = lo;
+	return -1;
 }
 
-/* --label-from dir: one class per parent folder name, sorted; each sample
- * gets a "cls" field holding its class index as decimal text. */
-static int add_labels(struct ch_catalog *c, char ***classes, size_t *nclasses,
-		      struct ch_error *err)
+static int class_add(struct classes *cl, const char *key, const char *origin,
+		     struct ch_error *err)
 {
-	char **names = NULL;
-	size_t n = 0, nkeys = 0;
-	int rc = -1;
-	for (size_t i = 0; i < c->n; i++)
-		nkeys += i == 0 || strcmp(c->entries[i - 1].key,
-					  c->entries[i].key);
-	if (!(names = calloc(nkeys ? nkeys : 1, sizeof(*names))))
+	const char *p;
+	size_t len, at;
+	if (parent_name(key, &p, &len) < 0)
+		return ch_error_set(err, "--label-from dir: '%s' is not inside "
+				    "a class folder", origin);
+	if (class_find(cl, p, len, &at) >= 0)
+		return 0;
+	if (cl->n == cl->cap) {
+		size_t cap = cl->cap ? cl->cap * 2 : 16;
+		char **v = realloc(cl->v, cap * sizeof(*v));
+		if (!v)
+			return ch_error_set(err, "out of memory");
+		cl->v = v;
+		cl->cap = cap;
+	}
+	char *name = strndup(p, len);
+	if (!name)
 		return ch_error_set(err, "out of memory");
-	for (size_t i = 0; i < c->n; i++) {
-		const char *p;
-		size_t len;
-		if (i && !strcmp(c->entries[i - 1].key, c->entries[i].key))
-			continue;
-		if (parent_name(c->entries[i].key, &p, &len) < 0) {
-			ch_error_set(err, "--label-from dir: '%s' is not inside "
-				     "a class folder", c->entries[i].origin);
-			goto out;
-		}
-		if (!(names[n++] = strndup(p, len))) {
-			ch_error_set(err, "out of memory");
-			goto out;
-		}
-	}
-	qsort(names, n, sizeof(*names), cmp_str);
-	size_t u = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (u && !strcmp(names[u - 1], names[i])) {
-			free(names[i]);
-			continue;
-		}
-		names[u++] = names[i];
-	}
-	n = u;
-	size_t before = c->n;
-	for (size_t i = 0; i < before; i++) {
-		if (i && !strcmp(c->entries[i - 1].key, c->entries[i].key))
-			continue;
-		const char *p = NULL;
-		size_t len = 0;
-		parent_name(c->entries[i].key, &p, &len);
-		char *want = strndup(p, len);
-		char **hit = want ? bsearch(&want, names, n, sizeof(*names),
-					    cmp_str) : NULL;
-		free(want);
-		char text[24];
-		int tl = snprintf(text, sizeof(text), "%zu",
-				  hit ? (size_t)(hit - names) : 0);
-		struct ch_entry e = {
-			.key = c->entries[i].key, .field = CLS_FIELD,
-			.origin = "--label-from dir", .size = (uint64_t)tl,
-			.seq = c->entries[i].seq, .inline_data = (uint8_t *)text,
-		};
-		if (!hit) {
-			ch_error_set(err, "out of memory");
-			goto out;
-		}
-		if (ch_catalog_add(c, &e, err) < 0)
-			goto out;
-	}
-	*classes = names;
-	*nclasses = n;
-	names = NULL;
-	rc = 0;
-out:
-	if (names) {
-		for (size_t i = 0; i < n; i++)
-			free(names[i]);
-		free(names);
-	}
-	return rc;
-}
-
-static int cmp_sample_seq(const void *a, const void *b, void *arg)
-{
-	const struct ch_catalog *c = arg;
-	const struct plan_sample *x = a, *y = b;
-	uint64_t sx = UINT64_MAX, sy = UINT64_MAX;
-	for (uint32_t f = 0; f < x->nfields; f++)
-		if (c->entries[x->first + f].seq < sx)
-			sx = c->entries[x->first + f].seq;
-	for (uint32_t f = 0; f < y->nfields; f++)
-		if (c->entries[y->first + f].seq < sy)
-			sy = c->entries[y->first + f].seq;
-	return sx < sy ? -1 : sx > sy;
-}
-
-static int group_samples(const struct ch_catalog *c, struct pack_plan *pl,
-			 int keep_order, struct ch_error *err)
-{
-	pl->samples = calloc(c->n ? c->n : 1, sizeof(*pl->samples));
-	if (!pl->samples)
-		return ch_error_set(err, "out of memory");
-	for (size_t i = 0; i < c->n; i++) {
-		const struct ch_entry *e = &c->entries[i];
-		if (i == 0 || strcmp(c->entries[i - 1].key, e->key))
-			pl->samples[pl->nsamples++] =
-				(struct plan_sample){ .first = i };
-		struct plan_sample *s = &pl->samples[pl->nsamples - 1];
-		if (s->nfields == 65535)
-			return ch_error_set(err, "sample '%s' has more than "
-					    "65535 fields", e->key);
-		s->nfields++;
-		s->size += e->size;
-	}
-	if (keep_order)
-		qsort_r(pl->samples, pl->nsamples, sizeof(*pl->samples),
-			cmp_sample_seq, (void *)c);
+	memmove(cl->v + at + 1, cl->v + at, (cl->n - at) * sizeof(*cl->v));
+	cl->v[at] = name;
+	cl->n++;
 	return 0;
 }
 
-/* Cuts samples into shards (by raw bytes and/or count) and shards into
- * blocks (by raw bytes): only sizes decide, so the plan is the same
- * whatever the number of jobs. */
-static int plan_layout(struct pack_plan *pl, const struct ch_pack_opts *o,
-		       struct ch_error *err)
+/* Copies of the previous entry's names: stream entries last one call. */
+struct previous {
+	struct ch_buf key, field, origin;
+};
+
+static int remember(struct previous *pv, const struct ch_entry *e,
+		    struct ch_error *err)
 {
-	pl->shards = calloc(pl->nsamples, sizeof(*pl->shards));
-	pl->blocks = calloc(pl->nsamples, sizeof(*pl->blocks));
-	if (!pl->shards || !pl->blocks)
-		return ch_error_set(err, "out of memory");
-	struct plan_shard *sh = NULL;
-	struct plan_block *bl = NULL;
-	for (size_t i = 0; i < pl->nsamples; i++) {
-		uint64_t size = pl->samples[i].size;
-		if (!sh || (o->shard_bytes && sh->bytes + size > o->shard_bytes) ||
-		    (o->shard_samples && sh->nsamples == o->shard_samples)) {
-			sh = &pl->shards[pl->nshards++];
-			*sh = (struct plan_shard){ .first_sample = i,
-						   .first_block = pl->nblocks };
-			bl = NULL;
-		}
-		if (!bl || bl->size + size > o->block_size) {
-			bl = &pl->blocks[pl->nblocks++];
-			*bl = (struct plan_block){ .first_sample = i };
-			sh->nblocks++;
-		}
-		bl->nsamples++;
-		bl->size += size;
-		sh->nsamples++;
-		sh->bytes += size;
-	}
-	return 0;
+	pv->key.len = pv->field.len = pv->origin.len = 0;
+	return ch_buf_append(&pv->key, e->key, strlen(e->key) + 1, err) ||
+			       ch_buf_append(&pv->field, e->field,
+					     strlen(e->field) + 1, err) ||
+			       ch_buf_append(&pv->origin, e->origin,
+					     strlen(e->origin) + 1, err)
+		       ? -1
+		       : 0;
 }
 
-static void plan_release(struct pack_plan *pl)
-{
-	free(pl->samples);
-	free(pl->shards);
-	free(pl->blocks);
-}
+struct survey {
+	uint64_t files, bytes, samples;
+	struct classes classes;
+};
 
-/* ------------------------------------------------------------------ */
-/* Dictionary                                                           */
-
-/* Trains a zstd dictionary on samples spread evenly over the shard (at
- * most DICT_TRAIN_BUDGET bytes).  When zstd finds nothing worth a
- * dictionary, the shard simply has none: still deterministic. */
-static int train_dict(const struct ch_catalog *cat, const struct pack_plan *pl,
-		      const struct plan_shard *sh, struct ch_buf *dict,
-		      struct ch_error *err)
+/* Duplicates (adjacent in sort order), class names, totals. */
+static int survey(struct ch_entry_stream *st, const struct ch_pack_opts *o,
+		  struct survey *sv, struct ch_error *err)
 {
-	struct ch_buf data = { 0 };
-	size_t *sizes = calloc(sh->nsamples, sizeof(*sizes));
-	size_t n = 0, step = 1;
-	int rc = -1;
-	dict->len = 0;
-	if (!sizes)
-		return ch_error_set(err, "out of memory");
-	size_t dict_size = sh->bytes / 64 > DICT_MAX ? DICT_MAX
-			   : sh->bytes / 64 < DICT_MIN ? DICT_MIN
-						       : (size_t)(sh->bytes / 64);
-	if (sh->bytes > DICT_TRAIN_BUDGET)
-		step = (size_t)(sh->bytes / DICT_TRAIN_BUDGET) + 1;
-	for (size_t i = 0; i < sh->nsamples; i += step) {
-		const struct plan_sample *s = &pl->samples[sh->first_sample + i];
-		if (s->size > dict_size || data.len + s->size > DICT_TRAIN_BUDGET)
-			continue;
-		if (ch_buf_reserve(&data, data.len + s->size + 1, err) < 0 ||
-		    ch_read_sample(cat, s, data.data + data.len, err) < 0)
+	struct previous pv = { 0 };
+	const struct ch_entry *e;
+	int rc = -1, got;
+	while ((got = ch_stream_next(st, &e, err)) == 1) {
+		int same_key = sv->files && !strcmp((char *)pv.key.data, e->key);
+		if (same_key && !strcmp((char *)pv.field.data, e->field)) {
+			ch_error_set(err, "duplicate sample field '%s.%s': from "
+				     "'%s' and from '%s'", e->key, e->field,
+				     (char *)pv.origin.data, e->origin);
 			goto out;
-		data.len += s->size;
-		sizes[n++] = (size_t)s->size;
+		}
+		if (!same_key) {
+			sv->samples++;
+			if (o->label_from &&
+			    class_add(&sv->classes, e->key, e->origin, err) < 0)
+				goto out;
+		}
+		sv->files++;
+		sv->bytes += e->size;
+		if (remember(&pv, e, err) < 0)
+			goto out;
+		if (o->cancel && *o->cancel) {
+			ch_error_set(err, "interrupted");
+			goto out;
+		}
 	}
-	if (n >= 8 && ch_buf_reserve(dict, dict_size, err) < 0)
-		goto out;
-	if (n >= 8) {
-		size_t k = ZDICT_trainFromBuffer(dict->data, dict_size, data.data,
-						 sizes, (unsigned)n);
-		dict->len = ZDICT_isError(k) ? 0 : k;
-	}
-	rc = 0;
+	rc = got;
 out:
-	free(sizes);
-	ch_buf_release(&data);
+	ch_buf_release(&pv.key);
+	ch_buf_release(&pv.field);
+	ch_buf_release(&pv.origin);
 	return rc;
 }
 
 /* ------------------------------------------------------------------ */
-/* Writing                                                              */
+/* Pass 2: cut the stream into shards and write them                    */
 
-static char *shard_name(const char *name, size_t i)
+struct builder {
+	const struct ch_pack_opts *o;
+	const char *tmp, *name;
+	const struct classes *classes;
+	int spool_fd;
+	struct ch_catalog cat;	/* entries of the shard being filled */
+	size_t sample_start;	/* where the current sample begins in cat */
+	uint64_t samples, bytes;	/* in cat, finished samples only */
+	uint64_t first_sample;
+	struct ch_progress counters;
+	struct ch_manifest *m;
+};
+
+static void builder_init(struct builder *b, struct ch_catalog *main_cat)
 {
-	char *s = NULL;
-	if (asprintf(&s, "shards/%s-%06zu.chs", name, i) < 0)
-		return NULL;
-	return s;
+	ch_catalog_init(&b->cat, main_cat->tmp_dir);
+	b->cat.spool_fd = main_cat->spool_fd; /* borrowed */
+	b->spool_fd = main_cat->spool_fd;
 }
 
-static int write_shards(const struct ch_catalog *cat, const struct pack_plan *pl,
-			const struct ch_pack_opts *o, const char *tmp,
-			const char *name, struct ch_manifest *m,
-			struct ch_error *err)
+static void builder_release(struct builder *b)
 {
-	struct ch_progress counters = { 0, 0, pl->nsamples, 0 };
-	struct ch_buf dict = { 0 };
-	int rc = -1;
-	for (size_t i = 0; i < pl->nsamples; i++)
-		counters.total_bytes += pl->samples[i].size;
-	m->shards = calloc(pl->nshards, sizeof(*m->shards));
-	if (!m->shards)
-		return ch_error_set(err, "out of memory");
-	for (size_t s = 0; s < pl->nshards; s++) {
-		const struct plan_shard *sh = &pl->shards[s];
-		struct ch_manifest_shard *ms = &m->shards[m->nshards++];
-		struct ch_shard_writer *w = NULL;
-		struct ch_shard_summary sum;
-		char *path = NULL;
-		if (!(ms->path = shard_name(name, s)) ||
-		    !(path = ch_path_join(tmp, ms->path))) {
-			ch_error_set(err, "out of memory");
-			goto out;
-		}
-		if ((o->dict && train_dict(cat, pl, sh, &dict, err) < 0) ||
-		    ch_shard_writer_open(&w, path, dict.data, dict.len, err) < 0) {
-			free(path);
-			goto out;
-		}
-		struct encode_job job = {
-			.cat = cat, .plan = pl, .shard = sh, .writer = w,
-			.level = o->level, .jobs = o->jobs,
-			.dict = dict.len ? dict.data : NULL,
-			.dict_size = dict.len, .cancel = o->cancel,
-			.progress = o->progress, .progress_arg = o->progress_arg,
-			.counters = &counters,
-		};
-		int ok = ch_encode_shard(&job, err) == 0 &&
-			 ch_shard_writer_finish(w, &sum, err) == 0;
-		ch_shard_writer_free(w);
-		free(path);
-		if (!ok)
-			goto out;
-		ms->bytes = sum.bytes;
-		ms->hash = sum.hash;
-		ms->samples = sum.samples;
-		ms->first_sample = sh->first_sample;
-		m->shard_bytes += sum.bytes;
-	}
-	rc = 0;
-out:
-	ch_buf_release(&dict);
-	return rc;
+	b->cat.spool_fd = -1;
+	ch_catalog_release(&b->cat);
 }
 
 static int cmp_field_name(const void *a, const void *b)
@@ -351,10 +234,10 @@ static int cmp_field_name(const void *a, const void *b)
 }
 
 /* Schema: per field name, how many samples have it and their bytes. */
-static int build_schema(const struct ch_catalog *c, struct ch_manifest *m,
-			struct ch_error *err)
+static int add_schema(struct ch_manifest *m, const struct ch_catalog *c,
+		      size_t n, struct ch_error *err)
 {
-	for (size_t i = 0; i < c->n; i++) {
+	for (size_t i = 0; i < n; i++) {
 		const struct ch_entry *e = &c->entries[i];
 		size_t f = 0;
 		while (f < m->nfields && strcmp(m->fields[f].name, e->field))
@@ -369,12 +252,152 @@ static int build_schema(const struct ch_catalog *c, struct ch_manifest *m,
 			m->nfields++;
 			if (!m->fields[f].name)
 				return ch_error_set(err, "out of memory");
+			qsort(m->fields, m->nfields, sizeof(*m->fields),
+			      cmp_field_name);
+			f = 0;
+			while (strcmp(m->fields[f].name, e->field))
+				f++;
 		}
 		m->fields[f].count++;
 		m->fields[f].bytes += e->size;
 		m->bytes += e->size;
 	}
-	qsort(m->fields, m->nfields, sizeof(*m->fields), cmp_field_name);
+	return 0;
+}
+
+static char *shard_name(const char *name, size_t i)
+{
+	char *s = NULL;
+	if (asprintf(&s, "shards/%s-%06zu.chs", name, i) < 0)
+		return NULL;
+	return s;
+}
+
+/* Writes the first n entries of the builder's catalog as the next shard
+ * and keeps the rest (the sample that did not fit) for the one after. */
+static int flush_shard(struct builder *b, size_t n, uint64_t samples,
+		       struct ch_error *err)
+{
+	struct ch_manifest *m = b->m;
+	struct ch_catalog next;
+	struct ch_shard_summary sum;
+	int rc = -1;
+	char *path = NULL;
+	void *v = realloc(m->shards, (m->nshards + 1) * sizeof(*m->shards));
+	if (!v)
+		return ch_error_set(err, "out of memory");
+	m->shards = v;
+	struct ch_manifest_shard *ms = &m->shards[m->nshards];
+	memset(ms, 0, sizeof(*ms));
+	m->nshards++;
+	ch_catalog_init(&next, b->cat.tmp_dir);
+	next.spool_fd = b->spool_fd;
+	for (size_t i = n; i < b->cat.n; i++)
+		if (ch_catalog_add(&next, &b->cat.entries[i], err) < 0)
+			goto out;
+	b->cat.n = n;
+	if (!(ms->path = shard_name(b->name, m->nshards - 1)) ||
+	    !(path = ch_path_join(b->tmp, ms->path))) {
+		ch_error_set(err, "out of memory");
+		goto out;
+	}
+	if (ch_pack_write_shard(&b->cat, b->o, path, &b->counters, &sum,
+				err) < 0 ||
+	    add_schema(m, &b->cat, n, err) < 0)
+		goto out;
+	ms->bytes = sum.bytes;
+	ms->hash = sum.hash;
+	ms->samples = sum.samples;
+	ms->first_sample = b->first_sample;
+	m->shard_bytes += sum.bytes;
+	m->samples += sum.samples;
+	b->first_sample += sum.samples;
+	b->samples -= samples;
+	rc = 0;
+out:
+	free(path);
+	b->cat.spool_fd = -1;
+	ch_catalog_release(&b->cat);
+	b->cat = next; /* on error, released by builder_release */
+	b->cat.spool_fd = b->spool_fd;
+	return rc;
+}
+
+static int cmp_field_entry(const void *a, const void *b)
+{
+	return strcmp(((const struct ch_entry *)a)->field,
+		      ((const struct ch_entry *)b)->field);
+}
+
+/* The current sample (entries sample_start .. n-1) is complete: label
+ * it, put its fields in name order, and start a new shard first if it
+ * would not fit in this one. */
+static int finish_sample(struct builder *b, struct ch_error *err)
+{
+	struct ch_catalog *c = &b->cat;
+	size_t start = b->sample_start;
+	if (start == c->n)
+		return 0;
+	if (b->o->label_from) {
+		const struct ch_entry *first = &c->entries[start];
+		const char *p = NULL;
+		size_t len = 0, at;
+		parent_name(first->key, &p, &len);
+		ssize_t idx = class_find(b->classes, p, len, &at);
+		char text[24];
+		int tl = snprintf(text, sizeof(text), "%zd", idx);
+		struct ch_entry e = {
+			.key = first->key, .field = "cls",
+			.origin = "--label-from dir", .size = (uint64_t)tl,
+			.seq = first->seq, .inline_data = (uint8_t *)text,
+		};
+		if (ch_catalog_add(c, &e, err) < 0)
+			return -1;
+	}
+	qsort(c->entries + start, c->n - start, sizeof(*c->entries),
+	      cmp_field_entry);
+	uint64_t size = 0;
+	for (size_t i = start; i < c->n; i++) {
+		if (i > start && !strcmp(c->entries[i - 1].field,
+					 c->entries[i].field))
+			return ch_error_set(err, "duplicate sample field "
+					    "'%s.%s': from '%s' and from '%s'",
+					    c->entries[i].key,
+					    c->entries[i].field,
+					    c->entries[i - 1].origin,
+					    c->entries[i].origin);
+		size += c->entries[i].size;
+	}
+	const struct ch_pack_opts *o = b->o;
+	if (b->samples && ((o->shard_bytes && b->bytes + size > o->shard_bytes) ||
+			   (o->shard_samples && b->samples == o->shard_samples))) {
+		if (flush_shard(b, start, b->samples, err) < 0)
+			return -1;
+		b->bytes = 0;
+	}
+	b->samples++;
+	b->bytes += size;
+	b->sample_start = b->cat.n;
+	return 0;
+}
+
+static int build(struct ch_entry_stream *st, struct builder *b,
+		 struct ch_error *err)
+{
+	const struct ch_entry *e;
+	int got;
+	while ((got = ch_stream_next(st, &e, err)) == 1) {
+		if (b->sample_start < b->cat.n &&
+		    strcmp(b->cat.entries[b->sample_start].key, e->key) &&
+		    finish_sample(b, err) < 0)
+			return -1;
+		if (ch_catalog_add(&b->cat, e, err) < 0)
+			return -1;
+	}
+	if (got < 0 || finish_sample(b, err) < 0)
+		return -1;
+	if (b->samples && flush_shard(b, b->cat.n, b->samples, err) < 0)
+		return -1;
 	return 0;
 }
 
@@ -409,7 +432,7 @@ static int scan_sources(struct ch_catalog *c, const char *const *sources,
 		if (o->cancel && *o->cancel)
 			return ch_error_set(err, "interrupted");
 	}
-	if (c->n == 0)
+	if (c->added == 0)
 		return ch_error_set(err, "no input files");
 	return 0;
 }
@@ -495,12 +518,11 @@ static const char *default_name(const char *out_dir, char **owned)
 }
 
 static int fill_manifest(struct ch_manifest *m, const struct ch_catalog *c,
-			 const struct pack_plan *pl, const char *name,
-			 const struct ch_pack_opts *o, struct ch_error *err)
+			 const char *name, const struct ch_pack_opts *o,
+			 struct ch_error *err)
 {
 	m->name = strdup(name);
 	m->chute_version = strdup(CH_VERSION);
-	m->samples = pl->nsamples;
 	m->sources = c->sources; /* borrowed; given back before release */
 	m->nsources = c->nsources;
 	m->options = (struct ch_manifest_options){
@@ -509,9 +531,56 @@ static int fill_manifest(struct ch_manifest *m, const struct ch_catalog *c,
 		.keep_order = o->keep_order,
 		.label_from = o->label_from ? strdup(o->label_from) : NULL,
 	};
-	if (!m->name || !m->chute_version)
+	if (!m->name || !m->chute_version ||
+	    (o->label_from && !m->options.label_from))
 		return ch_error_set(err, "out of memory");
-	return build_schema(c, m, err);
+	return 0;
+}
+
+static int spill(struct ch_catalog *c, void *arg, struct ch_error *err)
+{
+	return ch_runs_spill(arg, c, cmp_entry, err);
+}
+
+/* Scan (spilling sorted runs past the memory budget), survey the sorted
+ * entries, then cut them into shards and write those. */
+static int pack_entries(const char *tmp, const char *name,
+			const struct ch_pack_opts *o, struct ch_manifest *m,
+			struct ch_catalog *cat, struct ch_runs *runs,
+			struct ch_error *err)
+{
+	struct ch_entry_stream *st = NULL;
+	struct survey sv = { 0 };
+	struct builder b = { .o = o, .tmp = tmp, .name = name, .m = m,
+			     .classes = &sv.classes };
+	int rc = -1;
+	if (o->keep_order)
+		prepare_keep_order(cat);
+	else if (runs->n && ch_runs_spill(runs, cat, cmp_entry, err) < 0)
+		return -1;
+	if (ch_stream_open(&st, cat, runs,
+			   o->keep_order ? cmp_keep_order : cmp_entry, err) < 0)
+		return -1;
+	if (survey(st, o, &sv, err) < 0 || ch_stream_rewind(st, err) < 0)
+		goto out;
+	b.counters.total_files = sv.samples;
+	b.counters.total_bytes = sv.bytes;
+	builder_init(&b, cat);
+	int built = build(st, &b, err);
+	builder_release(&b);
+	if (built < 0)
+		goto out;
+	m->classes = sv.classes.v;
+	m->nclasses = sv.classes.n;
+	sv.classes.v = NULL;
+	sv.classes.n = 0;
+	rc = 0;
+out:
+	for (size_t i = 0; i < sv.classes.n; i++)
+		free(sv.classes.v[i]);
+	free(sv.classes.v);
+	ch_stream_free(st);
+	return rc;
 }
 
 static int pack_into(const char *tmp, const char *const *sources,
@@ -519,7 +588,7 @@ static int pack_into(const char *tmp, const char *const *sources,
 		     struct ch_manifest *m, struct ch_catalog *cat,
 		     struct ch_error *err)
 {
-	struct pack_plan pl = { 0 };
+	struct ch_runs runs = { .tmp_dir = tmp };
 	char *name_owned = NULL;
 	const char *name = o->name ? o->name : default_name(o->out_dir,
 							    &name_owned);
@@ -531,22 +600,15 @@ static int pack_into(const char *tmp, const char *const *sources,
 			       shards ? shards : tmp);
 		goto out;
 	}
-	if (scan_sources(cat, sources, nsources, o, err) < 0)
-		goto out;
-	qsort(cat->entries, cat->n, sizeof(*cat->entries), cmp_entry);
-	if (check_duplicates(cat, err) < 0)
-		goto out;
-	if (o->label_from) {
-		if (add_labels(cat, &m->classes, &m->nclasses, err) < 0)
-			goto out;
-		qsort(cat->entries, cat->n, sizeof(*cat->entries), cmp_entry);
-		if (check_duplicates(cat, err) < 0)
-			goto out;
+	if (!o->keep_order) {
+		cat->budget = (size_t)(o->memory < MEMORY_MIN ? MEMORY_MIN
+							      : o->memory);
+		cat->spill = spill;
+		cat->spill_arg = &runs;
 	}
-	if (group_samples(cat, &pl, o->keep_order, err) < 0 ||
-	    plan_layout(&pl, o, err) < 0 ||
-	    fill_manifest(m, cat, &pl, name, o, err) < 0 ||
-	    write_shards(cat, &pl, o, tmp, name, m, err) < 0 ||
+	if (scan_sources(cat, sources, nsources, o, err) < 0 ||
+	    fill_manifest(m, cat, name, o, err) < 0 ||
+	    pack_entries(tmp, name, o, m, cat, &runs, err) < 0 ||
 	    ch_fsync_dir(shards, err) < 0 ||
 	    ch_manifest_write(m, man, err) < 0 || ch_fsync_dir(tmp, err) < 0)
 		goto out;
@@ -556,7 +618,7 @@ static int pack_into(const char *tmp, const char *const *sources,
 	}
 	rc = 0;
 out:
-	plan_release(&pl);
+	ch_runs_release(&runs);
 	free(name_owned);
 	free(shards);
 	free(man);

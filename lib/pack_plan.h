@@ -51,6 +51,13 @@ struct encode_job {
 
 int ch_encode_shard(const struct encode_job *job, struct ch_error *err);
 
+/* Writes the shard at path from the catalog of its entries: sorted, each
+ * sample's fields adjacent and in name order. */
+int ch_pack_write_shard(const struct ch_catalog *cat,
+			const struct ch_pack_opts *o, const char *path,
+			struct ch_progress *counters,
+			struct ch_shard_summary *sum, struct ch_error *err);
+
 /* Reads the bytes of a sample (all its entries, in order) into out. */
 int ch_read_sample(const struct ch_catalog *cat, const struct plan_sample *s,
 		   uint8_t *out, struct ch_error *err);

@@ -253,7 +253,7 @@ static int add_member(struct scan *s, struct ch_error *err)
 		goto out;
 	e.origin = origin;
 	e.path = NULL;
-	e.seq = cat->n;
+	e.seq = cat->added;
 	e.from = CH_FROM_SPOOL;
 	if (ch_catalog_add(cat, &e, err) < 0)
 		goto out;

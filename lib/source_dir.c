@@ -21,7 +21,7 @@ static int add_file(struct ch_catalog *c, const char *path, const char *rel,
 	e.origin = (char *)path;
 	e.path = (char *)path;
 	e.size = (uint64_t)st->st_size;
-	e.seq = c->n;
+	e.seq = c->added;
 	e.from = CH_FROM_FILE;
 	rc = ch_catalog_add(c, &e, err);
 	free(e.key);
@@ -128,10 +128,10 @@ int ch_source_dir_scan(struct ch_catalog *c, const char *root,
 		return ch_error_errno(err, errno, "cannot read '%s'", root);
 	if (!S_ISDIR(st.st_mode))
 		return ch_error_set(err, "not a folder: '%s'", root);
-	size_t before = c->n;
+	uint64_t before = c->added;
 	if (scan(c, root, strlen(root), err) < 0)
 		return -1;
-	if (c->n == before)
+	if (c->added == before)
 		return ch_error_set(err, "no files in '%s'", root);
 	return 0;
 }
@@ -159,7 +159,8 @@ int ch_source_list_scan(struct ch_catalog *c, int fd, int sep,
 {
 	struct ch_buf b = { 0 };
 	int rc = -1;
-	size_t start = 0, before = c->n;
+	size_t start = 0;
+	uint64_t before = c->added;
 	for (;;) {
 		if (ch_buf_reserve(&b, b.len + 65536, err) < 0)
 			goto out;
@@ -190,7 +191,7 @@ int ch_source_list_scan(struct ch_catalog *c, int fd, int sep,
 		b.len -= start;
 		start = 0;
 	}
-	if (c->n == before) {
+	if (c->added == before) {
 		ch_error_set(err, "no paths on standard input");
 		goto out;
 	}

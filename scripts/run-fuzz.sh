@@ -190,7 +190,11 @@ seed_fuzz_shard() {
 		"$src/labels" || true
 	for ds in plain dict labels; do
 		for f in "$src/$ds.ds"/shards/*.chs; do
-			[ -f "$f" ] && cp "$f" "$dir/$ds-$(basename "$f")"
+			[ -f "$f" ] || continue
+			# fuzz_shard reads a mode byte first (bit 0: fix up the
+			# checksums after mutation): seed both modes
+			{ printf '\000'; cat "$f"; } >"$dir/$ds-0-$(basename "$f")"
+			{ printf '\001'; cat "$f"; } >"$dir/$ds-1-$(basename "$f")"
 		done
 	done
 	return 0
@@ -210,6 +214,15 @@ run_target() {
 	if command -v "dict_$t" >/dev/null 2>&1; then
 		"dict_$t" >"$OUT/$t.dict"
 		dict="-dict=$OUT/$t.dict"
+	fi
+	# crashes found before are regression tests: each must run clean
+	local old
+	old=$(find tests/fuzz/regressions -type f -name "$t-*" 2>/dev/null)
+	if [ -n "$old" ]; then
+		log "$t: replaying $(echo "$old" | wc -l) regression inputs"
+		# shellcheck disable=SC2086
+		"$OUT/$t" -runs=1 $old >"$OUT/logs/$t.regressions.log" 2>&1 ||
+			{ tail -n 20 "$OUT/logs/$t.regressions.log" >&2; return 1; }
 	fi
 	log "$t: $(find "$seeds" -type f | wc -l) seeds, ${SECS}s"
 	# The corpus folder comes first: libFuzzer writes new inputs there.

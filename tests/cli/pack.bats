@@ -183,6 +183,17 @@ assert any(k.endswith("new\nline") for k in keys), keys
 	done
 }
 
+@test "pack: a file list larger than --memory is sorted on disk, to the same bytes" {
+	"$PYTHON" "$REPO_ROOT/scripts/gen-data.py" text src --count 12000 --seed 3 -q
+	mkdir small big
+	# --memory 1M holds about 8,000 files: 24,000 make three sorted runs
+	run -0 chute pack -m 1M -s 1M src -o small/ds
+	run -0 chute pack src -s 1M -o big/ds
+	run -0 diff -r small/ds big/ds
+	[ "$(ls big/ds/shards | wc -l)" -gt 1 ] || fail "expected several shards"
+	run -0 chute verify --deep small/ds
+}
+
 @test "pack: packing twice gives the same bytes and the same id" {
 	mkfixture src
 	mkdir a b

@@ -90,7 +90,7 @@ static int write_input(const uint8_t *data, size_t size, int fix)
 		snprintf(input_path, sizeof input_path, "/proc/self/fd/%d",
 			 input_fd);
 	}
-	if (fix) {
+	if (fix && size > 0) {
 		if (size > copy_cap) {
 			uint8_t *p = realloc(copy, size);
 			if (!p)

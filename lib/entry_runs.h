@@ -1,0 +1,34 @@
+/* entry_runs.h - an external sort of pack's file entries, so that memory
+ * is bounded by --memory, not by the number of files. */
+#ifndef CH_ENTRY_RUNS_H
+#define CH_ENTRY_RUNS_H
+
+#include "internal.h"
+
+typedef int (*ch_entry_cmp)(const void *a, const void *b);
+
+struct ch_runs {
+	FILE **files;	     /* unnamed temporary files, one per run */
+	size_t n;
+	const char *tmp_dir; /* not owned */
+};
+
+/* Sorts the catalog's entries, writes them as one more run, and empties
+ * the catalog (entries and strings; sources and spool stay). */
+int ch_runs_spill(struct ch_runs *r, struct ch_catalog *c, ch_entry_cmp cmp,
+		  struct ch_error *err);
+void ch_runs_release(struct ch_runs *r);
+
+/* All entries in cmp order: the catalog sorted in place if nothing was
+ * spilled, else a merge of the runs (the catalog's own entries must have
+ * been spilled as the last run). */
+struct ch_entry_stream;
+int ch_stream_open(struct ch_entry_stream **s, struct ch_catalog *c,
+		   struct ch_runs *r, ch_entry_cmp cmp, struct ch_error *err);
+/* 1 and *e (valid until the next call), 0 at the end, -1 on error. */
+int ch_stream_next(struct ch_entry_stream *s, const struct ch_entry **e,
+		   struct ch_error *err);
+int ch_stream_rewind(struct ch_entry_stream *s, struct ch_error *err);
+void ch_stream_free(struct ch_entry_stream *s);
+
+#endif
