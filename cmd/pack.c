@@ -34,7 +34,7 @@ static const struct cmd_opt pack_opts[] = {
 	 "add a cls field: index of the parent folder"},
 	{'l', "level", "N", "zstd level, 1 to 19 (default 3)"},
 	{'m', "memory", "SIZE",
-	 "file list held in memory before spilling (default 256M)"},
+	 "file list held in memory before spilling (default 64M)"},
 	{'n', "name", "NAME", "dataset and shard name (default: DIR's name)"},
 	{'0', "null", NULL, "the list on stdin is NUL-separated"},
 	{'o', "output", "DIR", "dataset folder to create or replace"},

@@ -17,7 +17,7 @@ enum { HAS_PATH = 1, HAS_ORIGIN = 2, HAS_INLINE = 4 };
 
 static int put(FILE *f, const void *p, size_t n)
 {
-	return fwrite(p, 1, n, f) == n ? 0 : -1;
+	return fwrite_unlocked(p, 1, n, f) == n ? 0 : -1;
 }
 
 static int put_u64(FILE *f, uint64_t v)
@@ -119,7 +119,7 @@ struct ch_entry_stream {
 
 static int get(FILE *f, void *p, size_t n)
 {
-	return fread(p, 1, n, f) == n ? 0 : -1;
+	return fread_unlocked(p, 1, n, f) == n ? 0 : -1;
 }
 
 /* Reads a length-prefixed string into buf; returns its offset. */
@@ -144,7 +144,7 @@ static int read_next(struct run_reader *rr, struct ch_error *err)
 	size_t key, field, path = 0, origin = 0, data = 0;
 	struct ch_entry *e = &rr->e;
 	rr->buf.len = 0;
-	if (fread(hdr, 8, 3, rr->f) != 3) {
+	if (fread_unlocked(hdr, 8, 3, rr->f) != 3) {
 		rr->live = 0;
 		return ferror(rr->f) ? ch_error_set(err, "cannot read a sort "
 						    "run") : 0;
