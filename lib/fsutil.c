@@ -133,3 +133,79 @@ out:
 	ch_buf_release(&b);
 	return rc;
 }
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t k = write(fd, p, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -1;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* Makes a rename in the folder holding path durable. */
+static int sync_parent(const char *path, struct ch_error *err)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? strndup(path, (size_t)(slash - path) + 1)
+			  : strdup(".");
+	if (!dir)
+		return ch_error_set(err, "out of memory");
+	int rc = ch_fsync_dir(dir, err);
+	free(dir);
+	return rc;
+}
+
+/* Writes data under a temporary name beside path, then renames it into
+ * place: a reader sees the old manifest or the new one, never a part. */
+int ch_write_file_atomic(const char *path, const char *data, size_t len,
+			struct ch_error *err)
+{
+	char *tmp = NULL;
+	int fd = -1, ret = -1;
+
+	if (asprintf(&tmp, "%s.tmp-%ld", path, (long)getpid()) < 0) {
+		tmp = NULL;
+		ch_error_set(err, "out of memory");
+		goto out;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		ch_error_errno(err, errno, "cannot create '%s'", tmp);
+		free(tmp);
+		tmp = NULL; /* not ours to unlink */
+		goto out;
+	}
+	if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
+		ch_error_errno(err, errno, "cannot write '%s'", tmp);
+		goto out;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		ch_error_errno(err, errno, "cannot write '%s'", tmp);
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0) {
+		ch_error_errno(err, errno, "cannot rename '%s' to '%s'", tmp,
+			       path);
+		goto out;
+	}
+	free(tmp);
+	tmp = NULL;
+	ret = sync_parent(path, err);
+out:
+	if (fd >= 0)
+		close(fd);
+	if (tmp) {
+		unlink(tmp);
+		free(tmp);
+	}
+	return ret;
+}

@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "chute.h"
+#include "internal.h"
 
 #define FORMAT_NAME "chute-manifest"
 #define FORMAT_VERSION 1
@@ -819,152 +820,6 @@ static int decode(json_t *doc, struct ch_manifest *m, struct dec *d)
 }
 
 /* ------------------------------------------------------------------ */
-/* Files                                                                */
-
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t k = write(fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-/* Makes a rename in the folder holding path durable.  Some file systems
- * cannot fsync a folder (EINVAL): nothing more can be done there. */
-static int sync_parent(const char *path, struct ch_error *err)
-{
-	const char *slash = strrchr(path, '/');
-	char *dir = slash ? strndup(path, (size_t)(slash - path) + 1)
-			  : strdup(".");
-	int fd, ret = -1;
-
-	if (!dir)
-		return ch_error_set(err, "out of memory");
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		ch_error_errno(err, errno, "cannot open folder '%s'", dir);
-		goto out;
-	}
-	if (fsync(fd) < 0 && errno != EINVAL) {
-		ch_error_errno(err, errno, "cannot sync folder '%s'", dir);
-		goto out;
-	}
-	ret = 0;
-out:
-	if (fd >= 0)
-		close(fd);
-	free(dir);
-	return ret;
-}
-
-/* Writes data under a temporary name beside path, then renames it into
- * place: a reader sees the old manifest or the new one, never a part. */
-static int write_atomic(const char *path, const char *data, size_t len,
-			struct ch_error *err)
-{
-	char *tmp = NULL;
-	int fd = -1, ret = -1;
-
-	if (asprintf(&tmp, "%s.tmp-%ld", path, (long)getpid()) < 0) {
-		tmp = NULL;
-		ch_error_set(err, "out of memory");
-		goto out;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		ch_error_errno(err, errno, "cannot create '%s'", tmp);
-		free(tmp);
-		tmp = NULL; /* not ours to unlink */
-		goto out;
-	}
-	if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
-		ch_error_errno(err, errno, "cannot write '%s'", tmp);
-		goto out;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		ch_error_errno(err, errno, "cannot write '%s'", tmp);
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, path) < 0) {
-		ch_error_errno(err, errno, "cannot rename '%s' to '%s'", tmp,
-			       path);
-		goto out;
-	}
-	free(tmp);
-	tmp = NULL;
-	ret = sync_parent(path, err);
-out:
-	if (fd >= 0)
-		close(fd);
-	if (tmp) {
-		unlink(tmp);
-		free(tmp);
-	}
-	return ret;
-}
-
-static int read_whole(const char *path, char **out, size_t *len,
-		      struct ch_error *err)
-{
-	size_t cap = 4096, n = 0;
-	char *buf = NULL;
-	int fd, ret = -1;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return ch_error_errno(err, errno, "cannot open '%s'", path);
-	for (;;) {
-		ssize_t k;
-
-		if (n == cap || !buf) {
-			char *p;
-
-			if (n >= manifest_max_size) {
-				ch_error_set(err, "'%s' is too large for a "
-					     "manifest (over %zu bytes)",
-					     path, manifest_max_size);
-				goto out;
-			}
-			cap = buf ? cap * 2 : cap;
-			p = realloc(buf, cap);
-			if (!p) {
-				ch_error_set(err, "out of memory reading '%s'",
-					     path);
-				goto out;
-			}
-			buf = p;
-		}
-		k = read(fd, buf + n, cap - n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			ch_error_errno(err, errno, "cannot read '%s'", path);
-			goto out;
-		}
-		if (k == 0)
-			break;
-		n += (size_t)k;
-	}
-	*out = buf;
-	*len = n;
-	buf = NULL;
-	ret = 0;
-out:
-	free(buf);
-	close(fd);
-	return ret;
-}
-
-/* ------------------------------------------------------------------ */
 /* Public API                                                           */
 
 int ch_manifest_compute_id(struct ch_manifest *m, struct ch_error *err)
@@ -1025,7 +880,7 @@ int ch_manifest_write(struct ch_manifest *m, const char *path,
 		goto out;
 	text = dump_pretty(doc, path, err);
 	if (text)
-		ret = write_atomic(path, text, strlen(text), err);
+		ret = ch_write_file_atomic(path, text, strlen(text), err);
 out:
 	free(text);
 	json_decref(doc);
@@ -1068,7 +923,7 @@ int ch_manifest_read(struct ch_manifest *m, const char *path,
 	int ret;
 
 	memset(m, 0, sizeof(*m));
-	if (read_whole(path, &text, &len, err) < 0)
+	if (ch_read_file(path, manifest_max_size, &text, &len, err) < 0)
 		return -1;
 	ret = ch_manifest_parse(m, text, len, path, err);
 	free(text);
