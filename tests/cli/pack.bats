@@ -529,3 +529,25 @@ EOF
 	run -0 ls -A disk
 	assert_output ds
 }
+
+# ---------------------------------------------------------------- progress
+
+@test "pack: on a terminal a progress line shows files, MB and MB/s" {
+	command -v script >/dev/null || skip "script(1) is not installed"
+	"$PYTHON" "$REPO_ROOT/scripts/gen-data.py" images src --count 300 \
+		--size 100000 --classes 3 --seed 1 -q
+	# script(1) gives chute a terminal; -l 19 -j 1 keeps it busy long
+	# enough for at least one redraw
+	run -0 script -qec "chute pack -j 1 -l 19 src -o ds" /dev/null
+	assert_output --regexp $'\rpacking: [0-9]+/300 files, [0-9.]+/30\\.[0-9] MB, [0-9.]+ MB/s'
+	assert_output --partial "packed 300 samples"
+}
+
+@test "pack: --quiet, or a stderr that is not a terminal, draws no progress line" {
+	command -v script >/dev/null || skip "script(1) is not installed"
+	mkfixture src
+	run -0 script -qec "chute pack -q src -o ds" /dev/null
+	refute_output --partial "packing:"
+	run -0 chute pack src -o ds2
+	refute_output --partial "packing:"
+}
