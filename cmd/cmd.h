@@ -25,6 +25,7 @@ int cmd_cat(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
+int cmd_stream(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 
 /* ------------------------------------------------------------------ */
@@ -99,6 +100,9 @@ int cmd_parse_int(const char *opt, const char *s, long min, long max,
 		  int *out);
 /* Parses a size (K, M, G suffixes) > 0 given to option `opt`. */
 int cmd_parse_size(const char *opt, const char *s, uint64_t *out);
+/* Parses a whole number in [min, max]; prints the error itself. */
+int cmd_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max,
+		  uint64_t *out);
 
 /* The closest of names[0..n) to word within a Damerau distance of 2, or
  * NULL. */

@@ -298,6 +298,25 @@ int cmd_parse_int(const char *opt, const char *s, long min, long max,
 	return 0;
 }
 
+int cmd_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max,
+		  uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*s < '0' || *s > '9' || *end != '\0' || errno || v < min ||
+	    v > max) {
+		cmd_error("invalid value '%s' for %s: expected a whole number "
+			  "from %llu to %llu", s, opt, (unsigned long long)min,
+			  (unsigned long long)max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
 int cmd_parse_size(const char *opt, const char *s, uint64_t *out)
 {
 	if (ch_parse_size(s, out) < 0 || *out == 0) {

@@ -139,6 +139,27 @@ int ch_block_read(struct ch_block_reader *r, const struct ch_shard *sh,
 int ch_sample_read(struct ch_block_reader *r, const struct ch_shard *sh,
 		   uint64_t i, const uint8_t **data, struct ch_error *err);
 
+/* Like ch_sample_read, but from a raw (uncompressed) block it reads only
+ * the sample's bytes and checks them against the sample's content hash
+ * instead of reading and hashing the whole block: random access without
+ * read amplification.  Compressed blocks are decoded whole. */
+int ch_sample_fetch(struct ch_block_reader *r, const struct ch_shard *sh,
+		    uint64_t i, const uint8_t **data, struct ch_error *err);
+
+/* Decoded blocks shared between threads, least recently used first out,
+ * at most `capacity` bytes beyond the blocks pinned at the moment. */
+struct ch_block_cache;
+struct ch_block_cache *ch_block_cache_new(size_t capacity);
+void ch_block_cache_free(struct ch_block_cache *c);
+/* Block b decoded (read with r on a miss, hash checked), pinned until
+ * ch_block_cache_unpin(c, *pin). */
+int ch_block_cache_get(struct ch_block_cache *c, struct ch_block_reader *r,
+		       const struct ch_shard *sh, uint32_t b,
+		       const uint8_t **data, void **pin, struct ch_error *err);
+void ch_block_cache_unpin(struct ch_block_cache *c, void *pin);
+void ch_block_cache_stats(struct ch_block_cache *c, uint64_t *hits,
+			  uint64_t *misses);
+
 /* Hash of a sample's content as stored in the index: XXH3-64 over, for
  * each field in name order, the name, one NUL byte, the size as u64
  * little-endian, then the bytes. */
@@ -474,10 +495,118 @@ int ch_export(struct ch_dataset *ds, const struct ch_export_opts *o,
 	      size_t *files_written, struct ch_error *err);
 
 /* ------------------------------------------------------------------ */
+/* Order: a keyed permutation of [0, n), computed at any position       */
+
+struct ch_perm {
+	uint64_t n, seed, epoch, purpose;
+	unsigned half; /* bits in each Feistel half */
+};
+
+/* The permutation of [0, n) for (seed, epoch, purpose); purpose keeps
+ * independent uses (samples, shards, windows) apart. */
+void ch_perm_init(struct ch_perm *p, uint64_t n, uint64_t seed, uint64_t epoch,
+		  uint64_t purpose);
+/* The element at position i (< n): O(1), no table. */
+uint64_t ch_perm_at(const struct ch_perm *p, uint64_t i);
+
+/* ------------------------------------------------------------------ */
+/* Stream: batches for a trainer (chute stream, man/chute-batch.5)       */
+
+enum ch_shuffle { CH_SHUFFLE_GLOBAL, CH_SHUFFLE_WINDOW, CH_SHUFFLE_NONE };
+enum ch_format { CH_FORMAT_BATCH, CH_FORMAT_JSONL, CH_FORMAT_TAR };
+
+/* Frame flags (man/chute-batch.5). */
+#define CH_BATCH_PARTIAL 1u  /* fewer samples than the batch size */
+#define CH_BATCH_LAST 2u     /* the rank's last batch of the epoch */
+
+struct ch_stream_opts {
+	enum ch_shuffle shuffle;
+	uint64_t window;   /* shards per window, CH_SHUFFLE_WINDOW */
+	uint64_t seed;
+	uint64_t epochs;   /* 0: forever */
+	uint64_t batch_size;
+	int drop_last;	   /* train: drop a last partial batch */
+	int eval;	   /* no shuffle, every sample once, last batch kept */
+	uint64_t rank, world;
+	int workers, prefetch;
+	uint64_t cache;	   /* bytes of decoded blocks kept (0: none) */
+	enum ch_format format;
+	const char *resume; /* a cursor, or NULL */
+	volatile sig_atomic_t *cancel;
+};
+
+void ch_stream_opts_init(struct ch_stream_opts *o);
+
+/* One batch as handed to the sink: its encoded bytes (a frame, JSON
+ * lines, or tar members) and where it stands. */
+struct ch_batch_out {
+	const uint8_t *data;
+	size_t size;
+	uint64_t epoch, batch, samples;
+	uint32_t flags;
+	const char *cursor; /* resume after this batch with it */
+};
+
+/* Called by ch_stream in batch order from one thread.  Returns 0 to go
+ * on, 1 to stop quietly (the reader went away), -1 on error. */
+typedef int (*ch_batch_sink)(const struct ch_batch_out *b, void *arg,
+			     struct ch_error *err);
+
+struct ch_stream_stats {
+	uint64_t batches, samples, bytes;
+	double read_s, encode_s;     /* busy time summed over workers */
+	double wait_workers_s;	     /* the writer waited for a batch */
+	double wait_sink_s;	     /* the sink (the consumer) took */
+	double elapsed_s;
+	int workers, prefetch;	     /* as chosen (auto resolved) */
+	uint64_t cache_hits, cache_misses;
+	int data_error;		     /* the failure was a corrupt sample */
+};
+
+/* Streams batches of the dataset to sink until the epochs are done, the
+ * sink says stop (returns 1: ch_stream then returns 0), or *cancel is
+ * set.  Output bytes depend only on the
+ * dataset and the options that shape the stream, never on workers or
+ * prefetch.  Memory: prefetch + workers batches in flight. */
+int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
+	      ch_batch_sink sink, void *sink_arg, struct ch_stream_stats *st,
+	      struct ch_error *err);
+
+/* Encoders for one batch (used by ch_stream; exposed for tests). */
+struct ch_batch {
+	uint64_t epoch, batch;
+	uint32_t flags;
+	const char *cursor;
+	size_t nsamples;
+	struct ch_batch_sample {
+		const char *key;
+		size_t key_len;
+		uint32_t nfields;
+		const char *const *names; /* field names, name order */
+		const uint64_t *sizes;
+		const uint8_t *const *data;
+	} *samples;
+};
+int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,
+		    struct ch_error *err);
+int ch_encode_jsonl(const struct ch_batch *b, struct ch_buf *out,
+		    struct ch_error *err);
+/* tar members KEY.FIELD (ustar, pax headers for long names), no end
+ * marker: ch_tar_end appends the two zero blocks that end the archive. */
+int ch_encode_tar(const struct ch_batch *b, struct ch_buf *out,
+		  struct ch_error *err);
+int ch_tar_end(struct ch_buf *out, struct ch_error *err);
+
+/* ------------------------------------------------------------------ */
 /* Small utilities shared by cmd/ and lib/                              */
 
 /* Parses "123", "64K", "1.5M", "2G" (powers of 1024) into bytes. */
 int ch_parse_size(const char *s, uint64_t *out);
+/* Writes data under a temporary name beside path, fsyncs, renames it
+ * into place and syncs the folder: readers see the old file or the new
+ * one, never a part of either. */
+int ch_write_file_atomic(const char *path, const char *data, size_t len,
+			 struct ch_error *err);
 /* Number of online CPUs, at least 1. */
 int ch_cpu_count(void);
 

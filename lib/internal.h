@@ -23,10 +23,6 @@ char *ch_path_join(const char *a, const char *b);
 /* Reads a whole file (at most max bytes) into a NUL-terminated buffer. */
 int ch_read_file(const char *path, size_t max, char **data, size_t *len,
 		 struct ch_error *err);
-/* Writes data under a temporary name beside path, fsyncs, renames it
- * into place and syncs the folder: readers see the old file or the new
- * one, never a part of either. */
-int ch_write_file_atomic(const char *path, const char *data, size_t len,
-			 struct ch_error *err);
+
 
 #endif

@@ -519,7 +519,7 @@ struct ch_block_reader {
 	ZSTD_DCtx *dctx;
 	ZSTD_DDict *ddict;
 	const struct ch_shard *ddict_shard;
-	struct ch_buf stored, raw;
+	struct ch_buf stored, raw, sample;
 	const struct ch_shard *cached_shard; /* last block decoded */
 	uint32_t cached_block;
 	const uint8_t *cached_data;
@@ -544,6 +544,7 @@ void ch_block_reader_free(struct ch_block_reader *r)
 	ZSTD_freeDDict(r->ddict);
 	ch_buf_release(&r->stored);
 	ch_buf_release(&r->raw);
+	ch_buf_release(&r->sample);
 	free(r);
 }
 
@@ -649,4 +650,32 @@ uint64_t ch_sample_hash(const struct ch_shard *sh, uint64_t i,
 		data += size;
 	}
 	return ch_content_hash_final(&ch);
+}
+
+int ch_sample_fetch(struct ch_block_reader *r, const struct ch_shard *sh,
+		    uint64_t i, const uint8_t **data, struct ch_error *err)
+{
+	struct ch_sample_info si;
+	struct ch_block_stat st;
+	if (i >= sh->nsamples)
+		return ch_error_set(err, "no sample %llu in '%s'",
+				    (unsigned long long)i, sh->path);
+	ch_shard_sample(sh, i, &si);
+	ch_shard_block(sh, si.block, &st);
+	if (st.codec != CH_CODEC_RAW ||
+	    (r->cached_shard == sh && r->cached_block == si.block))
+		return ch_sample_read(r, sh, i, data, err);
+	/* a raw block: read just the sample, vouched for by its own hash */
+	uint64_t at = st.offset + si.offset;
+	if (ch_buf_reserve(&r->sample, si.size ? si.size : 1, err) < 0 ||
+	    pread_all(sh->fd, r->sample.data, si.size, at, sh->path, err) < 0)
+		return -1;
+	if (ch_sample_hash(sh, i, r->sample.data) != si.hash)
+		return ch_error_set(err, "content hash mismatch in sample "
+				    "'%.*s' of block %u ('%s', byte %llu)",
+				    (int)(si.key_len > 200 ? 200 : si.key_len),
+				    si.key, si.block, sh->path,
+				    (unsigned long long)at);
+	*data = r->sample.data;
+	return 0;
 }

@@ -1,0 +1,196 @@
+/* block_cache.c - decoded blocks shared by the threads of a stream.  A
+ * global shuffle reads samples of compressed blocks in random order: with
+ * no cache each sample costs a whole block's decoding; with one, each
+ * block is decoded once while it stays in the cache.  Bounded by bytes;
+ * least recently used blocks go first; a pinned block stays. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define BUCKETS 8192
+
+struct entry {
+	const struct ch_shard *sh;
+	uint32_t block;
+	uint8_t *data;
+	size_t size;
+	int pins;
+	struct entry *hnext;	  /* bucket chain */
+	struct entry *newer, *older; /* LRU list */
+};
+
+struct ch_block_cache {
+	pthread_mutex_t lock;
+	size_t capacity, used;
+	struct entry *buckets[BUCKETS];
+	struct entry *newest, *oldest;
+	uint64_t hits, misses;
+};
+
+struct ch_block_cache *ch_block_cache_new(size_t capacity)
+{
+	struct ch_block_cache *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->capacity = capacity;
+	pthread_mutex_init(&c->lock, NULL);
+	return c;
+}
+
+void ch_block_cache_free(struct ch_block_cache *c)
+{
+	if (!c)
+		return;
+	for (struct entry *e = c->newest, *next; e; e = next) {
+		next = e->older;
+		free(e->data);
+		free(e);
+	}
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+static size_t bucket(const struct ch_shard *sh, uint32_t b)
+{
+	return ((uintptr_t)sh / 64 * 31 + b) % BUCKETS;
+}
+
+static void unlink_lru(struct ch_block_cache *c, struct entry *e)
+{
+	if (e->newer)
+		e->newer->older = e->older;
+	else
+		c->newest = e->older;
+	if (e->older)
+		e->older->newer = e->newer;
+	else
+		c->oldest = e->newer;
+	e->newer = e->older = NULL;
+}
+
+static void push_newest(struct ch_block_cache *c, struct entry *e)
+{
+	e->older = c->newest;
+	e->newer = NULL;
+	if (c->newest)
+		c->newest->newer = e;
+	c->newest = e;
+	if (!c->oldest)
+		c->oldest = e;
+}
+
+static struct entry *find(struct ch_block_cache *c, const struct ch_shard *sh,
+			  uint32_t b)
+{
+	for (struct entry *e = c->buckets[bucket(sh, b)]; e; e = e->hnext)
+		if (e->sh == sh && e->block == b)
+			return e;
+	return NULL;
+}
+
+static void evict(struct ch_block_cache *c)
+{
+	struct entry *e = c->oldest;
+	while (c->used > c->capacity && e) {
+		struct entry *newer = e->newer;
+		if (!e->pins) {
+			struct entry **p = &c->buckets[bucket(e->sh, e->block)];
+			while (*p != e)
+				p = &(*p)->hnext;
+			*p = e->hnext;
+			unlink_lru(c, e);
+			c->used -= e->size;
+			free(e->data);
+			free(e);
+		}
+		e = newer;
+	}
+}
+
+/* Pins a hit, or returns NULL. */
+static struct entry *lookup(struct ch_block_cache *c, const struct ch_shard *sh,
+			    uint32_t b)
+{
+	pthread_mutex_lock(&c->lock);
+	struct entry *e = find(c, sh, b);
+	if (e) {
+		e->pins++;
+		unlink_lru(c, e);
+		push_newest(c, e);
+		c->hits++;
+	} else {
+		c->misses++;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return e;
+}
+
+/* Inserts a decoded copy, unless another thread got there first. */
+static struct entry *insert(struct ch_block_cache *c, struct entry *mine)
+{
+	pthread_mutex_lock(&c->lock);
+	struct entry *e = find(c, mine->sh, mine->block);
+	if (!e) {
+		e = mine;
+		size_t k = bucket(e->sh, e->block);
+		e->hnext = c->buckets[k];
+		c->buckets[k] = e;
+		push_newest(c, e);
+		c->used += e->size;
+		mine = NULL;
+	}
+	e->pins++;
+	evict(c);
+	pthread_mutex_unlock(&c->lock);
+	if (mine) {
+		free(mine->data);
+		free(mine);
+	}
+	return e;
+}
+
+int ch_block_cache_get(struct ch_block_cache *c, struct ch_block_reader *r,
+		       const struct ch_shard *sh, uint32_t b,
+		       const uint8_t **data, void **pin, struct ch_error *err)
+{
+	struct entry *e = lookup(c, sh, b);
+	if (!e) {
+		const uint8_t *p;
+		size_t size;
+		if (ch_block_read(r, sh, b, &p, &size, err) < 0)
+			return -1;
+		struct entry *mine = calloc(1, sizeof(*mine));
+		if (!mine || !(mine->data = malloc(size ? size : 1))) {
+			free(mine);
+			return ch_error_set(err, "out of memory");
+		}
+		memcpy(mine->data, p, size);
+		mine->sh = sh;
+		mine->block = b;
+		mine->size = size;
+		e = insert(c, mine);
+	}
+	*data = e->data;
+	*pin = e;
+	return 0;
+}
+
+void ch_block_cache_unpin(struct ch_block_cache *c, void *pin)
+{
+	struct entry *e = pin;
+	pthread_mutex_lock(&c->lock);
+	e->pins--;
+	evict(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void ch_block_cache_stats(struct ch_block_cache *c, uint64_t *hits,
+			  uint64_t *misses)
+{
+	pthread_mutex_lock(&c->lock);
+	*hits = c->hits;
+	*misses = c->misses;
+	pthread_mutex_unlock(&c->lock);
+}

@@ -1,0 +1,174 @@
+/* sink_batch.c - one batch as a self-describing frame (man/chute-batch.5):
+ * a 64-byte header, the cursor, a field table, then each field's data
+ * aligned to 64 bytes so that a reader maps arrays without copying.
+ *
+ *   header  0 "CHB1"  4 u32 flags  8 u64 frame_size  16 u64 epoch
+ *          24 u64 batch  32 u32 nsamples  36 u32 nfields
+ *          40 u32 cursor_size  44 u32 table_size  48 u64 data_offset
+ *          56 u64 reserved (0)
+ *   cursor at 64; field table at align8(64 + cursor_size); entries:
+ *           0 u32 entry_size  4 u32 dtype  8 u32 ndim  12 u32 name_size
+ *          16 u64 shape[4]  48 u64 offsets_at  56 u64 data_at
+ *          64 u64 data_size  72 name, zero-padded to entry_size
+ *   dtype 0 (bytes): offsets_at holds nsamples + 1 u64 offsets into the
+ *   bytes at data_at.  The first field is "__key__", the sample keys.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "shard_format.h"
+
+#define ALIGN(x, a) (((x) + (a) - 1) / (a) * (a))
+#define HEADER 64
+#define ENTRY_FIXED 72
+#define KEY_FIELD "__key__"
+
+/* The union of the batch's field names, in name order (batches are
+ * usually uniform: a short list, merged linearly). */
+static int field_names(const struct ch_batch *b, const char ***names,
+		       size_t *n, struct ch_error *err)
+{
+	const char **v = NULL;
+	size_t len = 0, cap = 0;
+	for (size_t i = 0; i < b->nsamples; i++) {
+		const struct ch_batch_sample *s = &b->samples[i];
+		for (uint32_t f = 0; f < s->nfields; f++) {
+			size_t at = 0;
+			while (at < len && strcmp(v[at], s->names[f]) < 0)
+				at++;
+			if (at < len && !strcmp(v[at], s->names[f]))
+				continue;
+			if (len == cap) {
+				cap = cap ? cap * 2 : 8;
+				const char **nv = realloc(v, cap * sizeof(*v));
+				if (!nv) {
+					free(v);
+					return ch_error_set(err, "out of memory");
+				}
+				v = nv;
+			}
+			memmove(v + at + 1, v + at, (len - at) * sizeof(*v));
+			v[at] = s->names[f];
+			len++;
+		}
+	}
+	*names = v;
+	*n = len;
+	return 0;
+}
+
+/* Bytes of field `name` in sample s (NULL name: the key); 0 if absent. */
+static const uint8_t *field_of(const struct ch_batch_sample *s,
+			       const char *name, uint64_t *size)
+{
+	if (!name) {
+		*size = s->key_len;
+		return (const uint8_t *)s->key;
+	}
+	for (uint32_t f = 0; f < s->nfields; f++)
+		if (!strcmp(s->names[f], name)) {
+			*size = s->sizes[f];
+			return s->data[f];
+		}
+	*size = 0;
+	return NULL;
+}
+
+static uint64_t field_bytes(const struct ch_batch *b, const char *name)
+{
+	uint64_t total = 0, size;
+	for (size_t i = 0; i < b->nsamples; i++) {
+		field_of(&b->samples[i], name, &size);
+		total += size;
+	}
+	return total;
+}
+
+/* Writes one variable-length field: its table entry and its data. */
+static void put_field(const struct ch_batch *b, const char *name,
+		      const char *label, uint8_t *frame, uint64_t entry_at,
+		      uint64_t *data_at)
+{
+	size_t nlen = strlen(label);
+	uint8_t *e = frame + entry_at;
+	uint64_t offsets_at = *data_at;
+	uint64_t bytes_at = ALIGN(offsets_at + 8 * (b->nsamples + 1), 64);
+	uint64_t off = 0, size;
+	st32(e, (uint32_t)ALIGN(ENTRY_FIXED + nlen, 8));
+	st32(e + 12, (uint32_t)nlen);
+	st64(e + 48, offsets_at);
+	st64(e + 56, bytes_at);
+	memcpy(e + ENTRY_FIXED, label, nlen);
+	for (size_t i = 0; i < b->nsamples; i++) {
+		const uint8_t *p = field_of(&b->samples[i], name, &size);
+		st64(frame + offsets_at + 8 * i, off);
+		if (size)
+			memcpy(frame + bytes_at + off, p, size);
+		off += size;
+	}
+	st64(frame + offsets_at + 8 * b->nsamples, off);
+	st64(e + 64, off);
+	*data_at = ALIGN(bytes_at + off, 64);
+}
+
+int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,
+		    struct ch_error *err)
+{
+	const char **names = NULL;
+	size_t n = 0;
+	if (field_names(b, &names, &n, err) < 0)
+		return -1;
+	for (size_t f = 0; f < n; f++)
+		if (!strcmp(names[f], KEY_FIELD)) {
+			free(names);
+			return ch_error_set(err, "a field named '%s' cannot go "
+					    "into a frame: the name holds the "
+					    "keys", KEY_FIELD);
+		}
+	size_t cursor = b->cursor ? strlen(b->cursor) : 0;
+	uint64_t table_at = ALIGN(HEADER + cursor, 8), table = 0;
+	uint64_t data = 0;
+	for (size_t f = 0; f <= n; f++) {
+		const char *label = f ? names[f - 1] : KEY_FIELD;
+		table += ALIGN(ENTRY_FIXED + strlen(label), 8);
+		data += ALIGN(8 * (b->nsamples + 1), 64) +
+			ALIGN(field_bytes(b, f ? names[f - 1] : NULL), 64);
+	}
+	if (b->nsamples > UINT32_MAX || n + 1 > UINT32_MAX ||
+	    cursor > UINT32_MAX || table > UINT32_MAX) {
+		free(names);
+		return ch_error_set(err, "batch too large for a frame");
+	}
+	uint64_t data_offset = ALIGN(table_at + table, 64);
+	uint64_t size = data_offset + data;
+	out->len = 0;
+	if (ch_buf_reserve(out, size, err) < 0) {
+		free(names);
+		return -1;
+	}
+	uint8_t *fr = out->data;
+	memset(fr, 0, data_offset); /* padding included: same bytes always */
+	memcpy(fr, "CHB1", 4);
+	st32(fr + 4, b->flags);
+	st64(fr + 8, size);
+	st64(fr + 16, b->epoch);
+	st64(fr + 24, b->batch);
+	st32(fr + 32, (uint32_t)b->nsamples);
+	st32(fr + 36, (uint32_t)(n + 1));
+	st32(fr + 40, (uint32_t)cursor);
+	st32(fr + 44, (uint32_t)table);
+	st64(fr + 48, data_offset);
+	if (cursor)
+		memcpy(fr + HEADER, b->cursor, cursor);
+	memset(fr + data_offset, 0, size - data_offset);
+	uint64_t entry = table_at, at = data_offset;
+	for (size_t f = 0; f <= n; f++) {
+		const char *label = f ? names[f - 1] : KEY_FIELD;
+		put_field(b, f ? names[f - 1] : NULL, label, fr, entry, &at);
+		entry += ALIGN(ENTRY_FIXED + strlen(label), 8);
+	}
+	out->len = size;
+	free(names);
+	return 0;
+}

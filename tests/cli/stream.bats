@@ -1,0 +1,507 @@
+#!/usr/bin/env bats
+# chute stream: batches for a trainer, the same bytes whatever the
+# parallelism, resumable from any batch, cut between ranks without overlap.
+#
+# Frames are read here from man/chute-batch.5 alone (header, cursor, key
+# field), an independent reader of what chute writes.
+
+load helper
+
+setup() {
+	chute_setup
+	# 23 samples (a prime: no world size of 2-5 divides it), 5 a shard
+	mkdata src 23
+	chute pack -q -s 5s src -o ds >/dev/null || fail "cannot pack src"
+}
+
+# mkdata DIR N [SIZE]: N samples sNNN, each a text field txt
+# ("sample NNN\n") and a binary field bin of SIZE seeded bytes (default 24).
+mkdata() {
+	"$PYTHON" - "$@" <<'EOF' || fail "cannot make $1"
+import os, random, sys
+d, n = sys.argv[1], int(sys.argv[2])
+size = int(sys.argv[3]) if len(sys.argv) > 3 else 24
+os.makedirs(d, exist_ok=True)
+for i in range(n):
+    with open(os.path.join(d, "s%03d.txt" % i), "w") as f:
+        f.write("sample %03d\n" % i)
+    with open(os.path.join(d, "s%03d.bin" % i), "wb") as f:
+        f.write(random.Random(i).randbytes(size))
+EOF
+}
+
+# frames FILE: one line per frame of a batch stream,
+#   EPOCH BATCH FLAGS NSAMPLES END CURSOR KEYS
+# END the byte offset just past the frame, KEYS comma-separated ("-" for
+# none).  Fails unless FILE is whole frames back to back.
+frames() {
+	"$PYTHON" - "$1" <<'EOF' || fail "cannot read the frames of $1"
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+at = 0
+while at < len(data):
+    assert data[at:at + 4] == b"CHB1", "no frame magic at byte %d" % at
+    (flags, size, epoch, batch, ns, nf, csize, tsize,
+     doff) = struct.unpack_from("<IQQQIIIIQ", data, at + 4)
+    fr = data[at:at + size]
+    assert size >= 64 and len(fr) == size, "frame at byte %d cut short" % at
+    cursor = fr[64:64 + csize].decode()
+    t = (64 + csize + 7) // 8 * 8
+    name_size = struct.unpack_from("<I", fr, t + 12)[0]
+    name = fr[t + 72:t + 72 + name_size].decode()
+    assert name == "__key__", "first field is %r, not __key__" % name
+    offs_at, data_at = struct.unpack_from("<QQ", fr, t + 48)
+    offs = struct.unpack_from("<%dQ" % (ns + 1), fr, offs_at)
+    keys = [fr[data_at + offs[i]:data_at + offs[i + 1]].decode()
+            for i in range(ns)]
+    at += size
+    print(epoch, batch, flags, ns, at, cursor, ",".join(keys) or "-")
+EOF
+}
+
+# keys_of FRAMES_TXT: the keys of every frame, one a line, in stream order.
+keys_of() {
+	awk '$7 != "-" { print $7 }' "$1" | tr , '\n'
+}
+
+# manifest_keys DS: the keys in manifest order.
+manifest_keys() {
+	chute ls "$1" | cut -f1
+}
+
+# ---------------------------------------------------------- determinism
+
+@test "stream: the bytes do not depend on --workers or --prefetch, in every format" {
+	mkfixture mixed
+	chute pack -q -s 6s mixed -o mx >/dev/null
+	local f w p
+	for f in batch jsonl tar; do
+		chute stream -f "$f" -b 3 -e 2 --seed 5 -w 1 -p 1 mx >"ref.$f" ||
+			fail "chute stream -f $f failed"
+		[ -s "ref.$f" ] || fail "empty $f stream"
+		for w in 1 2 8; do
+			for p in 1 3 16; do
+				chute stream -f "$f" -b 3 -e 2 --seed 5 -w "$w" -p "$p" mx >out
+				cmp "ref.$f" out ||
+					fail "-f $f -w $w -p $p differs from -w 1 -p 1"
+			done
+		done
+		chute stream -f "$f" -b 3 -e 2 --seed 5 mx >out
+		cmp "ref.$f" out || fail "-f $f with auto workers/prefetch differs"
+		run -0 chute stream -f "$f" -b 3 -e 2 --seed 5 -w 8 -o "file.$f" mx
+		assert_output ""
+		cmp "ref.$f" "file.$f" || fail "-o FILE differs from stdout (-f $f)"
+	done
+	for w in 1 3 8; do
+		chute stream --shuffle window --window 2 -b 2 -e 2 --world-size 2 --rank 1 \
+			-w "$w" -p 2 mx >"win.$w"
+		cmp win.1 "win.$w" || fail "window mode, rank 1 of 2: -w $w differs"
+	done
+}
+
+@test "stream: every frame's cursor names the dataset, the options, the epoch, the batch and the position" {
+	local id
+	id=$(mjson ds 'm["id"][:16]')
+	chute stream -b 4 -e 2 ds >full
+	run -0 frames full
+	assert_equal "${#lines[@]}" 12
+	local e b fl ns end cursor keys pos
+	while read -r e b fl ns end cursor keys; do
+		pos=$(((b + 1) * 4 > 23 ? 23 : (b + 1) * 4))
+		[[ $cursor =~ ^ch1\.$id\.[0-9a-f]{8}\.$e\.$b\.$pos$ ]] ||
+			fail "frame $e/$b: cursor '$cursor', expected ch1.$id.OPTIONS.$e.$b.$pos"
+	done <<<"$output"
+	# scripts/chute_batch.py reads the same frames
+	run -0 "$PYTHON" "$REPO_ROOT/scripts/chute_batch.py" full
+	assert_output "$(frames full | awk '{ print $1, $2, $4, $3, $6 }')"
+	# with two ranks every batch but an epoch's last consumes 2 x 4 positions
+	chute stream -b 4 --world-size 2 --rank 1 ds >r1
+	run -0 frames r1
+	assert_line --index 0 --regexp "^0 0 0 4 [0-9]+ ch1\.$id\.[0-9a-f]{8}\.0\.0\.8 "
+	assert_line --index 1 --regexp "^0 1 0 4 [0-9]+ ch1\.$id\.[0-9a-f]{8}\.0\.1\.16 "
+}
+
+# ---------------------------------------------------------------- resume
+
+@test "stream: resuming from the cursor of any batch gives the rest of the stream, byte for byte" {
+	local w r line e b fl ns end cursor keys
+	local -a all
+	for w in 1 2; do
+		for ((r = 0; r < w; r++)); do
+			chute stream -b 4 -e 2 --seed 3 --world-size "$w" --rank "$r" ds >full
+			mapfile -t all < <(frames full)
+			[ "${#all[@]}" -ge 6 ] || fail "only ${#all[@]} frames for rank $r of $w"
+			for line in "${all[@]}"; do
+				read -r e b fl ns end cursor keys <<<"$line"
+				run -0 chute stream -b 4 -e 2 --seed 3 --world-size "$w" --rank "$r" \
+					--resume "$cursor" -o rest ds
+				assert_output ""
+				tail -c +$((end + 1)) full | cmp - rest ||
+					fail "rank $r of $w: resume after $cursor is not the rest of the stream"
+			done
+		done
+	done
+}
+
+@test "stream: a cursor resumed at another world size continues the epoch with no sample twice" {
+	local k w2 r c
+	chute stream -b 2 --seed 9 --world-size 2 --rank 0 ds >a0
+	chute stream -b 2 --seed 9 --world-size 2 --rank 1 ds >a1
+	frames a0 >f0
+	frames a1 >f1
+	# both ranks' batch k carry the same cursor
+	cmp <(cut -d' ' -f6 f0) <(cut -d' ' -f6 f1) ||
+		fail "ranks 0 and 1 of 2 carry different cursors"
+	for k in 1 3 5; do
+		c=$(sed -n "${k}p" f0 | cut -d' ' -f6)
+		head -n "$k" f0 >seen
+		head -n "$k" f1 >>seen
+		for w2 in 3 1 4; do
+			cp seen all
+			for ((r = 0; r < w2; r++)); do
+				chute stream -b 2 --seed 9 --world-size "$w2" --rank "$r" \
+					--resume "$c" ds >b
+				frames b >>all
+			done
+			run -0 "$PYTHON" - "$c" "$w2" <<'EOF'
+import sys
+cursor, w = sys.argv[1], int(sys.argv[2])
+pos = int(cursor.split(".")[5])
+keys = []
+for line in open("all"):
+    e, b, fl, ns, end, cur, ks = line.split()
+    assert e == "0", "epoch %s after a one-epoch stream" % e
+    keys += [] if ks == "-" else ks.split(",")
+assert len(keys) == len(set(keys)), "samples seen twice: %s" % sorted(
+    k for k in set(keys) if keys.count(k) > 1)
+missing = 23 - len(keys)
+assert missing == (23 - pos) % w, "%d samples missing, expected %d" % (
+    missing, (23 - pos) % w)
+print("ok")
+EOF
+			assert_output "ok"
+		done
+	done
+}
+
+@test "stream: --state holds the last cursor; resuming from it gives nothing after a complete stream" {
+	mkdir state
+	run -0 chute stream -b 4 -e 2 --state state/cursor -o full ds
+	frames full >f
+	assert_equal "$(cat state/cursor)" "$(tail -1 f | cut -d' ' -f6)"
+	run -0 ls -A state
+	assert_output "cursor"
+	run -0 chute stream -b 4 -e 2 --resume "$(cat state/cursor)" ds
+	assert_output ""
+}
+
+@test "stream: --state after a reader stopped early resumes with the rest of the stream" {
+	local c end
+	mkdata big 200 2000
+	chute pack -q -s 50s big -o bigds >/dev/null
+	chute stream -b 8 -e 2 bigds >full
+	frames full >f
+	run -0 bash -c 'set -o pipefail
+		chute stream -b 8 -e 2 --state st bigds | head -c 50000 >/dev/null'
+	assert_output ""
+	assert_file_exists st
+	c=$(cat st)
+	end=$(awk -v c="$c" '$6 == c { print $5 }' f)
+	[ -n "$end" ] || fail "cursor '$c' of --state is no cursor of the stream"
+	[ "$end" -lt "$(stat -c %s full)" ] || fail "the stream was not stopped early"
+	chute stream -b 8 -e 2 --resume "$c" bigds >rest
+	tail -c +$((end + 1)) full | cmp - rest ||
+		fail "resume after $c is not the rest of the stream"
+}
+
+# ----------------------------------------------------------------- ranks
+
+@test "stream: ranks 1 to 5 are disjoint, yield as many batches each, and cover the epoch" {
+	local w r mode
+	for mode in train eval; do
+		for w in 1 2 3 4 5; do
+			rm -f rank.*
+			for ((r = 0; r < w; r++)); do
+				chute stream -b 2 --mode "$mode" --world-size "$w" --rank "$r" ds >out
+				frames out >"rank.$r"
+			done
+			run -0 "$PYTHON" - "$mode" "$w" <<'EOF'
+import sys
+mode, w = sys.argv[1], int(sys.argv[2])
+n = 23
+counts, seen = set(), []
+for r in range(w):
+    rows = [l.split() for l in open("rank.%d" % r)]
+    counts.add(len(rows))
+    for i, (e, b, fl, ns, end, cur, ks) in enumerate(rows):
+        assert int(b) == i, "rank %d: batch %s at %d" % (r, b, i)
+        last = i == len(rows) - 1
+        assert (int(fl) & 2 != 0) == last, "rank %d batch %d flags %s" % (r, i, fl)
+        assert (int(fl) & 1 != 0) == (int(ns) < 2), "rank %d batch %d: %s samples, flags %s" % (r, i, ns, fl)
+        seen += [] if ks == "-" else ks.split(",")
+assert len(counts) == 1, "batches per rank differ: %s" % counts
+assert len(seen) == len(set(seen)), "ranks overlap"
+want = n if mode == "eval" else n - n % w
+assert len(seen) == want, "%d samples seen, expected %d" % (len(seen), want)
+assert set(seen) <= {"s%03d" % i for i in range(n)}, "unknown keys"
+print("ok")
+EOF
+			assert_output "ok"
+		done
+	done
+}
+
+@test "stream: RANK and WORLD_SIZE are used when --rank and --world-size are absent" {
+	chute stream -b 4 --rank 1 --world-size 3 ds >opt
+	RANK=1 WORLD_SIZE=3 chute stream -b 4 ds >env
+	cmp opt env || fail "RANK=1 WORLD_SIZE=3 differs from --rank 1 --world-size 3"
+	RANK=2 WORLD_SIZE=5 chute stream -b 4 --rank 1 --world-size 3 ds >both
+	cmp opt both || fail "the options do not win over the environment"
+	chute stream -b 4 --rank 0 --world-size 3 ds >r0
+	run -1 cmp -s opt r0
+	chute stream -b 4 ds >plain
+	WORLD_SIZE=1 RANK=0 chute stream -b 4 ds >env1
+	cmp plain env1
+	run -2 env RANK=3 WORLD_SIZE=3 chute stream -b 4 ds
+	assert_one_line_error stream
+}
+
+# ------------------------------------------------------------ eval, order
+
+@test "stream: --mode eval yields every sample once in manifest order, the last batch flagged partial" {
+	chute stream --mode eval -b 4 --seed 7 ds >out
+	frames out >f
+	run -0 keys_of f
+	assert_output "$(manifest_keys ds)"
+	run -0 cut -d' ' -f1-4 f
+	assert_output "$(printf '0 %d 0 4\n' 0 1 2 3 4; echo '0 5 3 3')"
+	# eval ignores the shuffle and the seed (the seed is still part of
+	# the cursors' options hash, so compare the frames without them)
+	chute stream --mode eval -b 4 --shuffle window --seed 1 ds >again
+	frames again >g
+	run -0 cut -d' ' -f1-4,7 g
+	assert_output "$(cut -d' ' -f1-4,7 f)"
+}
+
+@test "stream: --shuffle none streams every epoch in manifest order" {
+	chute stream --shuffle none -b 4 -e 2 ds >out
+	frames out >f
+	run -0 keys_of f
+	assert_output "$(manifest_keys ds; manifest_keys ds)"
+}
+
+@test "stream: --shuffle global is a new permutation each epoch and seed, the same for the same seed" {
+	chute stream -b 4 -e 2 --seed 1 ds >s1
+	chute stream -b 4 -e 2 --seed 1 ds >s1again
+	cmp s1 s1again
+	chute stream -b 4 -e 2 --seed 2 ds >s2
+	chute stream -b 4 -e 2 ds >s0
+	chute stream -b 4 -e 2 --seed 0 --shuffle global ds >s0again
+	cmp s0 s0again || fail "the default is not --shuffle global --seed 0"
+	local s
+	for s in s1 s2; do
+		frames "$s" | awk '$1 == 0 { print $7 }' | tr , '\n' >"$s.e0"
+		frames "$s" | awk '$1 == 1 { print $7 }' | tr , '\n' >"$s.e1"
+		assert_equal "$(sort "$s.e0")" "$(manifest_keys ds | sort)"
+		assert_equal "$(sort "$s.e1")" "$(manifest_keys ds | sort)"
+		run -1 cmp -s "$s.e0" "$s.e1"
+		[ "$(cat "$s.e0")" != "$(manifest_keys ds)" ] || fail "$s: epoch 0 is not shuffled"
+	done
+	run -1 cmp -s s1.e0 s2.e0
+}
+
+@test "stream: --shuffle window keeps the samples of each window within its shards" {
+	# 24 samples in 6 shards of 4: a window of W shards is 4W samples,
+	# so batches of 4 never straddle two windows
+	mkdata w24 24
+	chute pack -q -s 4s w24 -o wds >/dev/null
+	local win
+	for win in 2 3; do
+		chute stream --shuffle window --window "$win" -b 4 -e 2 --seed 4 wds >out
+		frames out >f
+		manifest_keys wds >order
+		run -0 "$PYTHON" - "$win" <<'EOF'
+import sys
+win = int(sys.argv[1])
+shard = {k.strip(): i // 4 for i, k in enumerate(open("order"))}
+rows = [l.split() for l in open("f")]
+assert len(rows) == 12, "%d batches" % len(rows)
+for epoch in ("0", "1"):
+    keys = [k for r in rows if r[0] == epoch for k in r[6].split(",")]
+    assert sorted(keys) == sorted(shard), "epoch %s is not the dataset" % epoch
+    assert keys != list(shard), "epoch %s in manifest order" % epoch
+    per = 4 * win
+    groups = [keys[i:i + per] for i in range(0, 24, per)]
+    for g in groups:
+        shards = {shard[k] for k in g}
+        assert len(shards) == win, "window %s spans shards %s" % (g, shards)
+    # shuffled within windows: not each shard's samples in shard order
+    assert any(keys[i:i + 4] != sorted(keys[i:i + 4]) for i in range(0, 24, 4)), \
+        "epoch %s: samples not shuffled within windows" % epoch
+print("ok")
+EOF
+		assert_output "ok"
+	done
+}
+
+@test "stream: --epochs 3 gives three epochs numbered 0 to 2; --drop-last drops the partial batch" {
+	local want="" e
+	chute stream -b 4 -e 3 ds >out
+	frames out >f
+	for e in 0 1 2; do
+		want+=$(printf "$e %d 0 4\\n" 0 1 2 3 4)$'\n'"$e 5 3 3"$'\n'
+	done
+	run -0 cut -d' ' -f1-4 f
+	assert_output "${want%$'\n'}"
+	chute stream -b 4 -e 3 --drop-last ds >dl
+	frames dl >f
+	want=""
+	for e in 0 1 2; do
+		want+=$(printf "$e %d 0 4\\n" 0 1 2 3)$'\n'"$e 4 2 4"$'\n'
+	done
+	run -0 cut -d' ' -f1-4 f
+	assert_output "${want%$'\n'}"
+}
+
+# ----------------------------------------------------------- the formats
+
+@test "stream: jsonl has one line per sample with its sizes and short text fields" {
+	chute stream -b 4 -e 2 ds >batches
+	frames batches >f
+	chute stream -f jsonl -b 4 -e 2 ds >out.jsonl
+	run -0 "$PYTHON" - <<'EOF'
+import json
+want = []
+for line in open("f"):
+    e, b, fl, ns, end, cur, ks = line.split()
+    want += [(k, int(e), int(b)) for k in ks.split(",")]
+rows = [json.loads(l) for l in open("out.jsonl")]
+assert [(r["key"], r["epoch"], r["batch"]) for r in rows] == want, "jsonl order differs from the frames"
+for r in rows:
+    i = int(r["key"][1:])
+    assert r["fields"] == {"bin": 24, "txt": 11}, r
+    assert r["text"] == {"txt": "sample %03d\n" % i}, r
+print("ok")
+EOF
+	assert_output "ok"
+}
+
+@test "stream: tar is one WebDataset archive of KEY.FIELD members in stream order" {
+	chute stream -b 4 -e 2 ds >batches
+	frames batches >f
+	chute stream -f tar -b 4 -e 2 ds >out.tar
+	run -0 "$PYTHON" - <<'EOF'
+import tarfile
+keys = [k for l in open("f") for k in l.split()[6].split(",")]
+with tarfile.open("out.tar") as t:
+    members = t.getmembers()
+    names = [m.name for m in members]
+    assert names == [k + "." + f for k in keys for f in ("bin", "txt")], names[:6]
+    for m in members:
+        assert (m.mtime, m.uid, m.gid, m.mode) == (0, 0, 0, 0o644), m.name
+        assert t.extractfile(m).read() == open("src/" + m.name, "rb").read(), m.name
+data = open("out.tar", "rb").read()
+assert len(data) % 512 == 0 and data[-1024:] == bytes(1024), "no end marker"
+print("ok")
+EOF
+	assert_output "ok"
+}
+
+# ---------------------------------------------------------- ending early
+
+@test "stream: a reader that closes the pipe ends chute quietly with exit 0" {
+	local f
+	for f in batch jsonl tar; do
+		run -0 bash -c "set -o pipefail
+			timeout 60 chute stream -f $f -e 0 -b 4 ds | head -c 100 | wc -c"
+		assert_output "100"
+	done
+}
+
+@test "stream: SIGTERM and SIGINT end an endless stream with 143 and 130" {
+	run -143 timeout --preserve-status -s TERM 1 chute stream -e 0 -b 4 -o /dev/null ds
+	run -130 timeout --preserve-status -s INT 1 chute stream -e 0 -b 4 -o /dev/null ds
+}
+
+@test "stream: --stats reports on stderr and ends with a verdict, the stream unchanged" {
+	chute stream -b 4 -e 2 ds >plain
+	run -0 --separate-stderr chute stream --stats -b 4 -e 2 -o out ds
+	assert_output ""
+	cmp plain out
+	[[ $stderr == *"12 batches, 46 samples"* ]] || fail "stderr: $stderr"
+	[[ ${stderr##*$'\n'} =~ ^stream:\ (input-bound:\ the\ consumer\ waited\ on\ chute\ [0-9]+\ %\ of\ the\ time|consumer-bound) ]] ||
+		fail "no verdict at the end of: $stderr"
+}
+
+@test "stream: a corrupt block exits 1 naming the shard, the block and a key" {
+	local shard off
+	mkdata big 40 3000
+	chute pack -q -s 10s big -o bad >/dev/null
+	shard=$(shard_of bad 1)
+	off=$(block_middle "$shard" 0)
+	[ -n "$off" ] || fail "no block 0 in $shard"
+	flip_byte "$shard" "$off"
+	run -1 bash -c 'chute stream -b 4 bad 2>&1 >/dev/null'
+	assert_one_line_error stream
+	assert_output --partial "bad-000001.chs"
+	assert_output --partial "block 0"
+	assert_output --regexp "s01[0-9]"
+}
+
+# ---------------------------------------------------------- bad options
+
+@test "stream: bad options each exit 2 with one clear line" {
+	run -2 chute stream --batch-size 0 ds
+	assert_one_line_error stream
+	run -2 chute stream --rank 3 --world-size 3 ds
+	assert_one_line_error stream
+	run -2 chute stream --world-size 0 ds
+	assert_one_line_error stream
+	run -2 chute stream --format xml ds
+	assert_one_line_error stream
+	assert_output --partial "xml"
+	run -2 chute stream --mode test ds
+	assert_one_line_error stream
+	assert_output --partial "test"
+	run -2 chute stream --shuffle nope ds
+	assert_one_line_error stream
+	assert_output --partial "nope"
+	run -2 chute stream
+	run -2 chute stream no-such-dataset
+	assert_one_line_error stream
+}
+
+@test "stream: a malformed cursor, or one of another dataset or other options, exits 2 saying why" {
+	local c id rest
+	run -2 chute stream --resume nonsense ds
+	assert_one_line_error stream
+	assert_output --partial "nonsense"
+	run -2 chute stream --resume ch1.zz.1.2.3 ds
+	assert_one_line_error stream
+
+	chute stream -b 4 ds >out
+	c=$(frames out | sed -n 2p | cut -d' ' -f6)
+	run -0 chute stream -b 4 --resume "$c" -o /dev/null ds
+
+	mkdata other 7
+	chute pack -q other -o ods >/dev/null
+	chute stream -b 4 ods >oout
+	run -2 chute stream -b 4 --resume "$(frames oout | sed -n 1p | cut -d' ' -f6)" ds
+	assert_one_line_error stream
+	assert_output --partial "dataset"
+
+	run -2 chute stream -b 4 --seed 1 --resume "$c" ds
+	assert_one_line_error stream
+	assert_output --partial "options"
+	run -2 chute stream -b 5 --resume "$c" ds
+	assert_one_line_error stream
+	assert_output --partial "options"
+	run -2 chute stream -b 4 --shuffle none --resume "$c" ds
+	assert_one_line_error stream
+	assert_output --partial "options"
+
+	# a position past the end of the epoch
+	rest=${c%.*}
+	run -2 chute stream -b 4 --resume "$rest.999" ds
+	assert_one_line_error stream
+}

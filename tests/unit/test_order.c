@@ -1,0 +1,110 @@
+/* test_order.c - the keyed permutation and the cut between ranks. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "chute.h"
+#include "stream_plan.h"
+#include "unit.h"
+
+static int is_permutation(uint64_t n, uint64_t seed, uint64_t epoch)
+{
+	struct ch_perm p;
+	uint8_t *seen = calloc(n ? n : 1, 1);
+	int ok = 1;
+	ch_perm_init(&p, n, seed, epoch, 1);
+	for (uint64_t i = 0; i < n && ok; i++) {
+		uint64_t x = ch_perm_at(&p, i);
+		ok = x < n && !seen[x];
+		if (ok)
+			seen[x] = 1;
+	}
+	free(seen);
+	return ok;
+}
+
+static void every_size_gives_a_permutation(void)
+{
+	for (uint64_t n = 0; n <= 1100; n++)
+		if (!CHECK(is_permutation(n, 7, n % 3)))
+			unit_note("n = %llu", (unsigned long long)n);
+	CHECK(is_permutation(1000003, 1, 0));
+}
+
+static void seed_and_epoch_change_the_order(void)
+{
+	struct ch_perm a, b, c;
+	int same_seed = 1, same_epoch = 1, moved = 0;
+	ch_perm_init(&a, 1000, 1, 0, 1);
+	ch_perm_init(&b, 1000, 2, 0, 1);
+	ch_perm_init(&c, 1000, 1, 1, 1);
+	for (uint64_t i = 0; i < 1000; i++) {
+		same_seed &= ch_perm_at(&a, i) == ch_perm_at(&b, i);
+		same_epoch &= ch_perm_at(&a, i) == ch_perm_at(&c, i);
+		moved += ch_perm_at(&a, i) != i;
+	}
+	CHECK(!same_seed);
+	CHECK(!same_epoch);
+	CHECK(moved > 950); /* a shuffle leaves few in place (~1 expected) */
+}
+
+/* Ranks from any segment start: disjoint, covering, equal counts. */
+static void ranks_cover_the_segment(void)
+{
+	for (uint64_t n = 1; n < 60; n++)
+		for (uint64_t w = 1; w <= 5; w++)
+			for (uint64_t c = 0; c <= n; c += 7) {
+				uint64_t train = 0, eval = 0;
+				for (uint64_t r = 0; r < w; r++) {
+					uint64_t k = ch_segment_count(n, c, w, r, 0);
+					CHECK_EQ_U64(k, (n - c) / w);
+					train += k;
+					eval += ch_segment_count(n, c, w, r, 1);
+				}
+				CHECK_EQ_U64(eval, n - c);
+				CHECK(n - c - train < w);
+			}
+}
+
+static void eval_batches_are_the_same_for_every_rank(void)
+{
+	/* 10 samples, 3 ranks (4, 3, 3 samples), batches of 3: every rank
+	 * makes ceil(4 / 3) = 2 batches, the short ranks end with a
+	 * partial one */
+	CHECK_EQ_U64(ch_segment_batches(10, 0, 3, 3, 1, 0), 2);
+	CHECK_EQ_U64(ch_segment_batches(10, 0, 3, 3, 0, 0), 1);
+	CHECK_EQ_U64(ch_segment_batches(10, 0, 3, 3, 0, 1), 1);
+	CHECK_EQ_U64(ch_segment_batches(10, 0, 3, 2, 0, 1), 1);
+	CHECK_EQ_U64(ch_segment_batches(10, 0, 3, 2, 0, 0), 2);
+}
+
+static void cursors_round_trip(void)
+{
+	struct ch_cursor c;
+	struct ch_error err;
+	char s[96];
+	ch_cursor_format(s, sizeof(s), "0123456789abcdef0123456789abcdef",
+			 0xdeadbeef, 3, 17, 4096);
+	CHECK_STR(s, "ch1.0123456789abcdef.deadbeef.3.17.4096");
+	CHECK(ch_cursor_parse(s, &c, &err) == 0);
+	CHECK_STR(c.id, "0123456789abcdef");
+	CHECK_EQ_U64(c.opt_hash, 0xdeadbeef);
+	CHECK_EQ_U64(c.epoch, 3);
+	CHECK_EQ_U64(c.batch, 17);
+	CHECK_EQ_U64(c.pos, 4096);
+	CHECK(ch_cursor_parse("ch1.0123.deadbeef.3.17.4096", &c, &err) < 0);
+	CHECK(ch_cursor_parse("ch1.0123456789abcdef.deadbeef.3.17.4096x", &c,
+			      &err) < 0);
+	CHECK(ch_cursor_parse("", &c, &err) < 0);
+}
+
+int main(void)
+{
+	static const struct unit_test tests[] = {
+		UNIT(every_size_gives_a_permutation),
+		UNIT(seed_and_epoch_change_the_order),
+		UNIT(ranks_cover_the_segment),
+		UNIT(eval_batches_are_the_same_for_every_rank),
+		UNIT(cursors_round_trip),
+	};
+	return unit_run(tests, UNIT_COUNT(tests));
+}
