@@ -21,6 +21,7 @@
 
 enum { EXIT_CHECK = 1, EXIT_USAGE = 2 };
 
+int cmd_bench(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_ls(int argc, char **argv);

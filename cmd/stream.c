@@ -16,12 +16,14 @@ enum {
 	OPT_DROP_LAST = CMD_LONG_ONLY,
 	OPT_MODE,
 	OPT_NO_DROP_LAST,
+	OPT_ON_ERROR,
 	OPT_RANK,
 	OPT_RESUME,
 	OPT_SEED,
 	OPT_SHUFFLE,
 	OPT_STATE,
 	OPT_STATS,
+	OPT_STATS_JSON,
 	OPT_WINDOW,
 	OPT_WORLD_SIZE,
 };
@@ -43,6 +45,8 @@ static const struct cmd_opt stream_opts[] = {
 	{OPT_NO_DROP_LAST, "no-drop-last", NULL,
 	 "keep the last partial batch, flagged (default)"},
 	{'o', "output", "FILE", "write to FILE instead of standard output"},
+	{OPT_ON_ERROR, "on-error", "WHAT",
+	 "fail (default) or skip corrupt samples"},
 	{'p', "prefetch", "N|auto", "batches prepared ahead (default auto)"},
 	{OPT_RANK, "rank", "R", "this rank (default: $RANK, else 0)"},
 	{OPT_RESUME, "resume", "CURSOR", "continue after the batch of CURSOR"},
@@ -50,7 +54,10 @@ static const struct cmd_opt stream_opts[] = {
 	{OPT_SHUFFLE, "shuffle", "MODE", "global (default), window or none"},
 	{OPT_STATE, "state", "FILE",
 	 "replace FILE with the cursor of each batch written"},
-	{OPT_STATS, "stats", NULL, "print where the time went at exit"},
+	{OPT_STATS, "stats", NULL,
+	 "print where the time goes, every 5 s and at exit"},
+	{OPT_STATS_JSON, "stats-json", "FILE",
+	 "replace FILE with the statistics as JSON, every 5 s"},
 	{'w', "workers", "N|auto", "reader threads (default auto: all cores)"},
 	{OPT_WINDOW, "window", "N", "shards per window (default 4)"},
 	{OPT_WORLD_SIZE, "world-size", "W",
@@ -68,10 +75,43 @@ static const struct cmd_spec stream_spec = {
 		 "--resume.\n",
 };
 
+/* chute bench takes the options that shape and feed the stream, and
+ * writes nothing but its report. */
+static const char *const bench_usage[] = {
+	"bench [OPTIONS] DATASET",
+	NULL,
+};
+
+static const struct cmd_opt bench_opts[] = {
+	{'b', "batch-size", "N", "samples per batch (default 256)"},
+	{'c', "cache", "SIZE", "decoded blocks kept in memory (default 256M)"},
+	{'e', "epochs", "N", "epochs to stream (default 1)"},
+	{'f', "format", "FORMAT", "batch (default), jsonl or tar"},
+	CMD_HELP_OPT,
+	{OPT_MODE, "mode", "MODE", "train (default) or eval"},
+	{'p', "prefetch", "N|auto", "batches prepared ahead (default auto)"},
+	{OPT_SEED, "seed", "S", "shuffle seed (default 0)"},
+	{OPT_SHUFFLE, "shuffle", "MODE", "global (default), window or none"},
+	{'w', "workers", "N|auto", "reader threads (default auto: all cores)"},
+	{OPT_WINDOW, "window", "N", "shards per window (default 4)"},
+	{0, NULL, NULL, NULL},
+};
+
+static const struct cmd_spec bench_spec = {
+	.name = "bench",
+	.summary = "measure where the time of a stream goes",
+	.usage = bench_usage,
+	.opts = bench_opts,
+	.extra = "Streams DATASET into nothing with the stream options given\n"
+		 "and prints the busy time of each stage and the one that\n"
+		 "limits throughput.\n",
+};
+
 struct stream_args {
 	struct ch_stream_opts o;
-	const char *dataset, *output, *state;
+	const char *dataset, *output, *state, *stats_json;
 	int stats, rank_set, world_set;
+	int bench; /* chute bench: no output, a table at the end */
 };
 
 struct sink {
@@ -147,6 +187,13 @@ static int take_option(struct stream_args *a, int c, const char *arg)
 	case OPT_RANK:
 		a->rank_set = 1;
 		return cmd_parse_u64("--rank", arg, 0, 1u << 20, &o->rank);
+	case OPT_ON_ERROR: {
+		static const char *const whats[] = {"fail", "skip"};
+		if (pick("--on-error", arg, whats, 2, &v) < 0)
+			return -1;
+		o->skip_corrupt = v;
+		return 0;
+	}
 	case OPT_RESUME: o->resume = arg; return 0;
 	case OPT_SEED:
 		return cmd_parse_u64("--seed", arg, 0, UINT64_MAX, &o->seed);
@@ -157,6 +204,7 @@ static int take_option(struct stream_args *a, int c, const char *arg)
 		return 0;
 	case OPT_STATE: a->state = arg; return 0;
 	case OPT_STATS: a->stats = 1; return 0;
+	case OPT_STATS_JSON: a->stats_json = arg; return 0;
 	case OPT_WINDOW:
 		return cmd_parse_u64("--window", arg, 1, 1u << 20, &o->window);
 	case OPT_WORLD_SIZE:
@@ -191,7 +239,7 @@ static int parse_args(struct stream_args *a, int argc, char **argv)
 {
 	struct cmd_parser p;
 	int c;
-	cmd_parser_init(&p, &stream_spec, argc, argv);
+	cmd_parser_init(&p, a->bench ? &bench_spec : &stream_spec, argc, argv);
 	while ((c = cmd_next(&p)) != CMD_END) {
 		if (c == CMD_HELP)
 			return -1;
@@ -218,6 +266,8 @@ static int to_sink(const struct ch_batch_out *b, void *arg,
 		   struct ch_error *err)
 {
 	struct sink *s = arg;
+	if (s->fd < 0) /* chute bench: the bytes go nowhere */
+		return 0;
 	if (cmd_write_all(s->fd, b->data, b->size) < 0) {
 		if (errno == EPIPE)
 			return 1; /* the reader is gone: a normal end */
@@ -232,32 +282,118 @@ static int to_sink(const struct ch_batch_out *b, void *arg,
 	return 0;
 }
 
-static void print_stats(const struct ch_stream_stats *st)
+/* Share of the writer's waiting spent waiting on the workers: high means
+ * the trainer was starved (input-bound). */
+static double input_share(const struct ch_stream_stats *st)
+{
+	double waited = st->wait_workers_s + st->wait_sink_s;
+	return waited > 0 ? 100 * st->wait_workers_s / waited : 0;
+}
+
+static json_t *stats_json(const struct ch_stream_stats *st)
 {
 	double t = st->elapsed_s > 0 ? st->elapsed_s : 1e-9;
-	double busy = st->wait_workers_s + st->wait_sink_s;
-	double input = busy > 0 ? 100 * st->wait_workers_s / busy : 0;
+	return json_pack(
+		"{s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:i, s:i, s:f, s:f, s:f,"
+		" s:f, s:f, s:I, s:I, s:I}",
+		"batches", (json_int_t)st->batches,
+		"samples", (json_int_t)st->samples,
+		"bytes", (json_int_t)st->bytes,
+		"seconds", st->elapsed_s,
+		"batches_per_s", (double)st->batches / t,
+		"samples_per_s", (double)st->samples / t,
+		"mb_per_s", (double)st->bytes / 1e6 / t,
+		"workers", st->workers, "prefetch", st->prefetch,
+		"read_busy_s", st->read_s, "encode_busy_s", st->encode_s,
+		"wait_workers_s", st->wait_workers_s,
+		"wait_consumer_s", st->wait_sink_s,
+		"input_bound_percent", input_share(st),
+		"cache_hits", (json_int_t)st->cache_hits,
+		"cache_misses", (json_int_t)st->cache_misses,
+		"skipped", (json_int_t)st->skipped);
+}
+
+static void write_stats_json(const char *path, const struct ch_stream_stats *st)
+{
+	json_t *doc = stats_json(st);
+	char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER)
+			 : NULL;
+	struct ch_error err;
+	if (text) {
+		size_t n = strlen(text);
+		text[n] = '\n'; /* its NUL byte becomes the newline */
+		if (ch_write_file_atomic(path, text, n + 1, &err) < 0)
+			cmd_error("%s", err.msg);
+	}
+	free(text);
+	json_decref(doc);
+}
+
+static void print_stats(const struct ch_stream_stats *st, int final)
+{
+	double t = st->elapsed_s > 0 ? st->elapsed_s : 1e-9;
 	fprintf(stderr,
 		"stream: %llu batches, %llu samples, %.1f MB in %.2f s: "
-		"%.1f batches/s, %.0f samples/s, %.1f MB/s\n"
+		"%.1f batches/s, %.0f samples/s, %.1f MB/s\n",
+		(unsigned long long)st->batches, (unsigned long long)st->samples,
+		(double)st->bytes / 1e6, t, (double)st->batches / t,
+		(double)st->samples / t, (double)st->bytes / 1e6 / t);
+	if (!final)
+		return;
+	fprintf(stderr,
 		"stream: %d workers, prefetch %d; busy reading %.2f s, "
 		"encoding %.2f s (summed over workers)\n"
 		"stream: block cache: %llu hits, %llu misses\n"
 		"stream: the writer waited %.2f s on the workers and %.2f s on "
 		"the consumer\n",
-		(unsigned long long)st->batches, (unsigned long long)st->samples,
-		(double)st->bytes / 1e6, t, (double)st->batches / t,
-		(double)st->samples / t, (double)st->bytes / 1e6 / t,
 		st->workers, st->prefetch, st->read_s, st->encode_s,
 		(unsigned long long)st->cache_hits,
 		(unsigned long long)st->cache_misses, st->wait_workers_s,
 		st->wait_sink_s);
+	double input = input_share(st);
 	if (input >= 50)
 		fprintf(stderr, "stream: input-bound: the consumer waited on "
 				"chute %.0f %% of the time\n", input);
 	else
 		fprintf(stderr, "stream: consumer-bound: chute waited on the "
 				"consumer %.0f %% of the time\n", 100 - input);
+}
+
+static void on_stats(const struct ch_stream_stats *st, void *arg)
+{
+	const struct stream_args *a = arg;
+	if (a->stats)
+		print_stats(st, 0);
+	if (a->stats_json)
+		write_stats_json(a->stats_json, st);
+}
+
+/* The stage that limits throughput: the writer waits on the workers when
+ * they are the bottleneck; among them, reading (with decompression) or
+ * encoding takes the larger share of their time. */
+static void print_bench(const struct ch_stream_stats *st)
+{
+	double t = st->elapsed_s > 0 ? st->elapsed_s : 1e-9;
+	double capacity = t * st->workers;
+	double busy = st->read_s + st->encode_s;
+	printf("chute bench: %llu batches, %llu samples, %.1f MB in %.2f s\n"
+	       "%-22s %10s %9s\n",
+	       (unsigned long long)st->batches, (unsigned long long)st->samples,
+	       (double)st->bytes / 1e6, t, "stage", "busy s", "of time");
+	printf("%-22s %10.3f %8.0f %%\n", "read + decompress", st->read_s,
+	       100 * st->read_s / capacity);
+	printf("%-22s %10.3f %8.0f %%\n", "encode", st->encode_s,
+	       100 * st->encode_s / capacity);
+	printf("%-22s %10.3f %8.0f %%\n", "writer waiting", st->wait_workers_s,
+	       100 * st->wait_workers_s / t);
+	printf("throughput: %.0f samples/s, %.1f MB/s with %d workers, "
+	       "prefetch %d\n", (double)st->samples / t,
+	       (double)st->bytes / 1e6 / t, st->workers, st->prefetch);
+	const char *limit = busy / capacity < 0.5 ? "the writer (one thread)"
+			    : st->read_s >= st->encode_s
+				    ? "read + decompress (add workers or cache)"
+				    : "encode (add workers)";
+	printf("limiting stage: %s\n", limit);
 }
 
 static int open_output(const char *path)
@@ -284,12 +420,16 @@ static int run_stream(struct stream_args *a)
 	int status = 0;
 	if (ch_dataset_open(&ds, a->dataset, &err) < 0)
 		return cmd_error("%s", err.msg);
-	sink.fd = open_output(a->output);
-	if (sink.fd < 0) {
+	sink.fd = a->bench ? -1 : open_output(a->output);
+	if (sink.fd < 0 && !a->bench) {
 		ch_dataset_release(&ds);
 		return EXIT_USAGE;
 	}
 	a->o.cancel = cmd_catch_signals();
+	if (a->stats || a->stats_json) {
+		a->o.on_stats = on_stats;
+		a->o.stats_arg = a;
+	}
 	if (ch_stream(&ds, &a->o, to_sink, &sink, &st, &err) < 0) {
 		cmd_error("%s", err.msg);
 		status = cmd_signal_status() ? cmd_signal_status()
@@ -297,7 +437,14 @@ static int run_stream(struct stream_args *a)
 					     : EXIT_USAGE;
 	}
 	if (a->stats)
-		print_stats(&st);
+		print_stats(&st, 1);
+	if (a->stats_json)
+		write_stats_json(a->stats_json, &st);
+	if (st.skipped)
+		fprintf(stderr, "chute stream: skipped %llu corrupt samples\n",
+			(unsigned long long)st.skipped);
+	if (a->bench && status == 0)
+		print_bench(&st);
 	if (a->output && close(sink.fd) < 0 && status == 0)
 		status = cmd_error("cannot write '%s': %s", a->output,
 				   strerror(errno));
@@ -310,6 +457,18 @@ int cmd_stream(int argc, char **argv)
 	struct stream_args a;
 	memset(&a, 0, sizeof a);
 	ch_stream_opts_init(&a.o);
+	int status = parse_args(&a, argc, argv);
+	if (status != 0)
+		return status < 0 ? 0 : status;
+	return run_stream(&a);
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	struct stream_args a;
+	memset(&a, 0, sizeof a);
+	ch_stream_opts_init(&a.o);
+	a.bench = 1;
 	int status = parse_args(&a, argc, argv);
 	if (status != 0)
 		return status < 0 ? 0 : status;

@@ -513,6 +513,7 @@ uint64_t ch_perm_at(const struct ch_perm *p, uint64_t i);
 /* Stream: batches for a trainer (chute stream, man/chute-batch.5)       */
 
 enum ch_shuffle { CH_SHUFFLE_GLOBAL, CH_SHUFFLE_WINDOW, CH_SHUFFLE_NONE };
+struct ch_stream_stats;
 enum ch_format { CH_FORMAT_BATCH, CH_FORMAT_JSONL, CH_FORMAT_TAR };
 
 /* Frame flags (man/chute-batch.5). */
@@ -530,9 +531,15 @@ struct ch_stream_opts {
 	uint64_t rank, world;
 	int workers, prefetch;
 	uint64_t cache;	   /* bytes of decoded blocks kept (0: none) */
+	int skip_corrupt;  /* --on-error skip: replace unreadable samples */
 	enum ch_format format;
 	const char *resume; /* a cursor, or NULL */
 	volatile sig_atomic_t *cancel;
+	/* called from the writing thread about every stats_interval
+	 * seconds while the stream runs (NULL: never) */
+	void (*on_stats)(const struct ch_stream_stats *st, void *arg);
+	void *stats_arg;
+	double stats_interval;
 };
 
 void ch_stream_opts_init(struct ch_stream_opts *o);
@@ -560,6 +567,7 @@ struct ch_stream_stats {
 	double elapsed_s;
 	int workers, prefetch;	     /* as chosen (auto resolved) */
 	uint64_t cache_hits, cache_misses;
+	uint64_t skipped;	     /* corrupt samples replaced or dropped */
 	int data_error;		     /* the failure was a corrupt sample */
 };
 

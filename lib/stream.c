@@ -8,8 +8,10 @@
 #include <time.h>
 
 #include "stream_plan.h"
+#include "xxh.h"
 
 #define CURSOR_MAX 96
+#define SKIP_MAX 64
 
 void ch_stream_opts_init(struct ch_stream_opts *o)
 {
@@ -20,6 +22,7 @@ void ch_stream_opts_init(struct ch_stream_opts *o)
 	o->batch_size = 256;
 	o->world = 1;
 	o->cache = 256u << 20;
+	o->stats_interval = 5;
 }
 
 /* ------------------------------------------------------------------ */
@@ -131,6 +134,7 @@ static int planner_init(struct planner *p, const struct ch_dataset *ds,
 
 struct job {
 	int state; /* FREE, PLANNED (a worker owns it), READY */
+	uint64_t skipped;
 	uint64_t seq;
 	struct plan plan;
 	struct ch_buf raw, out;
@@ -205,6 +209,16 @@ static int shard_of(struct streamer *s, uint64_t id, struct ch_shard **sh,
 	return rc;
 }
 
+/* --on-error skip in training: a corrupt sample's place goes to another
+ * sample drawn by a keyed hash of (seed, epoch, batch, slot, attempt):
+ * the same replacement whatever the workers. */
+static uint64_t replacement(const struct streamer *s, const struct plan *p,
+			    uint64_t slot, uint64_t attempt)
+{
+	uint64_t in[5] = { s->o->seed, p->epoch, p->batch, slot, attempt };
+	return XXH3_64bits(in, sizeof(in)) % s->ds->manifest.samples;
+}
+
 /* A sample's bytes: through the shared cache when its block is
  * compressed (decoded once for all the samples it holds), else read
  * alone. */
@@ -246,7 +260,26 @@ static int read_batch(struct streamer *s, struct job *j,
 			return -1;
 		ch_shard_sample(sh, local, &si);
 		void *pin = NULL;
-		if (fetch(s, r, sh, local, &si, &data, &pin, err) < 0) {
+		int got = fetch(s, r, sh, local, &si, &data, &pin, err);
+		if (got < 0 && s->o->skip_corrupt) {
+			j->skipped++;
+			if (s->o->eval) { /* every sample once: just drop it */
+				j->plan.n--;
+				j->plan.flags |= CH_BATCH_PARTIAL;
+				memmove(j->plan.ids + i, j->plan.ids + i + 1,
+					(j->plan.n - i) * sizeof(*j->plan.ids));
+			} else {
+				j->plan.ids[i] = replacement(s, &j->plan, i,
+							     j->skipped);
+			}
+			i--; /* read the slot again */
+			if (j->skipped > SKIP_MAX)
+				return ch_error_set(err, "more than %d corrupt "
+						    "samples in one batch: "
+						    "giving up", SKIP_MAX);
+			continue;
+		}
+		if (got < 0) {
 			j->data_error = 1;
 			size_t n = strlen(err->msg);
 			snprintf(err->msg + n, sizeof(err->msg) - n,
@@ -336,6 +369,7 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&s->lock);
 		double t0 = now();
 		j->failed = j->data_error = 0;
+		j->skipped = 0;
 		int rc = r ? read_batch(s, j, r)
 			   : ch_error_set(&j->err, "out of memory");
 		double t1 = now();
@@ -379,10 +413,26 @@ static void release_job(struct streamer *s, struct job *j, uint64_t seq)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* Stage times so far, for a report while the stream runs. */
+static void report_stats(struct streamer *s, struct ch_stream_stats *st,
+			 double start)
+{
+	pthread_mutex_lock(&s->lock);
+	st->read_s = s->read_s;
+	st->encode_s = s->encode_s;
+	pthread_mutex_unlock(&s->lock);
+	if (s->cache)
+		ch_block_cache_stats(s->cache, &st->cache_hits,
+				     &st->cache_misses);
+	st->elapsed_s = now() - start;
+	s->o->on_stats(st, s->o->stats_arg);
+}
+
 /* Hands batches to the sink in order; 1 if the sink stopped the stream. */
 static int write_batches(struct streamer *s, ch_batch_sink sink, void *arg,
 			 struct ch_stream_stats *st, struct ch_error *err)
 {
+	double start = now(), last = start;
 	for (uint64_t seq = 0;; seq++) {
 		struct job *j = wait_ready(s, seq, st);
 		if (!j)
@@ -406,9 +456,14 @@ static int write_batches(struct streamer *s, ch_batch_sink sink, void *arg,
 		if (rc != 0)
 			return rc;
 		st->batches++;
+		st->skipped += j->skipped;
 		st->samples += j->plan.n;
 		st->bytes += j->out.len;
 		release_job(s, j, seq);
+		if (s->o->on_stats && now() - last >= s->o->stats_interval) {
+			report_stats(s, st, start);
+			last = now();
+		}
 	}
 	if (s->plan_failed) {
 		*err = s->plan_err;

@@ -10,6 +10,7 @@ libarchive-dev libxxhash-dev xxhash libzstd-dev zstd
 libcurl4-openssl-dev libjansson-dev
 bats bats-support bats-assert bats-file
 python3 python3-zstandard python3-xxhash python3-numpy
+python3-torch dataset-fashion-mnist
 clang libclang-rt-14-dev mandoc time
 "
 

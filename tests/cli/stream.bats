@@ -505,3 +505,75 @@ EOF
 	run -2 chute stream -b 4 --resume "$rest.999" ds
 	assert_one_line_error stream
 }
+
+# ---------------------------------------------------------- --on-error skip
+
+# corrupt_one_block DS: flips a byte in the middle of block 0 of shard 1.
+corrupt_one_block() {
+	local shard off
+	shard=$(shard_of "$1" 1)
+	off=$(block_middle "$shard" 0)
+	[ -n "$off" ] || fail "no block 0 in $shard"
+	flip_byte "$shard" "$off"
+}
+
+@test "stream: --on-error skip replaces corrupt samples, the same bytes whatever --workers, and counts them" {
+	mkdata big 40 3000
+	chute pack -q -s 10s big -o bad >/dev/null
+	corrupt_one_block bad
+	run -0 bash -c 'chute stream -b 4 -w 1 --on-error skip -f jsonl bad 2>err >one'
+	run -0 bash -c 'chute stream -b 4 -w 8 -p 2 --on-error skip -f jsonl bad 2>err8 >eight'
+	run -0 cmp one eight
+	run -0 cat err
+	assert_output --regexp "skipped [1-9][0-9]* corrupt samples"
+	# training keeps full batches: 40 samples, all slots filled
+	assert_equal "$(wc -l <one)" 40
+	# every sample delivered holds exactly the bytes it was packed from
+	run -0 bash -c 'chute stream -b 4 --on-error skip bad 2>/dev/null >frames'
+	run -0 "$PYTHON" -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+import chute_batch
+n = 0
+for fr in chute_batch.frames(open("frames", "rb")):
+    for key, data in zip(fr.keys, fr.fields["bin"]):
+        assert bytes(data) == open("big/%s.bin" % key, "rb").read(), key
+        n += 1
+assert n == 40, n
+' "$REPO_ROOT/scripts"
+}
+
+@test "stream: in eval mode --on-error skip drops corrupt samples and keeps the rest once" {
+	mkdata big 40 3000
+	chute pack -q -s 10s big -o bad >/dev/null
+	corrupt_one_block bad
+	run -0 bash -c 'chute stream -b 4 --mode eval --on-error skip -f jsonl bad 2>err >out'
+	local n
+	n=$(wc -l <out)
+	[ "$n" -lt 40 ] || fail "expected fewer than 40 samples, got $n"
+	assert_equal "$(cut -d, -f1 out | sort | uniq -d | wc -l)" 0
+	run -0 cat err
+	assert_output --partial "skipped $((40 - n)) corrupt samples"
+}
+
+# ---------------------------------------------------------- statistics
+
+@test "stream: --stats-json writes the statistics as one JSON object" {
+	run -0 chute stream -b 4 --stats-json st.json ds
+	run -0 "$PYTHON" -c '
+import json
+s = json.load(open("st.json"))
+assert s["samples"] == 23 and s["batches"] == 6, s
+for k in ("seconds", "samples_per_s", "read_busy_s", "wait_workers_s",
+          "wait_consumer_s", "input_bound_percent", "workers", "prefetch"):
+    assert k in s, k
+'
+}
+
+@test "bench: streams into nothing and names the limiting stage" {
+	run -0 chute bench -b 4 ds
+	assert_output --partial "chute bench: 6 batches, 23 samples"
+	assert_output --partial "read + decompress"
+	assert_output --regexp "limiting stage: "
+	run -2 chute bench --output x ds
+}
