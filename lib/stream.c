@@ -153,7 +153,8 @@ struct streamer {
 	struct ch_dataset *ds;
 	const struct ch_stream_opts *o;
 	struct planner planner;
-	pthread_mutex_t lock, open_lock;
+	pthread_mutex_t lock;
+	pthread_mutex_t *open_locks; /* one a shard: shards open in parallel */
 	pthread_cond_t changed;
 	struct job *jobs;
 	size_t njobs;
@@ -203,9 +204,9 @@ static int shard_of(struct streamer *s, uint64_t id, struct ch_shard **sh,
 	size_t k;
 	if (ch_dataset_locate(s->ds, id, &k, local, err) < 0)
 		return -1;
-	pthread_mutex_lock(&s->open_lock);
+	pthread_mutex_lock(&s->open_locks[k]);
 	int rc = ch_dataset_shard(s->ds, k, sh, err);
-	pthread_mutex_unlock(&s->open_lock);
+	pthread_mutex_unlock(&s->open_locks[k]);
 	return rc;
 }
 
@@ -509,8 +510,16 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 	st->workers = workers;
 	st->prefetch = prefetch;
 	pthread_mutex_init(&s.lock, NULL);
-	pthread_mutex_init(&s.open_lock, NULL);
 	pthread_cond_init(&s.changed, NULL);
+	size_t nshards = ds->manifest.nshards;
+	s.open_locks = calloc(nshards ? nshards : 1, sizeof(*s.open_locks));
+	if (!s.open_locks) {
+		pthread_mutex_destroy(&s.lock);
+		pthread_cond_destroy(&s.changed);
+		return ch_error_set(err, "out of memory");
+	}
+	for (size_t k = 0; k < nshards; k++)
+		pthread_mutex_init(&s.open_locks[k], NULL);
 	if (planner_init(&s.planner, ds, o, err) < 0)
 		goto out;
 	if (o->cache && !(s.cache = ch_block_cache_new((size_t)o->cache))) {
@@ -562,7 +571,9 @@ out:
 	ch_block_cache_free(s.cache);
 	ch_order_release(&s.planner.ord);
 	pthread_mutex_destroy(&s.lock);
-	pthread_mutex_destroy(&s.open_lock);
+	for (size_t k = 0; k < nshards; k++)
+		pthread_mutex_destroy(&s.open_locks[k]);
+	free(s.open_locks);
 	pthread_cond_destroy(&s.changed);
 	st->read_s = s.read_s;
 	st->encode_s = s.encode_s;
