@@ -77,9 +77,10 @@ unit: $(UNIT_BIN)
 demo: deps all
 	./scripts/demo.sh $(BUILD)/chute
 
-## bench: pack and verify benchmark against tar|zstd, xxhsum and cat
+## bench: pack/verify vs tar|zstd, xxhsum, cat; stream vs DataLoader, numpy, cat
 bench: all
 	./scripts/bench-pack.sh $(BUILD)/chute
+	./scripts/bench-stream.sh $(BUILD)/chute
 
 ## fuzz: run each libFuzzer target for FUZZ_SECONDS (default 60)
 FUZZ_SECONDS ?= 60

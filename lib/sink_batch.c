@@ -100,6 +100,8 @@ static void put_field(const struct ch_batch *b, const char *name,
 	st64(e + 48, offsets_at);
 	st64(e + 56, bytes_at);
 	memcpy(e + ENTRY_FIXED, label, nlen);
+	uint64_t offsets_end = offsets_at + 8 * (b->nsamples + 1);
+	memset(frame + offsets_end, 0, bytes_at - offsets_end);
 	for (size_t i = 0; i < b->nsamples; i++) {
 		const uint8_t *p = field_of(&b->samples[i], name, &size);
 		st64(frame + offsets_at + 8 * i, off);
@@ -109,7 +111,9 @@ static void put_field(const struct ch_batch *b, const char *name,
 	}
 	st64(frame + offsets_at + 8 * b->nsamples, off);
 	st64(e + 64, off);
+	/* only the padding is zeroed: the rest is written once */
 	*data_at = ALIGN(bytes_at + off, 64);
+	memset(frame + bytes_at + off, 0, *data_at - (bytes_at + off));
 }
 
 int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,
@@ -161,7 +165,6 @@ int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,
 	st64(fr + 48, data_offset);
 	if (cursor)
 		memcpy(fr + HEADER, b->cursor, cursor);
-	memset(fr + data_offset, 0, size - data_offset);
 	uint64_t entry = table_at, at = data_offset;
 	for (size_t f = 0; f <= n; f++) {
 		const char *label = f ? names[f - 1] : KEY_FIELD;

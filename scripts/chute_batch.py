@@ -9,7 +9,7 @@ one read whatever its size.
     import chute_batch
     for fr in chute_batch.frames(sys.stdin.buffer):
         fr.keys            # list of str (UTF-8, surrogateescape)
-        fr.fields["jpg"]   # list of memoryview, one per sample
+        fr.fields["jpg"]   # sequence of memoryviews, one per sample
         fr.cursor          # give it to chute stream --resume
 
 Fields of a fixed dtype (u8, i64, f16, f32) are numpy arrays of shape
@@ -32,6 +32,8 @@ import os
 import struct
 import sys
 
+from collections.abc import Sequence
+
 import numpy as np
 
 MAGIC = b"CHB1"
@@ -47,6 +49,42 @@ DTYPES = {1: np.dtype("u1"), 2: np.dtype("<i8"), 3: np.dtype("<f2"),
 MAX_FRAME = 1 << 36  # refuse to allocate more for one frame (64 GiB)
 
 
+class BytesColumn(Sequence):
+    """The values of a variable-length field, one memoryview per sample,
+    made when asked for: a consumer that reads the whole column through
+    Frame.columns pays nothing per sample."""
+
+    __slots__ = ("_mv", "_offsets")
+
+    def __init__(self, mv, offsets):
+        self._mv, self._offsets = mv, offsets
+
+    def __len__(self):
+        return len(self._offsets) - 1
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        return self._mv[int(self._offsets[i]):int(self._offsets[i + 1])]
+
+    def __iter__(self):
+        bounds = self._offsets.tolist()
+        mv = self._mv
+        for a, b in zip(bounds, bounds[1:]):
+            yield mv[a:b]
+
+    def __eq__(self, other):
+        return list(self) == list(other)
+
+    def __repr__(self):
+        return "BytesColumn(%d values)" % len(self)
+
+
 class Frame:
     """One batch: its header, cursor, keys and fields, views of .buffer.
 
@@ -57,7 +95,15 @@ class Frame:
     that hand a whole column to native code."""
 
     __slots__ = ("offset", "buffer", "flags", "epoch", "batch", "nsamples",
-                 "cursor", "keys", "fields", "columns")
+                 "cursor", "fields", "columns", "_key_column", "_keys")
+
+    @property
+    def keys(self):
+        """The samples' keys, list of str (decoded on first use)."""
+        if self._keys is None:
+            self._keys = [bytes(k).decode("utf-8", "surrogateescape")
+                          for k in self._key_column]
+        return self._keys
 
     @property
     def partial(self):
@@ -145,8 +191,7 @@ def _bytes_field(buf, chk, n, name, offsets_at, data_at, data_size, lo):
                  % (name, data_size))
     values = np.frombuffer(buf, np.uint8, data_size, data_at)
     mv = memoryview(buf)[data_at:data_at + data_size]
-    bounds = offsets.tolist()
-    return values, offsets, [mv[a:b] for a, b in zip(bounds, bounds[1:])]
+    return values, offsets, BytesColumn(mv, offsets)
 
 
 def _fixed_field(buf, chk, n, name, dtype, shape, data_at, data_size, lo):
@@ -194,9 +239,9 @@ def _parse_fields(fr, buf, chk, nfields, table_at, table_size, data_offset):
     if at != end:
         chk.fail(at, "field table has %d bytes after its %d entries"
                  % (end - at, nfields))
-    keys = fr.fields.pop(KEY_FIELD)
+    fr._key_column = fr.fields.pop(KEY_FIELD)
+    fr._keys = None
     fr.columns.pop(KEY_FIELD)
-    fr.keys = [bytes(k).decode("utf-8", "surrogateescape") for k in keys]
 
 
 def frames(f, start=0):
