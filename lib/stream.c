@@ -197,16 +197,24 @@ static int grow_fields(struct job *j, size_t need, struct ch_error *err)
 	return 0;
 }
 
-/* The shard holding sample id, opened on first use (by one thread). */
-static int shard_of(struct streamer *s, uint64_t id, struct ch_shard **sh,
-		    uint64_t *local, struct ch_error *err)
+/* The shard holding sample id, opened on first use (by one thread).  Each
+ * worker remembers the shards it has seen, so the per-shard lock is taken
+ * once a shard, not once a sample. */
+static int shard_of(struct streamer *s, struct ch_shard **seen, uint64_t id,
+		    struct ch_shard **sh, uint64_t *local, struct ch_error *err)
 {
 	size_t k;
 	if (ch_dataset_locate(s->ds, id, &k, local, err) < 0)
 		return -1;
+	if (seen[k]) {
+		*sh = seen[k];
+		return 0;
+	}
 	pthread_mutex_lock(&s->open_locks[k]);
 	int rc = ch_dataset_shard(s->ds, k, sh, err);
 	pthread_mutex_unlock(&s->open_locks[k]);
+	if (rc == 0)
+		seen[k] = *sh;
 	return rc;
 }
 
@@ -242,7 +250,7 @@ static int fetch(struct streamer *s, struct ch_block_reader *r,
 /* Copies the batch's samples into j->raw; names and keys point into the
  * shards' indexes, which stay open for the whole stream. */
 static int read_batch(struct streamer *s, struct job *j,
-		      struct ch_block_reader *r)
+		      struct ch_block_reader *r, struct ch_shard **seen)
 {
 	struct ch_error *err = &j->err;
 	size_t nf = 0;
@@ -257,7 +265,7 @@ static int read_batch(struct streamer *s, struct job *j,
 		struct ch_sample_info si;
 		const uint8_t *data;
 		uint64_t local;
-		if (shard_of(s, j->plan.ids[i], &sh, &local, err) < 0)
+		if (shard_of(s, seen, j->plan.ids[i], &sh, &local, err) < 0)
 			return -1;
 		ch_shard_sample(sh, local, &si);
 		void *pin = NULL;
@@ -347,6 +355,8 @@ static void *worker(void *arg)
 {
 	struct streamer *s = arg;
 	struct ch_block_reader *r = ch_block_reader_new();
+	size_t nshards = s->ds->manifest.nshards;
+	struct ch_shard **seen = calloc(nshards ? nshards : 1, sizeof(*seen));
 	pthread_mutex_lock(&s->lock);
 	while (!s->stop && !s->planned_all) {
 		struct job *j = &s->jobs[s->next_seq % s->njobs];
@@ -371,8 +381,8 @@ static void *worker(void *arg)
 		double t0 = now();
 		j->failed = j->data_error = 0;
 		j->skipped = 0;
-		int rc = r ? read_batch(s, j, r)
-			   : ch_error_set(&j->err, "out of memory");
+		int rc = r && seen ? read_batch(s, j, r, seen)
+				   : ch_error_set(&j->err, "out of memory");
 		double t1 = now();
 		if (rc == 0 && (rc = encode_batch(s, j)) < 0)
 			j->data_error = 1; /* the data will not fit the format */
@@ -386,6 +396,7 @@ static void *worker(void *arg)
 	}
 	pthread_mutex_unlock(&s->lock);
 	ch_block_reader_free(r);
+	free(seen);
 	return NULL;
 }
 
