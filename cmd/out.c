@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "chute.h"
 #include "cmd.h"
 
 /* ------------------------------------------------------------------ */
@@ -73,35 +74,6 @@ int cmd_write_all(int fd, const void *buf, size_t len)
 /* ------------------------------------------------------------------ */
 /* JSON                                                                 */
 
-/* Length of the well-formed UTF-8 sequence at p, or 0 if there is none
- * (overlong forms, surrogates and code points past U+10FFFF included). */
-static size_t utf8_seq(const unsigned char *p, size_t left)
-{
-	unsigned c = p[0], cp, min;
-	size_t n;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, cp = c & 0x1f, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, cp = c & 0x0f, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, cp = c & 0x07, min = 0x10000;
-	else
-		return 0;
-	if (n > left)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
-
 json_t *cmd_json_bytes(const char *s, size_t len)
 {
 	const unsigned char *in = (const unsigned char *)s;
@@ -116,7 +88,8 @@ json_t *cmd_json_bytes(const char *s, size_t len)
 	if (!copy)
 		return NULL;
 	for (size_t i = 0; i < len;) {
-		size_t n = utf8_seq(in + i, len - i);
+		uint32_t cp;
+		size_t n = ch_utf8_len(in + i, len - i, &cp);
 		if (n == 0) {
 			memcpy(copy + o, "\xef\xbf\xbd", 3);
 			o += 3;

@@ -615,6 +615,10 @@ int ch_parse_size(const char *s, uint64_t *out);
  * one, never a part of either. */
 int ch_write_file_atomic(const char *path, const char *data, size_t len,
 			 struct ch_error *err);
+/* Length of the well-formed UTF-8 sequence at p (overlong forms,
+ * surrogates and code points past U+10FFFF refused), 0 if there is none;
+ * the code point goes to *cp. */
+size_t ch_utf8_len(const uint8_t *p, size_t left, uint32_t *cp);
 /* Number of online CPUs, at least 1. */
 int ch_cpu_count(void);
 

@@ -46,39 +46,6 @@ static void put_u64(struct jw *w, uint64_t v)
 	put(w, num, (size_t)n);
 }
 
-/* Length of the well-formed UTF-8 sequence at p (overlong forms,
- * surrogates and code points past U+10FFFF refused), 0 if there is none;
- * the code point goes to *cp. */
-static size_t utf8_len(const uint8_t *p, size_t left, uint32_t *cp)
-{
-	uint32_t c = p[0], min;
-	size_t n;
-
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, c &= 0x1f, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, c &= 0x0f, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, c &= 0x07, min = 0x10000;
-	else
-		return 0;
-	if (n > left)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (p[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	*cp = c;
-	return n;
-}
-
 /* Unicode category Cc: C0 controls, DEL and C1 controls. */
 static int is_control(uint32_t cp)
 {
@@ -93,7 +60,7 @@ static int is_text(const uint8_t *p, uint64_t size)
 	if (size > TEXT_MAX)
 		return 0;
 	for (size_t i = 0; i < size;) {
-		size_t n = utf8_len(p + i, size - i, &cp);
+		size_t n = ch_utf8_len(p + i, size - i, &cp);
 		if (!n || (is_control(cp) && cp != '\t' && cp != '\n'))
 			return 0;
 		i += n;
@@ -139,7 +106,7 @@ static void put_string(struct jw *w, const uint8_t *p, size_t len)
 
 	put(w, "\"", 1);
 	for (size_t i = 0; i < len;) {
-		size_t n = utf8_len(p + i, len - i, &cp);
+		size_t n = ch_utf8_len(p + i, len - i, &cp);
 		if (n && cp >= 0x20 && cp != '"' && cp != '\\') {
 			i += n;
 			run += n;

@@ -75,3 +75,36 @@ int ch_cpu_count(void)
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n < 1 ? 1 : (int)n;
 }
+
+/* Length of the well-formed UTF-8 sequence at p (overlong forms,
+ * surrogates and code points past U+10FFFF refused), 0 if there is none;
+ * the code point goes to *cp. */
+size_t ch_utf8_len(const uint8_t *p, size_t left, uint32_t *cp)
+{
+	uint32_t c = p[0], min;
+	size_t n;
+
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2, c &= 0x1f, min = 0x80;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3, c &= 0x0f, min = 0x800;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4, c &= 0x07, min = 0x10000;
+	else
+		return 0;
+	if (n > left)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (p[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return n;
+}
