@@ -268,6 +268,8 @@ static int read_batch(struct streamer *s, struct job *j,
 		if (shard_of(s, seen, j->plan.ids[i], &sh, &local, err) < 0)
 			return -1;
 		ch_shard_sample(sh, local, &si);
+		if (grow_fields(j, nf + si.nfields, err) < 0)
+			return -1;
 		void *pin = NULL;
 		int got = fetch(s, r, sh, local, &si, &data, &pin, err);
 		if (got < 0 && s->o->skip_corrupt) {
@@ -297,8 +299,6 @@ static int read_batch(struct streamer *s, struct job *j,
 				 si.key);
 			return -1;
 		}
-		if (grow_fields(j, nf + si.nfields, err) < 0)
-			return -1;
 		for (uint32_t f = 0; f < si.nfields; f++) {
 			struct ch_field_info fi;
 			ch_shard_field(sh, local, f, &fi);
