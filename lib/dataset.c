@@ -9,7 +9,6 @@
 #include "internal.h"
 #include "shard_format.h"
 
-#define MAX_MANIFEST (1u << 30)
 
 static int looks_like_shard(const char *path)
 {

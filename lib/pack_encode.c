@@ -165,10 +165,10 @@ static int fill_slot(const struct encode_job *job, struct slot *sl, size_t b)
 static void *worker(void *arg)
 {
 	struct pool *p = arg;
-	const struct plan_shard *sh = p->job->shard;
+	size_t nblocks = p->job->plan->nblocks;
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
-		if (p->stop || p->next_task >= sh->nblocks)
+		if (p->stop || p->next_task >= nblocks)
 			break;
 		size_t t = p->next_task;
 		struct slot *sl = &p->slots[t % p->nslots];
@@ -183,7 +183,7 @@ static void *worker(void *arg)
 		if (p->job->cancel && *p->job->cancel)
 			ch_error_set(&sl->err, "interrupted");
 		else
-			rc = fill_slot(p->job, sl, sh->first_block + t);
+			rc = fill_slot(p->job, sl, t);
 		pthread_mutex_lock(&p->lock);
 		sl->block = t;
 		sl->failed = rc < 0;
@@ -260,7 +260,7 @@ int ch_encode_shard(const struct encode_job *job, struct ch_error *err)
 			ch_error_set(err, "cannot start worker threads");
 			goto out;
 		}
-	for (size_t t = 0; t < job->shard->nblocks; t++)
+	for (size_t t = 0; t < job->plan->nblocks; t++)
 		if (write_next(&p, t, err) < 0)
 			goto out;
 	rc = 0;

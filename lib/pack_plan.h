@@ -1,5 +1,6 @@
-/* pack_plan.h - how pack groups catalog entries into samples, shards and
- * blocks; shared by pack.c (planning) and pack_encode.c (parallel work). */
+/* pack_plan.h - how one shard's catalog entries group into samples and
+ * blocks; shared by pack_shard.c (planning) and pack_encode.c (parallel
+ * work). */
 #ifndef CH_PACK_PLAN_H
 #define CH_PACK_PLAN_H
 
@@ -13,12 +14,6 @@ struct plan_sample {
 	uint64_t size;
 };
 
-struct plan_shard {
-	size_t first_sample, nsamples;
-	size_t first_block, nblocks;
-	uint64_t bytes;
-};
-
 struct plan_block {
 	size_t first_sample, nsamples;
 	uint64_t size;
@@ -27,8 +22,7 @@ struct plan_block {
 struct pack_plan {
 	struct plan_sample *samples;
 	size_t nsamples;
-	struct plan_shard *shards;
-	size_t nshards;
+	uint64_t bytes; /* raw bytes of all samples */
 	struct plan_block *blocks;
 	size_t nblocks;
 };
@@ -38,7 +32,6 @@ struct pack_plan {
 struct encode_job {
 	const struct ch_catalog *cat;
 	const struct pack_plan *plan;
-	const struct plan_shard *shard;
 	struct ch_shard_writer *writer;
 	int level, jobs;
 	const void *dict;

@@ -39,24 +39,20 @@ static int group_samples(const struct ch_catalog *c, struct pack_plan *pl,
 static int plan_blocks(struct pack_plan *pl, uint64_t block_size,
 		       struct ch_error *err)
 {
-	pl->shards = calloc(1, sizeof(*pl->shards));
 	pl->blocks = calloc(pl->nsamples ? pl->nsamples : 1,
 			    sizeof(*pl->blocks));
-	if (!pl->shards || !pl->blocks)
+	if (!pl->blocks)
 		return ch_error_set(err, "out of memory");
-	struct plan_shard *sh = &pl->shards[pl->nshards++];
 	struct plan_block *bl = NULL;
 	for (size_t i = 0; i < pl->nsamples; i++) {
 		uint64_t size = pl->samples[i].size;
 		if (!bl || bl->size + size > block_size) {
 			bl = &pl->blocks[pl->nblocks++];
 			*bl = (struct plan_block){ .first_sample = i };
-			sh->nblocks++;
 		}
 		bl->nsamples++;
 		bl->size += size;
-		sh->nsamples++;
-		sh->bytes += size;
+		pl->bytes += size;
 	}
 	return 0;
 }
@@ -64,7 +60,6 @@ static int plan_blocks(struct pack_plan *pl, uint64_t block_size,
 static void plan_release(struct pack_plan *pl)
 {
 	free(pl->samples);
-	free(pl->shards);
 	free(pl->blocks);
 }
 
@@ -74,20 +69,19 @@ static void plan_release(struct pack_plan *pl)
 static int train_dict(const struct ch_catalog *cat, const struct pack_plan *pl,
 		      struct ch_buf *dict, struct ch_error *err)
 {
-	const struct plan_shard *sh = &pl->shards[0];
 	struct ch_buf data = { 0 };
-	size_t *sizes = calloc(sh->nsamples ? sh->nsamples : 1, sizeof(*sizes));
+	size_t *sizes = calloc(pl->nsamples ? pl->nsamples : 1, sizeof(*sizes));
 	size_t n = 0, step = 1;
 	int rc = -1;
 	dict->len = 0;
 	if (!sizes)
 		return ch_error_set(err, "out of memory");
-	size_t dict_size = sh->bytes / 64 > DICT_MAX ? DICT_MAX
-			   : sh->bytes / 64 < DICT_MIN ? DICT_MIN
-						       : (size_t)(sh->bytes / 64);
-	if (sh->bytes > DICT_TRAIN_BUDGET)
-		step = (size_t)(sh->bytes / DICT_TRAIN_BUDGET) + 1;
-	for (size_t i = 0; i < sh->nsamples; i += step) {
+	size_t dict_size = pl->bytes / 64 > DICT_MAX ? DICT_MAX
+			   : pl->bytes / 64 < DICT_MIN ? DICT_MIN
+						       : (size_t)(pl->bytes / 64);
+	if (pl->bytes > DICT_TRAIN_BUDGET)
+		step = (size_t)(pl->bytes / DICT_TRAIN_BUDGET) + 1;
+	for (size_t i = 0; i < pl->nsamples; i += step) {
 		const struct plan_sample *s = &pl->samples[i];
 		if (s->size > dict_size || data.len + s->size > DICT_TRAIN_BUDGET)
 			continue;
@@ -126,7 +120,7 @@ int ch_pack_write_shard(const struct ch_catalog *cat,
 	    ch_shard_writer_open(&w, path, dict.data, dict.len, err) < 0)
 		goto out;
 	struct encode_job job = {
-		.cat = cat, .plan = &pl, .shard = &pl.shards[0], .writer = w,
+		.cat = cat, .plan = &pl, .writer = w,
 		.level = o->level, .jobs = o->jobs,
 		.dict = dict.len ? dict.data : NULL, .dict_size = dict.len,
 		.cancel = o->cancel, .progress = o->progress,
