@@ -127,7 +127,7 @@ struct pack_args {
 	int null_sep, quiet;
 };
 
-/* "256M" is bytes, "10000s" is samples. */
+/* "256M" is bytes (and the default sample cap), "10000s" is samples. */
 static int parse_shard_size(const char *s, struct ch_pack_opts *o)
 {
 	size_t len = strlen(s);
@@ -146,7 +146,7 @@ static int parse_shard_size(const char *s, struct ch_pack_opts *o)
 			  "sample count above 0 before the s", s);
 		return -1;
 	}
-	o->shard_samples = 0;
+	o->shard_samples = CH_SHARD_SAMPLES_DEFAULT;
 	return cmd_parse_size("--shard-size", s, &o->shard_bytes);
 }
 

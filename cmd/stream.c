@@ -17,6 +17,7 @@ enum {
 	OPT_MODE,
 	OPT_NO_DROP_LAST,
 	OPT_ON_ERROR,
+	OPT_INDEX_MEMORY,
 	OPT_RANK,
 	OPT_RESUME,
 	OPT_SEED,
@@ -41,6 +42,8 @@ static const struct cmd_opt stream_opts[] = {
 	{'e', "epochs", "N", "epochs to stream, 0 for ever (default 1)"},
 	{'f', "format", "FORMAT", "batch (default), jsonl or tar"},
 	CMD_HELP_OPT,
+	{OPT_INDEX_MEMORY, "index-memory", "SIZE",
+	 "open shard indexes kept in memory (default 256M)"},
 	{OPT_MODE, "mode", "MODE", "train (default) or eval"},
 	{OPT_NO_DROP_LAST, "no-drop-last", NULL,
 	 "keep the last partial batch, flagged (default)"},
@@ -88,6 +91,8 @@ static const struct cmd_opt bench_opts[] = {
 	{'e', "epochs", "N", "epochs to stream (default 1)"},
 	{'f', "format", "FORMAT", "batch (default), jsonl or tar"},
 	CMD_HELP_OPT,
+	{OPT_INDEX_MEMORY, "index-memory", "SIZE",
+	 "open shard indexes kept in memory (default 256M)"},
 	{OPT_MODE, "mode", "MODE", "train (default) or eval"},
 	{'p', "prefetch", "N|auto", "batches prepared ahead (default auto)"},
 	{OPT_SEED, "seed", "S", "shuffle seed (default 0)"},
@@ -177,6 +182,8 @@ static int take_option(struct stream_args *a, int c, const char *arg)
 	case 'o': a->output = arg; return 0;
 	case 'p': return parse_threads("--prefetch", arg, &o->prefetch);
 	case 'w': return parse_threads("--workers", arg, &o->workers);
+	case OPT_INDEX_MEMORY:
+		return cmd_parse_size("--index-memory", arg, &o->index_memory);
 	case OPT_DROP_LAST: o->drop_last = 1; return 0;
 	case OPT_NO_DROP_LAST: o->drop_last = 0; return 0;
 	case OPT_MODE:
@@ -295,7 +302,7 @@ static json_t *stats_json(const struct ch_stream_stats *st)
 	double t = st->elapsed_s > 0 ? st->elapsed_s : 1e-9;
 	return json_pack(
 		"{s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:i, s:i, s:f, s:f, s:f,"
-		" s:f, s:f, s:I, s:I, s:I}",
+		" s:f, s:f, s:I, s:I, s:I, s:I, s:I}",
 		"batches", (json_int_t)st->batches,
 		"samples", (json_int_t)st->samples,
 		"bytes", (json_int_t)st->bytes,
@@ -310,6 +317,8 @@ static json_t *stats_json(const struct ch_stream_stats *st)
 		"input_bound_percent", input_share(st),
 		"cache_hits", (json_int_t)st->cache_hits,
 		"cache_misses", (json_int_t)st->cache_misses,
+		"shard_opens", (json_int_t)st->shard_opens,
+		"index_peak_bytes", (json_int_t)st->index_peak,
 		"skipped", (json_int_t)st->skipped);
 }
 
@@ -343,12 +352,15 @@ static void print_stats(const struct ch_stream_stats *st, int final)
 	fprintf(stderr,
 		"stream: %d workers, prefetch %d; busy reading %.2f s, "
 		"encoding %.2f s (summed over workers)\n"
-		"stream: block cache: %llu hits, %llu misses\n"
+		"stream: block cache: %llu hits, %llu misses; %llu shard "
+		"opens, index memory peak %.1f MB\n"
 		"stream: the writer waited %.2f s on the workers and %.2f s on "
 		"the consumer\n",
 		st->workers, st->prefetch, st->read_s, st->encode_s,
 		(unsigned long long)st->cache_hits,
-		(unsigned long long)st->cache_misses, st->wait_workers_s,
+		(unsigned long long)st->cache_misses,
+		(unsigned long long)st->shard_opens,
+		(double)st->index_peak / 1e6, st->wait_workers_s,
 		st->wait_sink_s);
 	double input = input_share(st);
 	if (input >= 50)

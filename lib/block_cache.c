@@ -13,6 +13,7 @@
 
 struct entry {
 	const struct ch_shard *sh;
+	uint64_t serial; /* the shard's: its address may be reused */
 	uint32_t block;
 	uint8_t *data;
 	size_t size;
@@ -85,9 +86,22 @@ static struct entry *find(struct ch_block_cache *c, const struct ch_shard *sh,
 			  uint32_t b)
 {
 	for (struct entry *e = c->buckets[bucket(sh, b)]; e; e = e->hnext)
-		if (e->sh == sh && e->block == b)
+		if (e->sh == sh && e->block == b &&
+		    e->serial == ch_shard_serial(sh))
 			return e;
 	return NULL;
+}
+
+static void drop(struct ch_block_cache *c, struct entry *e)
+{
+	struct entry **p = &c->buckets[bucket(e->sh, e->block)];
+	while (*p != e)
+		p = &(*p)->hnext;
+	*p = e->hnext;
+	unlink_lru(c, e);
+	c->used -= e->size;
+	free(e->data);
+	free(e);
 }
 
 static void evict(struct ch_block_cache *c)
@@ -95,18 +109,21 @@ static void evict(struct ch_block_cache *c)
 	struct entry *e = c->oldest;
 	while (c->used > c->capacity && e) {
 		struct entry *newer = e->newer;
-		if (!e->pins) {
-			struct entry **p = &c->buckets[bucket(e->sh, e->block)];
-			while (*p != e)
-				p = &(*p)->hnext;
-			*p = e->hnext;
-			unlink_lru(c, e);
-			c->used -= e->size;
-			free(e->data);
-			free(e);
-		}
+		if (!e->pins)
+			drop(c, e);
 		e = newer;
 	}
+}
+
+void ch_block_cache_forget(struct ch_block_cache *c, const struct ch_shard *sh)
+{
+	pthread_mutex_lock(&c->lock);
+	for (struct entry *e = c->oldest, *newer; e; e = newer) {
+		newer = e->newer;
+		if (e->sh == sh && !e->pins)
+			drop(c, e);
+	}
+	pthread_mutex_unlock(&c->lock);
 }
 
 /* Pins a hit, or returns NULL. */
@@ -168,6 +185,7 @@ int ch_block_cache_get(struct ch_block_cache *c, struct ch_block_reader *r,
 		}
 		memcpy(mine->data, p, size);
 		mine->sh = sh;
+		mine->serial = ch_shard_serial(sh);
 		mine->block = b;
 		mine->size = size;
 		e = insert(c, mine);

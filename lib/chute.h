@@ -87,6 +87,12 @@ uint64_t ch_shard_file_size(const struct ch_shard *sh);
 uint64_t ch_shard_sample_count(const struct ch_shard *sh);
 uint32_t ch_shard_block_count(const struct ch_shard *sh);
 int ch_shard_has_dict(const struct ch_shard *sh);
+/* Bytes an open shard holds in memory: its decoded index, mostly. */
+size_t ch_shard_memory(const struct ch_shard *sh);
+/* About what ch_shard_memory would say once the shard is open, from its
+ * header and footer alone. */
+int ch_shard_open_memory(const char *path, uint64_t *bytes,
+			 struct ch_error *err);
 
 struct ch_sample_info {
 	const char *key; /* not NUL-terminated: use key_len */
@@ -157,6 +163,10 @@ int ch_block_cache_get(struct ch_block_cache *c, struct ch_block_reader *r,
 		       const struct ch_shard *sh, uint32_t b,
 		       const uint8_t **data, void **pin, struct ch_error *err);
 void ch_block_cache_unpin(struct ch_block_cache *c, void *pin);
+/* Drops the blocks of a shard about to be closed: entries are keyed by
+ * the shard's address, which a later shard may reuse.  None may be
+ * pinned. */
+void ch_block_cache_forget(struct ch_block_cache *c, const struct ch_shard *sh);
 void ch_block_cache_stats(struct ch_block_cache *c, uint64_t *hits,
 			  uint64_t *misses);
 
@@ -260,6 +270,26 @@ struct ch_manifest_options {
 	char *label_from; /* "dir" or NULL */
 };
 
+/* A named subset of the samples ("train", "val", "test"): its sample
+ * numbers, ascending, are stored in a split file beside the manifest (see
+ * chute-manifest(5), SPLIT FILES). */
+struct ch_manifest_split {
+	char *name;
+	char *path;	   /* relative to the dataset folder: "splits/val.ids" */
+	uint64_t samples;  /* sample numbers in the file */
+	uint64_t bytes;	   /* file size: 8 x samples */
+	struct ch_hash128 hash; /* XXH3-128 of the file */
+	double fraction;   /* share asked for when it was made (train: rest) */
+};
+
+/* How `chute split` assigned samples: recorded so that a later split of a
+ * grown dataset keeps every existing sample where it was. */
+struct ch_manifest_split_rule {
+	uint64_t seed;
+	char *group; /* POSIX extended regex whose first group names a
+			sample's group, or NULL: each key is its own group */
+};
+
 struct ch_manifest {
 	char id[33];	/* 32 hex digits: XXH3-128 of the canonical content */
 	char *name;
@@ -277,6 +307,9 @@ struct ch_manifest {
 	char **sources;
 	size_t nsources;
 	struct ch_manifest_options options;
+	struct ch_manifest_split *splits; /* sorted by name; none: nsplits 0 */
+	size_t nsplits;
+	struct ch_manifest_split_rule split_rule; /* meaningful if nsplits */
 	int id_ok; /* set by ch_manifest_read: 1 if "id" matches the content */
 };
 
@@ -380,8 +413,14 @@ int ch_dataset_open(struct ch_dataset *ds, const char *path,
 void ch_dataset_release(struct ch_dataset *ds);
 /* Full path of shard s ("ROOT/shards/x.chs"); caller frees. */
 char *ch_dataset_shard_path(const struct ch_dataset *ds, size_t s);
+/* Shard s, opened on first use and kept open until the dataset is
+ * released. */
 int ch_dataset_shard(struct ch_dataset *ds, size_t s, struct ch_shard **out,
 		     struct ch_error *err);
+/* Shard s opened afresh and checked against the manifest; the caller
+ * closes it.  For callers that bound how many shards stay open. */
+int ch_dataset_open_shard(const struct ch_dataset *ds, size_t s,
+			  struct ch_shard **out, struct ch_error *err);
 /* Finds a sample by key over all shards (binary search in each). */
 int ch_dataset_find(struct ch_dataset *ds, const char *key, size_t *shard,
 		    uint64_t *sample, struct ch_error *err);
@@ -404,6 +443,10 @@ typedef void (*ch_progress_fn)(const struct ch_progress *p, void *arg);
 struct ch_pack_opts {
 	const char *out_dir;
 	const char *name;	/* shard name prefix and manifest name */
+	/* A shard ends at shard_bytes raw bytes or shard_samples samples,
+	 * the first reached.  The sample cap bounds a shard's index, which
+	 * is what a stream holds in memory for each shard it has open. */
+#define CH_SHARD_SAMPLES_DEFAULT 65536
 	uint64_t shard_bytes;	/* raw bytes per shard (0: no limit) */
 	uint64_t shard_samples; /* samples per shard (0: no limit) */
 	uint64_t block_size;	/* 0: 1 MiB, or 16 KiB with dict */
@@ -495,6 +538,52 @@ int ch_export(struct ch_dataset *ds, const struct ch_export_opts *o,
 	      size_t *files_written, struct ch_error *err);
 
 /* ------------------------------------------------------------------ */
+/* Splits: train / val / test subsets (chute split, chute-manifest(5))   */
+
+struct ch_split_opts {
+	/* shares of the samples, multiples of 0.0001 in [0, 1) with
+	 * val + test < 1; train gets the rest; a share of 0 gives no split */
+	double val, test;
+	uint64_t seed;	   /* at most 2^63-1 */
+	const char *group; /* POSIX extended regex whose first group names
+			    * a sample's group; NULL: each key is its own */
+	volatile sig_atomic_t *cancel;
+};
+
+/* What one split got: samples per class, when the dataset has classes. */
+struct ch_split_tally {
+	uint64_t *classes;   /* manifest.nclasses counts, NULL without */
+	uint64_t unlabelled; /* with classes: samples without a valid cls */
+};
+
+struct ch_split_result {
+	struct ch_manifest manifest;	/* the new version, as written */
+	struct ch_split_tally *tallies; /* one per manifest.splits[i] */
+	int data_error; /* the failure was the data's (a key the group
+			 * regex does not match, an edited manifest, an
+			 * unreadable shard), not the options' or the disk's */
+};
+
+/* Assigns every sample of the dataset at path (a folder or its manifest
+ * file) to test, val or train by a hash of its key (or group) and the
+ * seed, writes the split files and then a new manifest whose parent is
+ * the old one's id.  Split files are named by their content and written
+ * under temporary names first; stale ones are removed only once the new
+ * manifest is in place, so a failure or interruption leaves the old
+ * version whole.  Reads the shards' indexes, and with classes also the
+ * blocks (for the cls fields). */
+int ch_split(const char *path, const struct ch_split_opts *o,
+	     struct ch_split_result *res, struct ch_error *err);
+void ch_split_result_release(struct ch_split_result *res);
+
+/* The sample numbers (dataset-wide, ascending) of split `name` of an
+ * open dataset, read from its split file and checked against the
+ * manifest: size, XXH3-128, order and range.  *ids is the caller's to
+ * free. */
+int ch_split_load(const struct ch_dataset *ds, const char *name,
+		  uint64_t **ids, uint64_t *count, struct ch_error *err);
+
+/* ------------------------------------------------------------------ */
 /* Order: a keyed permutation of [0, n), computed at any position       */
 
 struct ch_perm {
@@ -531,6 +620,7 @@ struct ch_stream_opts {
 	uint64_t rank, world;
 	int workers, prefetch;
 	uint64_t cache;	   /* bytes of decoded blocks kept (0: none) */
+	uint64_t index_memory; /* bytes of open shards kept (see ch_stream) */
 	int skip_corrupt;  /* --on-error skip: replace unreadable samples */
 	enum ch_format format;
 	const char *resume; /* a cursor, or NULL */
@@ -567,15 +657,18 @@ struct ch_stream_stats {
 	double elapsed_s;
 	int workers, prefetch;	     /* as chosen (auto resolved) */
 	uint64_t cache_hits, cache_misses;
+	uint64_t shard_opens;	     /* shards opened, reopenings counted */
+	uint64_t index_peak;	     /* most bytes of open shards at once */
 	uint64_t skipped;	     /* corrupt samples replaced or dropped */
 	int data_error;		     /* the failure was a corrupt sample */
 };
 
 /* Streams batches of the dataset to sink until the epochs are done, the
  * sink says stop (returns 1: ch_stream then returns 0), or *cancel is
- * set.  Output bytes depend only on the
- * dataset and the options that shape the stream, never on workers or
- * prefetch.  Memory: prefetch + workers batches in flight. */
+ * set.  Output bytes depend only on the dataset and the options that
+ * shape the stream, never on workers, prefetch, cache or index memory.
+ * Memory: prefetch + workers batches in flight, the block cache, and open
+ * shards within index_memory (plus those that batches being read pin). */
 int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 	      ch_batch_sink sink, void *sink_arg, struct ch_stream_stats *st,
 	      struct ch_error *err);

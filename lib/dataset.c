@@ -106,29 +106,40 @@ char *ch_dataset_shard_path(const struct ch_dataset *ds, size_t s)
 	return ch_path_join(ds->root, ds->manifest.shards[s].path);
 }
 
+int ch_dataset_open_shard(const struct ch_dataset *ds, size_t s,
+			  struct ch_shard **out, struct ch_error *err)
+{
+	if (s >= ds->manifest.nshards)
+		return ch_error_set(err, "no shard %zu", s);
+	char *path = ch_dataset_shard_path(ds, s);
+	if (!path)
+		return ch_error_set(err, "out of memory");
+	struct ch_shard *sh;
+	int rc = ch_shard_open(&sh, path, err);
+	free(path);
+	if (rc < 0)
+		return -1;
+	const struct ch_manifest_shard *ms = &ds->manifest.shards[s];
+	if (ch_shard_sample_count(sh) != ms->samples) {
+		ch_error_set(err, "'%s' holds %llu samples, the manifest says "
+			     "%llu: run chute verify", ms->path,
+			     (unsigned long long)ch_shard_sample_count(sh),
+			     (unsigned long long)ms->samples);
+		ch_shard_close(sh);
+		return -1;
+	}
+	*out = sh;
+	return 0;
+}
+
 int ch_dataset_shard(struct ch_dataset *ds, size_t s, struct ch_shard **out,
 		     struct ch_error *err)
 {
 	if (s >= ds->manifest.nshards)
 		return ch_error_set(err, "no shard %zu", s);
-	if (!ds->shards[s]) {
-		char *path = ch_dataset_shard_path(ds, s);
-		if (!path)
-			return ch_error_set(err, "out of memory");
-		int rc = ch_shard_open(&ds->shards[s], path, err);
-		free(path);
-		if (rc < 0)
-			return -1;
-		if (ch_shard_sample_count(ds->shards[s]) !=
-		    ds->manifest.shards[s].samples)
-			return ch_error_set(err, "'%s' holds %llu samples, the "
-					    "manifest says %llu: run chute "
-					    "verify", ds->manifest.shards[s].path,
-					    (unsigned long long)
-					    ch_shard_sample_count(ds->shards[s]),
-					    (unsigned long long)
-					    ds->manifest.shards[s].samples);
-	}
+	if (!ds->shards[s] &&
+	    ch_dataset_open_shard(ds, s, &ds->shards[s], err) < 0)
+		return -1;
 	*out = ds->shards[s];
 	return 0;
 }

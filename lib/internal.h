@@ -15,6 +15,9 @@ void ch_content_hash_field(struct ch_content_hash *h, const char *name,
 			   const uint8_t *data, uint64_t size);
 uint64_t ch_content_hash_final(struct ch_content_hash *h);
 
+/* Tells an open shard from a later one at the same address. */
+uint64_t ch_shard_serial(const struct ch_shard *sh);
+
 /* Files and folders. */
 int ch_mkdir_p(const char *path, struct ch_error *err);
 int ch_rm_rf(const char *path);

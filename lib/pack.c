@@ -22,6 +22,7 @@ void ch_pack_opts_init(struct ch_pack_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->shard_bytes = 256ull << 20;
+	o->shard_samples = CH_SHARD_SAMPLES_DEFAULT;
 	o->block_size = 0; /* default: see BLOCK_DEFAULT */
 	o->memory = MEMORY_DEFAULT;
 	o->level = 3;

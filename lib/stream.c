@@ -10,8 +10,6 @@
 #include "stream_plan.h"
 #include "xxh.h"
 
-#define CURSOR_MAX 96
-#define SKIP_MAX 64
 
 void ch_stream_opts_init(struct ch_stream_opts *o)
 {
@@ -22,6 +20,7 @@ void ch_stream_opts_init(struct ch_stream_opts *o)
 	o->batch_size = 256;
 	o->world = 1;
 	o->cache = 256u << 20;
+	o->index_memory = 256u << 20;
 	o->stats_interval = 5;
 }
 
@@ -55,15 +54,8 @@ static int enter_segment(struct planner *p, uint64_t epoch, uint64_t start,
 	return p->done ? 0 : ch_order_init(&p->ord, p->m, o, epoch, err);
 }
 
-struct plan {
-	uint64_t epoch, batch, n;
-	uint32_t flags;
-	uint64_t *ids; /* n sample numbers, manifest order */
-	char cursor[CURSOR_MAX];
-};
-
 /* Fills the next batch; returns 1, or 0 when the stream is over. */
-static int plan_next(struct planner *p, struct plan *out, const char *id,
+static int plan_next(struct planner *p, struct ch_batch_plan *out, const char *id,
 		     struct ch_error *err)
 {
 	const struct ch_stream_opts *o = p->o;
@@ -134,15 +126,10 @@ static int planner_init(struct planner *p, const struct ch_dataset *ds,
 
 struct job {
 	int state; /* FREE, PLANNED (a worker owns it), READY */
-	uint64_t skipped;
 	uint64_t seq;
-	struct plan plan;
-	struct ch_buf raw, out;
-	struct ch_batch_sample *samples;
-	const char **names;
-	uint64_t *sizes;
-	const uint8_t **data;
-	size_t fields_cap;
+	struct ch_batch_plan plan;
+	struct ch_batch_data data;
+	struct ch_buf out;
 	int failed, data_error;
 	struct ch_error err;
 };
@@ -154,8 +141,8 @@ struct streamer {
 	const struct ch_stream_opts *o;
 	struct planner planner;
 	pthread_mutex_t lock;
-	pthread_mutex_t *open_locks; /* one a shard: shards open in parallel */
 	pthread_cond_t changed;
+	struct ch_stream_shared shared;
 	struct job *jobs;
 	size_t njobs;
 	uint64_t next_seq;  /* next batch to plan */
@@ -175,171 +162,12 @@ static double now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static int grow_fields(struct job *j, size_t need, struct ch_error *err)
-{
-	if (need <= j->fields_cap)
-		return 0;
-	size_t cap = j->fields_cap ? j->fields_cap : 64;
-	while (cap < need)
-		cap *= 2;
-	const char **names = realloc(j->names, cap * sizeof(*names));
-	if (names)
-		j->names = names;
-	uint64_t *sizes = realloc(j->sizes, cap * sizeof(*sizes));
-	if (sizes)
-		j->sizes = sizes;
-	const uint8_t **data = realloc(j->data, cap * sizeof(*data));
-	if (data)
-		j->data = data;
-	if (!names || !sizes || !data)
-		return ch_error_set(err, "out of memory");
-	j->fields_cap = cap;
-	return 0;
-}
-
-/* The shard holding sample id, opened on first use (by one thread).  Each
- * worker remembers the shards it has seen, so the per-shard lock is taken
- * once a shard, not once a sample. */
-static int shard_of(struct streamer *s, struct ch_shard **seen, uint64_t id,
-		    struct ch_shard **sh, uint64_t *local, struct ch_error *err)
-{
-	size_t k;
-	if (ch_dataset_locate(s->ds, id, &k, local, err) < 0)
-		return -1;
-	if (seen[k]) {
-		*sh = seen[k];
-		return 0;
-	}
-	pthread_mutex_lock(&s->open_locks[k]);
-	int rc = ch_dataset_shard(s->ds, k, sh, err);
-	pthread_mutex_unlock(&s->open_locks[k]);
-	if (rc == 0)
-		seen[k] = *sh;
-	return rc;
-}
-
-/* --on-error skip in training: a corrupt sample's place goes to another
- * sample drawn by a keyed hash of (seed, epoch, batch, slot, attempt):
- * the same replacement whatever the workers. */
-static uint64_t replacement(const struct streamer *s, const struct plan *p,
-			    uint64_t slot, uint64_t attempt)
-{
-	uint64_t in[5] = { s->o->seed, p->epoch, p->batch, slot, attempt };
-	return XXH3_64bits(in, sizeof(in)) % s->ds->manifest.samples;
-}
-
-/* A sample's bytes: through the shared cache when its block is
- * compressed (decoded once for all the samples it holds), else read
- * alone. */
-static int fetch(struct streamer *s, struct ch_block_reader *r,
-		 const struct ch_shard *sh, uint64_t local,
-		 const struct ch_sample_info *si, const uint8_t **data,
-		 void **pin, struct ch_error *err)
-{
-	struct ch_block_stat st;
-	ch_shard_block(sh, si->block, &st);
-	if (!s->cache || st.codec == CH_CODEC_RAW)
-		return ch_sample_fetch(r, sh, local, data, err);
-	const uint8_t *block;
-	if (ch_block_cache_get(s->cache, r, sh, si->block, &block, pin, err) < 0)
-		return -1;
-	*data = block + si->offset;
-	return 0;
-}
-
-/* Copies the batch's samples into j->raw; names and keys point into the
- * shards' indexes, which stay open for the whole stream. */
-static int read_batch(struct streamer *s, struct job *j,
-		      struct ch_block_reader *r, struct ch_shard **seen)
-{
-	struct ch_error *err = &j->err;
-	size_t nf = 0;
-	j->raw.len = 0;
-	void *v = realloc(j->samples, (j->plan.n ? j->plan.n : 1) *
-					      sizeof(*j->samples));
-	if (!v)
-		return ch_error_set(err, "out of memory");
-	j->samples = v;
-	for (uint64_t i = 0; i < j->plan.n; i++) {
-		struct ch_shard *sh;
-		struct ch_sample_info si;
-		const uint8_t *data;
-		uint64_t local;
-		if (shard_of(s, seen, j->plan.ids[i], &sh, &local, err) < 0)
-			return -1;
-		ch_shard_sample(sh, local, &si);
-		if (grow_fields(j, nf + si.nfields, err) < 0)
-			return -1;
-		void *pin = NULL;
-		int got = fetch(s, r, sh, local, &si, &data, &pin, err);
-		if (got < 0 && s->o->skip_corrupt) {
-			j->skipped++;
-			if (s->o->eval) { /* every sample once: just drop it */
-				j->plan.n--;
-				j->plan.flags |= CH_BATCH_PARTIAL;
-				memmove(j->plan.ids + i, j->plan.ids + i + 1,
-					(j->plan.n - i) * sizeof(*j->plan.ids));
-			} else {
-				j->plan.ids[i] = replacement(s, &j->plan, i,
-							     j->skipped);
-			}
-			i--; /* read the slot again */
-			if (j->skipped > SKIP_MAX)
-				return ch_error_set(err, "more than %d corrupt "
-						    "samples in one batch: "
-						    "giving up", SKIP_MAX);
-			continue;
-		}
-		if (got < 0) {
-			j->data_error = 1;
-			size_t n = strlen(err->msg);
-			snprintf(err->msg + n, sizeof(err->msg) - n,
-				 " (sample '%.*s')",
-				 (int)(si.key_len > 200 ? 200 : si.key_len),
-				 si.key);
-			return -1;
-		}
-		for (uint32_t f = 0; f < si.nfields; f++) {
-			struct ch_field_info fi;
-			ch_shard_field(sh, local, f, &fi);
-			j->names[nf + f] = fi.name;
-			j->sizes[nf + f] = fi.size;
-			/* an offset for now: raw may move as it grows */
-			j->data[nf + f] = (const uint8_t *)(uintptr_t)
-						  (j->raw.len + fi.offset);
-		}
-		int copied = ch_buf_append(&j->raw, data, si.size, err);
-		if (pin)
-			ch_block_cache_unpin(s->cache, pin);
-		if (copied < 0)
-			return -1;
-		j->samples[i] = (struct ch_batch_sample){
-			.key = si.key, .key_len = si.key_len,
-			.nfields = si.nfields,
-			.names = (const char *const *)(j->names + nf),
-			.sizes = j->sizes + nf,
-			.data = (const uint8_t *const *)(j->data + nf),
-		};
-		nf += si.nfields;
-	}
-	for (size_t f = 0; f < nf; f++)
-		j->data[f] = j->raw.data + (uintptr_t)j->data[f];
-	for (uint64_t i = 0, at = 0; i < j->plan.n; i++) {
-		/* names/sizes/data may have moved when they grew */
-		j->samples[i].names = (const char *const *)(j->names + at);
-		j->samples[i].sizes = j->sizes + at;
-		j->samples[i].data = (const uint8_t *const *)(j->data + at);
-		at += j->samples[i].nfields;
-	}
-	return 0;
-}
-
 static int encode_batch(struct streamer *s, struct job *j)
 {
 	struct ch_batch b = {
 		.epoch = j->plan.epoch, .batch = j->plan.batch,
 		.flags = j->plan.flags, .cursor = j->plan.cursor,
-		.nsamples = (size_t)j->plan.n, .samples = j->samples,
+		.nsamples = (size_t)j->plan.n, .samples = j->data.samples,
 	};
 	switch (s->o->format) {
 	case CH_FORMAT_JSONL:
@@ -351,12 +179,15 @@ static int encode_batch(struct streamer *s, struct job *j)
 	}
 }
 
-static void *worker(void *arg)
+struct worker {
+	struct streamer *s;
+	struct ch_batch_reader *reader;
+};
+
+static void *work(void *arg)
 {
-	struct streamer *s = arg;
-	struct ch_block_reader *r = ch_block_reader_new();
-	size_t nshards = s->ds->manifest.nshards;
-	struct ch_shard **seen = calloc(nshards ? nshards : 1, sizeof(*seen));
+	struct worker *w = arg;
+	struct streamer *s = w->s;
 	pthread_mutex_lock(&s->lock);
 	while (!s->stop && !s->planned_all) {
 		struct job *j = &s->jobs[s->next_seq % s->njobs];
@@ -379,11 +210,9 @@ static void *worker(void *arg)
 		j->seq = s->next_seq++;
 		pthread_mutex_unlock(&s->lock);
 		double t0 = now();
-		j->failed = j->data_error = 0;
-		j->skipped = 0;
-		int rc = r && seen ? read_batch(s, j, r, seen)
-				   : ch_error_set(&j->err, "out of memory");
+		int rc = ch_batch_read(w->reader, &j->plan, &j->data, &j->err);
 		double t1 = now();
+		j->data_error = j->data.data_error;
 		if (rc == 0 && (rc = encode_batch(s, j)) < 0)
 			j->data_error = 1; /* the data will not fit the format */
 		double t2 = now();
@@ -395,8 +224,6 @@ static void *worker(void *arg)
 		pthread_cond_broadcast(&s->changed);
 	}
 	pthread_mutex_unlock(&s->lock);
-	ch_block_reader_free(r);
-	free(seen);
 	return NULL;
 }
 
@@ -436,6 +263,8 @@ static void report_stats(struct streamer *s, struct ch_stream_stats *st,
 	if (s->cache)
 		ch_block_cache_stats(s->cache, &st->cache_hits,
 				     &st->cache_misses);
+	ch_shard_table_stats(s->shared.shards, &st->shard_opens,
+			     &st->index_peak);
 	st->elapsed_s = now() - start;
 	s->o->on_stats(st, s->o->stats_arg);
 }
@@ -468,7 +297,7 @@ static int write_batches(struct streamer *s, ch_batch_sink sink, void *arg,
 		if (rc != 0)
 			return rc;
 		st->batches++;
-		st->skipped += j->skipped;
+		st->skipped += j->data.skipped;
 		st->samples += j->plan.n;
 		st->bytes += j->out.len;
 		release_job(s, j, seq);
@@ -484,6 +313,36 @@ static int write_batches(struct streamer *s, ch_batch_sink sink, void *arg,
 	return 0;
 }
 
+/* A global shuffle touches nearly every shard in every batch: if their
+ * indexes do not fit in index_memory together, each batch would reopen
+ * shards, hundreds of times slower.  Refuse up front, saying what fits. */
+static int check_index_memory(const struct ch_dataset *ds,
+			      const struct ch_stream_opts *o,
+			      struct ch_error *err)
+{
+	uint64_t total = 0;
+	if (o->shuffle != CH_SHUFFLE_GLOBAL || o->eval)
+		return 0;
+	for (size_t k = 0; k < ds->manifest.nshards; k++) {
+		char *path = ch_dataset_shard_path(ds, k);
+		uint64_t bytes = 0;
+		int rc = path ? ch_shard_open_memory(path, &bytes, err)
+			      : ch_error_set(err, "out of memory");
+		free(path);
+		if (rc < 0)
+			return -1;
+		total += bytes;
+	}
+	if (total <= o->index_memory)
+		return 0;
+	return ch_error_set(err, "a global shuffle keeps every shard's index "
+			    "open: %.1fM for this dataset, more than "
+			    "--index-memory (%.1fM); raise --index-memory "
+			    "or use --shuffle window, which holds only a "
+			    "window's shards", (double)total / 1048576,
+			    (double)o->index_memory / 1048576);
+}
+
 static void auto_sizes(const struct ch_stream_opts *o, int *workers,
 		       int *prefetch)
 {
@@ -496,12 +355,8 @@ static void free_jobs(struct streamer *s)
 	for (size_t i = 0; s->jobs && i < s->njobs; i++) {
 		struct job *j = &s->jobs[i];
 		free(j->plan.ids);
-		ch_buf_release(&j->raw);
+		ch_batch_data_release(&j->data);
 		ch_buf_release(&j->out);
-		free(j->samples);
-		free(j->names);
-		free(j->sizes);
-		free(j->data);
 	}
 	free(s->jobs);
 }
@@ -512,6 +367,7 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 {
 	struct streamer s = { .ds = ds, .o = o };
 	pthread_t *threads = NULL;
+	struct worker *ws = NULL;
 	int workers, prefetch, started = 0, rc = -1;
 	double t0 = now();
 	memset(st, 0, sizeof(*st));
@@ -522,25 +378,29 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 	st->prefetch = prefetch;
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.changed, NULL);
-	size_t nshards = ds->manifest.nshards;
-	s.open_locks = calloc(nshards ? nshards : 1, sizeof(*s.open_locks));
-	if (!s.open_locks) {
-		pthread_mutex_destroy(&s.lock);
-		pthread_cond_destroy(&s.changed);
-		return ch_error_set(err, "out of memory");
-	}
-	for (size_t k = 0; k < nshards; k++)
-		pthread_mutex_init(&s.open_locks[k], NULL);
-	if (planner_init(&s.planner, ds, o, err) < 0)
+	if (check_index_memory(ds, o, err) < 0 ||
+	    planner_init(&s.planner, ds, o, err) < 0)
 		goto out;
 	if (o->cache && !(s.cache = ch_block_cache_new((size_t)o->cache))) {
+		ch_error_set(err, "out of memory");
+		goto out;
+	}
+	s.shared = (struct ch_stream_shared){
+		.ds = ds, .cache = s.cache, .seed = o->seed, .eval = o->eval,
+		.skip_corrupt = o->skip_corrupt, .nworkers = workers,
+	};
+	if (ch_shard_table_new(&s.shared.shards, ds, (size_t)o->index_memory,
+			       s.cache, err) < 0)
+		goto out;
+	if (!(s.shared.names = ch_name_table_new())) {
 		ch_error_set(err, "out of memory");
 		goto out;
 	}
 	s.njobs = (size_t)workers + (size_t)prefetch;
 	s.jobs = calloc(s.njobs, sizeof(*s.jobs));
 	threads = calloc((size_t)workers, sizeof(*threads));
-	if (!s.jobs || !threads) {
+	ws = calloc((size_t)workers, sizeof(*ws));
+	if (!s.jobs || !threads || !ws) {
 		ch_error_set(err, "out of memory");
 		goto out;
 	}
@@ -551,8 +411,14 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 				     (unsigned long long)o->batch_size);
 			goto out;
 		}
+	for (int i = 0; i < workers; i++) {
+		ws[i].s = &s;
+		if (ch_batch_reader_new(&ws[i].reader, &s.shared, i, err) < 0)
+			goto out;
+	}
 	for (; started < workers; started++)
-		if (pthread_create(&threads[started], NULL, worker, &s) != 0) {
+		if (pthread_create(&threads[started], NULL, work,
+				   &ws[started]) != 0) {
 			ch_error_set(err, "cannot start worker threads");
 			goto out;
 		}
@@ -574,17 +440,23 @@ out:
 	pthread_mutex_unlock(&s.lock);
 	for (int i = 0; i < started; i++)
 		pthread_join(threads[i], NULL);
+	for (int i = 0; ws && i < workers; i++)
+		ch_batch_reader_free(ws[i].reader);
+	free(ws);
 	free(threads);
 	free_jobs(&s);
 	if (s.cache)
 		ch_block_cache_stats(s.cache, &st->cache_hits,
 				     &st->cache_misses);
+	if (s.shared.shards)
+		ch_shard_table_stats(s.shared.shards, &st->shard_opens,
+				     &st->index_peak);
+	/* the shard table before the cache it makes forget closed shards */
+	ch_shard_table_free(s.shared.shards);
+	ch_name_table_free(s.shared.names);
 	ch_block_cache_free(s.cache);
 	ch_order_release(&s.planner.ord);
 	pthread_mutex_destroy(&s.lock);
-	for (size_t k = 0; k < nshards; k++)
-		pthread_mutex_destroy(&s.open_locks[k]);
-	free(s.open_locks);
 	pthread_cond_destroy(&s.changed);
 	st->read_s = s.read_s;
 	st->encode_s = s.encode_s;

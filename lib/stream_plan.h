@@ -26,6 +26,75 @@ uint64_t ch_segment_count(uint64_t n, uint64_t c, uint64_t w, uint64_t r,
 uint64_t ch_segment_batches(uint64_t n, uint64_t c, uint64_t w, uint64_t b,
 			    int eval, int drop_last);
 
+/* The shards a stream holds open (shard_table.c): pinned while a batch
+ * reads them, closed least recently used first past budget bytes. */
+struct ch_shard_table;
+int ch_shard_table_new(struct ch_shard_table **out,
+		       const struct ch_dataset *ds, size_t budget,
+		       struct ch_block_cache *cache, struct ch_error *err);
+void ch_shard_table_free(struct ch_shard_table *t);
+/* Pins shard k, opening it if no thread has it open.  Returns 1 when
+ * pinned; 0 (wait = 0 only) when another thread is opening it right now;
+ * -1 on error. */
+int ch_shard_table_pin(struct ch_shard_table *t, size_t k, int wait,
+		       struct ch_shard **out, struct ch_error *err);
+void ch_shard_table_unpin(struct ch_shard_table *t, size_t k);
+void ch_shard_table_stats(struct ch_shard_table *t, uint64_t *opens,
+			  uint64_t *peak_bytes);
+
+/* One batch as planned: its samples in stream order. */
+#define CH_CURSOR_MAX 96
+struct ch_batch_plan {
+	uint64_t epoch, batch, n;
+	uint32_t flags;
+	uint64_t *ids; /* n sample numbers, manifest order */
+	char cursor[CH_CURSOR_MAX];
+};
+
+/* Reading a batch's samples (stream_read.c).  What the workers share: */
+struct ch_name_table;
+struct ch_name_table *ch_name_table_new(void);
+void ch_name_table_free(struct ch_name_table *t);
+
+struct ch_stream_shared {
+	struct ch_dataset *ds;
+	struct ch_shard_table *shards;
+	struct ch_block_cache *cache;	 /* NULL: none */
+	struct ch_name_table *names;	 /* field names, interned */
+	uint64_t seed;
+	int eval, skip_corrupt, nworkers;
+};
+
+/* A batch's copied keys and bytes, and the sample table the encoders
+ * take; reused from batch to batch. */
+struct ch_read_slot;
+struct ch_batch_data {
+	struct ch_buf raw;
+	struct ch_batch_sample *samples;
+	const char **names;
+	uint64_t *sizes;
+	const uint8_t **data;
+	size_t nfields, fields_cap;
+	struct ch_read_slot *slots;
+	uint32_t *order;
+	uint64_t cap;
+	uint64_t skipped; /* corrupt samples met (--on-error skip) */
+	int data_error;	  /* the failure was a corrupt sample */
+};
+void ch_batch_data_release(struct ch_batch_data *b);
+
+/* One per worker thread; index says where in a batch it starts. */
+struct ch_batch_reader;
+int ch_batch_reader_new(struct ch_batch_reader **out,
+			const struct ch_stream_shared *sh, int index,
+			struct ch_error *err);
+void ch_batch_reader_free(struct ch_batch_reader *r);
+/* Reads p's samples into b.  Corrupt samples, with skip_corrupt, are
+ * replaced (train) or dropped (eval: p->n shrinks, the batch is flagged
+ * partial); b->samples then holds p->n samples in stream order. */
+int ch_batch_read(struct ch_batch_reader *r, struct ch_batch_plan *p,
+		  struct ch_batch_data *b, struct ch_error *err);
+
 struct ch_cursor {
 	char id[17];
 	uint32_t opt_hash;

@@ -551,3 +551,21 @@ EOF
 	run -0 chute pack src -o ds2
 	refute_output --partial "packing:"
 }
+
+@test "pack: a shard ends at 65536 samples unless --shard-size gives a count" {
+	"$PYTHON" - <<'EOF' || fail "cannot make tiny.tar"
+import io, tarfile
+with tarfile.open("tiny.tar", "w") as t:
+    for i in range(65537):
+        ti = tarfile.TarInfo("k%06d.txt" % i)
+        ti.size = 1
+        t.addfile(ti, io.BytesIO(b"x"))
+EOF
+	run -0 chute pack -q tiny.tar -o capped
+	assert_output --partial "packed 65537 samples"
+	assert_output --partial "into 2 shards"
+	run -0 chute pack -q -s 1G tiny.tar -o capped1g
+	assert_output --partial "into 2 shards"
+	run -0 chute pack -q -s 70000s tiny.tar -o one
+	assert_output --partial "into 1 shards"
+}

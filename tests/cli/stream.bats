@@ -558,6 +558,40 @@ assert n == 40, n
 
 # ---------------------------------------------------------- statistics
 
+@test "stream: --index-memory bounds the open shards: the same bytes, shards reopened, a global shuffle refused" {
+	# ds: 5 shards of 5 samples; an open shard takes a few hundred bytes
+	local mode
+	for mode in window none; do
+		chute stream --shuffle "$mode" --window 2 -b 3 -e 2 -w 2 ds >"ref.$mode"
+		run -0 chute stream --shuffle "$mode" --window 2 -b 3 -e 2 -w 2 \
+			--index-memory 1 --stats-json "st.$mode" -o "small.$mode" ds
+		cmp "ref.$mode" "small.$mode" ||
+			fail "--shuffle $mode: --index-memory 1 changes the stream"
+		run -0 "$PYTHON" -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+# every shard is closed as soon as it is unpinned: each read reopens one
+assert s["shard_opens"] > 5, s
+' "st.$mode"
+	done
+	run -0 chute stream --stats-json st.big -b 3 -e 2 ds
+	run -0 "$PYTHON" -c '
+import json
+s = json.load(open("st.big"))
+assert s["shard_opens"] == 5 and 0 < s["index_peak_bytes"] < 1e6, s
+'
+	run -2 chute stream --index-memory 1K ds
+	assert_output --regexp "^chute stream: a global shuffle keeps every shard's index open: 0\.[0-9]M for this dataset, more than --index-memory \(0\.0M\); raise --index-memory or use --shuffle window"
+	run -0 chute stream --mode eval --index-memory 1 -b 4 -o eval.out ds
+	# a shard reopened at a closed one's address gets no stale block or
+	# dictionary (zstd dictionaries are per shard)
+	chute pack -q --dict -s 5s src -o dict >/dev/null
+	chute stream --shuffle window --window 2 -b 3 -e 3 -w 1 -f jsonl dict >ref.dict
+	run -0 chute stream --shuffle window --window 2 -b 3 -e 3 -w 1 -f jsonl \
+		--index-memory 1 -o small.dict dict
+	cmp ref.dict small.dict || fail "--index-memory 1 changes a --dict stream"
+}
+
 @test "stream: --stats-json writes the statistics as one JSON object" {
 	run -0 chute stream -b 4 --stats-json st.json ds
 	run -0 "$PYTHON" -c '

@@ -1,0 +1,408 @@
+/* stream_read.c - one batch's samples, read by a worker thread.  The
+ * samples are read grouped by shard, one shard pinned at a time, and
+ * everything the encoder needs (keys and bytes) is copied out of it, so
+ * a worker never holds more than one shard's index, whatever the shuffle
+ * spreads a batch over.  Field names are interned once for the stream:
+ * they outlive the shards they came from. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stream_plan.h"
+#include "xxh.h"
+
+#define SKIP_MAX 64
+#define NAME_CACHE 16
+
+/* ------------------------------------------------------------------ */
+/* Field names, interned                                                 */
+
+struct ch_name_table {
+	pthread_mutex_t lock;
+	char **names;
+	size_t n;
+};
+
+struct ch_name_table *ch_name_table_new(void)
+{
+	struct ch_name_table *t = calloc(1, sizeof(*t));
+	if (t)
+		pthread_mutex_init(&t->lock, NULL);
+	return t;
+}
+
+void ch_name_table_free(struct ch_name_table *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n; i++)
+		free(t->names[i]);
+	free(t->names);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
+
+static const char *intern(struct ch_name_table *t, const char *name)
+{
+	const char *found = NULL;
+	pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < t->n && !found; i++)
+		if (!strcmp(t->names[i], name))
+			found = t->names[i];
+	if (!found) {
+		char **v = realloc(t->names, (t->n + 1) * sizeof(*v));
+		char *copy = strdup(name);
+		if (v)
+			t->names = v;
+		if (v && copy)
+			found = t->names[t->n++] = copy;
+		else
+			free(copy);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return found;
+}
+
+/* ------------------------------------------------------------------ */
+/* A worker's reader                                                    */
+
+struct ch_batch_reader {
+	const struct ch_stream_shared *sh;
+	int index; /* the worker's number: where it starts in a batch */
+	struct ch_block_reader *blocks;
+	/* names of the shard pinned now, mapped to interned ones */
+	const char *seen[NAME_CACHE], *interned[NAME_CACHE];
+	int nseen;
+};
+
+int ch_batch_reader_new(struct ch_batch_reader **out,
+			const struct ch_stream_shared *sh, int index,
+			struct ch_error *err)
+{
+	struct ch_batch_reader *r = calloc(1, sizeof(*r));
+	if (!r || !(r->blocks = ch_block_reader_new())) {
+		free(r);
+		return ch_error_set(err, "out of memory");
+	}
+	r->sh = sh;
+	r->index = index;
+	*out = r;
+	return 0;
+}
+
+void ch_batch_reader_free(struct ch_batch_reader *r)
+{
+	if (!r)
+		return;
+	ch_block_reader_free(r->blocks);
+	free(r);
+}
+
+static const char *name_of(struct ch_batch_reader *r, const char *name)
+{
+	for (int i = 0; i < r->nseen; i++)
+		if (r->seen[i] == name)
+			return r->interned[i];
+	const char *v = intern(r->sh->names, name);
+	if (v && r->nseen < NAME_CACHE) {
+		r->seen[r->nseen] = name;
+		r->interned[r->nseen++] = v;
+	}
+	return v;
+}
+
+/* ------------------------------------------------------------------ */
+/* Batch buffers                                                        */
+
+enum { TODO, DONE, FAILED, DROPPED };
+
+struct ch_read_slot {
+	size_t shard;
+	uint64_t local;
+	uint64_t key_at;     /* offset of the key in raw */
+	size_t key_len;
+	size_t first;	     /* its first field in names/sizes/data */
+	uint32_t nfields;
+	uint32_t attempts;   /* replacements drawn for this slot */
+	int state;
+};
+
+void ch_batch_data_release(struct ch_batch_data *b)
+{
+	ch_buf_release(&b->raw);
+	free(b->samples);
+	free(b->names);
+	free(b->sizes);
+	free(b->data);
+	free(b->slots);
+	free(b->order);
+	memset(b, 0, sizeof(*b));
+}
+
+static int grow_batch(struct ch_batch_data *b, uint64_t n, struct ch_error *err)
+{
+	if (n <= b->cap)
+		return 0;
+	void *v = realloc(b->samples, n * sizeof(*b->samples));
+	if (v)
+		b->samples = v;
+	void *w = realloc(b->slots, n * sizeof(*b->slots));
+	if (w)
+		b->slots = w;
+	void *x = realloc(b->order, n * sizeof(*b->order));
+	if (x)
+		b->order = x;
+	if (!v || !w || !x)
+		return ch_error_set(err, "out of memory");
+	b->cap = n;
+	return 0;
+}
+
+static int grow_fields(struct ch_batch_data *b, size_t need,
+		       struct ch_error *err)
+{
+	if (need <= b->fields_cap)
+		return 0;
+	size_t cap = b->fields_cap ? b->fields_cap : 64;
+	while (cap < need)
+		cap *= 2;
+	const char **names = realloc(b->names, cap * sizeof(*names));
+	if (names)
+		b->names = names;
+	uint64_t *sizes = realloc(b->sizes, cap * sizeof(*sizes));
+	if (sizes)
+		b->sizes = sizes;
+	const uint8_t **data = realloc(b->data, cap * sizeof(*data));
+	if (data)
+		b->data = data;
+	if (!names || !sizes || !data)
+		return ch_error_set(err, "out of memory");
+	b->fields_cap = cap;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reading                                                              */
+
+/* A sample's bytes: through the shared cache when its block is
+ * compressed (decoded once for all the samples it holds), else read
+ * alone. */
+static int fetch(struct ch_batch_reader *r, const struct ch_shard *sh,
+		 uint64_t local, const struct ch_sample_info *si,
+		 const uint8_t **data, void **pin, struct ch_error *err)
+{
+	struct ch_block_cache *cache = r->sh->cache;
+	struct ch_block_stat st;
+	ch_shard_block(sh, si->block, &st);
+	if (!cache || st.codec == CH_CODEC_RAW)
+		return ch_sample_fetch(r->blocks, sh, local, data, err);
+	const uint8_t *block;
+	if (ch_block_cache_get(cache, r->blocks, sh, si->block, &block, pin,
+			       err) < 0)
+		return -1;
+	*data = block + si->offset;
+	return 0;
+}
+
+/* Copies one sample's key and bytes into b; 1 if it is corrupt and
+ * corrupt samples are skipped. */
+static int read_one(struct ch_batch_reader *r, struct ch_batch_data *b,
+		    const struct ch_shard *sh, struct ch_read_slot *sl,
+		    struct ch_error *err)
+{
+	struct ch_sample_info si;
+	const uint8_t *data;
+	void *pin = NULL;
+	ch_shard_sample(sh, sl->local, &si);
+	if (fetch(r, sh, sl->local, &si, &data, &pin, err) < 0) {
+		if (r->sh->skip_corrupt)
+			return 1;
+		b->data_error = 1;
+		size_t n = strlen(err->msg);
+		snprintf(err->msg + n, sizeof(err->msg) - n, " (sample '%.*s')",
+			 (int)(si.key_len > 200 ? 200 : si.key_len), si.key);
+		return -1;
+	}
+	int rc = grow_fields(b, b->nfields + si.nfields, err);
+	sl->key_at = b->raw.len;
+	sl->key_len = si.key_len;
+	sl->first = b->nfields;
+	sl->nfields = si.nfields;
+	if (rc == 0)
+		rc = ch_buf_append(&b->raw, si.key, si.key_len, err);
+	uint64_t at = b->raw.len;
+	if (rc == 0)
+		rc = ch_buf_append(&b->raw, data, si.size, err);
+	if (pin)
+		ch_block_cache_unpin(r->sh->cache, pin);
+	for (uint32_t f = 0; rc == 0 && f < si.nfields; f++) {
+		struct ch_field_info fi;
+		ch_shard_field(sh, sl->local, f, &fi);
+		size_t k = b->nfields++;
+		if (!(b->names[k] = name_of(r, fi.name)))
+			rc = ch_error_set(err, "out of memory");
+		b->sizes[k] = fi.size;
+		/* an offset for now: raw may move as it grows */
+		b->data[k] = (const uint8_t *)(uintptr_t)(at + fi.offset);
+	}
+	return rc;
+}
+
+/* Reads the TODO slots of one shard (order[from, to)); returns 0 when
+ * done, 1 when another worker is opening the shard and wait is 0. */
+static int read_group(struct ch_batch_reader *r, struct ch_batch_data *b,
+		      size_t from, size_t to, int wait, struct ch_error *err)
+{
+	size_t k = b->slots[b->order[from]].shard;
+	struct ch_shard *sh;
+	int rc = ch_shard_table_pin(r->sh->shards, k, wait, &sh, err);
+	if (rc <= 0)
+		return rc < 0 ? -1 : 1;
+	r->nseen = 0; /* name pointers are the pinned shard's */
+	for (size_t i = from; i < to && rc >= 0; i++) {
+		struct ch_read_slot *sl = &b->slots[b->order[i]];
+		rc = read_one(r, b, sh, sl, err);
+		if (rc == 1) {
+			sl->state = FAILED;
+			sl->attempts++;
+			b->skipped++;
+			rc = 0;
+		} else if (rc == 0) {
+			sl->state = DONE;
+		}
+	}
+	ch_shard_table_unpin(r->sh->shards, k);
+	return rc < 0 ? -1 : 0;
+}
+
+static int by_place(const void *a, const void *b, void *arg)
+{
+	const struct ch_read_slot *s = arg;
+	const struct ch_read_slot *x = &s[*(const uint32_t *)a];
+	const struct ch_read_slot *y = &s[*(const uint32_t *)b];
+	if (x->shard != y->shard)
+		return x->shard < y->shard ? -1 : 1;
+	return (x->local > y->local) - (x->local < y->local);
+}
+
+/* One pass over the TODO slots, by shard.  Workers start at different
+ * shards and pass over one that another worker is opening, so the first
+ * batches of a stream open their shards side by side, not in a queue. */
+static int read_pass(struct ch_batch_reader *r, struct ch_batch_data *b,
+		     uint64_t n, struct ch_error *err)
+{
+	size_t m = 0, ngroups = 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (b->slots[i].state == TODO)
+			b->order[m++] = i;
+	qsort_r(b->order, m, sizeof(*b->order), by_place, b->slots);
+	size_t *starts = malloc((m + 1) * sizeof(*starts));
+	if (!starts)
+		return ch_error_set(err, "out of memory");
+	for (size_t i = 0; i < m; i++)
+		if (i == 0 || b->slots[b->order[i]].shard !=
+				      b->slots[b->order[i - 1]].shard)
+			starts[ngroups++] = i;
+	starts[ngroups] = m;
+	size_t first = ngroups * (size_t)r->index / (size_t)r->sh->nworkers;
+	int rc = 0;
+	for (int wait = 0; wait <= 1 && rc >= 0; wait++)
+		for (size_t g = 0; g < ngroups && rc >= 0; g++) {
+			size_t at = (first + g) % ngroups;
+			if (b->slots[b->order[starts[at]]].state == TODO)
+				rc = read_group(r, b, starts[at],
+						starts[at + 1], wait, err);
+		}
+	free(starts);
+	return rc < 0 ? -1 : 0;
+}
+
+/* --on-error skip in training: a corrupt sample's place goes to another
+ * sample drawn by a keyed hash of (seed, epoch, batch, slot, attempt):
+ * the same replacement whatever the workers. */
+static uint64_t replacement(const struct ch_stream_shared *sh,
+			    const struct ch_batch_plan *p, uint64_t slot,
+			    uint64_t attempt)
+{
+	uint64_t in[5] = { sh->seed, p->epoch, p->batch, slot, attempt };
+	return XXH3_64bits(in, sizeof(in)) % sh->ds->manifest.samples;
+}
+
+/* Failed slots: dropped in eval (every sample once), else refilled. */
+static int refill(const struct ch_stream_shared *sh, struct ch_batch_plan *p,
+		  struct ch_batch_data *b, struct ch_error *err)
+{
+	int again = 0;
+	for (uint64_t i = 0; i < p->n; i++) {
+		struct ch_read_slot *sl = &b->slots[i];
+		if (sl->state != FAILED)
+			continue;
+		if (b->skipped > SKIP_MAX)
+			return ch_error_set(err, "more than %d corrupt samples "
+					    "in one batch: giving up", SKIP_MAX);
+		if (sh->eval) {
+			sl->state = DROPPED;
+			continue;
+		}
+		p->ids[i] = replacement(sh, p, i, sl->attempts);
+		if (ch_dataset_locate(sh->ds, p->ids[i], &sl->shard, &sl->local,
+				      err) < 0)
+			return -1;
+		sl->state = TODO;
+		again = 1;
+	}
+	return again;
+}
+
+/* Points the samples at the copied keys and bytes, in batch order. */
+static void assemble(struct ch_batch_plan *p, struct ch_batch_data *b)
+{
+	for (size_t f = 0; f < b->nfields; f++)
+		b->data[f] = b->raw.data + (uintptr_t)b->data[f];
+	uint64_t kept = 0;
+	for (uint64_t i = 0; i < p->n; i++) {
+		const struct ch_read_slot *sl = &b->slots[i];
+		if (sl->state != DONE)
+			continue; /* dropped */
+		p->ids[kept] = p->ids[i];
+		b->samples[kept++] = (struct ch_batch_sample){
+			.key = (const char *)b->raw.data + sl->key_at,
+			.key_len = sl->key_len,
+			.nfields = sl->nfields,
+			.names = (const char *const *)(b->names + sl->first),
+			.sizes = b->sizes + sl->first,
+			.data = (const uint8_t *const *)(b->data + sl->first),
+		};
+	}
+	if (kept < p->n)
+		p->flags |= CH_BATCH_PARTIAL;
+	p->n = kept;
+}
+
+int ch_batch_read(struct ch_batch_reader *r, struct ch_batch_plan *p,
+		  struct ch_batch_data *b, struct ch_error *err)
+{
+	const struct ch_stream_shared *sh = r->sh;
+	b->raw.len = 0;
+	b->nfields = 0;
+	b->skipped = 0;
+	b->data_error = 0;
+	if (grow_batch(b, p->n ? p->n : 1, err) < 0)
+		return -1;
+	for (uint64_t i = 0; i < p->n; i++) {
+		struct ch_read_slot *sl = &b->slots[i];
+		memset(sl, 0, sizeof(*sl));
+		if (ch_dataset_locate(sh->ds, p->ids[i], &sl->shard, &sl->local,
+				      err) < 0)
+			return -1;
+	}
+	int again = 1;
+	while (again > 0) {
+		if (read_pass(r, b, p->n, err) < 0)
+			return -1;
+		if ((again = refill(sh, p, b, err)) < 0)
+			return -1;
+	}
+	assemble(p, b);
+	return 0;
+}
