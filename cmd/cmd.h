@@ -26,6 +26,7 @@ int cmd_cat(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
+int cmd_split(int argc, char **argv);
 int cmd_stream(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 

@@ -3,21 +3,23 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "chute.h"
 #include "cmd.h"
 
-enum { OPT_JSON = CMD_LONG_ONLY };
+enum { OPT_JSON = CMD_LONG_ONLY, OPT_SPLIT };
 
 static const char *const ls_usage[] = {
-	"ls [--json] DATASET|SHARD",
+	"ls [--json] [--split NAME] DATASET|SHARD",
 	NULL,
 };
 
 static const struct cmd_opt ls_opts[] = {
 	CMD_HELP_OPT,
 	{OPT_JSON, "json", NULL, "one JSON object per sample and line"},
+	{OPT_SPLIT, "split", "NAME", "only the samples of split NAME"},
 	{0, NULL, NULL, NULL},
 };
 
@@ -119,7 +121,43 @@ write_error:
 	return -1;
 }
 
-static int parse_args(int argc, char **argv, const char **path, int *json)
+/* The samples of one split, in dataset order: its file lists their
+ * numbers ascending, so shards come one after the other. */
+static int list_split(struct ch_dataset *ds, const char *name, int json,
+		      struct ch_error *err)
+{
+	uint64_t *ids = NULL, n = 0;
+	struct ch_sample_info info;
+	int rc = 0;
+
+	if (ch_split_load(ds, name, &ids, &n, err) < 0)
+		return -1;
+	for (uint64_t k = 0; k < n && rc == 0; k++) {
+		struct ch_shard *sh;
+		size_t s;
+		uint64_t i;
+
+		if (ch_dataset_locate(ds, ids[k], &s, &i, err) < 0 ||
+		    ch_dataset_shard(ds, s, &sh, err) < 0) {
+			rc = -1;
+			break;
+		}
+		ch_shard_sample(sh, i, &info);
+		if (json)
+			print_json(sh, i, &info, ds->manifest.shards[s].path,
+				   ids[k]);
+		else
+			print_text(sh, i, &info);
+		if (ferror(stdout))
+			rc = errno == EPIPE ? 1 : ch_error_errno(err, errno,
+					"cannot write to standard output");
+	}
+	free(ids);
+	return rc;
+}
+
+static int parse_args(int argc, char **argv, const char **path, int *json,
+		      const char **split)
 {
 	struct cmd_parser p;
 	int c;
@@ -132,6 +170,10 @@ static int parse_args(int argc, char **argv, const char **path, int *json)
 			return EXIT_USAGE;
 		if (c == OPT_JSON) {
 			*json = 1;
+			continue;
+		}
+		if (c == OPT_SPLIT) {
+			*split = p.arg;
 			continue;
 		}
 		if (*path)
@@ -148,17 +190,19 @@ int cmd_ls(int argc, char **argv)
 {
 	struct ch_dataset ds;
 	struct ch_error err = {{0}};
-	const char *path = NULL;
+	const char *path = NULL, *split = NULL;
 	int json = 0, status, rc = 0;
 
-	status = parse_args(argc, argv, &path, &json);
+	status = parse_args(argc, argv, &path, &json, &split);
 	if (status != 0)
 		return status < 0 ? 0 : status;
 	memset(&ds, 0, sizeof ds);
 	if (ch_dataset_open(&ds, path, &err) < 0)
 		return cmd_error("%s", err.msg);
 	setvbuf(stdout, out_buffer, _IOFBF, sizeof out_buffer);
-	for (size_t s = 0; s < ds.manifest.nshards && rc == 0; s++)
+	if (split)
+		rc = list_split(&ds, split, json, &err);
+	for (size_t s = 0; !split && s < ds.manifest.nshards && rc == 0; s++)
 		rc = list_shard(&ds, s, json, &err);
 	if (rc == 0 && fflush(stdout) == EOF)
 		rc = errno == EPIPE ? 1 : ch_error_errno(&err, errno,

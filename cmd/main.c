@@ -27,6 +27,7 @@ static const struct command commands[] = {
 	{"help", cmd_help, "show the commands, or the options of one"},
 	{"ls", cmd_ls, "list the samples of a dataset or shard"},
 	{"pack", cmd_pack, "pack files into compressed, checksummed shards"},
+	{"split", cmd_split, "make deterministic train, val and test splits"},
 	{"stream", cmd_stream, "stream shuffled batches of a dataset to a trainer"},
 	{"verify", cmd_verify, "check the hashes of a dataset or shards"},
 };

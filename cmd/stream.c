@@ -22,6 +22,7 @@ enum {
 	OPT_RESUME,
 	OPT_SEED,
 	OPT_SHUFFLE,
+	OPT_SPLIT,
 	OPT_STATE,
 	OPT_STATS,
 	OPT_STATS_JSON,
@@ -50,18 +51,22 @@ static const struct cmd_opt stream_opts[] = {
 	{'o', "output", "FILE", "write to FILE instead of standard output"},
 	{OPT_ON_ERROR, "on-error", "WHAT",
 	 "fail (default) or skip corrupt samples"},
-	{'p', "prefetch", "N|auto", "batches prepared ahead (default auto)"},
+	{'p', "prefetch", "N|auto",
+	 "batches prepared ahead (default auto: as measured)"},
 	{OPT_RANK, "rank", "R", "this rank (default: $RANK, else 0)"},
 	{OPT_RESUME, "resume", "CURSOR", "continue after the batch of CURSOR"},
 	{OPT_SEED, "seed", "S", "shuffle seed (default 0)"},
 	{OPT_SHUFFLE, "shuffle", "MODE", "global (default), window or none"},
+	{OPT_SPLIT, "split", "NAME",
+	 "stream one split of the manifest (chute split)"},
 	{OPT_STATE, "state", "FILE",
 	 "replace FILE with the cursor of each batch written"},
 	{OPT_STATS, "stats", NULL,
 	 "print where the time goes, every 5 s and at exit"},
 	{OPT_STATS_JSON, "stats-json", "FILE",
 	 "replace FILE with the statistics as JSON, every 5 s"},
-	{'w', "workers", "N|auto", "reader threads (default auto: all cores)"},
+	{'w', "workers", "N|auto",
+	 "reader threads (default auto: as measured)"},
 	{OPT_WINDOW, "window", "N", "shards per window (default 4)"},
 	{OPT_WORLD_SIZE, "world-size", "W",
 	 "number of ranks (default: $WORLD_SIZE, else 1)"},
@@ -94,10 +99,14 @@ static const struct cmd_opt bench_opts[] = {
 	{OPT_INDEX_MEMORY, "index-memory", "SIZE",
 	 "open shard indexes kept in memory (default 256M)"},
 	{OPT_MODE, "mode", "MODE", "train (default) or eval"},
-	{'p', "prefetch", "N|auto", "batches prepared ahead (default auto)"},
+	{'p', "prefetch", "N|auto",
+	 "batches prepared ahead (default auto: as measured)"},
 	{OPT_SEED, "seed", "S", "shuffle seed (default 0)"},
 	{OPT_SHUFFLE, "shuffle", "MODE", "global (default), window or none"},
-	{'w', "workers", "N|auto", "reader threads (default auto: all cores)"},
+	{OPT_SPLIT, "split", "NAME",
+	 "stream one split of the manifest (chute split)"},
+	{'w', "workers", "N|auto",
+	 "reader threads (default auto: as measured)"},
 	{OPT_WINDOW, "window", "N", "shards per window (default 4)"},
 	{0, NULL, NULL, NULL},
 };
@@ -182,6 +191,7 @@ static int take_option(struct stream_args *a, int c, const char *arg)
 	case 'o': a->output = arg; return 0;
 	case 'p': return parse_threads("--prefetch", arg, &o->prefetch);
 	case 'w': return parse_threads("--workers", arg, &o->workers);
+	case OPT_SPLIT: o->split = arg; return 0;
 	case OPT_INDEX_MEMORY:
 		return cmd_parse_size("--index-memory", arg, &o->index_memory);
 	case OPT_DROP_LAST: o->drop_last = 1; return 0;
@@ -302,7 +312,7 @@ static json_t *stats_json(const struct ch_stream_stats *st)
 	double t = st->elapsed_s > 0 ? st->elapsed_s : 1e-9;
 	return json_pack(
 		"{s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:i, s:i, s:f, s:f, s:f,"
-		" s:f, s:f, s:I, s:I, s:I, s:I, s:I}",
+		" s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:f, s:f}",
 		"batches", (json_int_t)st->batches,
 		"samples", (json_int_t)st->samples,
 		"bytes", (json_int_t)st->bytes,
@@ -319,7 +329,9 @@ static json_t *stats_json(const struct ch_stream_stats *st)
 		"cache_misses", (json_int_t)st->cache_misses,
 		"shard_opens", (json_int_t)st->shard_opens,
 		"index_peak_bytes", (json_int_t)st->index_peak,
-		"skipped", (json_int_t)st->skipped);
+		"skipped", (json_int_t)st->skipped,
+		"auto_batch_work_s", st->tune_work_s,
+		"auto_batch_consume_s", st->tune_consume_s);
 }
 
 static void write_stats_json(const char *path, const struct ch_stream_stats *st)
@@ -338,7 +350,22 @@ static void write_stats_json(const char *path, const struct ch_stream_stats *st)
 	json_decref(doc);
 }
 
-static void print_stats(const struct ch_stream_stats *st, int final)
+/* "2 workers, prefetch 4", or what auto chose and from what. */
+static void print_pool(const struct ch_stream_opts *o,
+		       const struct ch_stream_stats *st)
+{
+	fprintf(stderr, "stream: %d workers%s, prefetch %d%s", st->workers,
+		o->workers > 0 ? "" : " (auto)", st->prefetch,
+		o->prefetch > 0 ? "" : " (auto)");
+	if ((o->workers <= 0 || o->prefetch <= 0) && st->tune_work_s > 0)
+		fprintf(stderr, ": a batch took a worker %.2f ms, the consumer "
+				"%.2f ms", st->tune_work_s * 1e3,
+			st->tune_consume_s * 1e3);
+	fputc('\n', stderr);
+}
+
+static void print_stats(const struct ch_stream_opts *o,
+			const struct ch_stream_stats *st, int final)
 {
 	double t = st->elapsed_s > 0 ? st->elapsed_s : 1e-9;
 	fprintf(stderr,
@@ -349,14 +376,15 @@ static void print_stats(const struct ch_stream_stats *st, int final)
 		(double)st->samples / t, (double)st->bytes / 1e6 / t);
 	if (!final)
 		return;
+	print_pool(o, st);
 	fprintf(stderr,
-		"stream: %d workers, prefetch %d; busy reading %.2f s, "
-		"encoding %.2f s (summed over workers)\n"
+		"stream: busy reading %.2f s, encoding %.2f s (summed over "
+		"workers)\n"
 		"stream: block cache: %llu hits, %llu misses; %llu shard "
 		"opens, index memory peak %.1f MB\n"
 		"stream: the writer waited %.2f s on the workers and %.2f s on "
 		"the consumer\n",
-		st->workers, st->prefetch, st->read_s, st->encode_s,
+		st->read_s, st->encode_s,
 		(unsigned long long)st->cache_hits,
 		(unsigned long long)st->cache_misses,
 		(unsigned long long)st->shard_opens,
@@ -375,7 +403,7 @@ static void on_stats(const struct ch_stream_stats *st, void *arg)
 {
 	const struct stream_args *a = arg;
 	if (a->stats)
-		print_stats(st, 0);
+		print_stats(&a->o, st, 0);
 	if (a->stats_json)
 		write_stats_json(a->stats_json, st);
 }
@@ -449,7 +477,7 @@ static int run_stream(struct stream_args *a)
 					     : EXIT_USAGE;
 	}
 	if (a->stats)
-		print_stats(&st, 1);
+		print_stats(&a->o, &st, 1);
 	if (a->stats_json)
 		write_stats_json(a->stats_json, &st);
 	if (st.skipped)

@@ -275,7 +275,7 @@ struct ch_manifest_options {
  * chute-manifest(5), SPLIT FILES). */
 struct ch_manifest_split {
 	char *name;
-	char *path;	   /* relative to the dataset folder: "splits/val.ids" */
+	char *path; /* relative to the dataset folder: "splits/val-HEX16.ids" */
 	uint64_t samples;  /* sample numbers in the file */
 	uint64_t bytes;	   /* file size: 8 x samples */
 	struct ch_hash128 hash; /* XXH3-128 of the file */
@@ -621,6 +621,7 @@ struct ch_stream_opts {
 	int workers, prefetch;
 	uint64_t cache;	   /* bytes of decoded blocks kept (0: none) */
 	uint64_t index_memory; /* bytes of open shards kept (see ch_stream) */
+	const char *split; /* stream this split of the manifest; NULL: all */
 	int skip_corrupt;  /* --on-error skip: replace unreadable samples */
 	enum ch_format format;
 	const char *resume; /* a cursor, or NULL */
@@ -655,7 +656,9 @@ struct ch_stream_stats {
 	double wait_workers_s;	     /* the writer waited for a batch */
 	double wait_sink_s;	     /* the sink (the consumer) took */
 	double elapsed_s;
-	int workers, prefetch;	     /* as chosen (auto resolved) */
+	int workers, prefetch;	     /* as chosen (auto: the latest choice) */
+	double tune_work_s;	     /* auto: a worker's time a batch, */
+	double tune_consume_s;	     /* the consumer's, when it chose */
 	uint64_t cache_hits, cache_misses;
 	uint64_t shard_opens;	     /* shards opened, reopenings counted */
 	uint64_t index_peak;	     /* most bytes of open shards at once */

@@ -9,13 +9,13 @@
  *
  * The id is XXH3-128 of the canonical form of the tree without "id"
  * (compact, keys sorted), computed from the parsed tree on read, so it
- * covers exactly the bytes' meaning, including parts the struct does not
- * hold (the reserved "splits" object).
+ * covers exactly the bytes' meaning, split file hashes included.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +36,13 @@ static const size_t manifest_max_size = (size_t)1 << 30;
 
 /* jansson's integers are signed 64-bit: the largest count a manifest holds. */
 #define U64_MAX_JSON ((uint64_t)LLONG_MAX)
+
+/* Split fractions are multiples of 1/10000, written with 15 significant
+ * digits: the shortest form that reads back the same ("0.05", not
+ * "0.050000000000000003"), which is also what Python writes, so that the
+ * id can be recomputed without chute. */
+#define FRACTION_UNITS 10000
+#define REAL_FLAGS JSON_REAL_PRECISION(15)
 
 /* ------------------------------------------------------------------ */
 /* Small shared helpers                                                 */
@@ -70,6 +77,41 @@ static int is_safe_relpath(const char *p)
 	}
 }
 
+/* Split names become file names: [a-z0-9_-]{1,32}. */
+static int is_split_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 32)
+		return 0;
+	return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-") == n;
+}
+
+/* A split's fraction in units of 1/10000, or -1 unless it is one of
+ * 1/10000 ... 10000/10000 exactly as the double nearest to it. */
+static long fraction_units(double f)
+{
+	long k;
+
+	if (!(f >= 0.0 && f <= 1.0))
+		return -1;
+	k = lround(f * FRACTION_UNITS);
+	if (k < 1 || (double)k / FRACTION_UNITS != f)
+		return -1;
+	return k;
+}
+
+/* A split file's path: its name and the first 16 hex digits of its hash,
+ * so that two versions of a split never share a file name. */
+static void split_path(const char *name, struct ch_hash128 h, char *out,
+		       size_t size)
+{
+	char hex[33];
+
+	ch_hash128_hex(h, hex);
+	snprintf(out, size, "splits/%s-%.16s.ids", name, hex);
+}
+
 static void free_strings(char **v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -90,7 +132,7 @@ static int canonical_id(json_t *doc, char out[33], struct ch_error *err)
 		goto out;
 	}
 	json_object_del(copy, "id"); /* absent is fine */
-	text = json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS);
+	text = json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS | REAL_FLAGS);
 	if (!text) {
 		ch_error_set(err, "out of memory computing the manifest id");
 		goto out;
@@ -311,6 +353,78 @@ static json_t *encode_options(const struct ch_manifest_options *o,
 	return obj;
 }
 
+static json_t *encode_split_rule(const struct ch_manifest *m,
+				 struct ch_error *err)
+{
+	json_t *o = json_object();
+
+	if (set_new(o, "method", json_string("key-hash"), err) < 0 ||
+	    put_u64(o, "splits.rule", "seed", m->split_rule.seed, err) < 0 ||
+	    put(o, "group", str_or_null(m->split_rule.group,
+					"splits.rule.group", err), err) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *encode_split(const struct ch_manifest_split *sp,
+			    struct ch_error *err)
+{
+	json_t *o = json_object();
+	char ctx[64], hex[33];
+
+	ch_hash128_hex(sp->hash, hex);
+	snprintf(ctx, sizeof(ctx), "splits.sets.%s", sp->name);
+	if (put_str(o, ctx, "path", sp->path, err) < 0 ||
+	    put_u64(o, ctx, "samples", sp->samples, err) < 0 ||
+	    put_u64(o, ctx, "bytes", sp->bytes, err) < 0 ||
+	    set_new(o, "hash", json_string(hex), err) < 0 ||
+	    set_new(o, "fraction", json_real(sp->fraction), err) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* {} without splits; otherwise the rule and one object per split. */
+static json_t *encode_splits(const struct ch_manifest *m,
+			     struct ch_error *err)
+{
+	json_t *splits = json_object(), *sets = json_object();
+
+	if (!splits) {
+		json_decref(sets);
+		ch_error_set(err, "out of memory building the manifest");
+		return NULL;
+	}
+	if (m->nsplits == 0) {
+		json_decref(sets);
+		return splits;
+	}
+	if (set_new(splits, "sets", sets, err) < 0 ||
+	    put(splits, "rule", encode_split_rule(m, err), err) < 0)
+		goto fail;
+	for (size_t i = 0; i < m->nsplits; i++) {
+		const struct ch_manifest_split *sp = &m->splits[i];
+
+		if (!sp->name || !is_split_name(sp->name) ||
+		    json_object_get(sets, sp->name)) {
+			ch_error_set(err, "splits.sets: %s split name '%s'",
+				     sp->name && is_split_name(sp->name) ?
+				     "duplicated" : "invalid",
+				     sp->name ? sp->name : "");
+			goto fail;
+		}
+		if (put(sets, sp->name, encode_split(sp, err), err) < 0)
+			goto fail;
+	}
+	return splits;
+fail:
+	json_decref(splits);
+	return NULL;
+}
+
 /* The whole document except "id".  A NULL chute_version means "this
  * chute", so that callers need not fill it. */
 static json_t *encode(const struct ch_manifest *m, struct ch_error *err)
@@ -333,7 +447,7 @@ static json_t *encode(const struct ch_manifest *m, struct ch_error *err)
 	    put(doc, "classes",
 		encode_strings(m->classes, m->nclasses, "classes", err),
 		err) < 0 ||
-	    set_new(doc, "splits", json_object(), err) < 0 ||
+	    put(doc, "splits", encode_splits(m, err), err) < 0 ||
 	    put(doc, "sources",
 		encode_strings(m->sources, m->nsources, "sources", err),
 		err) < 0 ||
@@ -787,6 +901,142 @@ static int decode_parent(json_t *doc, struct ch_manifest *m, struct dec *d)
 	return 0;
 }
 
+static int decode_split_rule(json_t *splits, struct ch_manifest *m,
+			     struct dec *d)
+{
+	static const char *const keys[] = { "method", "seed", "group", NULL };
+	json_t *rule = get_kind(splits, "splits", "rule", JSON_OBJECT, d);
+	json_t *method;
+
+	if (!rule || check_keys(rule, "splits.rule", keys, d) < 0)
+		return -1;
+	method = member(rule, "splits.rule", "method", d);
+	if (!method)
+		return -1;
+	if (!json_is_string(method) ||
+	    strcmp(json_string_value(method), "key-hash") != 0)
+		return bad(d, "splits.rule", "method",
+			   "expected \"key-hash\"");
+	if (get_u64(rule, "splits.rule", "seed", &m->split_rule.seed, d) < 0 ||
+	    get_str(rule, "splits.rule", "group", 1, &m->split_rule.group,
+		    d) < 0)
+		return -1;
+	return 0;
+}
+
+static int decode_fraction(json_t *o, const char *ctx, double *out,
+			   struct dec *d)
+{
+	json_t *v = member(o, ctx, "fraction", d);
+
+	if (!v)
+		return -1;
+	if (!json_is_number(v) || fraction_units(json_number_value(v)) < 0)
+		return bad(d, ctx, "fraction",
+			   "expected a multiple of 0.0001 from 0.0001 to 1");
+	*out = json_number_value(v);
+	return 0;
+}
+
+static int decode_split(json_t *o, const char *name,
+			struct ch_manifest_split *sp, struct dec *d)
+{
+	static const char *const keys[] = { "path", "samples", "bytes",
+					    "hash", "fraction", NULL };
+	char ctx[64], hex[33], want[96], what[160];
+
+	if (!is_split_name(name))
+		return bad(d, "splits.sets", name, "not a split name (1 to 32 "
+			   "of a-z, 0-9, '_' and '-')");
+	snprintf(ctx, sizeof(ctx), "splits.sets.%s", name);
+	if (!json_is_object(o))
+		return bad(d, ctx, NULL, "expected an object");
+	if (!(sp->name = strdup(name)))
+		return ch_error_set(d->err, "out of memory reading a manifest");
+	if (check_keys(o, ctx, keys, d) < 0 ||
+	    get_str(o, ctx, "path", 0, &sp->path, d) < 0 ||
+	    get_u64(o, ctx, "samples", &sp->samples, d) < 0 ||
+	    get_u64(o, ctx, "bytes", &sp->bytes, d) < 0 ||
+	    get_hex(o, ctx, "hash", hex, d) < 0 ||
+	    decode_fraction(o, ctx, &sp->fraction, d) < 0)
+		return -1;
+	if (ch_hash128_parse(hex, &sp->hash) < 0)
+		return bad(d, ctx, "hash", "expected 32 lowercase hex digits");
+	if (sp->samples > U64_MAX_JSON / 8 || sp->bytes != 8 * sp->samples)
+		return bad(d, ctx, "bytes", "expected 8 bytes a sample");
+	split_path(name, sp->hash, want, sizeof(want));
+	if (strcmp(sp->path, want) != 0) {
+		snprintf(what, sizeof(what), "expected \"%s\" (the name and "
+			 "the hash's first 16 digits)", want);
+		return bad(d, ctx, "path", what);
+	}
+	return 0;
+}
+
+static int cmp_split(const void *a, const void *b)
+{
+	const struct ch_manifest_split *x = a, *y = b;
+
+	return strcmp(x->name, y->name);
+}
+
+/* The splits partition the samples: their counts add up to the dataset's
+ * (the files themselves are chute verify's to check) and their fractions
+ * to 1. */
+static int check_split_totals(struct ch_manifest *m, struct dec *d)
+{
+	uint64_t samples = 0;
+	long units = 0;
+	char what[128];
+
+	for (size_t i = 0; i < m->nsplits; i++) {
+		if (m->splits[i].samples > U64_MAX_JSON - samples)
+			return bad(d, "splits", "sets", "samples overflow");
+		samples += m->splits[i].samples;
+		units += fraction_units(m->splits[i].fraction);
+	}
+	if (samples != m->samples) {
+		snprintf(what, sizeof(what), "the splits hold %" PRIu64
+			 " samples, the dataset %" PRIu64, samples, m->samples);
+		return bad(d, "splits", "sets", what);
+	}
+	if (units != FRACTION_UNITS)
+		return bad(d, "splits", "sets",
+			   "the fractions do not add up to 1");
+	return 0;
+}
+
+/* {} or {"rule": ..., "sets": {NAME: ...}}, sets sorted by name. */
+static int decode_splits(json_t *doc, struct ch_manifest *m, struct dec *d)
+{
+	static const char *const keys[] = { "rule", "sets", NULL };
+	json_t *splits = get_kind(doc, "", "splits", JSON_OBJECT, d);
+	json_t *sets, *v;
+	const char *name;
+	size_t n;
+
+	if (!splits || check_keys(splits, "splits", keys, d) < 0)
+		return -1;
+	if (json_object_size(splits) == 0)
+		return 0;
+	if (decode_split_rule(splits, m, d) < 0 ||
+	    !(sets = get_kind(splits, "splits", "sets", JSON_OBJECT, d)))
+		return -1;
+	n = json_object_size(sets);
+	if (n == 0)
+		return bad(d, "splits", "sets", "expected at least one split "
+			   "(no splits at all is \"splits\": {})");
+	m->splits = calloc(n, sizeof(*m->splits));
+	if (!m->splits)
+		return ch_error_set(d->err, "out of memory reading a manifest");
+	json_object_foreach(sets, name, v) {
+		if (decode_split(v, name, &m->splits[m->nsplits++], d) < 0)
+			return -1;
+	}
+	qsort(m->splits, m->nsplits, sizeof(*m->splits), cmp_split);
+	return check_split_totals(m, d);
+}
+
 static int decode(json_t *doc, struct ch_manifest *m, struct dec *d)
 {
 	static const char *const keys[] = {
@@ -813,7 +1063,7 @@ static int decode(json_t *doc, struct ch_manifest *m, struct dec *d)
 			   d) < 0 ||
 	    decode_strings(doc, "sources", 0, &m->sources, &m->nsources,
 			   d) < 0 ||
-	    !get_kind(doc, "", "splits", JSON_OBJECT, d) ||
+	    decode_splits(doc, m, d) < 0 ||
 	    decode_options(doc, &m->options, d) < 0)
 		return -1;
 	return 0;
@@ -854,7 +1104,8 @@ static int check_before_write(json_t *doc, const char *path,
 /* The stored form: 2-space indent, sorted keys, a final newline. */
 static char *dump_pretty(json_t *doc, const char *path, struct ch_error *err)
 {
-	char *text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS);
+	char *text = json_dumps(doc, JSON_INDENT(2) | JSON_SORT_KEYS |
+					     REAL_FLAGS);
 	char *full = NULL;
 
 	if (!text || asprintf(&full, "%s\n", text) < 0) {
@@ -946,5 +1197,11 @@ void ch_manifest_release(struct ch_manifest *m)
 	free_strings(m->classes, m->nclasses);
 	free_strings(m->sources, m->nsources);
 	free(m->options.label_from);
+	for (size_t i = 0; i < m->nsplits; i++) {
+		free(m->splits[i].name);
+		free(m->splits[i].path);
+	}
+	free(m->splits);
+	free(m->split_rule.group);
 	memset(m, 0, sizeof(*m));
 }

@@ -663,7 +663,8 @@ int ch_block_read(struct ch_block_reader *r, const struct ch_shard *sh,
 		  uint32_t b, const uint8_t **data, size_t *size,
 		  struct ch_error *err)
 {
-	if (same_shard(r->cached_shard, r->cached_serial, sh) && r->cached_block == b) {
+	if (same_shard(r->cached_shard, r->cached_serial, sh) &&
+	    r->cached_block == b) {
 		*data = r->cached_data;
 		*size = r->cached_size;
 		return 0;
@@ -743,7 +744,8 @@ int ch_sample_fetch(struct ch_block_reader *r, const struct ch_shard *sh,
 	ch_shard_sample(sh, i, &si);
 	ch_shard_block(sh, si.block, &st);
 	if (st.codec != CH_CODEC_RAW ||
-	    (same_shard(r->cached_shard, r->cached_serial, sh) && r->cached_block == si.block))
+	    (same_shard(r->cached_shard, r->cached_serial, sh) &&
+	     r->cached_block == si.block))
 		return ch_sample_read(r, sh, i, data, err);
 	/* a raw block: read just the sample, vouched for by its own hash */
 	uint64_t at = st.offset + si.offset;

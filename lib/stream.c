@@ -28,7 +28,8 @@ void ch_stream_opts_init(struct ch_stream_opts *o)
 /* Planner: the next batch's samples, in stream order                   */
 
 struct planner {
-	const struct ch_manifest *m;
+	const struct ch_manifest *m; /* the dataset's, or a split's view */
+	const uint64_t *split_ids;   /* position in the split -> sample */
 	const struct ch_stream_opts *o;
 	struct ch_order ord;
 	uint32_t opt_hash;
@@ -55,8 +56,8 @@ static int enter_segment(struct planner *p, uint64_t epoch, uint64_t start,
 }
 
 /* Fills the next batch; returns 1, or 0 when the stream is over. */
-static int plan_next(struct planner *p, struct ch_batch_plan *out, const char *id,
-		     struct ch_error *err)
+static int plan_next(struct planner *p, struct ch_batch_plan *out,
+		     const char *id, struct ch_error *err)
 {
 	const struct ch_stream_opts *o = p->o;
 	while (!p->done && p->b == p->nbatches)
@@ -69,9 +70,11 @@ static int plan_next(struct planner *p, struct ch_batch_plan *out, const char *i
 	out->epoch = p->epoch;
 	out->batch = p->base + p->b;
 	out->n = last > first ? last - first : 0;
-	for (uint64_t k = first; k < last; k++)
-		out->ids[k - first] = ch_order_at(&p->ord, p->start + o->rank +
-							     k * o->world);
+	for (uint64_t k = first; k < last; k++) {
+		uint64_t at = ch_order_at(&p->ord, p->start + o->rank +
+						      k * o->world);
+		out->ids[k - first] = p->split_ids ? p->split_ids[at] : at;
+	}
 	out->flags = (out->n < bs ? CH_BATCH_PARTIAL : 0) |
 		     (p->b + 1 == p->nbatches ? CH_BATCH_LAST : 0);
 	/* positions consumed by all ranks once this batch is done */
@@ -87,11 +90,13 @@ static int plan_next(struct planner *p, struct ch_batch_plan *out, const char *i
 }
 
 static int planner_init(struct planner *p, const struct ch_dataset *ds,
+			const struct ch_split_view *split,
 			const struct ch_stream_opts *o, struct ch_error *err)
 {
-	const struct ch_manifest *m = &ds->manifest;
+	const struct ch_manifest *m = split->ids ? &split->view : &ds->manifest;
 	memset(p, 0, sizeof(*p));
 	p->m = m;
+	p->split_ids = split->ids;
 	p->o = o;
 	p->opt_hash = ch_stream_options_hash(o);
 	if (ch_segment_batches(m->samples, 0, o->world, o->batch_size, o->eval,
@@ -124,6 +129,15 @@ static int planner_init(struct planner *p, const struct ch_dataset *ds,
 /* ------------------------------------------------------------------ */
 /* Workers: read the planned samples, encode the batch                  */
 
+/* --workers auto / --prefetch auto: batch times measured since the last
+ * decision (workers' under the lock, the consumer's by the writer). */
+struct tuning {
+	int workers, prefetch; /* 1: auto */
+	int max_prefetch;
+	uint64_t batches;
+	double work_s, work_max_s, consume_s, since;
+};
+
 struct job {
 	int state; /* FREE, PLANNED (a worker owns it), READY */
 	uint64_t seq;
@@ -143,6 +157,7 @@ struct streamer {
 	pthread_mutex_t lock;
 	pthread_cond_t changed;
 	struct ch_stream_shared shared;
+	struct ch_split_view split;
 	struct job *jobs;
 	size_t njobs;
 	uint64_t next_seq;  /* next batch to plan */
@@ -153,6 +168,10 @@ struct streamer {
 	struct ch_error plan_err;
 	int plan_failed;
 	double read_s, encode_s;
+	/* how much of the pool runs: all of it unless auto says less */
+	int threads, workers_active, busy;
+	size_t slots_active;
+	struct tuning tune;
 };
 
 static double now(void)
@@ -191,7 +210,8 @@ static void *work(void *arg)
 	pthread_mutex_lock(&s->lock);
 	while (!s->stop && !s->planned_all) {
 		struct job *j = &s->jobs[s->next_seq % s->njobs];
-		if (j->state != FREE) {
+		if (j->state != FREE || s->busy >= s->workers_active ||
+		    s->next_seq - s->next_write >= s->slots_active) {
 			pthread_cond_wait(&s->changed, &s->lock);
 			continue;
 		}
@@ -208,6 +228,7 @@ static void *work(void *arg)
 		}
 		j->state = PLANNED;
 		j->seq = s->next_seq++;
+		s->busy++;
 		pthread_mutex_unlock(&s->lock);
 		double t0 = now();
 		int rc = ch_batch_read(w->reader, &j->plan, &j->data, &j->err);
@@ -217,8 +238,13 @@ static void *work(void *arg)
 			j->data_error = 1; /* the data will not fit the format */
 		double t2 = now();
 		pthread_mutex_lock(&s->lock);
+		s->busy--;
 		s->read_s += t1 - t0;
 		s->encode_s += t2 - t1;
+		s->tune.batches++;
+		s->tune.work_s += t2 - t0;
+		if (t2 - t0 > s->tune.work_max_s)
+			s->tune.work_max_s = t2 - t0;
 		j->failed = rc < 0;
 		j->state = READY;
 		pthread_cond_broadcast(&s->changed);
@@ -249,6 +275,40 @@ static void release_job(struct streamer *s, struct job *j, uint64_t seq)
 	j->state = FREE;
 	s->next_write = seq + 1;
 	pthread_cond_broadcast(&s->changed);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Every 8 batches and a tenth of a second at least, auto settings follow
+ * the stage times measured since the last decision. */
+static void retune(struct streamer *s, struct ch_stream_stats *st,
+		   double sink_s)
+{
+	struct tuning *t = &s->tune;
+	double at = now();
+	t->consume_s += sink_s;
+	pthread_mutex_lock(&s->lock);
+	if ((t->workers || t->prefetch) && t->batches >= 8 &&
+	    at - t->since >= 0.1) {
+		struct ch_tune_input in = {
+			.threads = s->threads, .max_prefetch = t->max_prefetch,
+			.work_mean_s = t->work_s / (double)t->batches,
+			.work_max_s = t->work_max_s,
+			.consume_mean_s = t->consume_s / (double)t->batches,
+		};
+		int w, p;
+		ch_stream_tune(&in, &w, &p);
+		if (t->workers)
+			s->workers_active = st->workers = w;
+		if (t->prefetch)
+			st->prefetch = p;
+		s->slots_active = (size_t)s->workers_active + (size_t)st->prefetch;
+		st->tune_work_s = in.work_mean_s;
+		st->tune_consume_s = in.consume_mean_s;
+		t->batches = 0;
+		t->work_s = t->work_max_s = t->consume_s = 0;
+		t->since = at;
+		pthread_cond_broadcast(&s->changed);
+	}
 	pthread_mutex_unlock(&s->lock);
 }
 
@@ -293,7 +353,8 @@ static int write_batches(struct streamer *s, ch_batch_sink sink, void *arg,
 		};
 		double t0 = now();
 		int rc = sink(&out, arg, err);
-		st->wait_sink_s += now() - t0;
+		double sink_s = now() - t0;
+		st->wait_sink_s += sink_s;
 		if (rc != 0)
 			return rc;
 		st->batches++;
@@ -301,6 +362,7 @@ static int write_batches(struct streamer *s, ch_batch_sink sink, void *arg,
 		st->samples += j->plan.n;
 		st->bytes += j->out.len;
 		release_job(s, j, seq);
+		retune(s, st, sink_s);
 		if (s->o->on_stats && now() - last >= s->o->stats_interval) {
 			report_stats(s, st, start);
 			last = now();
@@ -343,11 +405,21 @@ static int check_index_memory(const struct ch_dataset *ds,
 			    (double)o->index_memory / 1048576);
 }
 
-static void auto_sizes(const struct ch_stream_opts *o, int *workers,
-		       int *prefetch)
+/* Threads and job slots: what was asked for, or for auto the most that
+ * tuning may use; it starts with all of them, for the first batches. */
+static void size_pool(struct streamer *s, const struct ch_stream_opts *o,
+		      struct ch_stream_stats *st)
 {
-	*workers = o->workers > 0 ? o->workers : ch_cpu_count();
-	*prefetch = o->prefetch > 0 ? o->prefetch : 2 * *workers;
+	s->threads = o->workers > 0 ? o->workers : ch_cpu_count();
+	s->tune.workers = o->workers <= 0;
+	s->tune.prefetch = o->prefetch <= 0;
+	s->tune.max_prefetch = 4 * s->threads < 8 ? 8 : 4 * s->threads;
+	s->tune.since = now();
+	st->workers = s->workers_active = s->threads;
+	st->prefetch = o->prefetch > 0 ? o->prefetch : 2 * s->threads;
+	s->njobs = (size_t)s->threads +
+		   (size_t)(o->prefetch > 0 ? o->prefetch : s->tune.max_prefetch);
+	s->slots_active = (size_t)s->threads + (size_t)st->prefetch;
 }
 
 static void free_jobs(struct streamer *s)
@@ -368,18 +440,24 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 	struct streamer s = { .ds = ds, .o = o };
 	pthread_t *threads = NULL;
 	struct worker *ws = NULL;
-	int workers, prefetch, started = 0, rc = -1;
+	int workers, started = 0, rc = -1;
 	double t0 = now();
 	memset(st, 0, sizeof(*st));
 	if (o->batch_size == 0 || o->world == 0 || o->rank >= o->world)
 		return ch_error_set(err, "bad batch size, rank or world size");
-	auto_sizes(o, &workers, &prefetch);
-	st->workers = workers;
-	st->prefetch = prefetch;
+	size_pool(&s, o, st);
+	workers = s.threads;
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.changed, NULL);
+	if (o->split) {
+		int got = ch_split_view_init(&s.split, ds, o->split, err);
+		if (got < 0) {
+			st->data_error = got == -2;
+			goto out;
+		}
+	}
 	if (check_index_memory(ds, o, err) < 0 ||
-	    planner_init(&s.planner, ds, o, err) < 0)
+	    planner_init(&s.planner, ds, &s.split, o, err) < 0)
 		goto out;
 	if (o->cache && !(s.cache = ch_block_cache_new((size_t)o->cache))) {
 		ch_error_set(err, "out of memory");
@@ -387,6 +465,8 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 	}
 	s.shared = (struct ch_stream_shared){
 		.ds = ds, .cache = s.cache, .seed = o->seed, .eval = o->eval,
+		.split_ids = s.split.ids,
+		.nsamples = s.split.ids ? s.split.n : ds->manifest.samples,
 		.skip_corrupt = o->skip_corrupt, .nworkers = workers,
 	};
 	if (ch_shard_table_new(&s.shared.shards, ds, (size_t)o->index_memory,
@@ -396,7 +476,6 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 		ch_error_set(err, "out of memory");
 		goto out;
 	}
-	s.njobs = (size_t)workers + (size_t)prefetch;
 	s.jobs = calloc(s.njobs, sizeof(*s.jobs));
 	threads = calloc((size_t)workers, sizeof(*threads));
 	ws = calloc((size_t)workers, sizeof(*ws));
@@ -456,6 +535,7 @@ out:
 	ch_name_table_free(s.shared.names);
 	ch_block_cache_free(s.cache);
 	ch_order_release(&s.planner.ord);
+	ch_split_view_release(&s.split);
 	pthread_mutex_destroy(&s.lock);
 	pthread_cond_destroy(&s.changed);
 	st->read_s = s.read_s;

@@ -136,7 +136,10 @@ uint32_t ch_stream_options_hash(const struct ch_stream_opts *o)
 			  mode == CH_SHUFFLE_NONE ? 0 : o->seed, o->batch_size,
 			  (uint64_t)(o->drop_last && !o->eval),
 			  (uint64_t)o->eval };
-	return (uint32_t)XXH3_64bits(v, sizeof(v));
+	uint64_t h = XXH3_64bits(v, sizeof(v));
+	if (o->split) /* a split is another sequence; none keeps old cursors */
+		h ^= XXH3_64bits(o->split, strlen(o->split)) | 1;
+	return (uint32_t)h;
 }
 
 void ch_cursor_format(char *out, size_t size, const char *dataset_id,

@@ -42,6 +42,19 @@ void ch_shard_table_unpin(struct ch_shard_table *t, size_t k);
 void ch_shard_table_stats(struct ch_shard_table *t, uint64_t *opens,
 			  uint64_t *peak_bytes);
 
+/* One split of a dataset as a manifest of its own (stream_split.c):
+ * positions 0..n-1 of view are the split's samples, ids[i] their sample
+ * numbers in the dataset.  8 bytes a sample of the split. */
+struct ch_split_view {
+	struct ch_manifest view; /* shallow copy but for shards and samples */
+	struct ch_manifest_shard *shards;
+	uint64_t *ids, n;
+};
+/* -1: no such split (a usage error); -2: its file is bad (a data error). */
+int ch_split_view_init(struct ch_split_view *v, const struct ch_dataset *ds,
+		       const char *name, struct ch_error *err);
+void ch_split_view_release(struct ch_split_view *v);
+
 /* One batch as planned: its samples in stream order. */
 #define CH_CURSOR_MAX 96
 struct ch_batch_plan {
@@ -61,6 +74,8 @@ struct ch_stream_shared {
 	struct ch_shard_table *shards;
 	struct ch_block_cache *cache;	 /* NULL: none */
 	struct ch_name_table *names;	 /* field names, interned */
+	const uint64_t *split_ids;	 /* the samples streamed: NULL, all */
+	uint64_t nsamples;		 /* how many */
 	uint64_t seed;
 	int eval, skip_corrupt, nworkers;
 };
@@ -94,6 +109,17 @@ void ch_batch_reader_free(struct ch_batch_reader *r);
  * partial); b->samples then holds p->n samples in stream order. */
 int ch_batch_read(struct ch_batch_reader *r, struct ch_batch_plan *p,
 		  struct ch_batch_data *b, struct ch_error *err);
+
+/* --workers auto, --prefetch auto (stream_tune.c). */
+struct ch_tune_input {
+	int threads;	   /* worker threads there are */
+	int max_prefetch;  /* job slots beyond one a thread */
+	double work_mean_s; /* a worker's time for one batch, mean */
+	double work_max_s;  /* and the slowest lately */
+	double consume_mean_s; /* the consumer's time for one batch */
+};
+void ch_stream_tune(const struct ch_tune_input *in, int *workers,
+		    int *prefetch);
 
 struct ch_cursor {
 	char id[17];

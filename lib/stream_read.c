@@ -325,7 +325,8 @@ static uint64_t replacement(const struct ch_stream_shared *sh,
 			    uint64_t attempt)
 {
 	uint64_t in[5] = { sh->seed, p->epoch, p->batch, slot, attempt };
-	return XXH3_64bits(in, sizeof(in)) % sh->ds->manifest.samples;
+	uint64_t pos = XXH3_64bits(in, sizeof(in)) % sh->nsamples;
+	return sh->split_ids ? sh->split_ids[pos] : pos;
 }
 
 /* Failed slots: dropped in eval (every sample once), else refilled. */

@@ -501,6 +501,124 @@ static void check_manifest(struct verifier *v)
 		       (unsigned long long)m->samples);
 }
 
+/* ------------------------------------------------------------------ */
+/* Split files (chute-manifest(5), SPLIT FILES): small, checked here in
+ * one thread before the shards. */
+
+/* The file's bytes if it is there with the recorded size; NULL after
+ * reporting why not. */
+static uint8_t *read_split(struct verifier *v,
+			   const struct ch_manifest_split *sp)
+{
+	char *path = ch_path_join(v->ds.root, sp->path), *data = NULL;
+	struct ch_error err;
+	struct stat st;
+	size_t len;
+
+	if (!path)
+		report(v, CH_PROBLEM_STRUCTURE, sp->path, -1, NULL, -1,
+		       "out of memory");
+	else if (stat(path, &st) < 0)
+		report(v, CH_PROBLEM_MISSING, sp->path, -1, NULL, -1,
+		       "missing: %s", strerror(errno));
+	else if ((uint64_t)st.st_size != sp->bytes)
+		report(v, CH_PROBLEM_SIZE, sp->path, -1, NULL, -1,
+		       "size %llu differs from the manifest's %llu",
+		       (unsigned long long)st.st_size,
+		       (unsigned long long)sp->bytes);
+	else if (ch_read_file(path, (size_t)sp->bytes, &data, &len, &err) < 0)
+		report(v, CH_PROBLEM_STRUCTURE, sp->path, -1, NULL, -1, "%s",
+		       err.msg);
+	free(path);
+	return (uint8_t *)data;
+}
+
+static uint64_t get_le64(const uint8_t *p)
+{
+	uint64_t x = 0;
+	for (int i = 7; i >= 0; i--)
+		x = x << 8 | p[i];
+	return x;
+}
+
+/* Sample numbers ascending and in range, each marked in seen; returns -1
+ * (reported) at the first one out of order. */
+static int mark_split(struct verifier *v, const struct ch_manifest_split *sp,
+		      const uint8_t *data, uint8_t *seen)
+{
+	uint64_t n = v->ds.manifest.samples, prev = 0, twice = 0, first = 0;
+	for (uint64_t i = 0; i < sp->samples; i++) {
+		uint64_t x = get_le64(data + 8 * i);
+		if (x >= n || (i > 0 && x <= prev)) {
+			report(v, CH_PROBLEM_STRUCTURE, sp->path, -1, NULL,
+			       (int64_t)(8 * i), "sample number %llu is %s",
+			       (unsigned long long)x, x >= n ?
+			       "past the dataset's last sample" :
+			       "not above the previous one");
+			return -1;
+		}
+		if (seen[x / 8] & (1u << (x % 8)) && twice++ == 0)
+			first = x;
+		seen[x / 8] |= (uint8_t)(1u << (x % 8));
+		prev = x;
+	}
+	if (twice)
+		report(v, CH_PROBLEM_COUNT, sp->path, -1, NULL, -1,
+		       "%llu samples are also in another split (the first: "
+		       "#%llu)", (unsigned long long)twice,
+		       (unsigned long long)first);
+	return 0;
+}
+
+/* Present, the recorded size and hash, ascending, within the dataset;
+ * returns -1 when the file cannot count towards coverage. */
+static int check_split_file(struct verifier *v,
+			    const struct ch_manifest_split *sp, uint8_t *seen)
+{
+	uint8_t *data = read_split(v, sp);
+	if (!data)
+		return -1;
+	struct ch_hash128 h = ch_hash128(data, sp->bytes);
+	if (h.high != sp->hash.high || h.low != sp->hash.low) {
+		char a[33], b[33];
+		ch_hash128_hex(h, a);
+		ch_hash128_hex(sp->hash, b);
+		report(v, CH_PROBLEM_FILE_HASH, sp->path, -1, NULL, -1,
+		       "file hash %s differs from the manifest's %s", a, b);
+	}
+	int rc = mark_split(v, sp, data, seen);
+	free(data);
+	return rc;
+}
+
+/* The splits together hold every sample once (overlaps are reported per
+ * file); coverage is only worth checking when every file was readable. */
+static void check_splits(struct verifier *v)
+{
+	const struct ch_manifest *m = &v->ds.manifest;
+	if (v->ds.lone_shard || m->nsplits == 0)
+		return;
+	uint8_t *seen = calloc((size_t)(m->samples / 8 + 1), 1);
+	int usable = 1;
+	if (!seen) {
+		report(v, CH_PROBLEM_STRUCTURE, NULL, -1, NULL, -1,
+		       "out of memory checking the split files");
+		return;
+	}
+	for (size_t i = 0; i < m->nsplits; i++)
+		if (check_split_file(v, &m->splits[i], seen) < 0)
+			usable = 0;
+	uint64_t left = 0, first = 0;
+	for (uint64_t x = 0; usable && x < m->samples; x++)
+		if (!(seen[x / 8] & (1u << (x % 8))) && left++ == 0)
+			first = x;
+	if (left)
+		report(v, CH_PROBLEM_COUNT, NULL, -1, NULL, -1,
+		       "%llu samples are in no split (the first: #%llu)",
+		       (unsigned long long)left, (unsigned long long)first);
+	free(seen);
+}
+
 static int run_workers(struct verifier *v, int jobs, struct ch_error *err)
 {
 	pthread_t *t = calloc((size_t)jobs, sizeof(*t));
@@ -546,6 +664,7 @@ int ch_verify(const char *path, const struct ch_verify_opts *o,
 	for (size_t s = 0; s < v.nshards; s++)
 		v.shards[s].rel = v.ds.manifest.shards[s].path;
 	check_manifest(&v);
+	check_splits(&v);
 	res->shards = v.nshards;
 	if (!v.ds.lone_shard)
 		find_unexpected(&v);

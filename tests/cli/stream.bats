@@ -592,6 +592,44 @@ assert s["shard_opens"] == 5 and 0 < s["index_peak_bytes"] < 1e6, s
 	cmp ref.dict small.dict || fail "--index-memory 1 changes a --dict stream"
 }
 
+@test "stream: --split streams one split as a dataset: its samples only, eval covers it, cursors stay in it" {
+	cp -r ds sp
+	run -0 chute split sp --val 0.3 --seed 7
+	chute stream --mode eval -f jsonl -b 4 --split val sp >val.jsonl
+	chute stream --mode eval -f jsonl -b 4 --split train sp >train.jsonl
+	keys() { "$PYTHON" -c 'import json,sys; [print(json.loads(l)["key"]) for l in open(sys.argv[1])]' "$1"; }
+	keys val.jsonl | sort >val.keys
+	keys train.jsonl | sort >train.keys
+	[ -s val.keys ] && [ -s train.keys ] || fail "an empty split"
+	[ -z "$(comm -12 val.keys train.keys)" ] || fail "a key in both splits"
+	[ "$(sort -u val.keys train.keys | wc -l)" -eq 23 ] || fail "the splits do not cover the dataset"
+	[ "$(sort -u val.keys | wc -l)" -eq "$(wc -l <val.keys)" ] || fail "a val sample twice"
+	# a shuffled split: only its samples, the same bytes for any workers
+	chute stream -f jsonl -b 2 -e 2 --seed 3 --split train -w 1 sp >t1
+	chute stream -f jsonl -b 2 -e 2 --seed 3 --split train -w 3 sp >t3
+	cmp t1 t3 || fail "--split train depends on --workers"
+	keys t1 | sort -u >t1.keys
+	cmp t1.keys train.keys || fail "a shuffled train epoch is not the train split"
+	# resuming: within the split; a cursor of another split is refused
+	chute stream -b 2 --seed 3 --split train sp >full
+	frames full >full.frames
+	cursor=$(sed -n 3p full.frames | cut -d' ' -f6)
+	end=$(sed -n 3p full.frames | cut -d' ' -f5)
+	chute stream -b 2 --seed 3 --split train --resume "$cursor" sp >rest
+	cmp rest <(tail -c +$((end + 1)) full) ||
+		fail "resuming a split's stream after batch 3 differs from the rest of it"
+	run -2 chute stream -b 2 --seed 3 --split val --resume "$cursor" sp
+	assert_output --partial "other stream options"
+	run -2 chute stream --split test sp
+	assert_output "chute stream: 'sp' has no split 'test'; its splits: train, val"
+	run -2 chute stream --split val ds
+	assert_output "chute stream: 'ds' has no splits: make them with chute split"
+	# a damaged split file is a data error
+	printf 'xxxxxxxx' >>sp/splits/val-*.ids
+	run -1 chute stream --split val sp
+	assert_output --partial "val-"
+}
+
 @test "stream: --stats-json writes the statistics as one JSON object" {
 	run -0 chute stream -b 4 --stats-json st.json ds
 	run -0 "$PYTHON" -c '

@@ -85,6 +85,36 @@ static void sample_manifest(struct ch_manifest *m)
 	};
 }
 
+/* One split of add_splits: its path follows from its name and hash. */
+static struct ch_manifest_split make_split(const char *name, uint64_t samples,
+					   uint64_t hash_high, double fraction)
+{
+	struct ch_manifest_split sp = { 0 };
+	char hex[33], path[96];
+
+	sp.name = xstrdup(name);
+	sp.samples = samples;
+	sp.bytes = 8 * samples;
+	sp.hash = (struct ch_hash128){ hash_high, 0x1111111111111111ULL };
+	sp.fraction = fraction;
+	ch_hash128_hex(sp.hash, hex);
+	snprintf(path, sizeof(path), "splits/%s-%.16s.ids", name, hex);
+	sp.path = xstrdup(path);
+	return sp;
+}
+
+/* Splits of sample_manifest's 5 samples: test 1, train 3, val 1. */
+static void add_splits(struct ch_manifest *m)
+{
+	m->split_rule.seed = 7;
+	m->split_rule.group = xstrdup("^([a-z]+)/");
+	m->nsplits = 3;
+	m->splits = xcalloc(3, sizeof(*m->splits));
+	m->splits[0] = make_split("test", 1, 0xaaaa000000000001ULL, 0.2);
+	m->splits[1] = make_split("train", 3, 0xbbbb000000000002ULL, 0.6);
+	m->splits[2] = make_split("val", 1, 0xcccc000000000003ULL, 0.2);
+}
+
 static char *slurp(const char *path)
 {
 	FILE *f = fopen(path, "rb");
@@ -117,8 +147,9 @@ static char *replace(const char *text, const char *from, const char *to)
 	return out;
 }
 
-/* The text of sample_manifest as ch_manifest_write stores it. */
-static char *sample_text(void)
+/* The text of sample_manifest (with_splits: and add_splits) as
+ * ch_manifest_write stores it. */
+static char *manifest_text(int with_splits)
 {
 	struct ch_manifest m;
 	struct ch_error err;
@@ -126,12 +157,19 @@ static char *sample_text(void)
 	char *text = NULL;
 
 	sample_manifest(&m);
+	if (with_splits)
+		add_splits(&m);
 	if (CHECK(ch_manifest_write(&m, path, &err) == 0))
 		text = slurp(path);
 	else
 		unit_note("%s", err.msg);
 	ch_manifest_release(&m);
 	return text;
+}
+
+static char *sample_text(void)
+{
+	return manifest_text(0);
 }
 
 static int parse_text(struct ch_manifest *m, const char *text,
@@ -208,6 +246,22 @@ static void check_same(const struct ch_manifest *a, const struct ch_manifest *b)
 	CHECK(a->options.dict == b->options.dict);
 	CHECK(a->options.keep_order == b->options.keep_order);
 	CHECK_STR(a->options.label_from, b->options.label_from);
+	if (!CHECK_EQ_U64(a->nsplits, b->nsplits) || a->nsplits == 0)
+		return;
+	CHECK_EQ_U64(a->split_rule.seed, b->split_rule.seed);
+	CHECK_STR(a->split_rule.group, b->split_rule.group);
+	for (size_t i = 0; i < a->nsplits; i++) {
+		const struct ch_manifest_split *x = &a->splits[i];
+		const struct ch_manifest_split *y = &b->splits[i];
+
+		CHECK_STR(x->name, y->name);
+		CHECK_STR(x->path, y->path);
+		CHECK_EQ_U64(x->samples, y->samples);
+		CHECK_EQ_U64(x->bytes, y->bytes);
+		CHECK_EQ_U64(x->hash.high, y->hash.high);
+		CHECK_EQ_U64(x->hash.low, y->hash.low);
+		CHECK(x->fraction == y->fraction);
+	}
 }
 
 static void round_trip(void)
@@ -386,19 +440,21 @@ static void edited_manifest_fails_id(void)
 	char *level = replace(text, "\"level\": 3", "\"level\": 4");
 	char *hash = replace(text, "\"xxh3_128\": \"0123",
 			     "\"xxh3_128\": \"1123");
-	char *splits = replace(text, "\"splits\": {}",
-			       "\"splits\": {\"a\": 1}");
+	char *with = manifest_text(1);
+	char *splits = replace(with, "\"seed\": 7", "\"seed\": 8");
 	char *flat = replace(text, "\"samples\": 5,\n", "\"samples\":\t5, ");
 
 	expect_id_ok(text, 1, "as written");
 	expect_id_ok(level, 0, "level edited");
 	expect_id_ok(hash, 0, "shard hash edited");
+	expect_id_ok(with, 1, "with splits, as written");
 	expect_id_ok(splits, 0, "splits edited");
 	/* Layout is not content: the id survives re-indentation. */
 	expect_id_ok(flat, 1, "whitespace edited");
 	free(text);
 	free(level);
 	free(hash);
+	free(with);
 	free(splits);
 	free(flat);
 }
@@ -529,6 +585,207 @@ static void wrong_types_refused(void)
 	run_edits(type_edits, UNIT_COUNT(type_edits));
 }
 
+/* Edits of manifest_text(1), the manifest with splits. */
+static const struct edit split_edits[] = {
+	{ "\"test\": {", "\"Test\": {", "splits.sets.Test: not a split name" },
+	{ "\"test\": {", "\"a-split-name-longer-than-32-bytes\": {",
+	  "not a split name" },
+	{ "\"path\": \"splits/test-aaaa000000000001.ids\"",
+	  "\"path\": \"splits/test.ids\"",
+	  "splits.sets.test.path: expected "
+	  "\"splits/test-aaaa000000000001.ids\"" },
+	{ "\"path\": \"splits/test-aaaa000000000001.ids\"",
+	  "\"path\": \"../test-aaaa000000000001.ids\"",
+	  "splits.sets.test.path: expected" },
+	{ "\"bytes\": 8,", "\"bytes\": 9,",
+	  "splits.sets.test.bytes: expected 8 bytes a sample" },
+	{ "\"hash\": \"aaaa", "\"hash\": \"AAAA",
+	  "splits.sets.test.hash: expected 32 lowercase" },
+	{ "\"fraction\": 0.2,", "\"fraction\": 0.25,",
+	  "splits.sets: the fractions do not add up to 1" },
+	{ "\"fraction\": 0.2,", "\"fraction\": 0.20001,",
+	  "splits.sets.test.fraction: expected a multiple of 0.0001" },
+	{ "\"fraction\": 0.2,", "\"fraction\": 0,",
+	  "splits.sets.test.fraction: expected" },
+	{ "\"fraction\": 0.2,", "\"fraction\": 1.5,",
+	  "splits.sets.test.fraction: expected" },
+	{ "\"fraction\": 0.2,", "\"fraction\": \"0.2\",",
+	  "splits.sets.test.fraction: expected" },
+	{ "\"samples\": 1\n", "\"samples\": 1, \"size\": 2\n",
+	  "splits.sets.test.size: unknown key" },
+	{ "\"samples\": 1\n", "\"samples\": -1\n",
+	  "splits.sets.test.samples: expected a non-negative" },
+	{ "\"method\": \"key-hash\"", "\"method\": \"random\"",
+	  "splits.rule.method: expected \"key-hash\"" },
+	{ "\"seed\": 7", "\"seed\": -7",
+	  "splits.rule.seed: expected a non-negative integer" },
+	{ "\"seed\": 7", "\"seed\": 7, \"sede\": 1",
+	  "splits.rule.sede: unknown key" },
+	{ "\"group\": \"^([a-z]+)/\"", "\"group\": \"\"",
+	  "splits.rule.group: expected a non-empty string" },
+	{ "\"group\": \"^([a-z]+)/\"", "\"group\": 3",
+	  "splits.rule.group: expected a string or null" },
+	{ "\"rule\": {", "\"rules\": {", "splits.rules: unknown key" },
+	{ "\"sets\": {", "\"sets\": [", "invalid JSON" },
+};
+
+/* Edits of sample_text(), whose splits are {}. */
+static const struct edit empty_split_edits[] = {
+	{ "\"splits\": {}", "\"splits\": {\"a\": 1}", "splits.a: unknown key" },
+	{ "\"splits\": {}", "\"splits\": {\"sets\": {}}",
+	  "splits.rule: missing key" },
+	{ "\"splits\": {}",
+	  "\"splits\": {\"rule\": {\"method\": \"key-hash\", \"seed\": 0, "
+	  "\"group\": null}, \"sets\": {}}",
+	  "splits.sets: expected at least one split" },
+	{ "\"splits\": {}",
+	  "\"splits\": {\"rule\": {\"method\": \"key-hash\", \"seed\": 0, "
+	  "\"group\": null}, \"sets\": []}",
+	  "splits.sets: expected an object" },
+};
+
+static void bad_splits_refused(void)
+{
+	char *text = manifest_text(1);
+	char *more = replace(text, "\"bytes\": 8,", "\"bytes\": 16,");
+	char *both = replace(more, "\"samples\": 1\n", "\"samples\": 2\n");
+
+	for (size_t i = 0; i < UNIT_COUNT(split_edits); i++) {
+		char *edited = replace(text, split_edits[i].from,
+				       split_edits[i].to);
+
+		expect_error(edited, split_edits[i].needle, split_edits[i].to);
+		free(edited);
+	}
+	expect_error(both, "splits.sets: the splits hold 6 samples, the "
+		     "dataset 5", "a split one sample too big");
+	free(text);
+	free(more);
+	free(both);
+	run_edits(empty_split_edits, UNIT_COUNT(empty_split_edits));
+}
+
+static void splits_round_trip(void)
+{
+	struct ch_manifest m, r;
+	struct ch_error err;
+	char *first = NULL, *second = NULL;
+
+	clear_dir();
+	sample_manifest(&m);
+	add_splits(&m);
+	if (!CHECK(ch_manifest_write(&m, tmp_path("s.json"), &err) == 0) ||
+	    !CHECK(ch_manifest_read(&r, tmp_path("s.json"), &err) == 0)) {
+		unit_note("%s", err.msg);
+		goto out;
+	}
+	CHECK(r.id_ok == 1);
+	check_same(&m, &r);
+	CHECK(ch_manifest_write(&r, tmp_path("t.json"), &err) == 0);
+	first = slurp(tmp_path("s.json"));
+	second = slurp(tmp_path("t.json"));
+	CHECK(first && second && strcmp(first, second) == 0);
+	/* fractions in their shortest form, as Python writes them */
+	CHECK(first && strstr(first, "\"fraction\": 0.6,\n"));
+	CHECK(first && strstr(first, "\"method\": \"key-hash\""));
+	CHECK(first && strstr(first, "\"path\": "
+			      "\"splits/train-bbbb000000000002.ids\""));
+	ch_manifest_release(&r);
+
+	/* no group: null */
+	free(m.split_rule.group);
+	m.split_rule.group = NULL;
+	if (CHECK(ch_manifest_write(&m, tmp_path("s.json"), &err) == 0) &&
+	    CHECK(ch_manifest_read(&r, tmp_path("s.json"), &err) == 0)) {
+		CHECK(r.split_rule.group == NULL);
+		CHECK_EQ_U64(r.split_rule.seed, 7);
+		ch_manifest_release(&r);
+	}
+out:
+	free(first);
+	free(second);
+	ch_manifest_release(&m);
+}
+
+/* Whatever order the sets come in, the struct has them by name. */
+static void splits_sorted_by_name(void)
+{
+	char *text = manifest_text(1);
+	json_t *doc = text ? json_loads(text, 0, NULL) : NULL;
+	json_t *sets = json_object_get(json_object_get(doc, "splits"), "sets");
+	json_t *shuffled = json_object();
+	static const char *const order[] = { "val", "test", "train" };
+	struct ch_manifest m;
+	struct ch_error err;
+	char *again = NULL;
+
+	if (!CHECK(sets != NULL))
+		goto out;
+	for (int i = 0; i < 3; i++)
+		json_object_set(shuffled, order[i],
+				json_object_get(sets, order[i]));
+	json_object_set(json_object_get(doc, "splits"), "sets", shuffled);
+	again = json_dumps(doc, 0);
+	if (!CHECK(again && parse_text(&m, again, &err) == 0)) {
+		unit_note("%s", err.msg);
+		goto out;
+	}
+	CHECK(m.id_ok == 1); /* order is layout, not content */
+	if (CHECK_EQ_U64(m.nsplits, 3)) {
+		CHECK_STR(m.splits[0].name, "test");
+		CHECK_STR(m.splits[1].name, "train");
+		CHECK_STR(m.splits[2].name, "val");
+		CHECK_EQ_U64(m.splits[1].samples, 3);
+	}
+	ch_manifest_release(&m);
+out:
+	free(again);
+	json_decref(shuffled);
+	json_decref(doc);
+	free(text);
+}
+
+static void id_changes_with_any_split_field(void)
+{
+	struct ch_manifest m;
+	struct ch_error err;
+	char base[33];
+
+	sample_manifest(&m);
+	add_splits(&m);
+	CHECK(ch_manifest_compute_id(&m, &err) == 0);
+	memcpy(base, m.id, sizeof(base));
+	ch_manifest_release(&m);
+	for (int k = 0; k < 9; k++) {
+		struct ch_manifest_split *sp;
+
+		sample_manifest(&m);
+		add_splits(&m);
+		sp = &m.splits[1];
+		switch (k) {
+		case 0: m.split_rule.seed++; break;
+		case 1: m.split_rule.group[0] = 'x'; break;
+		case 2: free(m.split_rule.group); m.split_rule.group = NULL;
+			break;
+		case 3: sp->path[7] = 'T'; break;
+		case 4: sp->samples++; break;
+		case 5: sp->bytes++; break;
+		case 6: sp->hash.low ^= 1; break;
+		case 7: sp->fraction = 0.5; break;
+		case 8: sp->name[0] = 's'; break;
+		}
+		if (!CHECK(ch_manifest_compute_id(&m, &err) == 0) ||
+		    !CHECK(strcmp(m.id, base) != 0))
+			unit_note("split mutation %d", k);
+		ch_manifest_release(&m);
+	}
+	/* no splits at all differs from splits */
+	sample_manifest(&m);
+	CHECK(ch_manifest_compute_id(&m, &err) == 0);
+	CHECK(strcmp(m.id, base) != 0);
+	ch_manifest_release(&m);
+}
+
 static void write_refuses_invalid_manifest(void)
 {
 	struct ch_manifest m;
@@ -567,6 +824,24 @@ static void write_refuses_invalid_manifest(void)
 	CHECK(strstr(err.msg, "shards[1].first_sample: expected 3") != NULL);
 	ch_manifest_release(&m);
 
+	/* a split path that does not follow from its hash */
+	sample_manifest(&m);
+	add_splits(&m);
+	m.splits[2].hash.high++;
+	CHECK(ch_manifest_write(&m, tmp_path("bad.json"), &err) == -1);
+	CHECK(strstr(err.msg, "refusing to write") != NULL);
+	CHECK(strstr(err.msg, "splits.sets.val.path: expected") != NULL);
+	ch_manifest_release(&m);
+
+	/* two splits of one name */
+	sample_manifest(&m);
+	add_splits(&m);
+	free(m.splits[2].name);
+	m.splits[2].name = xstrdup("test");
+	CHECK(ch_manifest_compute_id(&m, &err) == -1);
+	CHECK(strstr(err.msg, "duplicated split name 'test'") != NULL);
+	ch_manifest_release(&m);
+
 	CHECK(count_files() == 0);
 }
 
@@ -592,6 +867,10 @@ int main(void)
 		UNIT(malformed_json_names_line_and_column),
 		UNIT(bad_shard_paths_refused),
 		UNIT(wrong_types_refused),
+		UNIT(splits_round_trip),
+		UNIT(splits_sorted_by_name),
+		UNIT(id_changes_with_any_split_field),
+		UNIT(bad_splits_refused),
 		UNIT(write_refuses_invalid_manifest),
 		UNIT(read_errors_name_the_file),
 	};

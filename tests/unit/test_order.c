@@ -97,6 +97,43 @@ static void cursors_round_trip(void)
 	CHECK(ch_cursor_parse("", &c, &err) < 0);
 }
 
+static void tune(double work, double work_max, double consume, int *w, int *p)
+{
+	struct ch_tune_input in = {
+		.threads = 8, .max_prefetch = 32, .work_mean_s = work,
+		.work_max_s = work_max, .consume_mean_s = consume,
+	};
+	ch_stream_tune(&in, w, p);
+}
+
+static void auto_pool_follows_the_stage_times(void)
+{
+	int w, p;
+	/* a consumer that takes no time: every thread; 8 threads make a
+	 * batch every 0.5 ms, the slowest took 5 ms: 10 batches cover it */
+	tune(0.004, 0.005, 0, &w, &p);
+	CHECK(w == 8 && p == 10);
+	tune(0.004, 0.004, 0, &w, &p);
+	CHECK(w == 8 && p == 8);
+	/* a batch costs a worker 4 ms, the consumer 2 ms: 2 would just keep
+	 * up, 3 keep up with room to spare */
+	tune(0.004, 0.005, 0.002, &w, &p);
+	CHECK(w == 3);
+	CHECK(p >= w);
+	/* a slow consumer needs one worker, prefetch at least 2 */
+	tune(0.001, 0.001, 0.050, &w, &p);
+	CHECK(w == 1 && p == 2);
+	/* a batch 40x slower than usual now and then: enough ready batches
+	 * to feed the consumer meanwhile, up to the cap */
+	tune(0.001, 0.040, 0.002, &w, &p);
+	CHECK(w == 1 && p == 20);
+	tune(0.001, 1.0, 0.002, &w, &p);
+	CHECK(p == 32);
+	/* a worker slower than the consumer with all threads: all threads */
+	tune(0.100, 0.100, 0.001, &w, &p);
+	CHECK(w == 8);
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -105,6 +142,7 @@ int main(void)
 		UNIT(ranks_cover_the_segment),
 		UNIT(eval_batches_are_the_same_for_every_rank),
 		UNIT(cursors_round_trip),
+		UNIT(auto_pool_follows_the_stage_times),
 	};
 	return unit_run(tests, UNIT_COUNT(tests));
 }

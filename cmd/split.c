@@ -1,0 +1,251 @@
+/*
+ * split.c - chute split: deterministic train / val / test splits.
+ */
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chute.h"
+#include "cmd.h"
+
+enum {
+	OPT_GROUP = CMD_LONG_ONLY,
+	OPT_JSON,
+	OPT_SEED,
+	OPT_TEST,
+	OPT_VAL,
+};
+
+static const char *const split_usage[] = {
+	"split DATASET --val F [--test F] [--seed S] [--group REGEX] [--json]",
+	NULL,
+};
+
+static const struct cmd_opt split_opts[] = {
+	{OPT_GROUP, "group", "REGEX", "samples with the same first group stay "
+				      "together"},
+	CMD_HELP_OPT,
+	{OPT_JSON, "json", NULL, "print the summary as one JSON object"},
+	{OPT_SEED, "seed", "S", "seed of the assignment (default 0)"},
+	{OPT_TEST, "test", "F", "share of the samples for test (default 0)"},
+	{OPT_VAL, "val", "F", "share of the samples for val (required)"},
+	{0, NULL, NULL, NULL},
+};
+
+static const struct cmd_spec split_spec = {
+	.name = "split",
+	.summary = "make deterministic train, val and test splits",
+	.usage = split_usage,
+	.opts = split_opts,
+	.extra = "F is a fraction below 1 with at most 4 digits after the "
+		 "point (0.05); train\ngets the rest.  exit status: 0 done, 1 "
+		 "the data failed a check, 2 usage or\nI/O error\n",
+};
+
+struct split_args {
+	const char *path;
+	int json, have_val;
+	long val, test; /* in units of 0.0001 */
+	struct ch_split_opts o;
+};
+
+/* "0.05", ".05", "0" or "0.1250": a fraction below 1 with at most four
+ * significant digits after the point, as a count of 0.0001. */
+static int parse_fraction(const char *opt, const char *s, long *units)
+{
+	const char *p = s;
+	long v = 0;
+	int digits = 0, any = 0;
+
+	if (*p == '0') {
+		p++;
+		any = 1;
+	}
+	if (*p == '.') {
+		for (p++; *p >= '0' && *p <= '9'; p++, any = 1) {
+			if (digits < 4)
+				v = v * 10 + (*p - '0');
+			else if (*p != '0')
+				break;
+			digits++;
+		}
+	}
+	if (!any || *p != '\0') {
+		cmd_error("invalid value '%s' for %s: expected a fraction below "
+			  "1 with at most 4 digits after the point (such as "
+			  "0.05)", s, opt);
+		return -1;
+	}
+	for (; digits < 4; digits++)
+		v *= 10;
+	*units = v;
+	return 0;
+}
+
+static int parse_option(struct cmd_parser *p, int c, struct split_args *a)
+{
+	switch (c) {
+	case OPT_GROUP:
+		a->o.group = p->arg;
+		return 0;
+	case OPT_JSON:
+		a->json = 1;
+		return 0;
+	case OPT_SEED:
+		return cmd_parse_u64("--seed", p->arg, 0, INT64_MAX,
+				     &a->o.seed);
+	case OPT_TEST:
+		return parse_fraction("--test", p->arg, &a->test);
+	case OPT_VAL:
+		a->have_val = 1;
+		return parse_fraction("--val", p->arg, &a->val);
+	}
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct split_args *a)
+{
+	struct cmd_parser p;
+	int c;
+
+	cmd_parser_init(&p, &split_spec, argc, argv);
+	while ((c = cmd_next(&p)) != CMD_END) {
+		if (c == CMD_HELP)
+			return -1;
+		if (c == CMD_BAD)
+			return EXIT_USAGE;
+		if (c == CMD_POSITIONAL) {
+			if (a->path)
+				return cmd_error("too many arguments: give one "
+						 "dataset");
+			a->path = p.arg;
+		} else if (parse_option(&p, c, a) < 0) {
+			return EXIT_USAGE;
+		}
+	}
+	if (!a->path)
+		return cmd_error("nothing to split: name a dataset");
+	if (!a->have_val)
+		return cmd_error("no --val given: say which share of the "
+				 "samples goes to val (0 for none)");
+	if (a->val + a->test >= 10000)
+		return cmd_error("--val and --test add up to 1 or more: "
+				 "nothing would be left for train");
+	a->o.val = (double)a->val / 10000;
+	a->o.test = (double)a->test / 10000;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The summary                                                          */
+
+static double share(uint64_t n, uint64_t total)
+{
+	return total ? (double)n / (double)total : 0.0;
+}
+
+static void print_text(const struct ch_split_result *r)
+{
+	const struct ch_manifest *m = &r->manifest;
+
+	for (size_t i = 0; i < m->nsplits; i++) {
+		const struct ch_manifest_split *sp = &m->splits[i];
+		const struct ch_split_tally *t = &r->tallies[i];
+
+		printf("%s\t%" PRIu64 "\t%.2f%%", sp->name, sp->samples,
+		       100.0 * share(sp->samples, m->samples));
+		for (size_t c = 0; t->classes && c < m->nclasses; c++)
+			printf("%s%s:%" PRIu64, c ? " " : "\t", m->classes[c],
+			       t->classes[c]);
+		if (t->classes && t->unlabelled)
+			printf(" (%" PRIu64 " without a class)", t->unlabelled);
+		putchar('\n');
+	}
+	printf("split %" PRIu64 " samples into %zu splits, id %s\n",
+	       m->samples, m->nsplits, m->id);
+}
+
+static json_t *classes_json(const struct ch_manifest *m,
+			    const struct ch_split_tally *t)
+{
+	json_t *o;
+
+	if (!t->classes)
+		return json_null();
+	o = json_object();
+	for (size_t c = 0; c < m->nclasses; c++)
+		json_object_set_new(o, m->classes[c],
+				    json_integer((json_int_t)t->classes[c]));
+	return o;
+}
+
+static json_t *split_json(const struct ch_manifest *m, size_t i,
+			  const struct ch_split_tally *t)
+{
+	const struct ch_manifest_split *sp = &m->splits[i];
+	json_t *o = json_object();
+
+	json_object_set_new(o, "path", json_string(sp->path));
+	json_object_set_new(o, "samples", json_integer((json_int_t)sp->samples));
+	json_object_set_new(o, "share", json_real(share(sp->samples,
+							m->samples)));
+	json_object_set_new(o, "fraction", json_real(sp->fraction));
+	json_object_set_new(o, "classes", classes_json(m, t));
+	json_object_set_new(o, "unlabelled", t->classes ?
+			    json_integer((json_int_t)t->unlabelled) :
+			    json_null());
+	return o;
+}
+
+/* 15 significant digits, so that a share of 0.05 reads "0.05". */
+static int print_json(const struct ch_split_result *r)
+{
+	const struct ch_manifest *m = &r->manifest;
+	json_t *doc = json_object(), *splits = json_object();
+	const char *group = m->split_rule.group;
+	int rc;
+
+	for (size_t i = 0; i < m->nsplits; i++)
+		json_object_set_new(splits, m->splits[i].name,
+				    split_json(m, i, &r->tallies[i]));
+	json_object_set_new(doc, "id", json_string(m->id));
+	json_object_set_new(doc, "parent", json_string(m->parent));
+	json_object_set_new(doc, "samples", json_integer((json_int_t)m->samples));
+	json_object_set_new(doc, "seed",
+			    json_integer((json_int_t)m->split_rule.seed));
+	json_object_set_new(doc, "group", group ? cmd_json_bytes(group,
+							strlen(group)) :
+						  json_null());
+	json_object_set_new(doc, "splits", splits);
+	rc = json_dumpf(doc, stdout, JSON_COMPACT | JSON_REAL_PRECISION(15));
+	if (rc == 0 && putchar('\n') == EOF)
+		rc = -1;
+	json_decref(doc);
+	return rc;
+}
+
+int cmd_split(int argc, char **argv)
+{
+	struct split_args a = {0};
+	struct ch_split_result res;
+	struct ch_error err = {{0}};
+	int status;
+
+	status = parse_args(argc, argv, &a);
+	if (status != 0)
+		return status < 0 ? 0 : status;
+	a.o.cancel = cmd_catch_signals();
+	if (ch_split(a.path, &a.o, &res, &err) < 0) {
+		cmd_error("%s", err.msg);
+		if (cmd_signal_status())
+			return cmd_signal_status();
+		return res.data_error ? EXIT_CHECK : EXIT_USAGE;
+	}
+	if (a.json)
+		print_json(&res);
+	else
+		print_text(&res);
+	ch_split_result_release(&res);
+	return 0;
+}
