@@ -184,23 +184,47 @@ static int grow_fields(struct ch_batch_data *b, size_t need,
 /* ------------------------------------------------------------------ */
 /* Reading                                                              */
 
+/* The decoded block the samples being read come from: kept pinned from
+ * one sample to the next of the same block (samples are read in block
+ * order), so the shared cache's lock is taken once a run, not twice a
+ * sample. */
+struct held_block {
+	uint32_t block;
+	const uint8_t *data;
+	void *pin;
+};
+
+static void drop_block(struct ch_batch_reader *r, struct held_block *h)
+{
+	if (h->pin)
+		ch_block_cache_unpin(r->sh->cache, h->pin);
+	h->pin = NULL;
+	h->data = NULL;
+}
+
 /* A sample's bytes: through the shared cache when its block is
  * compressed (decoded once for all the samples it holds), else read
  * alone. */
 static int fetch(struct ch_batch_reader *r, const struct ch_shard *sh,
 		 uint64_t local, const struct ch_sample_info *si,
-		 const uint8_t **data, void **pin, struct ch_error *err)
+		 struct held_block *h, const uint8_t **data,
+		 struct ch_error *err)
 {
 	struct ch_block_cache *cache = r->sh->cache;
 	struct ch_block_stat st;
+	if (h->data && h->block == si->block) {
+		*data = h->data + si->offset;
+		return 0;
+	}
 	ch_shard_block(sh, si->block, &st);
 	if (!cache || st.codec == CH_CODEC_RAW)
 		return ch_sample_fetch(r->blocks, sh, local, data, err);
-	const uint8_t *block;
-	if (ch_block_cache_get(cache, r->blocks, sh, si->block, &block, pin,
-			       err) < 0)
+	drop_block(r, h);
+	if (ch_block_cache_get(cache, r->blocks, sh, si->block, &h->data,
+			       &h->pin, err) < 0)
 		return -1;
-	*data = block + si->offset;
+	h->block = si->block;
+	*data = h->data + si->offset;
 	return 0;
 }
 
@@ -208,13 +232,12 @@ static int fetch(struct ch_batch_reader *r, const struct ch_shard *sh,
  * corrupt samples are skipped. */
 static int read_one(struct ch_batch_reader *r, struct ch_batch_data *b,
 		    const struct ch_shard *sh, struct ch_read_slot *sl,
-		    struct ch_error *err)
+		    struct held_block *h, struct ch_error *err)
 {
 	struct ch_sample_info si;
 	const uint8_t *data;
-	void *pin = NULL;
 	ch_shard_sample(sh, sl->local, &si);
-	if (fetch(r, sh, sl->local, &si, &data, &pin, err) < 0) {
+	if (fetch(r, sh, sl->local, &si, h, &data, err) < 0) {
 		if (r->sh->skip_corrupt)
 			return 1;
 		b->data_error = 1;
@@ -233,8 +256,6 @@ static int read_one(struct ch_batch_reader *r, struct ch_batch_data *b,
 	uint64_t at = b->raw.len;
 	if (rc == 0)
 		rc = ch_buf_append(&b->raw, data, si.size, err);
-	if (pin)
-		ch_block_cache_unpin(r->sh->cache, pin);
 	for (uint32_t f = 0; rc == 0 && f < si.nfields; f++) {
 		struct ch_field_info fi;
 		ch_shard_field(sh, sl->local, f, &fi);
@@ -258,10 +279,11 @@ static int read_group(struct ch_batch_reader *r, struct ch_batch_data *b,
 	int rc = ch_shard_table_pin(r->sh->shards, k, wait, &sh, err);
 	if (rc <= 0)
 		return rc < 0 ? -1 : 1;
+	struct held_block held = { 0 };
 	r->nseen = 0; /* name pointers are the pinned shard's */
 	for (size_t i = from; i < to && rc >= 0; i++) {
 		struct ch_read_slot *sl = &b->slots[b->order[i]];
-		rc = read_one(r, b, sh, sl, err);
+		rc = read_one(r, b, sh, sl, &held, err);
 		if (rc == 1) {
 			sl->state = FAILED;
 			sl->attempts++;
@@ -271,8 +293,17 @@ static int read_group(struct ch_batch_reader *r, struct ch_batch_data *b,
 			sl->state = DONE;
 		}
 	}
+	drop_block(r, &held);
 	ch_shard_table_unpin(r->sh->shards, k);
 	return rc < 0 ? -1 : 0;
+}
+
+/* Slot numbers sorted by (shard, sample): a Shell sort with the
+ * comparison inline, for the few hundred slots of a batch, without the
+ * callbacks and the allocation of qsort; qsort past a few thousand. */
+static int before(const struct ch_read_slot *x, const struct ch_read_slot *y)
+{
+	return x->shard != y->shard ? x->shard < y->shard : x->local < y->local;
 }
 
 static int by_place(const void *a, const void *b, void *arg)
@@ -280,9 +311,28 @@ static int by_place(const void *a, const void *b, void *arg)
 	const struct ch_read_slot *s = arg;
 	const struct ch_read_slot *x = &s[*(const uint32_t *)a];
 	const struct ch_read_slot *y = &s[*(const uint32_t *)b];
-	if (x->shard != y->shard)
-		return x->shard < y->shard ? -1 : 1;
-	return (x->local > y->local) - (x->local < y->local);
+	return before(x, y) ? -1 : before(y, x);
+}
+
+static void sort_by_place(uint32_t *v, size_t n,
+			  const struct ch_read_slot *slots)
+{
+	static const size_t gaps[] = { 701, 301, 132, 57, 23, 10, 4, 1 };
+	if (n > 4096) {
+		qsort_r(v, n, sizeof(*v), by_place, (void *)slots);
+		return;
+	}
+	for (size_t g = 0; g < sizeof(gaps) / sizeof(gaps[0]); g++) {
+		size_t gap = gaps[g];
+		for (size_t i = gap; i < n; i++) {
+			uint32_t x = v[i];
+			size_t j = i;
+			for (; j >= gap && before(&slots[x], &slots[v[j - gap]]);
+			     j -= gap)
+				v[j] = v[j - gap];
+			v[j] = x;
+		}
+	}
 }
 
 /* One pass over the TODO slots, by shard.  Workers start at different
@@ -295,7 +345,7 @@ static int read_pass(struct ch_batch_reader *r, struct ch_batch_data *b,
 	for (uint32_t i = 0; i < n; i++)
 		if (b->slots[i].state == TODO)
 			b->order[m++] = i;
-	qsort_r(b->order, m, sizeof(*b->order), by_place, b->slots);
+	sort_by_place(b->order, m, b->slots);
 	size_t *starts = malloc((m + 1) * sizeof(*starts));
 	if (!starts)
 		return ch_error_set(err, "out of memory");
