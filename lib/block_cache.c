@@ -12,6 +12,7 @@
 #define BUCKETS 8192
 
 struct entry {
+	int loading; /* a thread is decoding it: wait, do not decode too */
 	const struct ch_shard *sh;
 	uint64_t serial; /* the shard's: its address may be reused */
 	uint32_t block;
@@ -24,6 +25,7 @@ struct entry {
 
 struct ch_block_cache {
 	pthread_mutex_t lock;
+	pthread_cond_t loaded;
 	size_t capacity, used;
 	struct entry *buckets[BUCKETS];
 	struct entry *newest, *oldest;
@@ -37,6 +39,7 @@ struct ch_block_cache *ch_block_cache_new(size_t capacity)
 		return NULL;
 	c->capacity = capacity;
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->loaded, NULL);
 	return c;
 }
 
@@ -50,6 +53,7 @@ void ch_block_cache_free(struct ch_block_cache *c)
 		free(e);
 	}
 	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->loaded);
 	free(c);
 }
 
@@ -126,70 +130,79 @@ void ch_block_cache_forget(struct ch_block_cache *c, const struct ch_shard *sh)
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* Pins a hit, or returns NULL. */
-static struct entry *lookup(struct ch_block_cache *c, const struct ch_shard *sh,
-			    uint32_t b)
+/* Pins the entry of block b, waiting while another thread decodes it;
+ * with none, enters a pinned placeholder that the caller fills
+ * (*mine = 1).  Called and returns with the lock held. */
+static struct entry *claim(struct ch_block_cache *c, const struct ch_shard *sh,
+			   uint32_t b, int *mine)
 {
-	pthread_mutex_lock(&c->lock);
-	struct entry *e = find(c, sh, b);
+	struct entry *e;
+	while ((e = find(c, sh, b)) && e->loading)
+		pthread_cond_wait(&c->loaded, &c->lock);
+	*mine = !e;
 	if (e) {
 		e->pins++;
 		unlink_lru(c, e);
 		push_newest(c, e);
 		c->hits++;
-	} else {
-		c->misses++;
+		return e;
 	}
-	pthread_mutex_unlock(&c->lock);
+	c->misses++;
+	if (!(e = calloc(1, sizeof(*e))))
+		return NULL;
+	e->sh = sh;
+	e->serial = ch_shard_serial(sh);
+	e->block = b;
+	e->loading = 1;
+	e->pins = 1;
+	size_t k = bucket(sh, b);
+	e->hnext = c->buckets[k];
+	c->buckets[k] = e;
+	push_newest(c, e);
 	return e;
 }
 
-/* Inserts a decoded copy, unless another thread got there first. */
-static struct entry *insert(struct ch_block_cache *c, struct entry *mine)
+/* Decodes block b into the placeholder e (outside the lock). */
+static int load(struct ch_block_cache *c, struct ch_block_reader *r,
+		const struct ch_shard *sh, struct entry *e,
+		struct ch_error *err)
 {
+	const uint8_t *p;
+	size_t size;
+	int rc = ch_block_read(r, sh, e->block, &p, &size, err);
+	uint8_t *data = rc == 0 ? malloc(size ? size : 1) : NULL;
+	if (rc == 0 && !data)
+		rc = ch_error_set(err, "out of memory");
+	if (rc == 0)
+		memcpy(data, p, size);
 	pthread_mutex_lock(&c->lock);
-	struct entry *e = find(c, mine->sh, mine->block);
-	if (!e) {
-		e = mine;
-		size_t k = bucket(e->sh, e->block);
-		e->hnext = c->buckets[k];
-		c->buckets[k] = e;
-		push_newest(c, e);
-		c->used += e->size;
-		mine = NULL;
+	e->loading = 0;
+	if (rc == 0) {
+		e->data = data;
+		e->size = size;
+		c->used += size;
+	} else {
+		drop(c, e); /* waiters find nothing and try themselves */
 	}
-	e->pins++;
-	evict(c);
+	pthread_cond_broadcast(&c->loaded);
+	if (rc == 0)
+		evict(c);
 	pthread_mutex_unlock(&c->lock);
-	if (mine) {
-		free(mine->data);
-		free(mine);
-	}
-	return e;
+	return rc;
 }
 
 int ch_block_cache_get(struct ch_block_cache *c, struct ch_block_reader *r,
 		       const struct ch_shard *sh, uint32_t b,
 		       const uint8_t **data, void **pin, struct ch_error *err)
 {
-	struct entry *e = lookup(c, sh, b);
-	if (!e) {
-		const uint8_t *p;
-		size_t size;
-		if (ch_block_read(r, sh, b, &p, &size, err) < 0)
-			return -1;
-		struct entry *mine = calloc(1, sizeof(*mine));
-		if (!mine || !(mine->data = malloc(size ? size : 1))) {
-			free(mine);
-			return ch_error_set(err, "out of memory");
-		}
-		memcpy(mine->data, p, size);
-		mine->sh = sh;
-		mine->serial = ch_shard_serial(sh);
-		mine->block = b;
-		mine->size = size;
-		e = insert(c, mine);
-	}
+	int mine;
+	pthread_mutex_lock(&c->lock);
+	struct entry *e = claim(c, sh, b, &mine);
+	pthread_mutex_unlock(&c->lock);
+	if (!e)
+		return ch_error_set(err, "out of memory");
+	if (mine && load(c, r, sh, e, err) < 0)
+		return -1;
 	*data = e->data;
 	*pin = e;
 	return 0;

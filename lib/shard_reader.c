@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -155,29 +154,11 @@ static int read_footer(struct ch_shard *sh, struct footer *ft,
 	return 0;
 }
 
-/* A buffer for an index.  A big one sits on huge pages where the kernel
- * offers them: a million-sample index is 64 MB, and faulting it in 4 KB
- * pages costs a third of the time it takes to open the shard. */
-#define HUGE_PAGE (2u << 20)
-static uint8_t *alloc_index(uint64_t size)
-{
-	void *p = NULL;
-	if (size < HUGE_PAGE || size > SIZE_MAX - HUGE_PAGE)
-		return malloc(size ? (size_t)size : 1);
-	size_t len = ((size_t)size + HUGE_PAGE - 1) & ~(size_t)(HUGE_PAGE - 1);
-	if (posix_memalign(&p, HUGE_PAGE, len) != 0)
-		return NULL;
-	(void)madvise(p, len, MADV_HUGEPAGE); /* advice: failure is fine */
-	return p;
-}
-
 static int load_index(struct ch_shard *sh, const struct footer *ft,
 		      struct ch_error *err)
 {
 	int rc = -1;
-	uint8_t *stored = ft->index_codec == CHS_INDEX_RAW
-				  ? alloc_index(ft->index_stored)
-				  : malloc(ft->index_stored ? ft->index_stored : 1);
+	uint8_t *stored = malloc(ft->index_stored ? ft->index_stored : 1);
 	if (!stored)
 		return ch_error_set(err, "out of memory reading the index of "
 				    "'%s'", sh->path);
@@ -197,7 +178,7 @@ static int load_index(struct ch_shard *sh, const struct footer *ft,
 		goto out;
 	}
 	sh->index_size = ft->index_raw;
-	if (!(sh->index = alloc_index(ft->index_raw))) {
+	if (!(sh->index = malloc(ft->index_raw ? ft->index_raw : 1))) {
 		ch_error_set(err, "out of memory reading the index of '%s'",
 			     sh->path);
 		goto out;

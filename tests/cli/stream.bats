@@ -630,6 +630,27 @@ assert s["shard_opens"] == 5 and 0 < s["index_peak_bytes"] < 1e6, s
 	assert_output --partial "val-"
 }
 
+@test "stream: a compressed block is decoded once while it is cached, whatever the workers" {
+	mkdir txt
+	local i
+	for i in $(seq 10 49); do
+		# 180 KB: a block takes long enough to decode that workers
+		# asking for it at once would each decode it
+		yes "line of sample $i" | head -n 10000 >"txt/t$i.txt"
+	done
+	chute pack -q -s 20s txt -o tx >/dev/null
+	misses() {
+		chute stream -b 3 -e 3 -w "$1" --stats-json "st.$1" tx >/dev/null
+		"$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["cache_misses"])' "st.$1"
+	}
+	local one
+	one=$(misses 1)
+	[ "$one" -gt 0 ] || fail "no compressed block was read"
+	for i in 1 2 3 4 5; do
+		[ "$(misses 8)" = "$one" ] || fail "8 workers decoded a block twice"
+	done
+}
+
 @test "stream: --stats-json writes the statistics as one JSON object" {
 	run -0 chute stream -b 4 --stats-json st.json ds
 	run -0 "$PYTHON" -c '
