@@ -689,6 +689,11 @@ struct ch_batch {
 		const char *const *names; /* field names, name order */
 		const uint64_t *sizes;
 		const uint8_t *const *data;
+		/* non-NULL: the data is not there yet.  ch_encode_frame
+		 * leaves room for each field and stores the frame offset
+		 * where its bytes go in dest[f], for the caller to copy them
+		 * in (other encoders do not take such samples). */
+		uint64_t *dest;
 	} *samples;
 };
 int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,

@@ -78,10 +78,14 @@ static int field_names(const struct ch_batch *b, const char ***names,
 	return 0;
 }
 
-/* Bytes of field `name` in sample s (NULL name: the key); 0 if absent. */
+/* Bytes of field `name` in sample s (NULL name: the key); 0 if absent.
+ * *dest is where to store the field's frame offset if its data is to be
+ * copied in later, else NULL. */
 static const uint8_t *field_of(const struct ch_batch_sample *s,
-			       const char *name, uint64_t *size)
+			       const char *name, uint64_t *size,
+			       uint64_t **dest)
 {
+	*dest = NULL;
 	if (!name) {
 		*size = s->key_len;
 		return (const uint8_t *)s->key;
@@ -89,7 +93,9 @@ static const uint8_t *field_of(const struct ch_batch_sample *s,
 	for (uint32_t f = 0; f < s->nfields; f++)
 		if (same_name(s->names[f], name)) {
 			*size = s->sizes[f];
-			return s->data[f];
+			if (s->dest)
+				*dest = &s->dest[f];
+			return s->data ? s->data[f] : NULL;
 		}
 	*size = 0;
 	return NULL;
@@ -97,9 +103,9 @@ static const uint8_t *field_of(const struct ch_batch_sample *s,
 
 static uint64_t field_bytes(const struct ch_batch *b, const char *name)
 {
-	uint64_t total = 0, size;
+	uint64_t total = 0, size, *dest;
 	for (size_t i = 0; i < b->nsamples; i++) {
-		field_of(&b->samples[i], name, &size);
+		field_of(&b->samples[i], name, &size, &dest);
 		total += size;
 	}
 	return total;
@@ -114,7 +120,7 @@ static void put_field(const struct ch_batch *b, const char *name,
 	uint8_t *e = frame + entry_at;
 	uint64_t offsets_at = *data_at;
 	uint64_t bytes_at = ALIGN(offsets_at + 8 * (b->nsamples + 1), 64);
-	uint64_t off = 0, size;
+	uint64_t off = 0, size, *dest;
 	st32(e, (uint32_t)ALIGN(ENTRY_FIXED + nlen, 8));
 	st32(e + 12, (uint32_t)nlen);
 	st64(e + 48, offsets_at);
@@ -123,9 +129,11 @@ static void put_field(const struct ch_batch *b, const char *name,
 	uint64_t offsets_end = offsets_at + 8 * (b->nsamples + 1);
 	memset(frame + offsets_end, 0, bytes_at - offsets_end);
 	for (size_t i = 0; i < b->nsamples; i++) {
-		const uint8_t *p = field_of(&b->samples[i], name, &size);
+		const uint8_t *p = field_of(&b->samples[i], name, &size, &dest);
 		st64(frame + offsets_at + 8 * i, off);
-		if (size)
+		if (dest)
+			*dest = bytes_at + off;
+		else if (size)
 			memcpy(frame + bytes_at + off, p, size);
 		off += size;
 	}

@@ -236,6 +236,9 @@ static void *work(void *arg)
 		j->data_error = j->data.data_error;
 		if (rc == 0 && (rc = encode_batch(s, j)) < 0)
 			j->data_error = 1; /* the data will not fit the format */
+		if (rc == 0 && (rc = ch_batch_fill(w->reader, &j->data,
+						   j->out.data, &j->err)) < 0)
+			j->data_error = 1;
 		double t2 = now();
 		pthread_mutex_lock(&s->lock);
 		s->busy--;
@@ -468,6 +471,7 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 		.split_ids = s.split.ids,
 		.nsamples = s.split.ids ? s.split.n : ds->manifest.samples,
 		.skip_corrupt = o->skip_corrupt, .nworkers = workers,
+		.defer = o->format == CH_FORMAT_BATCH,
 	};
 	if (ch_shard_table_new(&s.shared.shards, ds, (size_t)o->index_memory,
 			       s.cache, err) < 0)

@@ -78,6 +78,7 @@ struct ch_stream_shared {
 	uint64_t nsamples;		 /* how many */
 	uint64_t seed;
 	int eval, skip_corrupt, nworkers;
+	int defer; /* leave samples of cached blocks for ch_batch_fill */
 };
 
 /* A batch's copied keys and bytes, and the sample table the encoders
@@ -89,10 +90,14 @@ struct ch_batch_data {
 	const char **names;
 	uint64_t *sizes;
 	const uint8_t **data;
+	uint64_t *src, *dest; /* deferred fields: offset in the sample, in
+				 the frame (set by ch_encode_frame) */
 	size_t nfields, fields_cap;
+	int deferred; /* some samples wait for ch_batch_fill */
 	struct ch_read_slot *slots;
-	uint32_t *order;
-	uint64_t cap;
+	uint32_t *order, *order2;   /* slots by place, and for sorting: */
+	uint64_t *keys, *keys2;
+	uint64_t cap, nslots;
 	uint64_t skipped; /* corrupt samples met (--on-error skip) */
 	int data_error;	  /* the failure was a corrupt sample */
 };
@@ -109,6 +114,12 @@ void ch_batch_reader_free(struct ch_batch_reader *r);
  * partial); b->samples then holds p->n samples in stream order. */
 int ch_batch_read(struct ch_batch_reader *r, struct ch_batch_plan *p,
 		  struct ch_batch_data *b, struct ch_error *err);
+/* With defer, samples of compressed blocks are checked but not copied by
+ * ch_batch_read (their b->samples have dest set); once ch_encode_frame
+ * has laid out the frame, this copies their bytes from the cached blocks
+ * straight into it: one copy a sample instead of two. */
+int ch_batch_fill(struct ch_batch_reader *r, struct ch_batch_data *b,
+		  uint8_t *frame, struct ch_error *err);
 
 /* --workers auto, --prefetch auto (stream_tune.c). */
 struct ch_tune_input {

@@ -119,6 +119,9 @@ enum { TODO, DONE, FAILED, DROPPED };
 struct ch_read_slot {
 	size_t shard;
 	uint64_t local;
+	uint32_t block;	     /* deferred: where its bytes are */
+	uint64_t offset;
+	int deferred;
 	uint64_t key_at;     /* offset of the key in raw */
 	size_t key_len;
 	size_t first;	     /* its first field in names/sizes/data */
@@ -134,8 +137,13 @@ void ch_batch_data_release(struct ch_batch_data *b)
 	free(b->names);
 	free(b->sizes);
 	free(b->data);
+	free(b->src);
+	free(b->dest);
 	free(b->slots);
 	free(b->order);
+	free(b->order2);
+	free(b->keys);
+	free(b->keys2);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -152,7 +160,16 @@ static int grow_batch(struct ch_batch_data *b, uint64_t n, struct ch_error *err)
 	void *x = realloc(b->order, n * sizeof(*b->order));
 	if (x)
 		b->order = x;
-	if (!v || !w || !x)
+	void *y = realloc(b->order2, n * sizeof(*b->order2));
+	if (y)
+		b->order2 = y;
+	void *k = realloc(b->keys, n * sizeof(*b->keys));
+	if (k)
+		b->keys = k;
+	void *k2 = realloc(b->keys2, n * sizeof(*b->keys2));
+	if (k2)
+		b->keys2 = k2;
+	if (!v || !w || !x || !y || !k || !k2)
 		return ch_error_set(err, "out of memory");
 	b->cap = n;
 	return 0;
@@ -175,7 +192,13 @@ static int grow_fields(struct ch_batch_data *b, size_t need,
 	const uint8_t **data = realloc(b->data, cap * sizeof(*data));
 	if (data)
 		b->data = data;
-	if (!names || !sizes || !data)
+	uint64_t *src = realloc(b->src, cap * sizeof(*src));
+	if (src)
+		b->src = src;
+	uint64_t *dest = realloc(b->dest, cap * sizeof(*dest));
+	if (dest)
+		b->dest = dest;
+	if (!names || !sizes || !data || !src || !dest)
 		return ch_error_set(err, "out of memory");
 	b->fields_cap = cap;
 	return 0;
@@ -205,25 +228,37 @@ static void drop_block(struct ch_batch_reader *r, struct held_block *h)
 /* A sample's bytes: through the shared cache when its block is
  * compressed (decoded once for all the samples it holds), else read
  * alone. */
-static int fetch(struct ch_batch_reader *r, const struct ch_shard *sh,
-		 uint64_t local, const struct ch_sample_info *si,
-		 struct held_block *h, const uint8_t **data,
-		 struct ch_error *err)
+static int hold_block(struct ch_batch_reader *r, const struct ch_shard *sh,
+		      uint32_t block, struct held_block *h,
+		      struct ch_error *err)
 {
-	struct ch_block_cache *cache = r->sh->cache;
-	struct ch_block_stat st;
-	if (h->data && h->block == si->block) {
-		*data = h->data + si->offset;
+	if (h->data && h->block == block)
 		return 0;
-	}
-	ch_shard_block(sh, si->block, &st);
-	if (!cache || st.codec == CH_CODEC_RAW)
-		return ch_sample_fetch(r->blocks, sh, local, data, err);
 	drop_block(r, h);
-	if (ch_block_cache_get(cache, r->blocks, sh, si->block, &h->data,
+	if (ch_block_cache_get(r->sh->cache, r->blocks, sh, block, &h->data,
 			       &h->pin, err) < 0)
 		return -1;
-	h->block = si->block;
+	h->block = block;
+	return 0;
+}
+
+/* *cached: the bytes are in a block of the shared cache, which h holds. */
+static int fetch(struct ch_batch_reader *r, const struct ch_shard *sh,
+		 uint64_t local, const struct ch_sample_info *si,
+		 struct held_block *h, const uint8_t **data, int *cached,
+		 struct ch_error *err)
+{
+	struct ch_block_stat st;
+	*cached = 1;
+	if (!(h->data && h->block == si->block)) {
+		ch_shard_block(sh, si->block, &st);
+		if (!r->sh->cache || st.codec == CH_CODEC_RAW) {
+			*cached = 0;
+			return ch_sample_fetch(r->blocks, sh, local, data, err);
+		}
+		if (hold_block(r, sh, si->block, h, err) < 0)
+			return -1;
+	}
 	*data = h->data + si->offset;
 	return 0;
 }
@@ -236,8 +271,9 @@ static int read_one(struct ch_batch_reader *r, struct ch_batch_data *b,
 {
 	struct ch_sample_info si;
 	const uint8_t *data;
+	int cached;
 	ch_shard_sample(sh, sl->local, &si);
-	if (fetch(r, sh, sl->local, &si, h, &data, err) < 0) {
+	if (fetch(r, sh, sl->local, &si, h, &data, &cached, err) < 0) {
 		if (r->sh->skip_corrupt)
 			return 1;
 		b->data_error = 1;
@@ -251,10 +287,14 @@ static int read_one(struct ch_batch_reader *r, struct ch_batch_data *b,
 	sl->key_len = si.key_len;
 	sl->first = b->nfields;
 	sl->nfields = si.nfields;
+	sl->deferred = r->sh->defer && cached;
+	sl->block = si.block;
+	sl->offset = si.offset;
+	b->deferred |= sl->deferred;
 	if (rc == 0)
 		rc = ch_buf_append(&b->raw, si.key, si.key_len, err);
 	uint64_t at = b->raw.len;
-	if (rc == 0)
+	if (rc == 0 && !sl->deferred)
 		rc = ch_buf_append(&b->raw, data, si.size, err);
 	for (uint32_t f = 0; rc == 0 && f < si.nfields; f++) {
 		struct ch_field_info fi;
@@ -263,6 +303,7 @@ static int read_one(struct ch_batch_reader *r, struct ch_batch_data *b,
 		if (!(b->names[k] = name_of(r, fi.name)))
 			rc = ch_error_set(err, "out of memory");
 		b->sizes[k] = fi.size;
+		b->src[k] = fi.offset;
 		/* an offset for now: raw may move as it grows */
 		b->data[k] = (const uint8_t *)(uintptr_t)(at + fi.offset);
 	}
@@ -298,41 +339,36 @@ static int read_group(struct ch_batch_reader *r, struct ch_batch_data *b,
 	return rc < 0 ? -1 : 0;
 }
 
-/* Slot numbers sorted by (shard, sample): a Shell sort with the
- * comparison inline, for the few hundred slots of a batch, without the
- * callbacks and the allocation of qsort; qsort past a few thousand. */
-static int before(const struct ch_read_slot *x, const struct ch_read_slot *y)
+/* Sorts order[0, n) by (shard, sample): a radix sort of the 64-bit key
+ * shard << 32 | sample, a byte at a time, skipping the bytes that are the
+ * same in every key (all but one or two in a batch): a few passes over a
+ * few hundred slots, no comparisons, no allocation. */
+static void sort_by_place(struct ch_batch_data *b, size_t n)
 {
-	return x->shard != y->shard ? x->shard < y->shard : x->local < y->local;
-}
-
-static int by_place(const void *a, const void *b, void *arg)
-{
-	const struct ch_read_slot *s = arg;
-	const struct ch_read_slot *x = &s[*(const uint32_t *)a];
-	const struct ch_read_slot *y = &s[*(const uint32_t *)b];
-	return before(x, y) ? -1 : before(y, x);
-}
-
-static void sort_by_place(uint32_t *v, size_t n,
-			  const struct ch_read_slot *slots)
-{
-	static const size_t gaps[] = { 701, 301, 132, 57, 23, 10, 4, 1 };
-	if (n > 4096) {
-		qsort_r(v, n, sizeof(*v), by_place, (void *)slots);
-		return;
+	uint64_t *key = b->keys, *key2 = b->keys2;
+	uint32_t *ord = b->order, *ord2 = b->order2;
+	for (size_t i = 0; i < n; i++) {
+		const struct ch_read_slot *sl = &b->slots[ord[i]];
+		key[i] = (uint64_t)sl->shard << 32 | sl->local;
 	}
-	for (size_t g = 0; g < sizeof(gaps) / sizeof(gaps[0]); g++) {
-		size_t gap = gaps[g];
-		for (size_t i = gap; i < n; i++) {
-			uint32_t x = v[i];
-			size_t j = i;
-			for (; j >= gap && before(&slots[x], &slots[v[j - gap]]);
-			     j -= gap)
-				v[j] = v[j - gap];
-			v[j] = x;
+	for (unsigned shift = 0; n > 1 && shift < 64; shift += 8) {
+		size_t count[257] = { 0 };
+		for (size_t i = 0; i < n; i++)
+			count[((key[i] >> shift) & 255) + 1]++;
+		if (count[((key[0] >> shift) & 255) + 1] == n)
+			continue; /* the same byte everywhere */
+		for (int d = 0; d < 256; d++)
+			count[d + 1] += count[d];
+		for (size_t i = 0; i < n; i++) {
+			size_t at = count[(key[i] >> shift) & 255]++;
+			key2[at] = key[i];
+			ord2[at] = ord[i];
 		}
+		uint64_t *tk = key; key = key2; key2 = tk;
+		uint32_t *to = ord; ord = ord2; ord2 = to;
 	}
+	if (ord != b->order)
+		memcpy(b->order, ord, n * sizeof(*ord));
 }
 
 /* One pass over the TODO slots, by shard.  Workers start at different
@@ -345,7 +381,7 @@ static int read_pass(struct ch_batch_reader *r, struct ch_batch_data *b,
 	for (uint32_t i = 0; i < n; i++)
 		if (b->slots[i].state == TODO)
 			b->order[m++] = i;
-	sort_by_place(b->order, m, b->slots);
+	sort_by_place(b, m);
 	size_t *starts = malloc((m + 1) * sizeof(*starts));
 	if (!starts)
 		return ch_error_set(err, "out of memory");
@@ -422,7 +458,10 @@ static void assemble(struct ch_batch_plan *p, struct ch_batch_data *b)
 			.nfields = sl->nfields,
 			.names = (const char *const *)(b->names + sl->first),
 			.sizes = b->sizes + sl->first,
-			.data = (const uint8_t *const *)(b->data + sl->first),
+			.data = sl->deferred ? NULL
+					     : (const uint8_t *const *)(b->data +
+									sl->first),
+			.dest = sl->deferred ? b->dest + sl->first : NULL,
 		};
 	}
 	if (kept < p->n)
@@ -436,10 +475,12 @@ int ch_batch_read(struct ch_batch_reader *r, struct ch_batch_plan *p,
 	const struct ch_stream_shared *sh = r->sh;
 	b->raw.len = 0;
 	b->nfields = 0;
+	b->deferred = 0;
 	b->skipped = 0;
 	b->data_error = 0;
 	if (grow_batch(b, p->n ? p->n : 1, err) < 0)
 		return -1;
+	b->nslots = p->n;
 	for (uint64_t i = 0; i < p->n; i++) {
 		struct ch_read_slot *sl = &b->slots[i];
 		memset(sl, 0, sizeof(*sl));
@@ -456,4 +497,40 @@ int ch_batch_read(struct ch_batch_reader *r, struct ch_batch_plan *p,
 	}
 	assemble(p, b);
 	return 0;
+}
+
+/* Copies the deferred samples' bytes into the frame, shard by shard in
+ * block order, like the reads that checked them.  Their blocks are
+ * usually still cached; one that is not is decoded (and checked) again. */
+int ch_batch_fill(struct ch_batch_reader *r, struct ch_batch_data *b,
+		  uint8_t *frame, struct ch_error *err)
+{
+	size_t m = 0;
+	if (!b->deferred)
+		return 0;
+	for (uint32_t i = 0; i < b->cap && i < b->nslots; i++)
+		if (b->slots[i].deferred && b->slots[i].state == DONE)
+			b->order[m++] = i;
+	sort_by_place(b, m);
+	int rc = 0;
+	for (size_t i = 0; i < m && rc == 0;) {
+		size_t k = b->slots[b->order[i]].shard;
+		struct ch_shard *sh;
+		struct held_block held = { 0 };
+		if (ch_shard_table_pin(r->sh->shards, k, 1, &sh, err) < 0)
+			return -1;
+		for (; i < m && rc == 0 && b->slots[b->order[i]].shard == k; i++) {
+			const struct ch_read_slot *sl = &b->slots[b->order[i]];
+			rc = hold_block(r, sh, sl->block, &held, err);
+			for (uint32_t f = 0; rc == 0 && f < sl->nfields; f++) {
+				size_t x = sl->first + f;
+				memcpy(frame + b->dest[x],
+				       held.data + sl->offset + b->src[x],
+				       b->sizes[x]);
+			}
+		}
+		drop_block(r, &held);
+		ch_shard_table_unpin(r->sh->shards, k);
+	}
+	return rc;
 }
