@@ -31,6 +31,7 @@ import io
 import os
 import random
 import struct
+import subprocess
 import sys
 import tarfile
 import time
@@ -198,6 +199,22 @@ def gather(a):
     timed_runs(a, epoch)
 
 
+def first_byte(a):
+    """Starts a.command and prints the milliseconds until its first bytes
+    arrive: a pipe's reader sees the first batch then, however long the
+    writer takes to stop afterwards."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(a.command, stdout=subprocess.PIPE)
+    got = p.stdout.read(64)
+    t = time.perf_counter() - t0
+    p.kill()
+    p.wait()
+    if len(got) < 64:
+        sys.exit("bench_stream_reader: %s wrote %d bytes" % (a.command[0],
+                                                            len(got)))
+    print("%.1f" % (t * 1e3))
+
+
 def main():
     ap = argparse.ArgumentParser(prog="bench_stream_reader.py",
                                  description=__doc__.split("\n")[0])
@@ -214,6 +231,9 @@ def main():
     p = sub.add_parser("read")
     p.add_argument("--image-size", type=int, default=784)
     p.set_defaults(run=read_frames)
+    p = sub.add_parser("first-byte")
+    p.add_argument("command", nargs=argparse.REMAINDER)
+    p.set_defaults(run=first_byte)
     for name, run in (("dataloader", dataloader), ("gather", gather)):
         p = sub.add_parser(name)
         p.add_argument("idx_dir")
