@@ -23,6 +23,7 @@ enum { EXIT_CHECK = 1, EXIT_USAGE = 2 };
 
 int cmd_bench(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
@@ -82,6 +83,15 @@ struct cmd_parser {
 void cmd_parser_init(struct cmd_parser *p, const struct cmd_spec *spec,
 		     int argc, char **argv);
 int cmd_next(struct cmd_parser *p);
+
+/* The whole command line of a command that takes options and one
+ * dataset: take(p, c, ctx) handles option c (returns < 0 when its
+ * argument is bad, having said why); the dataset goes to *path; `what`
+ * says what a missing one means ("nothing to check").  Returns 0, -1 after
+ * --help, or EXIT_USAGE. */
+int cmd_parse_dataset_args(const struct cmd_spec *spec, int argc, char **argv,
+			   int (*take)(struct cmd_parser *p, int c, void *ctx),
+			   void *ctx, const char **path, const char *what);
 
 /* Prints the usage lines, summary and option list. */
 void cmd_usage(const struct cmd_spec *spec, FILE *out);

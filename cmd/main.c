@@ -23,6 +23,7 @@ struct command {
 static const struct command commands[] = {
 	{"bench", cmd_bench, "measure where the time of a stream goes"},
 	{"cat", cmd_cat, "write one field of one sample to standard output"},
+	{"check", cmd_check, "validate a dataset before training"},
 	{"export", cmd_export, "write a dataset as WebDataset tar files"},
 	{"help", cmd_help, "show the commands, or the options of one"},
 	{"ls", cmd_ls, "list the samples of a dataset or shard"},

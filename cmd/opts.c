@@ -326,3 +326,29 @@ int cmd_parse_size(const char *opt, const char *s, uint64_t *out)
 	}
 	return 0;
 }
+
+int cmd_parse_dataset_args(const struct cmd_spec *spec, int argc, char **argv,
+			   int (*take)(struct cmd_parser *p, int c, void *ctx),
+			   void *ctx, const char **path, const char *what)
+{
+	struct cmd_parser p;
+	int c;
+	cmd_parser_init(&p, spec, argc, argv);
+	while ((c = cmd_next(&p)) != CMD_END) {
+		if (c == CMD_HELP)
+			return -1;
+		if (c == CMD_BAD)
+			return EXIT_USAGE;
+		if (c == CMD_POSITIONAL) {
+			if (*path)
+				return cmd_error("too many arguments: give one "
+						 "dataset");
+			*path = p.arg;
+		} else if (take(&p, c, ctx) < 0) {
+			return EXIT_USAGE;
+		}
+	}
+	if (!*path)
+		return cmd_error("%s: name a dataset", what);
+	return 0;
+}

@@ -83,8 +83,9 @@ static int parse_fraction(const char *opt, const char *s, long *units)
 	return 0;
 }
 
-static int parse_option(struct cmd_parser *p, int c, struct split_args *a)
+static int parse_option(struct cmd_parser *p, int c, void *ctx)
 {
+	struct split_args *a = ctx;
 	switch (c) {
 	case OPT_GROUP:
 		a->o.group = p->arg;
@@ -106,26 +107,10 @@ static int parse_option(struct cmd_parser *p, int c, struct split_args *a)
 
 static int parse_args(int argc, char **argv, struct split_args *a)
 {
-	struct cmd_parser p;
-	int c;
-
-	cmd_parser_init(&p, &split_spec, argc, argv);
-	while ((c = cmd_next(&p)) != CMD_END) {
-		if (c == CMD_HELP)
-			return -1;
-		if (c == CMD_BAD)
-			return EXIT_USAGE;
-		if (c == CMD_POSITIONAL) {
-			if (a->path)
-				return cmd_error("too many arguments: give one "
-						 "dataset");
-			a->path = p.arg;
-		} else if (parse_option(&p, c, a) < 0) {
-			return EXIT_USAGE;
-		}
-	}
-	if (!a->path)
-		return cmd_error("nothing to split: name a dataset");
+	int rc = cmd_parse_dataset_args(&split_spec, argc, argv, parse_option, a,
+					&a->path, "nothing to split");
+	if (rc != 0)
+		return rc;
 	if (!a->have_val)
 		return cmd_error("no --val given: say which share of the "
 				 "samples goes to val (0 for none)");

@@ -46,8 +46,9 @@ mkdir -p "$OUT"
 
 # --- helpers --------------------------------------------------------------
 
-sum_sizes() { stat -c %s "$@" | awk '{ s += $1 } END { printf "%d", s }'; }
-calc() { awk "BEGIN { printf \"%s\", $1 }"; }
+# calc, median, sum_sizes, cached
+# shellcheck source=scripts/bench-lib.sh
+. "$(dirname "$0")/bench-lib.sh"
 
 # timed SETUP CMD...: runs the function SETUP (untimed) then CMD, RUNS times;
 # sets T (the median wall time in seconds) and RSS (the largest peak RSS in

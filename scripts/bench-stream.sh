@@ -53,21 +53,9 @@ mkdir -p "$WORK" "$RUNS_DIR"
 
 # --- helpers --------------------------------------------------------------
 
-calc() { awk "BEGIN { printf \"%s\", $1 }"; }
-median() { printf '%s\n' "$@" | sort -g | sed -n "$(($# / 2 + 1))p"; }
-sum_sizes() { stat -c %s "$@" | awk '{ s += $1 } END { printf "%d", s }'; }
-
-# cached STAMP PARAMS CMD...: runs CMD unless the file STAMP holds PARAMS;
-# the stamp is written last, so an interrupted build is redone.
-cached() {
-	local stamp=$1 params=$2
-	shift 2
-	if [ "$(cat "$stamp" 2>/dev/null)" != "$params" ]; then
-		rm -f "$stamp"
-		"$@"
-		echo "$params" >"$stamp"
-	fi
-}
+# calc, median, sum_sizes, cached
+# shellcheck source=scripts/bench-lib.sh
+. "$(dirname "$0")/bench-lib.sh"
 
 # pack SRC DS NAME: a fresh dataset DS from SRC (a folder or an archive).
 pack() {

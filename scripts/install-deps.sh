@@ -7,9 +7,9 @@ set -eu
 PACKAGES="
 build-essential pkg-config
 libarchive-dev libxxhash-dev xxhash libzstd-dev zstd
-libcurl4-openssl-dev libjansson-dev
+libcurl4-openssl-dev libjansson-dev libturbojpeg0-dev libpng-dev
 bats bats-support bats-assert bats-file
-python3 python3-zstandard python3-xxhash python3-numpy
+python3 python3-zstandard python3-xxhash python3-numpy python3-pil
 python3-torch dataset-fashion-mnist
 clang libclang-rt-14-dev mandoc time
 "

@@ -1,0 +1,312 @@
+/*
+ * check.c - chute check: validate a dataset before training.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chute.h"
+#include "cmd.h"
+
+enum {
+	OPT_ALLOW_NO_EVAL = CMD_LONG_ONLY,
+	OPT_BASELINE,
+	OPT_DISTANCE,
+	OPT_EXAMPLES,
+	OPT_JSON,
+	OPT_NEAR,
+	OPT_RULES,
+};
+
+static const char *const check_usage[] = {
+	"check DATASET [--json] [--rules FILE] [--deep] [--near-duplicates] "
+	"[--distance N] [--baseline REF] [--allow-no-eval] [--examples N] "
+	"[--jobs N]",
+	NULL,
+};
+
+static const struct cmd_opt check_opts[] = {
+	{OPT_ALLOW_NO_EVAL, "allow-no-eval", NULL,
+	 "a missing eval split warns instead of failing"},
+	{OPT_BASELINE, "baseline", "REF",
+	 "compare class proportions with an earlier version"},
+	{'d', "deep", NULL, "also decode every block and hash every sample"},
+	{OPT_DISTANCE, "distance", "N",
+	 "near-duplicate Hamming distance, 0 to 64 (default 4)"},
+	{OPT_EXAMPLES, "examples", "N",
+	 "example keys per rule, 0 to 1000 (default 5)"},
+	CMD_HELP_OPT,
+	{'j', "jobs", "N", "parallel threads (default: all cores)"},
+	{OPT_JSON, "json", NULL, "one JSON report on standard output"},
+	{OPT_NEAR, "near-duplicates", NULL,
+	 "also look for near-identical images across splits"},
+	{OPT_RULES, "rules", "FILE",
+	 "levels, thresholds and required fields from a JSON file"},
+	{0, NULL, NULL, NULL},
+};
+
+static const struct cmd_spec check_spec = {
+	.name = "check",
+	.summary = "validate a dataset before training",
+	.usage = check_usage,
+	.opts = check_opts,
+	.extra = "rules: readable, required-fields, empty, field-types, "
+		 "duplicates, leakage,\nnear-duplicates, eval-split, labels, "
+		 "size-outliers, corruption.  exit status:\n0 no rule failed, "
+		 "1 a rule failed, 2 usage or I/O error\n",
+};
+
+struct check_args {
+	const char *path, *rules, *baseline;
+	int json, deep, near, allow_no_eval, jobs;
+	int distance, examples; /* -1: not given */
+};
+
+static int parse_option(struct cmd_parser *p, int c, void *ctx)
+{
+	struct check_args *a = ctx;
+	switch (c) {
+	case OPT_ALLOW_NO_EVAL: a->allow_no_eval = 1; return 0;
+	case OPT_BASELINE: a->baseline = p->arg; return 0;
+	case 'd': a->deep = 1; return 0;
+	case OPT_DISTANCE:
+		return cmd_parse_int("--distance", p->arg, 0, 64, &a->distance);
+	case OPT_EXAMPLES:
+		return cmd_parse_int("--examples", p->arg, 0, 1000,
+				     &a->examples);
+	case 'j': return cmd_parse_int("--jobs", p->arg, 1, 1024, &a->jobs);
+	case OPT_JSON: a->json = 1; return 0;
+	case OPT_NEAR: a->near = 1; return 0;
+	case OPT_RULES: a->rules = p->arg; return 0;
+	}
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct check_args *a)
+{
+	return cmd_parse_dataset_args(&check_spec, argc, argv, parse_option, a,
+				      &a->path, "nothing to check");
+}
+
+/* The rules file first, then the command line, which wins. */
+static int make_opts(const struct check_args *a, struct ch_check_opts *o)
+{
+	struct ch_error err = {{0}};
+
+	ch_check_opts_init(o);
+	if (a->rules && ch_check_rules_read(o, a->rules, &err) < 0)
+		return cmd_error("%s", err.msg);
+	o->deep |= a->deep; /* a rules file may have asked for them */
+	o->near_duplicates |= a->near;
+	o->allow_no_eval = a->allow_no_eval;
+	o->baseline = a->baseline;
+	o->jobs = a->jobs;
+	if (a->distance >= 0)
+		o->distance = a->distance;
+	if (a->examples >= 0)
+		o->examples = (size_t)a->examples;
+	o->cancel = cmd_catch_signals();
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Text                                                                 */
+
+static const char *status_word(enum ch_check_status s)
+{
+	return s == CH_STATUS_FAIL ? "FAIL" : s == CH_STATUS_WARN ? "WARN" :
+								    "PASS";
+}
+
+/* "val s0042 (shards/ds-000001.chs)" */
+static void print_ref(const struct ch_check_ref *r)
+{
+	if (r->split)
+		printf("%s ", r->split);
+	printf("%s (%s)", r->key ? r->key : "?", r->shard ? r->shard : "?");
+}
+
+static void print_example(int rule, const struct ch_check_example *ex)
+{
+	const struct ch_check_ref *at = &ex->at;
+
+	fputs("  ", stdout);
+	if (ex->has_other) {
+		print_ref(at);
+		fputs(rule == CH_RULE_NEAR_DUPLICATES ? " ~ " : " = ", stdout);
+		print_ref(&ex->other);
+		if (rule == CH_RULE_NEAR_DUPLICATES)
+			printf(" (distance %d)", ex->distance);
+	} else if (rule == CH_RULE_LABELS) {
+		printf("%s class %" PRIu64 ": %.4f, baseline %.4f", at->split,
+		       ex->value, ex->share, ex->baseline_share);
+	} else if (rule == CH_RULE_SIZE_OUTLIERS) {
+		printf("%s.%s %" PRIu64 " bytes (median %" PRIu64 ") (%s)",
+		       at->key, ex->field, ex->size, ex->median, at->shard);
+	} else if (!at->key) {
+		printf("%s: %s", at->shard, ex->message ? ex->message : "");
+	} else {
+		printf("%s%s%s", at->key, ex->field ? "." : "",
+		       ex->field ? ex->field : "");
+		if (ex->message)
+			printf(": %s", ex->message);
+		printf(" (%s)", at->shard);
+	}
+	putchar('\n');
+}
+
+static void print_text(const struct ch_check_report *rep)
+{
+	for (int r = 0; r < CH_RULE_COUNT; r++) {
+		const struct ch_check_rule_result *rr = &rep->rules[r];
+		if (rr->status == CH_STATUS_OFF)
+			continue;
+		printf("%s %s: %s\n", status_word(rr->status),
+		       ch_check_rule_name(r), rr->message ? rr->message : "");
+		for (size_t i = 0; i < rr->nexamples; i++)
+			print_example(r, &rr->examples[i]);
+	}
+	printf("check: %u rules, %u passed, %u warned, %u failed\n",
+	       rep->passed + rep->warned + rep->failed, rep->passed,
+	       rep->warned, rep->failed);
+}
+
+/* ------------------------------------------------------------------ */
+/* JSON                                                                 */
+
+static json_t *str_or_null(const char *s)
+{
+	return s ? cmd_json_bytes(s, strlen(s)) : json_null();
+}
+
+static json_t *ref_json(const struct ch_check_ref *r, json_t *o)
+{
+	json_object_set_new(o, "key", str_or_null(r->key));
+	json_object_set_new(o, "shard", str_or_null(r->shard));
+	json_object_set_new(o, "split", str_or_null(r->split));
+	return o;
+}
+
+static json_t *example_json(int rule, const struct ch_check_example *ex)
+{
+	json_t *o = ref_json(&ex->at, json_object());
+	char value[24];
+
+	if (ex->field)
+		json_object_set_new(o, "field", str_or_null(ex->field));
+	if (ex->message)
+		json_object_set_new(o, "message", str_or_null(ex->message));
+	if (rule == CH_RULE_SIZE_OUTLIERS) {
+		json_object_set_new(o, "size", json_integer((json_int_t)ex->size));
+		json_object_set_new(o, "median",
+				    json_integer((json_int_t)ex->median));
+	}
+	if (rule == CH_RULE_LABELS) {
+		snprintf(value, sizeof value, "%" PRIu64, ex->value);
+		json_object_set_new(o, "class", json_string(value));
+		json_object_set_new(o, "share", json_real(ex->share));
+		json_object_set_new(o, "baseline",
+				    json_real(ex->baseline_share));
+	}
+	if (ex->has_other)
+		json_object_set_new(o, "other", ref_json(&ex->other,
+							 json_object()));
+	if (rule == CH_RULE_NEAR_DUPLICATES)
+		json_object_set_new(o, "distance", json_integer(ex->distance));
+	return o;
+}
+
+static const char *status_name(enum ch_check_status s)
+{
+	return s == CH_STATUS_FAIL ? "fail" : s == CH_STATUS_WARN ? "warn" :
+								    "pass";
+}
+
+static json_t *rule_json(int r, const struct ch_check_rule_result *rr)
+{
+	json_t *o = json_object(), *ex = json_array();
+
+	json_object_set_new(o, "rule", json_string(ch_check_rule_name(r)));
+	json_object_set_new(o, "status", json_string(status_name(rr->status)));
+	json_object_set_new(o, "count", json_integer((json_int_t)rr->count));
+	json_object_set_new(o, "message", str_or_null(rr->message));
+	for (size_t i = 0; i < rr->nexamples; i++)
+		json_array_append_new(ex, example_json(r, &rr->examples[i]));
+	json_object_set_new(o, "examples", ex);
+	return o;
+}
+
+static json_t *labels_json(const struct ch_check_report *rep)
+{
+	const struct ch_check_labels *l = &rep->labels;
+	json_t *o;
+	char value[24];
+
+	if (!rep->has_labels)
+		return json_null();
+	o = json_object();
+	for (size_t g = 0; g < l->ngroups; g++) {
+		json_t *counts = json_object();
+		for (size_t v = 0; v < l->nvalues; v++) {
+			snprintf(value, sizeof value, "%" PRIu64, l->values[v]);
+			json_object_set_new(counts, value, json_integer(
+				(json_int_t)l->groups[g].counts[v]));
+		}
+		json_object_set_new(o, l->groups[g].name, counts);
+	}
+	return o;
+}
+
+static int print_json(const struct ch_check_report *rep)
+{
+	json_t *doc = json_object(), *rules = json_array();
+	int rc;
+
+	for (int r = 0; r < CH_RULE_COUNT; r++)
+		if (rep->rules[r].status != CH_STATUS_OFF)
+			json_array_append_new(rules, rule_json(r, &rep->rules[r]));
+	json_object_set_new(doc, "dataset", json_string(rep->id));
+	json_object_set_new(doc, "name", str_or_null(rep->name));
+	json_object_set_new(doc, "samples", json_integer((json_int_t)rep->samples));
+	json_object_set_new(doc, "shards", json_integer((json_int_t)rep->shards));
+	json_object_set_new(doc, "rules", rules);
+	json_object_set_new(doc, "labels", labels_json(rep));
+	json_object_set_new(doc, "passed", json_integer(rep->passed));
+	json_object_set_new(doc, "warned", json_integer(rep->warned));
+	json_object_set_new(doc, "failed", json_integer(rep->failed));
+	rc = json_dumpf(doc, stdout, JSON_COMPACT | JSON_REAL_PRECISION(15));
+	if (rc == 0 && putchar('\n') == EOF)
+		rc = -1;
+	json_decref(doc);
+	return rc;
+}
+
+int cmd_check(int argc, char **argv)
+{
+	struct check_args a = {.distance = -1, .examples = -1};
+	struct ch_check_opts o;
+	struct ch_check_report rep;
+	struct ch_error err = {{0}};
+	int status;
+
+	status = parse_args(argc, argv, &a);
+	if (status != 0)
+		return status < 0 ? 0 : status;
+	if (make_opts(&a, &o) != 0) {
+		ch_check_opts_release(&o);
+		return EXIT_USAGE;
+	}
+	if (ch_check(a.path, &o, &rep, &err) < 0) {
+		ch_check_opts_release(&o);
+		cmd_error("%s", err.msg);
+		return cmd_signal_status() ? cmd_signal_status() : EXIT_USAGE;
+	}
+	if (a.json)
+		print_json(&rep);
+	else
+		print_text(&rep);
+	status = rep.failed ? EXIT_CHECK : 0;
+	ch_check_report_release(&rep);
+	ch_check_opts_release(&o);
+	return status;
+}

@@ -1,0 +1,218 @@
+/* check_dups.c - samples that are the same: duplicates within a split and
+ * leakage from train into the other splits, over one table of (content
+ * hash, size, split, sample number) sorted so that identical samples sit
+ * together; and near-duplicate images by perceptual hash. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_internal.h"
+
+static int cmp_rec(const void *a, const void *b)
+{
+	const struct check_rec *x = a, *y = b;
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	if (x->size != y->size)
+		return x->size < y->size ? -1 : 1;
+	return x->tag < y->tag ? -1 : x->tag > y->tag;
+}
+
+static unsigned split_of(const struct check_rec *r)
+{
+	return (unsigned)(r->tag >> 56);
+}
+
+static uint64_t number_of(const struct check_rec *r)
+{
+	return r->tag & (((uint64_t)1 << 56) - 1);
+}
+
+/* A group of identical samples, split by split and then by number: each
+ * one after the first of its split is a duplicate of that first one. */
+static void group_duplicates(struct checker *c, const struct check_rec *g,
+			     size_t n)
+{
+	size_t first = 0;
+	for (size_t i = 1; i < n; i++) {
+		if (split_of(&g[i]) != split_of(&g[first])) {
+			first = i;
+			continue;
+		}
+		struct check_hit h = { .sample = number_of(&g[i]),
+				       .other = (int64_t)number_of(&g[first]) };
+		check_note(c, CH_RULE_DUPLICATES, &h);
+	}
+}
+
+/* Every sample of another split in a group that holds a train sample. */
+static void group_leakage(struct checker *c, const struct check_rec *g,
+			  size_t n, uint64_t *per_split)
+{
+	size_t t = 0;
+	while (t < n && split_of(&g[t]) != (unsigned)c->train)
+		t++;
+	if (t == n)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		unsigned s = split_of(&g[i]);
+		if (s == (unsigned)c->train || s >= c->ds.manifest.nsplits)
+			continue;
+		struct check_hit h = { .sample = number_of(&g[i]),
+				       .other = (int64_t)number_of(&g[t]) };
+		check_note(c, CH_RULE_LEAKAGE, &h);
+		per_split[s]++;
+	}
+}
+
+/* "3 samples of val and 2 of test": how many of each split leaked. */
+static void leak_message(struct checker *c, const uint64_t *per_split)
+{
+	const struct ch_manifest *m = &c->ds.manifest;
+	char msg[512];
+	size_t used = 0, k = 0, n = 0;
+	for (size_t s = 0; s < m->nsplits; s++)
+		n += per_split[s] != 0;
+	for (size_t s = 0; s < m->nsplits && used < sizeof(msg); s++) {
+		if (!per_split[s])
+			continue;
+		int w = snprintf(msg + used, sizeof(msg) - used, "%s%llu%s of "
+				 "%s", k == 0 ? "" : k + 1 == n ? " and " : ", ",
+				 (unsigned long long)per_split[s],
+				 k ? "" : per_split[s] == 1 ? " sample" :
+				 " samples", m->splits[s].name);
+		used += w > 0 ? (size_t)w : 0;
+		k++;
+	}
+	check_settle(c, CH_RULE_LEAKAGE, "%s %s identical to samples of train",
+		     msg, c->rep->rules[CH_RULE_LEAKAGE].count == 1 ? "is" :
+		     "are");
+}
+
+static void settle_hash_rules(struct checker *c, const uint64_t *per_split)
+{
+	int splits = c->split_of != NULL;
+	uint64_t dups = c->rep->rules[CH_RULE_DUPLICATES].count;
+	if (c->run[CH_RULE_DUPLICATES] && dups)
+		check_settle(c, CH_RULE_DUPLICATES, "%llu %s identical to an "
+			     "earlier sample of %s %s",
+			     (unsigned long long)dups,
+			     check_plural(dups, "sample is", "samples are"),
+			     check_plural(dups, "its", "their"),
+			     splits ? "split" : "dataset");
+	else if (c->run[CH_RULE_DUPLICATES])
+		check_settle(c, CH_RULE_DUPLICATES, "no two samples of %s are "
+			     "identical", splits ? "a split" : "the dataset");
+	if (!c->run[CH_RULE_LEAKAGE])
+		return;
+	if (!splits)
+		check_settle(c, CH_RULE_LEAKAGE, "no splits: nothing to "
+			     "compare");
+	else if (c->train < 0)
+		check_settle(c, CH_RULE_LEAKAGE, "no train split: nothing to "
+			     "compare");
+	else if (c->rep->rules[CH_RULE_LEAKAGE].count)
+		leak_message(c, per_split);
+	else
+		check_settle(c, CH_RULE_LEAKAGE, "no sample of another split is "
+			     "identical to one of train");
+}
+
+int check_hash_rules(struct checker *c, struct ch_error *err)
+{
+	uint64_t per_split[SPLIT_MAX + 1] = { 0 };
+	size_t n = 0;
+	if (!c->recs)
+		return 0;
+	(void)err;
+	/* the samples of shards that did not open drop out */
+	for (uint64_t i = 0; i < c->total; i++)
+		if (split_of(&c->recs[i]) != SPLIT_ABSENT)
+			c->recs[n++] = c->recs[i];
+	qsort(c->recs, n, sizeof(*c->recs), cmp_rec);
+	for (size_t a = 0, b; a < n; a = b) {
+		for (b = a + 1; b < n && c->recs[b].hash == c->recs[a].hash &&
+				c->recs[b].size == c->recs[a].size; b++)
+			;
+		if (b - a < 2)
+			continue;
+		if (c->run[CH_RULE_DUPLICATES])
+			group_duplicates(c, c->recs + a, b - a);
+		if (c->run[CH_RULE_LEAKAGE] && c->split_of && c->train >= 0)
+			group_leakage(c, c->recs + a, b - a, per_split);
+	}
+	settle_hash_rules(c, per_split);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Near-duplicates                                                      */
+
+/* The train image closest to hash h (the lowest number on a tie), or -1
+ * when none is within the distance. */
+static int64_t closest_train(const struct checker *c, const uint64_t *train,
+			     size_t ntrain, uint64_t h, int *distance)
+{
+	int64_t best = -1;
+	int best_d = c->o->distance + 1;
+	for (size_t t = 0; t < ntrain; t++) {
+		int d = __builtin_popcountll(c->phash[train[t]] ^ h);
+		if (d < best_d) {
+			best_d = d;
+			best = (int64_t)train[t];
+		}
+	}
+	*distance = best_d;
+	return best;
+}
+
+static void settle_near(struct checker *c, size_t ntrain)
+{
+	uint64_t bad = c->rep->rules[CH_RULE_NEAR_DUPLICATES].count;
+	if (!c->split_of)
+		check_settle(c, CH_RULE_NEAR_DUPLICATES, "no splits: nothing "
+			     "to compare");
+	else if (c->train < 0)
+		check_settle(c, CH_RULE_NEAR_DUPLICATES, "no train split: "
+			     "nothing to compare");
+	else if (ntrain == 0)
+		check_settle(c, CH_RULE_NEAR_DUPLICATES, "no train images: "
+			     "nothing to compare");
+	else if (bad)
+		check_settle(c, CH_RULE_NEAR_DUPLICATES, "%llu %s within "
+			     "distance %d of a train image",
+			     (unsigned long long)bad, check_plural(bad,
+			     "image of another split is",
+			     "images of other splits are"), c->o->distance);
+	else
+		check_settle(c, CH_RULE_NEAR_DUPLICATES, "no image of another "
+			     "split is within distance %d of a train image",
+			     c->o->distance);
+}
+
+/* Every image out of train against every train image: 64-bit XOR and
+ * popcount, about a nanosecond a pair. */
+void check_near_duplicates(struct checker *c)
+{
+	uint64_t *train = NULL;
+	size_t ntrain = 0;
+	if (!c->run[CH_RULE_NEAR_DUPLICATES])
+		return;
+	if (c->phash && (train = malloc(c->total * sizeof(*train) + 1)))
+		for (uint64_t n = 0; n < c->total; n++)
+			if (c->phash_ok[n] && c->split_of[n] == c->train)
+				train[ntrain++] = n;
+	for (uint64_t n = 0; ntrain && n < c->total; n++) {
+		int d;
+		unsigned s = c->split_of[n];
+		if (!c->phash_ok[n] || s == (unsigned)c->train ||
+		    s >= c->ds.manifest.nsplits)
+			continue;
+		int64_t t = closest_train(c, train, ntrain, c->phash[n], &d);
+		if (t < 0)
+			continue;
+		struct check_hit h = { .sample = n, .other = t, .distance = d };
+		check_note(c, CH_RULE_NEAR_DUPLICATES, &h);
+	}
+	free(train);
+	settle_near(c, ntrain);
+}

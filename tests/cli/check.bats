@@ -1,0 +1,768 @@
+#!/usr/bin/env bats
+# chute check: each rule finds the problem planted for it, names the sample
+# (text and --json), and sets the exit status; a clean dataset passes; the
+# rules file and the options change what fails.  Split stability and group
+# integrity are chute split's, in split.bats.
+
+load helper
+
+# mkimages DIR COUNT [--flat] [--first I] [--classes K] [--png] [--block PX]:
+# COUNT samples numbered from I, each a real image (a random 9x8 grey
+# pattern blown up to blocks of PX pixels, 8 by default: 72x64, JPEG at
+# quality 90, about 800 bytes), sample i in class i mod K (3 by default).
+# By default DIR/cK/sNNNN.jpg, for `chute pack --label-from dir` (keys
+# cK/sNNNN); with --flat DIR/sNNNN.jpg and DIR/sNNNN.cls holding K as text
+# (keys sNNNN).  Sample i's picture depends on i alone.
+mkimages() {
+	"$PYTHON" - "$@" <<'EOF' || fail "cannot make images in $1"
+import argparse, os, random
+from PIL import Image
+ap = argparse.ArgumentParser()
+ap.add_argument("dir")
+ap.add_argument("count", type=int)
+ap.add_argument("--flat", action="store_true")
+ap.add_argument("--png", action="store_true")
+ap.add_argument("--first", type=int, default=0)
+ap.add_argument("--classes", type=int, default=3)
+ap.add_argument("--block", type=int, default=8)
+a = ap.parse_args()
+for i in range(a.first, a.first + a.count):
+    k = i % a.classes
+    rng = random.Random(i)
+    im = Image.new("L", (9, 8))
+    im.putdata([rng.randrange(256) for _ in range(72)])
+    im = im.resize((9 * a.block, 8 * a.block), Image.NEAREST).convert("RGB")
+    sub = a.dir if a.flat else os.path.join(a.dir, "c%d" % k)
+    os.makedirs(sub, exist_ok=True)
+    base = os.path.join(sub, "s%04d" % i)
+    if a.png:
+        im.save(base + ".png", "PNG")
+    else:
+        im.save(base + ".jpg", "JPEG", quality=90)
+    if a.flat:
+        with open(base + ".cls", "w") as f:
+            f.write(str(k))
+EOF
+}
+
+# pack_ds DS SRC [PACK OPTIONS...]: packs SRC into DS, 16 samples a shard.
+pack_ds() {
+	local ds=$1 src=$2
+	shift 2
+	chute pack -q -s 16s "$@" -o "$ds" "$src" >/dev/null || fail "chute pack $src failed"
+}
+
+# split_ds DS: train and val (a quarter of the samples), seed 0.
+split_ds() {
+	chute split "$1" --val 0.25 >/dev/null || fail "chute split $1 failed"
+}
+
+# clean_ds DS [COUNT]: COUNT (48) labelled images from src/ in 3 classes,
+# split into train and val.
+clean_ds() {
+	mkimages src "${2:-48}"
+	pack_ds "$1" src --label-from dir
+	split_ds "$1"
+}
+
+# flat_ds DS [COUNT]: COUNT (48) images with cls files of their own (no
+# class map) from src/ (keys sNNNN), split into train and val.
+flat_ds() {
+	mkimages src "${2:-48}" --flat
+	pack_ds "$1" src
+	split_ds "$1"
+}
+
+# repack DS [PACK OPTIONS...]: packs src/ into DS again and splits it the
+# same way: keys, not contents, decide the splits, so every sample keeps
+# its split.
+repack() {
+	local ds=$1
+	shift
+	pack_ds "$ds" src "$@"
+	split_ds "$ds"
+}
+
+# keys_of DS SPLIT: the keys of split SPLIT, one a line.
+keys_of() {
+	chute ls --split "$2" "$1" | cut -f1 || fail "chute ls --split $2 $1 failed"
+}
+
+# pick DS SPLIT PREFIX [N]: the Nth (0-based) key of split SPLIT that starts
+# with PREFIX.
+pick() {
+	local k
+	k=$(keys_of "$1" "$2" | grep "^$3" | sed -n "$((${4:-0} + 1))p")
+	[ -n "$k" ] || fail "no key ${4:-0} starting with '$3' in split $2 of $1"
+	printf '%s\n' "$k"
+}
+
+# set_classes DS JSON: replaces the manifest's class map by JSON (a list)
+# and records the id that matches the new content (chute-manifest(5), THE ID).
+set_classes() {
+	"$PYTHON" - "$1" "$2" <<'EOF' || fail "cannot set the classes of $1"
+import json, subprocess, sys
+path = sys.argv[1] + "/manifest.json"
+m = json.load(open(path))
+m["classes"] = json.loads(sys.argv[2])
+del m["id"]
+canon = json.dumps(m, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+m["id"] = subprocess.run(["xxhsum", "-H2", "-"], input=canon, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, check=True).stdout.split()[0].decode()
+json.dump(m, open(path, "w"), indent=2, sort_keys=True)
+EOF
+}
+
+# check STATUS ARGS...: runs chute check ARGS, expecting exit STATUS; stdout
+# in $output, stderr in $stderr.
+check() {
+	local status=$1
+	shift
+	run "-$status" --separate-stderr chute check "$@"
+}
+
+# rule_lines RULE: RULE's status line in $output and the indented lines
+# under it.
+rule_lines() {
+	printf '%s\n' "$output" | awk -v r="$1" '
+		index($0, "PASS " r ":") == 1 || index($0, "WARN " r ":") == 1 ||
+		index($0, "FAIL " r ":") == 1 { on = 1; print; next }
+		/^[^ ]/ { on = 0 }
+		on'
+}
+
+# assert_rule STATUS RULE KEY...: $output (text) has the line "STATUS RULE:
+# ..." and each KEY in the example lines under it.
+assert_rule() {
+	local status=$1 rule=$2 block k
+	shift 2
+	assert_line --regexp "^$status $rule: "
+	block=$(rule_lines "$rule" | tail -n +2)
+	for k; do
+		[[ $block == *"$k"* ]] || fail "$rule does not name '$k'; its examples: '$block'"
+	done
+}
+
+# assert_summary RULES PASSED WARNED FAILED: the last line of $output.
+assert_summary() {
+	assert_line --index -1 "check: $1 rules, $2 passed, $3 warned, $4 failed"
+}
+
+# assert_text_shape: every line of $output is a rule's status line, an
+# indented example, or the last line (a key or a field's content that holds
+# a newline must not break a line).
+assert_text_shape() {
+	local bad
+	bad=$(printf '%s\n' "$output" | grep -Ev '^((PASS|WARN|FAIL) [a-z-]+: |  |check: )') || true
+	[ -z "$bad" ] || fail "lines that are no rule, example or summary: '$bad'"
+}
+
+# json_rule RULE STATUS [KEY...]: $output is one --json report in which rule
+# RULE has status STATUS and names each KEY in its examples (as key or as
+# other.key); the report's counts agree with its rules.
+json_rule() {
+	printf '%s\n' "$output" >report.json
+	"$PYTHON" - "$@" <<'EOF' || fail "bad JSON report: $(cat report.json)"
+import json, sys
+rule, status, keys = sys.argv[1], sys.argv[2], sys.argv[3:]
+r = json.load(open("report.json"))
+by = {x["rule"]: x for x in r["rules"]}
+assert len(by) == len(r["rules"]), "a rule twice: %s" % r["rules"]
+assert rule in by, "no rule %s in %s" % (rule, sorted(by))
+x = by[rule]
+assert x["status"] == status, x
+assert isinstance(x["count"], int) and isinstance(x["message"], str), x
+named = set()
+for e in x["examples"]:
+    named.add(e.get("key"))
+    if e.get("other"):
+        named.add(e["other"].get("key"))
+for k in keys:
+    assert k in named, "%s not named by %s" % (k, x)
+n = {s: sum(y["status"] == s for y in r["rules"]) for s in ("pass", "warn", "fail")}
+assert (r["passed"], r["warned"], r["failed"]) == (n["pass"], n["warn"], n["fail"]), r
+EOF
+}
+
+# jq_ok EXPR: the Python expression EXPR over the --json report `r` in
+# $output (and the manifest `m` of ds) is true.
+jq_ok() {
+	printf '%s\n' "$output" >report.json
+	"$PYTHON" - "$1" <<'EOF' || fail "'$1' is false for $(cat report.json)"
+import json, os, sys
+r = json.load(open("report.json"))
+m = json.load(open("ds/manifest.json")) if os.path.exists("ds/manifest.json") else None
+by = {x["rule"]: x for x in r["rules"]}
+assert eval(sys.argv[1])
+EOF
+}
+
+DEFAULT_RULES="readable required-fields empty field-types duplicates leakage eval-split labels size-outliers"
+ALL_RULES="readable required-fields empty field-types duplicates leakage near-duplicates eval-split labels size-outliers corruption"
+
+# ------------------------------------------------------------ a clean dataset
+
+@test "check: a clean dataset passes every rule, in the documented order" {
+	clean_ds ds
+	check 0 ds
+	assert_equal "$(printf '%s\n' "$output" | grep -v '^ ' | sed '$d' | cut -d: -f1)" \
+		"$(printf 'PASS %s\n' $DEFAULT_RULES)"
+	refute_line --regexp '^(WARN|FAIL) '
+	assert_text_shape
+	assert_summary 9 9 0 0
+}
+
+@test "check: a clean dataset passes with --deep and --near-duplicates too" {
+	clean_ds ds
+	check 0 ds --deep --near-duplicates
+	assert_equal "$(printf '%s\n' "$output" | grep -v '^ ' | sed '$d' | cut -d: -f1)" \
+		"$(printf 'PASS %s\n' $ALL_RULES)"
+	assert_summary 11 11 0 0
+}
+
+@test "check: --json on a clean dataset: one object with the dataset, every rule and the labels" {
+	clean_ds ds
+	check 0 ds --json
+	assert_equal "${#lines[@]}" 1
+	json_rule readable pass
+	jq_ok 'r["dataset"] == m["id"] and r["name"] == "ds"'
+	jq_ok 'r["samples"] == 48 and r["shards"] == 3'
+	jq_ok '[x["rule"] for x in r["rules"]] == "'"$DEFAULT_RULES"'".split()'
+	jq_ok 'all(x["status"] == "pass" for x in r["rules"])'
+	jq_ok '(r["passed"], r["warned"], r["failed"]) == (9, 0, 0)'
+	# labels: the whole dataset and each split, by class index
+	jq_ok 'r["labels"]["all"] == {"0": 16, "1": 16, "2": 16}'
+	jq_ok 'sorted(r["labels"]) == ["all", "train", "val"]'
+	jq_ok 'all(r["labels"]["train"].get(c, 0) + r["labels"]["val"].get(c, 0) == 16 for c in "012")'
+	jq_ok 'sum(r["labels"]["val"].values()) == m["splits"]["sets"]["val"]["samples"]'
+}
+
+# ------------------------------------------------------------ readable
+
+@test "check: a missing shard fails readable (exit 1, not 2) and names it" {
+	clean_ds ds
+	s1=$(shard_of ds 1)
+	rm "$s1"
+	check 1 ds
+	assert_rule FAIL readable "shards/${s1##*/}"
+	check 1 ds --json
+	json_rule readable fail
+	jq_ok 'any(e.get("shard") == "shards/'"${s1##*/}"'" for e in by["readable"]["examples"])'
+}
+
+# ------------------------------------------------------------ duplicates, leakage
+
+@test "check: two identical samples in one split fail duplicates and are both named" {
+	clean_ds ds
+	a=$(pick ds train c1/ 0)
+	b=$(pick ds train c1/ 1)
+	cp "src/$a.jpg" "src/$b.jpg"
+	repack ds --label-from dir
+	check 1 ds
+	assert_rule FAIL duplicates "$a" "$b"
+	assert_rule PASS leakage
+	assert_summary 9 8 0 1
+	check 1 ds --json
+	json_rule duplicates fail "$a" "$b"
+	jq_ok 'by["duplicates"]["count"] >= 1 and by["leakage"]["status"] == "pass"'
+}
+
+@test "check: without splits, duplicates are looked for in the whole dataset" {
+	mkimages src 20 --flat
+	cp src/s0003.jpg src/s0017.jpg
+	cp src/s0003.cls src/s0017.cls
+	pack_ds ds src
+	check 1 ds --allow-no-eval
+	assert_rule FAIL duplicates s0003 s0017
+	assert_rule PASS leakage
+	assert_line --regexp '^PASS leakage: .*no splits'
+	check 1 ds --allow-no-eval --json
+	json_rule duplicates fail s0003 s0017
+}
+
+@test "check: a val sample identical to a train sample fails leakage, naming both" {
+	clean_ds ds
+	v=$(pick ds val c2/)
+	t=$(pick ds train c2/)
+	cp "src/$t.jpg" "src/$v.jpg"
+	repack ds --label-from dir
+	check 1 ds
+	assert_rule FAIL leakage "$v" "$t"
+	# a pair across two splits is a leak, not a duplicate within a split
+	assert_rule PASS duplicates
+	assert_summary 9 8 0 1
+	check 1 ds --json
+	json_rule leakage fail "$v" "$t"
+	jq_ok 'by["leakage"]["count"] == 1'
+	jq_ok '{(e["key"], e["split"]) for e in by["leakage"]["examples"]} | {(e["other"]["key"], e["other"]["split"]) for e in by["leakage"]["examples"]} == {("'"$v"'", "val"), ("'"$t"'", "train")}'
+	jq_ok 'all(e["shard"].startswith("shards/ds-") and e["other"]["shard"].startswith("shards/ds-") for e in by["leakage"]["examples"])'
+}
+
+@test "check: the report is the same whatever --jobs" {
+	clean_ds ds
+	v=$(pick ds val c0/)
+	t=$(pick ds train c0/)
+	cp "src/$t.jpg" "src/$v.jpg"
+	repack ds --label-from dir
+	check 1 ds --json --jobs 1
+	one=$output
+	check 1 ds --json --jobs 4
+	assert_equal "$output" "$one"
+	check 1 ds --jobs 3
+	text=$output
+	check 1 ds --jobs 1
+	assert_equal "$output" "$text"
+}
+
+# ------------------------------------------------------------ field types
+
+@test "check: a JPEG with a valid header and garbage after it fails field-types" {
+	clean_ds ds
+	k=$(pick ds train c1/ 2)
+	j=$(pick ds train c2/ 2)
+	# k: every segment up to and with the scan header (SOS), then bytes that
+	# are no marker: the header and size read, the pixels are garbage (what
+	# TurboJPEG reports as "Premature end of JPEG file").  j: the segments
+	# before the scan header only: the image never comes.
+	"$PYTHON" - "src/$k.jpg" "src/$j.jpg" <<'EOF' || fail "cannot damage $k and $j"
+import random, struct, sys
+rng = random.Random(7)
+for path, with_sos in ((sys.argv[1], True), (sys.argv[2], False)):
+    d = open(path, "rb").read()
+    i = 2
+    while d[i + 1] != 0xDA:
+        assert d[i] == 0xFF, "not a marker at %d" % i
+        i += 2 + struct.unpack(">H", d[i + 2:i + 4])[0]
+    if with_sos:
+        i += 2 + struct.unpack(">H", d[i + 2:i + 4])[0]
+    open(path, "wb").write(d[:i] + bytes(rng.randrange(255) for _ in range(len(d) - i)))
+EOF
+	repack ds --label-from dir
+	check 1 ds
+	assert_rule FAIL field-types "$k" "$j"
+	assert_summary 9 8 0 1
+	check 1 ds --json
+	json_rule field-types fail "$k" "$j"
+	jq_ok 'by["field-types"]["count"] == 2'
+}
+
+@test "check: a truncated PNG fails field-types" {
+	mkimages src 24 --flat --png
+	head -c 300 src/s0005.png >cut.png
+	mv cut.png src/s0005.png
+	repack ds
+	check 1 ds
+	assert_rule FAIL field-types s0005
+	check 1 ds --json
+	json_rule field-types fail s0005
+	jq_ok 'by["field-types"]["count"] == 1'
+}
+
+@test "check: cls out of the class map's range fails field-types" {
+	mkimages src 24
+	# one sample in a fourth class, which the class map then forgets
+	mkdir src/c3
+	mv src/c0/s0000.jpg src/c3/
+	repack ds --label-from dir
+	set_classes ds '["c0", "c1", "c2"]'
+	check 1 ds
+	assert_rule FAIL field-types c3/s0000
+	check 1 ds --json
+	json_rule field-types fail c3/s0000
+	jq_ok 'by["field-types"]["count"] == 1'
+}
+
+@test "check: a cls that is not a non-negative decimal integer fails field-types" {
+	mkimages src 24 --flat
+	printf '1.5' >src/s0005.cls
+	printf 'abc' >src/s0006.cls
+	printf -- '-1' >src/s0007.cls
+	printf '17' >src/s0008.cls # no class map: any integer >= 0 will do
+	repack ds
+	check 1 ds
+	assert_rule FAIL field-types s0005 s0006 s0007
+	rule_lines field-types | grep -q s0008 && fail "s0008 (cls 17, no class map) was flagged"
+	check 1 ds --json
+	json_rule field-types fail s0005 s0006 s0007
+	jq_ok 'by["field-types"]["count"] == 3'
+}
+
+@test "check: a json field that does not parse fails field-types" {
+	mkimages src 24 --flat
+	for i in $(seq -w 0 23); do printf '{"i": %d}' "$((10#$i))" >"src/s00$i.json"; done
+	printf '{"i": 9' >src/s0009.json
+	repack ds
+	check 1 ds
+	assert_rule FAIL field-types s0009
+	check 1 ds --json
+	json_rule field-types fail s0009
+	jq_ok 'by["field-types"]["count"] == 1'
+}
+
+@test "check: a bad .npy header, or one whose shape does not match its size, fails field-types" {
+	mkimages src 24 --flat
+	"$PYTHON" - <<'EOF' || fail "cannot write npy files"
+import io, numpy as np
+for i in range(24):
+    np.save("src/s%04d.npy" % i, np.arange(4, dtype="<f4") + i)
+# s0003: the magic and version, then a header that is not a dictionary
+hdr = b"not a header at all".ljust(118) + b"\n"
+open("src/s0003.npy", "wb").write(b"\x93NUMPY\x01\x00" + len(hdr).to_bytes(2, "little") + hdr + bytes(16))
+# s0004: a good header for 5 float32 values, and the data of 4
+b = io.BytesIO()
+np.save(b, np.arange(5, dtype="<f4"))
+open("src/s0004.npy", "wb").write(b.getvalue()[:-4])
+EOF
+	repack ds
+	check 1 ds
+	assert_text_shape
+	assert_rule FAIL field-types s0003 s0004
+	check 1 ds --json
+	json_rule field-types fail s0003 s0004
+	jq_ok 'by["field-types"]["count"] == 2'
+}
+
+# ------------------------------------------------------------ schema
+
+@test "check: a sample without a field most samples have fails required-fields" {
+	mkimages src 24 --flat
+	rm src/s0007.cls
+	repack ds
+	check 1 ds
+	assert_rule FAIL required-fields s0007
+	check 1 ds --json
+	json_rule required-fields fail s0007
+	jq_ok 'by["required-fields"]["count"] == 1'
+}
+
+@test "check: the rules file's required list decides which fields are required" {
+	mkimages src 24 --flat
+	printf 'one' >src/s0001.txt
+	printf 'two' >src/s0002.txt
+	repack ds
+	# txt is in 2 samples of 24: not required by default
+	check 0 ds
+	assert_rule PASS required-fields
+	echo '{"required": ["jpg", "cls", "txt"]}' >rules.json
+	check 1 ds --rules rules.json --examples 1000
+	assert_rule FAIL required-fields s0000 s0023
+	rule_lines required-fields | tail -n +2 | grep -q 's000[12]' &&
+		fail "s0001 and s0002 have txt"
+	check 1 ds --rules rules.json --json
+	json_rule required-fields fail
+	jq_ok 'by["required-fields"]["count"] == 22'
+	# a required list without the common fields: cls may then be missing
+	rm src/s0007.cls
+	repack ds
+	echo '{"required": ["jpg"]}' >rules.json
+	check 0 ds --rules rules.json
+	assert_rule PASS required-fields
+}
+
+@test "check: a field of 0 bytes fails empty" {
+	mkimages src 24 --flat
+	: >src/s0002.txt
+	printf 'hello' >src/s0003.txt
+	repack ds
+	check 1 ds
+	assert_rule FAIL empty s0002
+	rule_lines empty | grep -q s0003 && fail "s0003 is not empty"
+	check 1 ds --json
+	json_rule empty fail s0002
+	jq_ok 'by["empty"]["count"] == 1'
+}
+
+# ------------------------------------------------------------ eval split
+
+@test "check: no eval split fails; --allow-no-eval turns it into a warning" {
+	mkimages src 24
+	pack_ds ds src --label-from dir
+	check 1 ds
+	assert_rule FAIL eval-split
+	assert_summary 9 8 0 1
+	check 1 ds --json
+	json_rule eval-split fail
+	check 0 ds --allow-no-eval
+	assert_rule WARN eval-split
+	assert_summary 9 8 1 0
+	check 0 ds --allow-no-eval --json
+	json_rule eval-split warn
+	jq_ok 'r["labels"]["all"] == {"0": 8, "1": 8, "2": 8} and sorted(r["labels"]) == ["all"]'
+}
+
+@test "check: an eval split without samples is no eval split" {
+	mkimages src 12
+	pack_ds ds src --label-from dir
+	chute split ds --val 0.0001 >/dev/null
+	[ "$(mjson ds "m['splits']['sets']['val']['samples']")" = 0 ] ||
+		skip "val of 12 samples at 0.0001 is not empty"
+	check 1 ds
+	assert_rule FAIL eval-split
+}
+
+# ------------------------------------------------------------ labels
+
+# drift_pair: base/ (40 samples, classes 0 and 1 half each) and ds/ (40
+# other samples, class 0 for 28, class 1 for 12): proportions 0.7/0.3
+# against 0.5/0.5, a drift of 0.2.  No splits: the whole datasets compare.
+drift_pair() {
+	mkimages bsrc 40 --flat --classes 2
+	pack_ds base bsrc
+	mkimages src 40 --flat --classes 2 --first 100
+	local i
+	for i in 101 103 105 107 109 111 113 115; do printf 0 >"src/s0$i.cls"; done
+	pack_ds ds src
+}
+
+@test "check: labels drifted beyond the threshold against --baseline fail" {
+	drift_pair
+	check 1 ds --allow-no-eval --baseline base
+	assert_rule FAIL labels
+	assert_summary 9 7 1 1
+	check 1 ds --allow-no-eval --baseline base --json
+	json_rule labels fail
+	jq_ok 'r["labels"]["all"] == {"0": 28, "1": 12}'
+	# the manifest of the baseline will do as well as its folder
+	check 1 ds --allow-no-eval --baseline base/manifest.json
+	assert_rule FAIL labels
+}
+
+@test "check: labels within the threshold pass; the rules file sets the threshold" {
+	drift_pair
+	check 0 base --allow-no-eval --baseline base
+	assert_rule PASS labels
+	echo '{"rules": {"labels": {"level": "fail", "drift": 0.25}}}' >rules.json
+	check 0 ds --allow-no-eval --baseline base --rules rules.json
+	assert_rule PASS labels
+	check 0 ds --allow-no-eval --baseline base --rules rules.json --json
+	json_rule labels pass
+	echo '{"rules": {"labels": {"level": "fail", "drift": 0.15}}}' >rules.json
+	check 1 ds --allow-no-eval --baseline base --rules rules.json
+	assert_rule FAIL labels
+}
+
+@test "check: without a cls field, labels pass and say why; the JSON labels are null" {
+	mkimages src 12 --flat
+	rm src/*.cls
+	repack ds
+	check 0 ds
+	assert_rule PASS labels
+	check 0 ds --json
+	jq_ok 'r["labels"] is None'
+}
+
+# ------------------------------------------------------------ size outliers
+
+@test "check: a field far over its median size warns size-outliers, exit 0" {
+	mkimages src 24 --flat
+	for i in $(seq -w 0 23); do head -c 50 /dev/zero | tr '\0' x >"src/s00$i.txt"; done
+	head -c 5000 /dev/zero | tr '\0' y >src/s0009.txt
+	repack ds
+	check 0 ds
+	assert_rule WARN size-outliers s0009
+	assert_summary 9 8 1 0
+	check 0 ds --json
+	json_rule size-outliers warn s0009
+	jq_ok 'by["size-outliers"]["count"] == 1'
+	# a larger factor from the rules file: no outlier
+	echo '{"rules": {"size-outliers": {"level": "warn", "factor": 200}}}' >rules.json
+	check 0 ds --rules rules.json
+	assert_rule PASS size-outliers
+}
+
+# ------------------------------------------------------------ corruption
+
+@test "check: --deep finds a flipped byte in a block; without it blocks are not read" {
+	# text fields only: no rule but corruption has a reason to read blocks
+	mkdir src
+	"$PYTHON" - <<'EOF' || fail "cannot write text samples"
+import random
+rng = random.Random(3)
+for i in range(32):
+    open("src/t%04d.txt" % i, "w").write("".join(rng.choice("abcdefgh ") for _ in range(400)))
+EOF
+	pack_ds ds src -b 1K
+	split_ds ds
+	s0=$(shard_of ds 0)
+	off=$(block_middle "$s0" 1)
+	[ -n "$off" ] || fail "shard $s0 has no block 1: $(shard_layout "$s0")"
+	flip_byte "$s0" "$off"
+	check 0 ds
+	assert_summary 9 9 0 0
+	refute_line --regexp 'corruption'
+	check 1 ds --deep
+	assert_rule FAIL corruption "shards/${s0##*/}"
+	assert_summary 10 9 0 1
+	check 1 ds --deep --json
+	json_rule corruption fail
+	jq_ok 'any(e.get("shard") == "shards/'"${s0##*/}"'" for e in by["corruption"]["examples"])'
+	jq_ok 'not any(e.get("shard") != "shards/'"${s0##*/}"'" for e in by["corruption"]["examples"])'
+}
+
+# ------------------------------------------------------------ near-duplicates
+
+@test "check: --near-duplicates finds an altered copy of a train image in val, and only it" {
+	clean_ds ds
+	v=$(pick ds val c1/)
+	t=$(pick ds train c1/)
+	# the train picture with two pixels changed, saved at quality 40
+	"$PYTHON" - "src/$t.jpg" "src/$v.jpg" <<'EOF' || fail "cannot alter $t"
+import sys
+from PIL import Image
+im = Image.open(sys.argv[1]).convert("RGB")
+im.putpixel((1, 1), (255, 0, 0))
+im.putpixel((40, 30), (0, 0, 0))
+im.save(sys.argv[2], "JPEG", quality=40)
+EOF
+	repack ds --label-from dir
+	# not identical, so no leak; near-duplicates is opt-in
+	check 0 ds
+	assert_rule PASS leakage
+	refute_line --regexp 'near-duplicates'
+	check 1 ds --near-duplicates
+	assert_rule FAIL near-duplicates "$v" "$t"
+	assert_summary 10 9 0 1
+	check 1 ds --near-duplicates --json
+	json_rule near-duplicates fail "$v" "$t"
+	# the 47 other pictures differ: the planted pair is the only one
+	jq_ok 'by["near-duplicates"]["count"] == 1'
+	# at distance 64 every pair of train and val images is near
+	check 1 ds --near-duplicates --distance 64 --json
+	jq_ok 'by["near-duplicates"]["count"] > 1'
+}
+
+@test "check: without images, near-duplicates passes and says why" {
+	mkimages src 12 --flat
+	rm src/*.jpg
+	for i in $(seq -w 0 11); do printf 'text %d' "$((10#$i))" >"src/s00$i.txt"; done
+	repack ds
+	check 0 ds --near-duplicates
+	assert_line --regexp '^PASS near-duplicates: .+'
+	assert_summary 10 10 0 0
+}
+
+# ------------------------------------------------------------ rules file
+
+# dup_ds: clean_ds with three pairs of identical samples in train.
+dup_ds() {
+	clean_ds ds
+	local i a b
+	for i in 0 1 2; do
+		a=$(pick ds train "c$i/" 0)
+		b=$(pick ds train "c$i/" 1)
+		cp "src/$a.jpg" "src/$b.jpg"
+	done
+	repack ds --label-from dir
+}
+
+@test "check: a rules file can turn a failing rule into a warning" {
+	dup_ds
+	check 1 ds
+	assert_rule FAIL duplicates
+	echo '{"rules": {"duplicates": "warn"}}' >rules.json
+	check 0 ds --rules rules.json
+	assert_rule WARN duplicates
+	assert_summary 9 8 1 0
+	check 0 ds --rules rules.json --json
+	json_rule duplicates warn
+	echo '{"rules": {"duplicates": {"level": "warn"}}}' >rules.json
+	check 0 ds --rules rules.json
+	assert_rule WARN duplicates
+}
+
+@test "check: a rule turned off is neither run nor counted" {
+	dup_ds
+	echo '{"rules": {"duplicates": "off", "size-outliers": "off"}}' >rules.json
+	check 0 ds --rules rules.json
+	refute_line --regexp 'duplicates'
+	refute_line --regexp 'size-outliers'
+	assert_summary 7 7 0 0
+	check 0 ds --rules rules.json --json
+	jq_ok '"duplicates" not in by and "size-outliers" not in by and len(r["rules"]) == 7'
+}
+
+@test "check: the rules file sets an opt-in rule's level and parameter; the command line wins" {
+	clean_ds ds
+	# at distance 64 every train image is near every val image
+	echo '{"rules": {"near-duplicates": {"level": "warn", "distance": 64}}}' >rules.json
+	check 0 ds --near-duplicates --rules rules.json
+	assert_rule WARN near-duplicates
+	assert_summary 10 9 1 0
+	check 0 ds --near-duplicates --rules rules.json --distance 4
+	assert_rule PASS near-duplicates
+	assert_summary 10 10 0 0
+}
+
+@test "check: an unknown rule, a bad level or a bad parameter in the rules file is exit 2, naming it" {
+	clean_ds ds
+	echo '{"rules": {"dupes": "fail"}}' >rules.json
+	check 2 ds --rules rules.json
+	assert_output ""
+	[[ $stderr == "chute check: "*rules.json* ]] || fail "stderr: $stderr"
+	[[ $stderr == *dupes* ]] || fail "stderr does not name 'dupes': $stderr"
+	echo '{"rules": {"duplicates": "maybe"}}' >rules.json
+	check 2 ds --rules rules.json
+	# the key, and what was expected there
+	[[ $stderr == *duplicates* && $stderr == *fail* ]] || fail "stderr: $stderr"
+	echo '{"rules": {"labels": {"level": "fail", "drift": "much"}}}' >rules.json
+	check 2 ds --rules rules.json
+	[[ $stderr == *drift* ]] || fail "stderr does not name 'drift': $stderr"
+	echo '{"rules": {"labels": {"level": "fail", "shift": 0.1}}}' >rules.json
+	check 2 ds --rules rules.json
+	[[ $stderr == *shift* ]] || fail "stderr does not name 'shift': $stderr"
+	echo '{"requried": ["jpg"]}' >rules.json
+	check 2 ds --rules rules.json
+	[[ $stderr == *requried* ]] || fail "stderr does not name 'requried': $stderr"
+	echo '{"rules": ' >rules.json
+	check 2 ds --rules rules.json
+	[[ $stderr == *rules.json* ]] || fail "stderr: $stderr"
+	check 2 ds --rules no-such-rules.json
+	[[ $stderr == *no-such-rules.json* ]] || fail "stderr: $stderr"
+}
+
+# ------------------------------------------------------------ examples
+
+@test "check: --examples N lists N examples; the command line wins over the rules file" {
+	dup_ds
+	check 1 ds
+	[ "$(rule_lines duplicates | tail -n +2 | wc -l)" -ge 3 ] || fail "fewer than 3 examples: $output"
+	check 1 ds --examples 1
+	assert_equal "$(rule_lines duplicates | tail -n +2 | wc -l)" 1
+	check 1 ds --examples 1 --json
+	jq_ok 'len(by["duplicates"]["examples"]) == 1 and by["duplicates"]["count"] >= 3'
+	check 1 ds --examples 0
+	assert_rule FAIL duplicates
+	assert_equal "$(rule_lines duplicates | tail -n +2 | wc -l)" 0
+	echo '{"examples": 2}' >rules.json
+	check 1 ds --rules rules.json --json
+	jq_ok 'len(by["duplicates"]["examples"]) == 2'
+	check 1 ds --rules rules.json --examples 1 --json
+	jq_ok 'len(by["duplicates"]["examples"]) == 1'
+}
+
+# ------------------------------------------------------------ usage
+
+@test "check: bad options, a lone shard or a missing dataset are exit 2" {
+	clean_ds ds
+	check 2 ds --distance 65
+	[[ $stderr == "chute check: "* ]] || fail "stderr: $stderr"
+	check 2 ds --distance -1
+	check 2 ds --examples 1001
+	check 2 ds --jobs 0
+	check 2 ds --frobnicate
+	check 2
+	check 2 "$(shard_of ds 0)"
+	[[ $stderr == *"has no manifest"* ]] || fail "stderr: $stderr"
+	check 2 no-such-dataset
+	[[ $stderr == "chute check: "*no-such-dataset* ]] || fail "stderr: $stderr"
+	check 2 ds --baseline no-such-baseline
+	[[ $stderr == *no-such-baseline* ]] || fail "stderr: $stderr"
+	assert_output ""
+}
+
+@test "check: --help prints the usage and exits 0" {
+	run -0 chute check --help
+	assert_line --index 0 --partial 'usage: chute check'
+	assert_output --partial '--near-duplicates'
+	assert_output --partial '--allow-no-eval'
+}
