@@ -1,6 +1,7 @@
 /*
  * check.c - chute check: validate a dataset before training.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@ enum {
 	OPT_ALLOW_NO_EVAL = CMD_LONG_ONLY,
 	OPT_BASELINE,
 	OPT_DISTANCE,
+	OPT_DRIFT,
 	OPT_EXAMPLES,
 	OPT_JSON,
 	OPT_NEAR,
@@ -19,9 +21,7 @@ enum {
 };
 
 static const char *const check_usage[] = {
-	"check DATASET [--json] [--rules FILE] [--deep] [--near-duplicates] "
-	"[--distance N] [--baseline REF] [--allow-no-eval] [--examples N] "
-	"[--jobs N]",
+	"check [OPTIONS] DATASET",
 	NULL,
 };
 
@@ -33,6 +33,8 @@ static const struct cmd_opt check_opts[] = {
 	{'d', "deep", NULL, "also decode every block and hash every sample"},
 	{OPT_DISTANCE, "distance", "N",
 	 "near-duplicate Hamming distance, 0 to 64 (default 4)"},
+	{OPT_DRIFT, "drift", "F",
+	 "labels: largest class share change allowed (default 0.05)"},
 	{OPT_EXAMPLES, "examples", "N",
 	 "example keys per rule, 0 to 1000 (default 5)"},
 	CMD_HELP_OPT,
@@ -60,7 +62,23 @@ struct check_args {
 	const char *path, *rules, *baseline;
 	int json, deep, near, allow_no_eval, jobs;
 	int distance, examples; /* -1: not given */
+	double drift;		/* < 0: not given */
 };
+
+/* A share of the samples, 0 to 1. */
+static int parse_share(const char *opt, const char *s, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (!*s || *end || errno || !(v >= 0 && v <= 1)) {
+		cmd_error("invalid value '%s' for %s: expected a number from 0 "
+			  "to 1", s, opt);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
 
 static int parse_option(struct cmd_parser *p, int c, void *ctx)
 {
@@ -71,6 +89,7 @@ static int parse_option(struct cmd_parser *p, int c, void *ctx)
 	case 'd': a->deep = 1; return 0;
 	case OPT_DISTANCE:
 		return cmd_parse_int("--distance", p->arg, 0, 64, &a->distance);
+	case OPT_DRIFT: return parse_share("--drift", p->arg, &a->drift);
 	case OPT_EXAMPLES:
 		return cmd_parse_int("--examples", p->arg, 0, 1000,
 				     &a->examples);
@@ -103,6 +122,8 @@ static int make_opts(const struct check_args *a, struct ch_check_opts *o)
 	o->jobs = a->jobs;
 	if (a->distance >= 0)
 		o->distance = a->distance;
+	if (a->drift >= 0)
+		o->drift = a->drift;
 	if (a->examples >= 0)
 		o->examples = (size_t)a->examples;
 	o->cancel = cmd_catch_signals();
@@ -283,7 +304,7 @@ static int print_json(const struct ch_check_report *rep)
 
 int cmd_check(int argc, char **argv)
 {
-	struct check_args a = {.distance = -1, .examples = -1};
+	struct check_args a = {.distance = -1, .examples = -1, .drift = -1};
 	struct ch_check_opts o;
 	struct ch_check_report rep;
 	struct ch_error err = {{0}};

@@ -539,6 +539,15 @@ drift_pair() {
 	echo '{"rules": {"labels": {"level": "fail", "drift": 0.15}}}' >rules.json
 	check 1 ds --allow-no-eval --baseline base --rules rules.json
 	assert_rule FAIL labels
+	# --drift sets it on the command line, and wins over the file
+	check 0 ds --allow-no-eval --baseline base --drift 0.25
+	assert_rule PASS labels
+	check 0 ds --allow-no-eval --baseline base --rules rules.json --drift 0.25
+	assert_rule PASS labels
+	check 1 ds --allow-no-eval --baseline base --drift 0.19
+	assert_rule FAIL labels
+	run -2 chute check ds --drift 1.5
+	assert_output "chute check: invalid value '1.5' for --drift: expected a number from 0 to 1"
 }
 
 @test "check: without a cls field, labels pass and say why; the JSON labels are null" {
