@@ -291,7 +291,6 @@ done
 # bytes of peak RSS per sample added between 100,000 and 1,000,000 samples
 per_sample() { calc "sprintf(\"%.0f\", ($1 - $2) * 1024 / 900000)"; }
 growth=$(per_sample "${rss[1000000]}" "${rss[100000]}")
-growth_small=$(per_sample "${rss_small[1000000]}" "${rss_small[100000]}")
 load_after=$(cut -d' ' -f1 /proc/loadavg)
 
 # --- report ---------------------------------------------------------------
