@@ -170,7 +170,7 @@ cached "$IMG_DS.ok" "$VERSION, $IMG_SRC: $IMG_PARAMS" pack "$IMG_SRC" "$IMG_DS" 
 for n in 1000000 100000; do
 	cached "$WORK/tiny-$n.tar.ok" "tiny $n, seed 1" \
 		make_tar "$WORK/tiny-$n.tar" tiny-tar "$WORK/tiny-$n.tar" --count "$n" --seed 1
-	cached "$WORK/tiny-$n.ok" "$VERSION, 65536-sample shards, $(cat "$WORK/tiny-$n.tar.ok")" \
+	cached "$WORK/tiny-$n.ok" "$VERSION, 65536-sample shards, raw index literals, $(cat "$WORK/tiny-$n.tar.ok")" \
 		pack "$WORK/tiny-$n.tar" "$WORK/tiny-$n" "tiny$n"
 done
 
