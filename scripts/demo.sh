@@ -1,7 +1,8 @@
 #!/bin/bash
 # demo.sh CHUTE_BINARY - a two-minute tour on generated data: pack a folder of
 # image-like files (classes from folder names) and one of small text samples,
-# verify both, list, read one sample, export to tar and check the round trip.
+# verify both, list, read one sample, export to tar and check the round trip,
+# split off a held-out set and check the data, stream batches and resume.
 # Everything happens in a temporary folder removed at exit.  Exits non-zero
 # if any step fails.
 set -euo pipefail
@@ -91,6 +92,12 @@ for f in back/images/c0*/*.cls; do
 		{ echo "wrong class in $f" >&2; false; }
 done
 echo "all $(find back -type f | wc -l) files match the originals"
+
+step "split off a held-out set, and check the data before training"
+# by key hash: adding samples later never moves one to another split
+show chute split text --val 0.1
+show chute check text
+show chute stream -b 64 --split val --mode eval -f jsonl text | head -n 3
 
 step "stream shuffled batches, and resume from a cursor"
 # Batches of 64 in a pipe, read as numpy views; then the same stream cut
