@@ -73,7 +73,7 @@ check: all $(UNIT_BIN)
 unit: $(UNIT_BIN)
 	@for t in $(UNIT_BIN); do $$t || exit 1; done
 
-## demo: install dependencies, build, pack/verify/list a sample dataset
+## demo: install dependencies, build, tour a sample dataset (pack, verify, split, check, stream)
 demo: deps all
 	./scripts/demo.sh $(BUILD)/chute
 
