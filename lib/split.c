@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "shard_format.h"
 #include "xxh.h"
 
 #define FRACTION_UNITS 10000
@@ -150,12 +151,6 @@ static int check_opts(struct splitter *sp, struct ch_error *err)
 /* ------------------------------------------------------------------ */
 /* Assignment                                                           */
 
-static void put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
 /* The group of a key: the key itself, or what the regex's first group
  * captures in it. */
 static int group_of(struct splitter *sp, const char *key, size_t len,
@@ -198,7 +193,7 @@ static int assign(struct splitter *sp, const char *key, size_t len,
 
 	if (group_of(sp, key, len, &g, &glen, err) < 0)
 		return -1;
-	put_le64(seed, sp->o->seed);
+	st64(seed, sp->o->seed);
 	sp->group.len = 0;
 	if (ch_buf_append(&sp->group, seed, 8, err) < 0 ||
 	    ch_buf_append(&sp->group, g, glen, err) < 0)
@@ -235,7 +230,7 @@ static int add_sample(struct set_out *so, uint64_t n, struct ch_error *err)
 {
 	if (so->used == OUT_BUFFER && flush_set(so, err) < 0)
 		return -1;
-	put_le64(so->buf + so->used, n);
+	st64(so->buf + so->used, n);
 	so->used += 8;
 	so->samples++;
 	return 0;

@@ -287,11 +287,12 @@ static void retune(struct streamer *s, struct ch_stream_stats *st,
 		   double sink_s)
 {
 	struct tuning *t = &s->tune;
+	if (!t->workers && !t->prefetch)
+		return; /* nothing is auto: no lock on the writer's path */
 	double at = now();
 	t->consume_s += sink_s;
 	pthread_mutex_lock(&s->lock);
-	if ((t->workers || t->prefetch) && t->batches >= 8 &&
-	    at - t->since >= 0.1) {
+	if (t->batches >= 8 && at - t->since >= 0.1) {
 		struct ch_tune_input in = {
 			.threads = s->threads, .max_prefetch = t->max_prefetch,
 			.work_mean_s = t->work_s / (double)t->batches,

@@ -147,29 +147,28 @@ void ch_batch_data_release(struct ch_batch_data *b)
 	memset(b, 0, sizeof(*b));
 }
 
+/* Resizes array p to n elements; on failure leaves it and clears ok. */
+#define RESIZE(p, n, ok)                                                  \
+	do {                                                              \
+		void *v_ = realloc((p), (n) * sizeof(*(p)));              \
+		if (v_)                                                   \
+			(p) = v_;                                         \
+		else                                                      \
+			(ok) = 0;                                         \
+	} while (0)
+
 static int grow_batch(struct ch_batch_data *b, uint64_t n, struct ch_error *err)
 {
+	int ok = 1;
 	if (n <= b->cap)
 		return 0;
-	void *v = realloc(b->samples, n * sizeof(*b->samples));
-	if (v)
-		b->samples = v;
-	void *w = realloc(b->slots, n * sizeof(*b->slots));
-	if (w)
-		b->slots = w;
-	void *x = realloc(b->order, n * sizeof(*b->order));
-	if (x)
-		b->order = x;
-	void *y = realloc(b->order2, n * sizeof(*b->order2));
-	if (y)
-		b->order2 = y;
-	void *k = realloc(b->keys, n * sizeof(*b->keys));
-	if (k)
-		b->keys = k;
-	void *k2 = realloc(b->keys2, n * sizeof(*b->keys2));
-	if (k2)
-		b->keys2 = k2;
-	if (!v || !w || !x || !y || !k || !k2)
+	RESIZE(b->samples, n, ok);
+	RESIZE(b->slots, n, ok);
+	RESIZE(b->order, n, ok);
+	RESIZE(b->order2, n, ok);
+	RESIZE(b->keys, n, ok);
+	RESIZE(b->keys2, n, ok);
+	if (!ok)
 		return ch_error_set(err, "out of memory");
 	b->cap = n;
 	return 0;
@@ -178,27 +177,18 @@ static int grow_batch(struct ch_batch_data *b, uint64_t n, struct ch_error *err)
 static int grow_fields(struct ch_batch_data *b, size_t need,
 		       struct ch_error *err)
 {
+	int ok = 1;
 	if (need <= b->fields_cap)
 		return 0;
 	size_t cap = b->fields_cap ? b->fields_cap : 64;
 	while (cap < need)
 		cap *= 2;
-	const char **names = realloc(b->names, cap * sizeof(*names));
-	if (names)
-		b->names = names;
-	uint64_t *sizes = realloc(b->sizes, cap * sizeof(*sizes));
-	if (sizes)
-		b->sizes = sizes;
-	const uint8_t **data = realloc(b->data, cap * sizeof(*data));
-	if (data)
-		b->data = data;
-	uint64_t *src = realloc(b->src, cap * sizeof(*src));
-	if (src)
-		b->src = src;
-	uint64_t *dest = realloc(b->dest, cap * sizeof(*dest));
-	if (dest)
-		b->dest = dest;
-	if (!names || !sizes || !data || !src || !dest)
+	RESIZE(b->names, cap, ok);
+	RESIZE(b->sizes, cap, ok);
+	RESIZE(b->data, cap, ok);
+	RESIZE(b->src, cap, ok);
+	RESIZE(b->dest, cap, ok);
+	if (!ok)
 		return ch_error_set(err, "out of memory");
 	b->fields_cap = cap;
 	return 0;
@@ -508,7 +498,7 @@ int ch_batch_fill(struct ch_batch_reader *r, struct ch_batch_data *b,
 	size_t m = 0;
 	if (!b->deferred)
 		return 0;
-	for (uint32_t i = 0; i < b->cap && i < b->nslots; i++)
+	for (uint32_t i = 0; i < b->nslots; i++)
 		if (b->slots[i].deferred && b->slots[i].state == DONE)
 			b->order[m++] = i;
 	sort_by_place(b, m);
