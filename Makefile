@@ -7,7 +7,7 @@ PYTHON ?= $(shell for p in /usr/bin/python3 python3; do $$p -c 'import numpy' 2>
 export PYTHON
 
 CC ?= cc
-PKGS = libarchive libzstd libxxhash jansson libturbojpeg libpng
+PKGS = libarchive libzstd libxxhash jansson libturbojpeg libjpeg libpng
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -77,11 +77,12 @@ unit: $(UNIT_BIN)
 demo: deps all
 	./scripts/demo.sh $(BUILD)/chute
 
-## bench: pack/verify vs tar|zstd, xxhsum, cat; stream vs DataLoader, numpy, cat
+## bench: pack/verify vs tar|zstd, xxhsum, cat; stream vs DataLoader, numpy, cat; transforms vs DataLoader, TurboJPEG
 bench: all
 	./scripts/bench-pack.sh $(BUILD)/chute
 	./scripts/bench-stream.sh $(BUILD)/chute
 	./scripts/bench-check.sh $(BUILD)/chute
+	./scripts/bench-transform.sh $(BUILD)/chute
 
 ## fuzz: run each libFuzzer target for FUZZ_SECONDS (default 60)
 FUZZ_SECONDS ?= 60

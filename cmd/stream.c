@@ -26,6 +26,7 @@ enum {
 	OPT_STATE,
 	OPT_STATS,
 	OPT_STATS_JSON,
+	OPT_TRANSFORM,
 	OPT_WINDOW,
 	OPT_WORLD_SIZE,
 };
@@ -65,6 +66,8 @@ static const struct cmd_opt stream_opts[] = {
 	 "print where the time goes, every 5 s and at exit"},
 	{OPT_STATS_JSON, "stats-json", "FILE",
 	 "replace FILE with the statistics as JSON, every 5 s"},
+	{OPT_TRANSFORM, "transform", "'FIELD: OP | ...'",
+	 "decode and augment FIELD in the workers (repeatable)"},
 	{'w', "workers", "N|auto",
 	 "reader threads (default auto: as measured)"},
 	{OPT_WINDOW, "window", "N", "shards per window (default 4)"},
@@ -80,7 +83,14 @@ static const struct cmd_spec stream_spec = {
 	.opts = stream_opts,
 	.extra = "DATASET is a dataset folder, a manifest or one shard.  Frames\n"
 		 "are specified in chute-batch(5); each carries a cursor for\n"
-		 "--resume.\n",
+		 "--resume.\n"
+		 "\n"
+		 "Transform ops (see chute-stream(1)): decode [rgb|gray],\n"
+		 "resize N|WxH, center-crop N|WxH, random-resized-crop N\n"
+		 "[scale=A,B] [ratio=A,B], flip [P], normalize MEAN STD|imagenet,\n"
+		 "layout hwc|chw, dtype u8|f16|f32, int, npy [SHAPE],\n"
+		 "random-crop N, pad N [VALUE].  Example:\n"
+		 "  --transform 'jpg: decode | random-resized-crop 224 | flip'\n",
 };
 
 /* chute bench takes the options that shape and feed the stream, and
@@ -105,6 +115,8 @@ static const struct cmd_opt bench_opts[] = {
 	{OPT_SHUFFLE, "shuffle", "MODE", "global (default), window or none"},
 	{OPT_SPLIT, "split", "NAME",
 	 "stream one split of the manifest (chute split)"},
+	{OPT_TRANSFORM, "transform", "'FIELD: OP | ...'",
+	 "decode and augment FIELD in the workers (repeatable)"},
 	{'w', "workers", "N|auto",
 	 "reader threads (default auto: as measured)"},
 	{OPT_WINDOW, "window", "N", "shards per window (default 4)"},
@@ -126,6 +138,8 @@ struct stream_args {
 	const char *dataset, *output, *state, *stats_json;
 	int stats, rank_set, world_set;
 	int bench; /* chute bench: no output, a table at the end */
+	const char **transforms; /* --transform, in order */
+	size_t ntransforms;
 };
 
 struct sink {
@@ -222,6 +236,17 @@ static int take_option(struct stream_args *a, int c, const char *arg)
 	case OPT_STATE: a->state = arg; return 0;
 	case OPT_STATS: a->stats = 1; return 0;
 	case OPT_STATS_JSON: a->stats_json = arg; return 0;
+	case OPT_TRANSFORM: {
+		const char **v = realloc(a->transforms, (a->ntransforms + 1) *
+							    sizeof(*v));
+		if (!v)
+			return cmd_error("out of memory");
+		a->transforms = v;
+		v[a->ntransforms++] = arg;
+		o->transforms = v;
+		o->ntransforms = a->ntransforms;
+		return 0;
+	}
 	case OPT_WINDOW:
 		return cmd_parse_u64("--window", arg, 1, 1u << 20, &o->window);
 	case OPT_WORLD_SIZE:
@@ -334,9 +359,23 @@ static json_t *stats_json(const struct ch_stream_stats *st)
 		"auto_batch_consume_s", st->tune_consume_s);
 }
 
-static void write_stats_json(const char *path, const struct ch_stream_stats *st)
+static json_t *stats_doc(const struct ch_stream_stats *st)
 {
 	json_t *doc = stats_json(st);
+	if (doc && json_object_update_new(doc, json_pack(
+			   "{s:f, s:f, s:f}",
+			   "transform_decode_s", st->decode_s,
+			   "transform_resize_s", st->resample_s,
+			   "transform_other_s", st->convert_s)) < 0) {
+		json_decref(doc);
+		return NULL;
+	}
+	return doc;
+}
+
+static void write_stats_json(const char *path, const struct ch_stream_stats *st)
+{
+	json_t *doc = stats_doc(st);
 	char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER)
 			 : NULL;
 	struct ch_error err;
@@ -390,6 +429,11 @@ static void print_stats(const struct ch_stream_opts *o,
 		(unsigned long long)st->shard_opens,
 		(double)st->index_peak / 1e6, st->wait_workers_s,
 		st->wait_sink_s);
+	if (o->ntransforms)
+		fprintf(stderr, "stream: transforms: decoding %.2f s, cropping "
+				"and resizing %.2f s, other ops %.2f s (part of "
+				"reading)\n", st->decode_s, st->resample_s,
+			st->convert_s);
 	double input = input_share(st);
 	if (input >= 50)
 		fprintf(stderr, "stream: input-bound: the consumer waited on "
@@ -422,6 +466,14 @@ static void print_bench(const struct ch_stream_stats *st)
 	       (double)st->bytes / 1e6, t, "stage", "busy s", "of time");
 	printf("%-22s %10.3f %8.0f %%\n", "read + decompress", st->read_s,
 	       100 * st->read_s / capacity);
+	if (st->decode_s + st->resample_s + st->convert_s > 0) {
+		printf("%-22s %10.3f %8.0f %%\n", "  transform: decode",
+		       st->decode_s, 100 * st->decode_s / capacity);
+		printf("%-22s %10.3f %8.0f %%\n", "  transform: resize",
+		       st->resample_s, 100 * st->resample_s / capacity);
+		printf("%-22s %10.3f %8.0f %%\n", "  transform: other",
+		       st->convert_s, 100 * st->convert_s / capacity);
+	}
 	printf("%-22s %10.3f %8.0f %%\n", "encode", st->encode_s,
 	       100 * st->encode_s / capacity);
 	printf("%-22s %10.3f %8.0f %%\n", "writer waiting", st->wait_workers_s,
@@ -499,8 +551,11 @@ int cmd_stream(int argc, char **argv)
 	ch_stream_opts_init(&a.o);
 	int status = parse_args(&a, argc, argv);
 	if (status != 0)
-		return status < 0 ? 0 : status;
-	return run_stream(&a);
+		status = status < 0 ? 0 : status;
+	else
+		status = run_stream(&a);
+	free(a.transforms);
+	return status;
 }
 
 int cmd_bench(int argc, char **argv)
@@ -511,6 +566,9 @@ int cmd_bench(int argc, char **argv)
 	a.bench = 1;
 	int status = parse_args(&a, argc, argv);
 	if (status != 0)
-		return status < 0 ? 0 : status;
-	return run_stream(&a);
+		status = status < 0 ? 0 : status;
+	else
+		status = run_stream(&a);
+	free(a.transforms);
+	return status;
 }

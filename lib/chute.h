@@ -741,6 +741,10 @@ struct ch_stream_opts {
 	uint64_t cache;	   /* bytes of decoded blocks kept (0: none) */
 	uint64_t index_memory; /* bytes of open shards kept (see ch_stream) */
 	const char *split; /* stream this split of the manifest; NULL: all */
+	/* --transform specs, "FIELD: op | op ..." (man/chute-stream.1),
+	 * one per field; they run in the workers */
+	const char *const *transforms;
+	size_t ntransforms;
 	int skip_corrupt;  /* --on-error skip: replace unreadable samples */
 	enum ch_format format;
 	const char *resume; /* a cursor, or NULL */
@@ -782,6 +786,10 @@ struct ch_stream_stats {
 	uint64_t shard_opens;	     /* shards opened, reopenings counted */
 	uint64_t index_peak;	     /* most bytes of open shards at once */
 	uint64_t skipped;	     /* corrupt samples replaced or dropped */
+	double decode_s, resample_s, convert_s; /* transforms, summed over
+						   workers: decoding images,
+						   cropping and resizing,
+						   the other ops */
 	int data_error;		     /* the failure was a corrupt sample */
 };
 
@@ -794,6 +802,16 @@ struct ch_stream_stats {
 int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 	      ch_batch_sink sink, void *sink_arg, struct ch_stream_stats *st,
 	      struct ch_error *err);
+
+/* A fixed-shape field's values (man/chute-batch.5): dtype 1 u8, 2 i64,
+ * 3 f16, 4 f32; 0 is variable-length bytes.  ndim 0 is a scalar. */
+enum ch_dtype { CH_DTYPE_BYTES, CH_DTYPE_U8, CH_DTYPE_I64, CH_DTYPE_F16,
+		CH_DTYPE_F32 };
+struct ch_field_type {
+	uint32_t dtype, ndim;
+	uint64_t shape[4];
+};
+size_t ch_dtype_size(uint32_t dtype);
 
 /* Encoders for one batch (used by ch_stream; exposed for tests). */
 struct ch_batch {
@@ -813,6 +831,10 @@ struct ch_batch {
 		 * where its bytes go in dest[f], for the caller to copy them
 		 * in (other encoders do not take such samples). */
 		uint64_t *dest;
+		/* NULL: every field is bytes; else each field's type: a
+		 * fixed-shape field has the same type in every sample of the
+		 * batch and its bytes are one value of it */
+		const struct ch_field_type *types;
 	} *samples;
 };
 int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,

@@ -11,7 +11,9 @@
  *          16 u64 shape[4]  48 u64 offsets_at  56 u64 data_at
  *          64 u64 data_size  72 name, zero-padded to entry_size
  *   dtype 0 (bytes): offsets_at holds nsamples + 1 u64 offsets into the
- *   bytes at data_at.  The first field is "__key__", the sample keys.
+ *   bytes at data_at.  Dtypes 1-4 (transformed fields): one array of
+ *   nsamples values of the same shape at data_at, offsets_at 0.  The
+ *   first field is "__key__", the sample keys.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -78,14 +80,43 @@ static int field_names(const struct ch_batch *b, const char ***names,
 	return 0;
 }
 
-/* Bytes of field `name` in sample s (NULL name: the key); 0 if absent.
- * *dest is where to store the field's frame offset if its data is to be
- * copied in later, else NULL. */
-static const uint8_t *field_of(const struct ch_batch_sample *s,
+size_t ch_dtype_size(uint32_t dtype)
+{
+	static const size_t size[] = { 1, 1, 8, 2, 4 };
+	return dtype < 5 ? size[dtype] : 0;
+}
+
+/* Bytes of one value of a fixed-shape type. */
+static uint64_t value_bytes(const struct ch_field_type *t)
+{
+	uint64_t n = ch_dtype_size(t->dtype);
+	for (uint32_t d = 0; d < t->ndim; d++)
+		n *= t->shape[d];
+	return n;
+}
+
+static int same_type(const struct ch_field_type *a,
+		     const struct ch_field_type *b)
+{
+	if (a->dtype != b->dtype || a->ndim != b->ndim)
+		return 0;
+	for (uint32_t d = 0; d < a->ndim; d++)
+		if (a->shape[d] != b->shape[d])
+			return 0;
+	return 1;
+}
+
+/* Field `name` of sample s (NULL name: the key): its bytes, or NULL and
+ * size 0 if absent.  *dest is where to store the field's frame offset if
+ * its data is to be copied in later, else NULL; *type its fixed type,
+ * or NULL for bytes. */
+static const uint8_t *field_at(const struct ch_batch_sample *s,
 			       const char *name, uint64_t *size,
-			       uint64_t **dest)
+			       uint64_t **dest,
+			       const struct ch_field_type **type)
 {
 	*dest = NULL;
+	*type = NULL;
 	if (!name) {
 		*size = s->key_len;
 		return (const uint8_t *)s->key;
@@ -95,10 +126,56 @@ static const uint8_t *field_of(const struct ch_batch_sample *s,
 			*size = s->sizes[f];
 			if (s->dest)
 				*dest = &s->dest[f];
+			if (s->types && s->types[f].dtype)
+				*type = &s->types[f];
 			return s->data ? s->data[f] : NULL;
 		}
 	*size = 0;
 	return NULL;
+}
+
+static const uint8_t *field_of(const struct ch_batch_sample *s,
+			       const char *name, uint64_t *size,
+			       uint64_t **dest)
+{
+	const struct ch_field_type *type;
+	return field_at(s, name, size, dest, &type);
+}
+
+/* The type of field `name` in the batch: NULL for bytes; a fixed type
+ * only if every sample has the field with that type, else an error that
+ * names the first sample that does not. */
+static int batch_type(const struct ch_batch *b, const char *name,
+		      const struct ch_field_type **out, struct ch_error *err)
+{
+	const struct ch_field_type *want = NULL, *t;
+	uint64_t size, *dest;
+	*out = NULL;
+	for (size_t i = 0; i < b->nsamples; i++) {
+		const struct ch_batch_sample *s = &b->samples[i];
+		if (field_at(s, name, &size, &dest, &t) || size || dest) {
+			want = t; /* the first sample that has it decides */
+			break;
+		}
+	}
+	if (!want)
+		return 0;
+	if (want->ndim > 4 || want->dtype > CH_DTYPE_F32)
+		return ch_error_set(err, "field '%s': bad type", name);
+	for (size_t i = 0; i < b->nsamples; i++) {
+		const struct ch_batch_sample *s = &b->samples[i];
+		field_at(s, name, &size, &dest, &t);
+		if (!t || !same_type(t, want) || size != value_bytes(want))
+			return ch_error_set(err, "field '%s' of sample '%.*s' "
+					    "has not the shape of the batch's "
+					    "other samples' (%s)", name,
+					    (int)(s->key_len > 200 ? 200
+							       : s->key_len),
+					    s->key, t ? "another shape"
+						      : "missing or bytes");
+	}
+	*out = want;
+	return 0;
 }
 
 static uint64_t field_bytes(const struct ch_batch *b, const char *name)
@@ -144,6 +221,45 @@ static void put_field(const struct ch_batch *b, const char *name,
 	memset(frame + bytes_at + off, 0, *data_at - (bytes_at + off));
 }
 
+/* Writes one fixed-shape field: its entry and the batch's values as one
+ * array. */
+static void put_fixed(const struct ch_batch *b, const char *name,
+		      const struct ch_field_type *t, uint8_t *frame,
+		      uint64_t entry_at, uint64_t *data_at)
+{
+	size_t nlen = strlen(name);
+	uint8_t *e = frame + entry_at;
+	uint64_t one = value_bytes(t), at = *data_at, size, *dest;
+	st32(e, (uint32_t)ALIGN(ENTRY_FIXED + nlen, 8));
+	st32(e + 4, t->dtype);
+	st32(e + 8, t->ndim);
+	st32(e + 12, (uint32_t)nlen);
+	for (uint32_t d = 0; d < t->ndim; d++)
+		st64(e + 16 + 8 * d, t->shape[d]);
+	st64(e + 56, at);
+	st64(e + 64, one * b->nsamples);
+	memcpy(e + ENTRY_FIXED, name, nlen);
+	for (size_t i = 0; i < b->nsamples; i++) {
+		const uint8_t *p = field_of(&b->samples[i], name, &size, &dest);
+		if (dest)
+			*dest = at + i * one;
+		else
+			memcpy(frame + at + i * one, p, one);
+	}
+	uint64_t end = at + one * b->nsamples;
+	*data_at = ALIGN(end, 64);
+	memset(frame + end, 0, *data_at - end);
+}
+
+static uint64_t region_bytes(const struct ch_batch *b, const char *name,
+			     const struct ch_field_type *t)
+{
+	if (t)
+		return ALIGN(value_bytes(t) * b->nsamples, 64);
+	return ALIGN(8 * (b->nsamples + 1), 64) +
+	       ALIGN(field_bytes(b, name), 64);
+}
+
 int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,
 		    struct ch_error *err)
 {
@@ -158,17 +274,27 @@ int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,
 					    "into a frame: the name holds the "
 					    "keys", KEY_FIELD);
 		}
+	const struct ch_field_type **types = calloc(n + 1, sizeof(*types));
+	if (!types) {
+		free(names);
+		return ch_error_set(err, "out of memory");
+	}
 	size_t cursor = b->cursor ? strlen(b->cursor) : 0;
 	uint64_t table_at = ALIGN(HEADER + cursor, 8), table = 0;
 	uint64_t data = 0;
 	for (size_t f = 0; f <= n; f++) {
 		const char *label = f ? names[f - 1] : KEY_FIELD;
+		if (f && batch_type(b, names[f - 1], &types[f], err) < 0) {
+			free(types);
+			free(names);
+			return -1;
+		}
 		table += ALIGN(ENTRY_FIXED + strlen(label), 8);
-		data += ALIGN(8 * (b->nsamples + 1), 64) +
-			ALIGN(field_bytes(b, f ? names[f - 1] : NULL), 64);
+		data += region_bytes(b, f ? names[f - 1] : NULL, types[f]);
 	}
 	if (b->nsamples > UINT32_MAX || n + 1 > UINT32_MAX ||
 	    cursor > UINT32_MAX || table > UINT32_MAX) {
+		free(types);
 		free(names);
 		return ch_error_set(err, "batch too large for a frame");
 	}
@@ -176,6 +302,7 @@ int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,
 	uint64_t size = data_offset + data;
 	out->len = 0;
 	if (ch_buf_reserve(out, size, err) < 0) {
+		free(types);
 		free(names);
 		return -1;
 	}
@@ -196,10 +323,15 @@ int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,
 	uint64_t entry = table_at, at = data_offset;
 	for (size_t f = 0; f <= n; f++) {
 		const char *label = f ? names[f - 1] : KEY_FIELD;
-		put_field(b, f ? names[f - 1] : NULL, label, fr, entry, &at);
+		if (types[f])
+			put_fixed(b, label, types[f], fr, entry, &at);
+		else
+			put_field(b, f ? names[f - 1] : NULL, label, fr, entry,
+				  &at);
 		entry += ALIGN(ENTRY_FIXED + strlen(label), 8);
 	}
 	out->len = size;
+	free(types);
 	free(names);
 	return 0;
 }

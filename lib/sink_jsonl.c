@@ -5,7 +5,7 @@
  * one object per sample, keys in that order, compact, fields in the
  * sample's (name) order.  "text" holds the fields a person can read: at
  * most 256 bytes of valid UTF-8 with no control character but tab and
- * newline.  Written by hand rather than with jansson because keys and
+ * newline, never a transformed field (its bytes are numbers).  Written by hand rather than with jansson because keys and
  * field names are file names, which need not be UTF-8: a byte that is not
  * part of a well-formed UTF-8 sequence is written as the escape \uDCXX
  * (XX its value), the lone surrogate Python's "surrogateescape" decodes
@@ -149,8 +149,9 @@ static void put_sample(struct jw *w, const struct ch_batch *b,
 	}
 	puts_lit(w, "},\"text\":{");
 	for (uint32_t f = 0; f < s->nfields; f++) {
-		if (!is_text(s->data[f], s->sizes[f]))
-			continue;
+		if ((s->types && s->types[f].dtype) ||
+		    !is_text(s->data[f], s->sizes[f]))
+			continue; /* transformed: numbers, not text */
 		if (!first)
 			put(w, ",", 1);
 		first = 0;

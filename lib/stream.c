@@ -444,6 +444,7 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 	struct streamer s = { .ds = ds, .o = o };
 	pthread_t *threads = NULL;
 	struct worker *ws = NULL;
+	struct ch_transforms *tx = NULL;
 	int workers, started = 0, rc = -1;
 	double t0 = now();
 	memset(st, 0, sizeof(*st));
@@ -463,6 +464,10 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 	if (check_index_memory(ds, o, err) < 0 ||
 	    planner_init(&s.planner, ds, &s.split, o, err) < 0)
 		goto out;
+	if (o->ntransforms &&
+	    ch_transforms_parse(o->transforms, o->ntransforms, o->eval,
+				&tx, err) < 0)
+		goto out;
 	if (o->cache && !(s.cache = ch_block_cache_new((size_t)o->cache))) {
 		ch_error_set(err, "out of memory");
 		goto out;
@@ -472,7 +477,7 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 		.split_ids = s.split.ids,
 		.nsamples = s.split.ids ? s.split.n : ds->manifest.samples,
 		.skip_corrupt = o->skip_corrupt, .nworkers = workers,
-		.defer = o->format == CH_FORMAT_BATCH,
+		.defer = o->format == CH_FORMAT_BATCH && !tx, .tx = tx,
 	};
 	if (ch_shard_table_new(&s.shared.shards, ds, (size_t)o->index_memory,
 			       s.cache, err) < 0)
@@ -524,8 +529,16 @@ out:
 	pthread_mutex_unlock(&s.lock);
 	for (int i = 0; i < started; i++)
 		pthread_join(threads[i], NULL);
-	for (int i = 0; ws && i < workers; i++)
+	for (int i = 0; ws && i < workers; i++) {
+		double t[3] = { 0 };
+		if (ws[i].reader)
+			ch_batch_reader_times(ws[i].reader, t);
+		st->decode_s += t[0];
+		st->resample_s += t[1];
+		st->convert_s += t[2];
 		ch_batch_reader_free(ws[i].reader);
+	}
+	ch_transforms_free(tx);
 	free(ws);
 	free(threads);
 	free_jobs(&s);

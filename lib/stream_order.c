@@ -7,6 +7,7 @@
  * positions c + r, c + r + W, ...: which rank gets a sample depends only on
  * the sequence and W, and a resume at c with another W covers the rest of
  * the epoch exactly once. */
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +126,24 @@ uint64_t ch_segment_batches(uint64_t n, uint64_t c, uint64_t w, uint64_t b,
 /* ------------------------------------------------------------------ */
 /* Cursors: "ch1.ID16.OPT8.EPOCH.BATCH.POS"                             */
 
+/* The transform specs, whitespace aside, and the seed they draw from. */
+static uint64_t transforms_hash(const struct ch_stream_opts *o)
+{
+	XXH3_state_t *st = XXH3_createState();
+	if (!st)
+		return 0;
+	XXH3_64bits_reset_withSeed(st, o->seed);
+	for (size_t i = 0; i < o->ntransforms; i++) {
+		for (const char *c = o->transforms[i]; *c; c++)
+			if (!isspace((unsigned char)*c))
+				XXH3_64bits_update(st, c, 1);
+		XXH3_64bits_update(st, "\n", 1);
+	}
+	uint64_t h = XXH3_64bits_digest(st);
+	XXH3_freeState(st);
+	return h;
+}
+
 uint32_t ch_stream_options_hash(const struct ch_stream_opts *o)
 {
 	/* the options that shape the sequence of samples, and only where
@@ -139,6 +158,8 @@ uint32_t ch_stream_options_hash(const struct ch_stream_opts *o)
 	uint64_t h = XXH3_64bits(v, sizeof(v));
 	if (o->split) /* a split is another sequence; none keeps old cursors */
 		h ^= XXH3_64bits(o->split, strlen(o->split)) | 1;
+	if (o->ntransforms) /* transforms change the bytes: and their seed */
+		h ^= transforms_hash(o) | 1;
 	return (uint32_t)h;
 }
 

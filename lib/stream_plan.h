@@ -3,6 +3,7 @@
 #define CH_STREAM_PLAN_H
 
 #include "internal.h"
+#include "transform.h"
 
 /* The sequence of one epoch. */
 struct ch_order {
@@ -79,6 +80,7 @@ struct ch_stream_shared {
 	uint64_t seed;
 	int eval, skip_corrupt, nworkers;
 	int defer; /* leave samples of cached blocks for ch_batch_fill */
+	const struct ch_transforms *tx;	 /* --transform; NULL: none */
 };
 
 /* A batch's copied keys and bytes, and the sample table the encoders
@@ -98,6 +100,8 @@ struct ch_batch_data {
 	uint32_t *order, *order2;   /* slots by place, and for sorting: */
 	uint64_t *keys, *keys2;
 	uint64_t cap, nslots;
+	struct ch_buf xraw;	     /* transformed fields' values */
+	struct ch_field_type *types; /* with transforms: each field's */
 	uint64_t skipped; /* corrupt samples met (--on-error skip) */
 	int data_error;	  /* the failure was a corrupt sample */
 };
@@ -109,6 +113,9 @@ int ch_batch_reader_new(struct ch_batch_reader **out,
 			const struct ch_stream_shared *sh, int index,
 			struct ch_error *err);
 void ch_batch_reader_free(struct ch_batch_reader *r);
+/* Seconds the reader's transforms spent decoding images, resampling
+ * them, and in the other ops. */
+void ch_batch_reader_times(const struct ch_batch_reader *r, double t[3]);
 /* Reads p's samples into b.  Corrupt samples, with skip_corrupt, are
  * replaced (train) or dropped (eval: p->n shrinks, the batch is flagged
  * partial); b->samples then holds p->n samples in stream order. */

@@ -73,6 +73,7 @@ struct ch_batch_reader {
 	/* names of the shard pinned now, mapped to interned ones */
 	const char *seen[NAME_CACHE], *interned[NAME_CACHE];
 	int nseen;
+	struct ch_transformer tr; /* with --transform */
 };
 
 int ch_batch_reader_new(struct ch_batch_reader **out,
@@ -86,8 +87,19 @@ int ch_batch_reader_new(struct ch_batch_reader **out,
 	}
 	r->sh = sh;
 	r->index = index;
+	if (sh->tx && ch_transformer_init(&r->tr, err) < 0) {
+		ch_batch_reader_free(r);
+		return -1;
+	}
 	*out = r;
 	return 0;
+}
+
+void ch_batch_reader_times(const struct ch_batch_reader *r, double t[3])
+{
+	t[0] = r->tr.decode_s;
+	t[1] = r->tr.resample_s;
+	t[2] = r->tr.convert_s;
 }
 
 void ch_batch_reader_free(struct ch_batch_reader *r)
@@ -95,6 +107,8 @@ void ch_batch_reader_free(struct ch_batch_reader *r)
 	if (!r)
 		return;
 	ch_block_reader_free(r->blocks);
+	if (r->sh && r->sh->tx)
+		ch_transformer_release(&r->tr);
 	free(r);
 }
 
@@ -128,11 +142,14 @@ struct ch_read_slot {
 	uint32_t nfields;
 	uint32_t attempts;   /* replacements drawn for this slot */
 	int state;
+	int transformed;     /* its fields have been through --transform */
 };
 
 void ch_batch_data_release(struct ch_batch_data *b)
 {
 	ch_buf_release(&b->raw);
+	ch_buf_release(&b->xraw);
+	free(b->types);
 	free(b->samples);
 	free(b->names);
 	free(b->sizes);
@@ -188,6 +205,7 @@ static int grow_fields(struct ch_batch_data *b, size_t need,
 	RESIZE(b->data, cap, ok);
 	RESIZE(b->src, cap, ok);
 	RESIZE(b->dest, cap, ok);
+	RESIZE(b->types, cap, ok);
 	if (!ok)
 		return ch_error_set(err, "out of memory");
 	b->fields_cap = cap;
@@ -294,6 +312,7 @@ static int read_one(struct ch_batch_reader *r, struct ch_batch_data *b,
 			rc = ch_error_set(err, "out of memory");
 		b->sizes[k] = fi.size;
 		b->src[k] = fi.offset;
+		b->types[k] = (struct ch_field_type){ 0 };
 		/* an offset for now: raw may move as it grows */
 		b->data[k] = (const uint8_t *)(uintptr_t)(at + fi.offset);
 	}
@@ -426,16 +445,88 @@ static int refill(const struct ch_stream_shared *sh, struct ch_batch_plan *p,
 				      err) < 0)
 			return -1;
 		sl->state = TODO;
+		sl->transformed = 0;
 		again = 1;
 	}
 	return again;
 }
 
+/* ------------------------------------------------------------------ */
+/* Transforms                                                           */
+
+static void name_sample(const struct ch_stream_shared *sh,
+			const struct ch_batch_data *b,
+			const struct ch_read_slot *sl, struct ch_error *err)
+{
+	size_t n = strlen(err->msg);
+	snprintf(err->msg + n, sizeof(err->msg) - n, " (sample '%.*s', %s)",
+		 (int)(sl->key_len > 200 ? 200 : sl->key_len),
+		 (const char *)b->raw.data + sl->key_at,
+		 sh->ds->manifest.shards[sl->shard].path);
+}
+
+/* Runs each pipeline over its field of one read sample; the values go to
+ * xraw, and the field's entry then points there (an offset, like raw's). */
+static int transform_slot(struct ch_batch_reader *r,
+			  const struct ch_batch_plan *p,
+			  struct ch_batch_data *b, struct ch_read_slot *sl,
+			  uint64_t id, struct ch_error *err)
+{
+	const struct ch_transforms *tx = r->sh->tx;
+	struct ch_transform_key k = { r->sh->seed, p->epoch, id };
+	for (size_t t = 0; t < tx->n; t++) {
+		const struct ch_pipeline *pipe = &tx->p[t];
+		size_t x = sl->first, end = sl->first + sl->nfields;
+		while (x < end && strcmp(b->names[x], pipe->field))
+			x++;
+		if (x == end)
+			return ch_error_set(err, "field '%s': missing, and a "
+					    "transform needs it", pipe->field);
+		const uint8_t *in = b->raw.data + (uintptr_t)b->data[x];
+		size_t at = b->xraw.len;
+		if (ch_transform_run(&r->tr, pipe, &k, in, b->sizes[x],
+				     &b->xraw, &b->types[x], err) < 0)
+			return -1;
+		b->data[x] = (const uint8_t *)(uintptr_t)at;
+		b->sizes[x] = b->xraw.len - at;
+	}
+	return 0;
+}
+
+/* Transforms the samples read since the last pass.  A sample that does
+ * not transform (a corrupt image) is a failed read: skipped and replaced
+ * like one with --on-error skip, else the batch's error. */
+static int transform_pass(struct ch_batch_reader *r,
+			  const struct ch_batch_plan *p,
+			  struct ch_batch_data *b, struct ch_error *err)
+{
+	for (uint64_t i = 0; i < p->n; i++) {
+		struct ch_read_slot *sl = &b->slots[i];
+		if (sl->state != DONE || sl->transformed)
+			continue;
+		sl->transformed = 1;
+		if (transform_slot(r, p, b, sl, p->ids[i], err) == 0)
+			continue;
+		if (!r->sh->skip_corrupt) {
+			name_sample(r->sh, b, sl, err);
+			b->data_error = 1;
+			return -1;
+		}
+		sl->state = FAILED;
+		sl->attempts++;
+		b->skipped++;
+	}
+	return 0;
+}
+
 /* Points the samples at the copied keys and bytes, in batch order. */
-static void assemble(struct ch_batch_plan *p, struct ch_batch_data *b)
+static void assemble(struct ch_batch_plan *p, struct ch_batch_data *b,
+		     int typed)
 {
 	for (size_t f = 0; f < b->nfields; f++)
-		b->data[f] = b->raw.data + (uintptr_t)b->data[f];
+		b->data[f] = (typed && b->types[f].dtype ? b->xraw.data
+							 : b->raw.data) +
+			     (uintptr_t)b->data[f];
 	uint64_t kept = 0;
 	for (uint64_t i = 0; i < p->n; i++) {
 		const struct ch_read_slot *sl = &b->slots[i];
@@ -452,6 +543,7 @@ static void assemble(struct ch_batch_plan *p, struct ch_batch_data *b)
 					     : (const uint8_t *const *)(b->data +
 									sl->first),
 			.dest = sl->deferred ? b->dest + sl->first : NULL,
+			.types = typed ? b->types + sl->first : NULL,
 		};
 	}
 	if (kept < p->n)
@@ -464,6 +556,7 @@ int ch_batch_read(struct ch_batch_reader *r, struct ch_batch_plan *p,
 {
 	const struct ch_stream_shared *sh = r->sh;
 	b->raw.len = 0;
+	b->xraw.len = 0;
 	b->nfields = 0;
 	b->deferred = 0;
 	b->skipped = 0;
@@ -482,10 +575,12 @@ int ch_batch_read(struct ch_batch_reader *r, struct ch_batch_plan *p,
 	while (again > 0) {
 		if (read_pass(r, b, p->n, err) < 0)
 			return -1;
+		if (sh->tx && transform_pass(r, p, b, err) < 0)
+			return -1;
 		if ((again = refill(sh, p, b, err)) < 0)
 			return -1;
 	}
-	assemble(p, b);
+	assemble(p, b, sh->tx != NULL);
 	return 0;
 }
 

@@ -229,7 +229,7 @@ def _parse_fields(fr, buf, chk, nfields, table_at, table_size, data_offset):
                 buf, chk, n, name, offsets_at, data_at, data_size, data_offset)
             fr.columns[name] = (values, offsets)
             fr.fields[name] = items
-        elif dtype in DTYPES and 1 <= ndim <= 4 and i > 0:
+        elif dtype in DTYPES and 0 <= ndim <= 4 and i > 0:
             shape = (s0, s1, s2, s3)[:ndim]
             fr.fields[name] = _fixed_field(buf, chk, n, name, dtype, shape,
                                            data_at, data_size, data_offset)

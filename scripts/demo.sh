@@ -2,7 +2,8 @@
 # demo.sh CHUTE_BINARY - a two-minute tour on generated data: pack a folder of
 # image-like files (classes from folder names) and one of small text samples,
 # verify both, list, read one sample, export to tar and check the round trip,
-# split off a held-out set and check the data, stream batches and resume.
+# split off a held-out set and check the data, stream batches and resume,
+# then stream real photographs decoded and augmented by --transform.
 # Everything happens in a temporary folder removed at exit.  Exits non-zero
 # if any step fails.
 set -euo pipefail
@@ -135,3 +136,29 @@ for ds in images text; do
 	printf '%-8s %8s %7s %12s %12s  %-32s  %s\n' "$ds" "$n" "$s" "${b#(}" \
 		"$(shard_bytes "$ds")" "$id" "$G$(tail -n 1 "verify-$ds.txt" | cut -d: -f1)$N"
 done
+
+step "decode and augment real photographs in the loader"
+# ImageNet-like JPEGs cut from Debian's wallpapers, decoded and augmented in
+# chute's worker threads; the trainer gets (64, 3, 224, 224) uint8 arrays.
+show "$PYTHON" "$HERE/make-images" photos 640 --seed 1
+show chute pack -q --label-from dir photos -o photos-ds
+echo "\$ chute stream -b 64 --workers 2 photos-ds --transform 'jpg: decode | random-resized-crop 224 | flip | layout chw' --transform 'cls: int' | python3 shapes.py"
+cat >shapes.py <<'PY'
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import chute_batch
+t0, n = time.perf_counter(), 0
+for fr in chute_batch.frames(sys.stdin.buffer):
+    img, cls = fr.fields["jpg"], fr.fields["cls"]
+    if fr.batch < 3:
+        print("batch %d: jpg %s %s, cls %s %s, labels %s..."
+              % (fr.batch, img.dtype, img.shape, cls.dtype, cls.shape,
+                 cls[:6].tolist()))
+    n += fr.nsamples
+dt = time.perf_counter() - t0
+print("%d images in %.2f s: %.0f images/s decoded, cropped, flipped"
+      % (n, dt, n / dt))
+PY
+chute stream -b 64 --workers 2 photos-ds \
+	--transform 'jpg: decode | random-resized-crop 224 | flip | layout chw' \
+	--transform 'cls: int' | "$PYTHON" shapes.py "$HERE"

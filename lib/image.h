@@ -1,0 +1,92 @@
+/* image.h - decoding and resampling 8-bit images for the transforms
+ * (image_decode.c: JPEG through libjpeg-turbo, PNG through libpng;
+ * image_resample.c: antialiased bilinear resampling).
+ *
+ * Both keep per-thread state (decoder structures, coefficient tables,
+ * row buffers) that a worker creates once and reuses for every sample:
+ * no allocation on the per-image path once the buffers have grown. */
+#ifndef CH_IMAGE_H
+#define CH_IMAGE_H
+
+#include "internal.h"
+
+enum ch_image_kind { CH_IMAGE_JPEG = 1, CH_IMAGE_PNG = 2 };
+
+/* Interleaved 8-bit pixels: h rows of w * c bytes, stride bytes apart;
+ * c is 1 (gray) or 3 (RGB). */
+struct ch_image {
+	uint8_t *px;
+	uint32_t w, h, c;
+	size_t stride;
+};
+
+/* What the header alone says. */
+struct ch_image_info {
+	enum ch_image_kind kind;
+	uint32_t w, h;
+};
+
+/* What to decode: a region of the full-size image, at 1/denom scale. */
+struct ch_decode_req {
+	uint32_t channels;   /* 1: gray, 3: RGB (gray images are expanded) */
+	uint32_t x, y, w, h; /* full-size pixels; inside the image, w, h > 0 */
+	uint32_t denom;	     /* 1, 2, 4, 8: JPEG's DCT scaling; PNG: 1 */
+};
+
+/* What was decoded.  Pixel (u, v) of img is pixel (x0 + u, y0 + v) of the
+ * image at 1/denom scale, whose pixel (X, Y) covers full-size pixels
+ * [X * denom, (X + 1) * denom) and likewise in Y.  The decoded region
+ * contains the requested one (scaled) and may be larger: JPEG rounds
+ * it out to whole blocks. */
+struct ch_decoded {
+	struct ch_image img; /* pixels owned by the decoder */
+	uint32_t denom;	     /* as used: PNG always 1 */
+	uint32_t x0, y0;
+	uint32_t sw, sh;     /* the whole image at that scale */
+};
+
+struct ch_image_decoder;
+struct ch_image_decoder *ch_image_decoder_new(void);
+void ch_image_decoder_free(struct ch_image_decoder *d);
+
+/* Reads the header of a JPEG or PNG (recognised by its signature).
+ * Anything else, or a header that does not parse, is an error saying
+ * what the bytes are not. */
+int ch_image_probe(struct ch_image_decoder *d, const uint8_t *data,
+		   size_t size, struct ch_image_info *info,
+		   struct ch_error *err);
+
+/* Decodes req's region.  Rows below the region are not decoded (the
+ * decoder stops after the region's last row); for a JPEG, the columns
+ * outside it skip the inverse DCT and colour conversion
+ * (jpeg_crop_scanline, jpeg_skip_scanlines).  Corrupt or truncated data
+ * within what is decoded is an error, not a grey patch: libjpeg's
+ * warnings count as errors.  out->img stays valid until the next call. */
+int ch_image_decode(struct ch_image_decoder *d, const uint8_t *data,
+		    size_t size, const struct ch_decode_req *req,
+		    struct ch_decoded *out, struct ch_error *err);
+
+struct ch_resampler;
+struct ch_resampler *ch_resampler_new(void);
+void ch_resampler_free(struct ch_resampler *r);
+
+/* Resamples the box [bx, bx + bw) x [by, by + bh) of src (src's pixel
+ * coordinates, fractional allowed, bw, bh > 0) into dst, which the caller
+ * allocates (dst->w, dst->h, dst->stride, dst->px set; dst->c == src->c).
+ * Separable triangle filter (bilinear), widened by the shrink factor when
+ * shrinking so that every source pixel counts (antialiasing), exactly as
+ * Pillow's Image.resize(size, BILINEAR, box): output pixel x has its
+ * centre at bx + (x + 0.5) * bw / dst->w, and the filter is cut at src's
+ * edges (and renormalised), not at the box's.  With flip, dst comes out
+ * mirrored left to right. */
+int ch_image_resample(struct ch_resampler *r, const struct ch_image *src,
+		      double bx, double by, double bw, double bh, int flip,
+		      struct ch_image *dst, struct ch_error *err);
+
+/* The widest reach of the filter beyond a box, in source pixels, when
+ * resampling a box of size `in` to `out` pixels: decode this much margin
+ * around a box (clamped to the image) and the result is what resampling
+ * the whole image would give. */
+double ch_resample_support(double in, uint32_t out);
+
+#endif

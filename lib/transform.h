@@ -1,0 +1,132 @@
+/* transform.h - chute stream --transform: per-field pipelines of ops that
+ * decode and augment samples in the worker threads (transform_parse.c,
+ * transform_run.c, transform_image.c, transform_array.c).
+ *
+ * A pipeline is parsed once and shared, read-only, by every worker; each
+ * worker runs it with its own ch_transformer (decoder, resampler and
+ * scratch buffers).  Randomness is a function of (seed, epoch, sample
+ * number, op index) alone, so the output does not depend on which worker
+ * ran a sample, or when. */
+#ifndef CH_TRANSFORM_H
+#define CH_TRANSFORM_H
+
+#include "image.h"
+
+enum ch_op_kind {
+	CH_OP_DECODE, CH_OP_RESIZE, CH_OP_CENTER_CROP, CH_OP_RRC, CH_OP_FLIP,
+	CH_OP_NORMALIZE, CH_OP_LAYOUT, CH_OP_DTYPE, CH_OP_INT, CH_OP_NPY,
+	CH_OP_RANDOM_CROP, CH_OP_PAD
+};
+
+struct ch_op {
+	enum ch_op_kind kind;
+	uint32_t w, h;	    /* resize, crops: size (h 0: shorter side w) */
+	uint32_t n;	    /* channels (decode), items (random-crop, pad) */
+	double scale[2], ratio[2]; /* random-resized-crop */
+	double p;	    /* flip */
+	float mean[4], std[4];	/* normalize, nchan values */
+	uint32_t nchan;
+	int chw;	    /* layout */
+	uint32_t dtype;	    /* dtype */
+	double value;	    /* pad */
+	struct ch_field_type want; /* npy: shape to check (ndim 0: any) */
+};
+
+struct ch_pipeline {
+	char *field;
+	struct ch_op *ops;
+	size_t nops;
+	int eval;
+};
+
+struct ch_transforms {
+	struct ch_pipeline *p;
+	size_t n;
+};
+
+/* Parses the --transform specs; eval turns random ops into their
+ * deterministic counterparts.  Errors name the spec and the op. */
+int ch_transforms_parse(const char *const *specs, size_t n, int eval,
+			struct ch_transforms **out, struct ch_error *err);
+void ch_transforms_free(struct ch_transforms *t);
+const struct ch_pipeline *ch_transforms_find(const struct ch_transforms *t,
+					     const char *field);
+
+/* The random numbers of one op of one sample. */
+struct ch_rng {
+	uint64_t s;
+};
+void ch_rng_init(struct ch_rng *r, uint64_t seed, uint64_t epoch,
+		 uint64_t sample, uint64_t op);
+double ch_rng_uniform(struct ch_rng *r); /* [0, 1), 53 bits */
+/* Uniform in [lo, hi] (inclusive), like Python's randint. */
+uint64_t ch_rng_int(struct ch_rng *r, uint64_t lo, uint64_t hi);
+
+/* torchvision's RandomResizedCrop.get_params for a w x h image: the box
+ * (left, top, width, height) in pixels. */
+void ch_rrc_box(struct ch_rng *r, uint32_t w, uint32_t h,
+		const double scale[2], const double ratio[2], uint32_t box[4]);
+
+/* A worker's state for running pipelines. */
+struct ch_transformer {
+	struct ch_image_decoder *dec;
+	struct ch_resampler *rs;
+	struct ch_buf a, b;   /* the value between ops, ping-ponged */
+	double decode_s, resample_s, convert_s;
+};
+int ch_transformer_init(struct ch_transformer *tr, struct ch_error *err);
+void ch_transformer_release(struct ch_transformer *tr);
+
+/* Which sample a run is for: the keys of its random numbers. */
+struct ch_transform_key {
+	uint64_t seed, epoch, sample;
+};
+
+/* Runs p over one field's bytes; the value's bytes are appended to out
+ * and its type set.  Errors say which op failed and why (the caller adds
+ * the sample's key and shard). */
+int ch_transform_run(struct ch_transformer *tr, const struct ch_pipeline *p,
+		     const struct ch_transform_key *k, const uint8_t *in,
+		     size_t size, struct ch_buf *out,
+		     struct ch_field_type *type, struct ch_error *err);
+
+/* Images (transform_image.c): an image not yet decoded is the box of
+ * the source it will come from and the size that box becomes. */
+struct ch_geom {
+	struct ch_image_info info;
+	uint32_t c;
+	double bx, by, bw, bh; /* full-size source pixels */
+	uint32_t vw, vh;       /* the size the box becomes */
+	int flip;
+};
+/* Reads the header: the whole image, c channels. */
+int ch_image_start(struct ch_transformer *tr, struct ch_geom *g, uint32_t c,
+		   const uint8_t *in, size_t size, struct ch_error *err);
+/* Applies resize, center-crop, random-resized-crop or flip (op number
+ * index of the pipeline) to the plan. */
+int ch_image_geometry(struct ch_geom *g, const struct ch_op *op,
+		      const struct ch_transform_key *k, uint64_t index,
+		      int eval, struct ch_error *err);
+/* Decodes what the plan needs and resamples it: u8, HWC, into out. */
+int ch_image_realize(struct ch_transformer *tr, const struct ch_geom *g,
+		     const uint8_t *in, size_t size, struct ch_buf *out,
+		     struct ch_field_type *t, struct ch_error *err);
+
+/* Array ops (transform_array.c), from the bytes in `in` to out. */
+int ch_array_int(const uint8_t *in, size_t size, struct ch_buf *out,
+		 struct ch_field_type *t, struct ch_error *err);
+int ch_array_npy(const struct ch_op *op, const uint8_t *in, size_t size,
+		 struct ch_buf *out, struct ch_field_type *t,
+		 struct ch_error *err);
+/* random-crop (start: the first item kept) and pad, on 1-D arrays. */
+int ch_array_window(const struct ch_buf *in, struct ch_field_type *t,
+		    uint64_t start, uint64_t n, struct ch_buf *out,
+		    struct ch_error *err);
+int ch_array_pad(const struct ch_buf *in, struct ch_field_type *t,
+		 uint64_t n, double value, struct ch_buf *out,
+		 struct ch_error *err);
+/* dtype: u8 -> f16/f32 scales to [0, 1]; f32 -> f16; i64 -> f32. */
+int ch_value_convert(const struct ch_buf *in, struct ch_field_type *t,
+		     uint32_t dtype, struct ch_buf *out, struct ch_error *err);
+uint16_t ch_f32_to_f16(float f);
+#endif

@@ -1,0 +1,330 @@
+/* transform_run.c - running a field's pipeline over one sample: the
+ * random numbers, the pixel ops (normalize, layout) and the loop that
+ * hands the value from op to op. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "transform.h"
+#include "xxh.h"
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* ------------------------------------------------------------------ */
+/* Random numbers: a counter-based stream per (seed, epoch, sample, op)  */
+
+void ch_rng_init(struct ch_rng *r, uint64_t seed, uint64_t epoch,
+		 uint64_t sample, uint64_t op)
+{
+	uint64_t key[4] = { seed, epoch, sample, op };
+	r->s = XXH3_64bits(key, sizeof(key));
+}
+
+/* splitmix64: a good 64-bit output from a counter. */
+static uint64_t next(struct ch_rng *r)
+{
+	uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+double ch_rng_uniform(struct ch_rng *r)
+{
+	return (double)(next(r) >> 11) * 0x1.0p-53;
+}
+
+uint64_t ch_rng_int(struct ch_rng *r, uint64_t lo, uint64_t hi)
+{
+	unsigned __int128 m = (unsigned __int128)next(r) * (hi - lo + 1);
+	return lo + (uint64_t)(m >> 64);
+}
+
+static uint32_t round_even(double x)
+{
+	return (uint32_t)rint(x); /* like Python's round(): halves to even */
+}
+
+void ch_rrc_box(struct ch_rng *r, uint32_t w, uint32_t h,
+		const double scale[2], const double ratio[2], uint32_t box[4])
+{
+	double area = (double)w * h;
+	double lr0 = log(ratio[0]), lr1 = log(ratio[1]);
+	for (int attempt = 0; attempt < 10; attempt++) {
+		double target = area * (scale[0] + (scale[1] - scale[0]) *
+						       ch_rng_uniform(r));
+		double aspect = exp(lr0 + (lr1 - lr0) * ch_rng_uniform(r));
+		uint32_t cw = round_even(sqrt(target * aspect));
+		uint32_t ch = round_even(sqrt(target / aspect));
+		if (cw > 0 && cw <= w && ch > 0 && ch <= h) {
+			uint32_t top = (uint32_t)ch_rng_int(r, 0, h - ch);
+			uint32_t left = (uint32_t)ch_rng_int(r, 0, w - cw);
+			box[0] = left, box[1] = top, box[2] = cw, box[3] = ch;
+			return;
+		}
+	}
+	/* ten misses: the largest centred box within the ratios */
+	double in_ratio = (double)w / h;
+	uint32_t cw = w, ch = h;
+	if (in_ratio < ratio[0])
+		ch = round_even(w / ratio[0]);
+	else if (in_ratio > ratio[1])
+		cw = round_even(h * ratio[1]);
+	box[0] = (w - cw) / 2;
+	box[1] = (h - ch) / 2;
+	box[2] = cw;
+	box[3] = ch;
+}
+
+/* ------------------------------------------------------------------ */
+/* The worker's state                                                   */
+
+int ch_transformer_init(struct ch_transformer *tr, struct ch_error *err)
+{
+	memset(tr, 0, sizeof(*tr));
+	tr->dec = ch_image_decoder_new();
+	tr->rs = ch_resampler_new();
+	if (!tr->dec || !tr->rs) {
+		ch_transformer_release(tr);
+		return ch_error_set(err, "out of memory");
+	}
+	return 0;
+}
+
+void ch_transformer_release(struct ch_transformer *tr)
+{
+	ch_image_decoder_free(tr->dec);
+	ch_resampler_free(tr->rs);
+	ch_buf_release(&tr->a);
+	ch_buf_release(&tr->b);
+	memset(tr, 0, sizeof(*tr));
+}
+
+/* ------------------------------------------------------------------ */
+/* Pixel ops                                                            */
+
+static int image_dims(const struct ch_field_type *t, int chw, uint64_t *h,
+		      uint64_t *w, uint64_t *c)
+{
+	if (t->ndim != 3)
+		return -1;
+	*c = chw ? t->shape[0] : t->shape[2];
+	*h = chw ? t->shape[1] : t->shape[0];
+	*w = chw ? t->shape[2] : t->shape[1];
+	return 0;
+}
+
+/* (x / 255 - mean) / std in float, as torchvision's ToTensor and
+ * Normalize compute it, so that the floats come out the same. */
+static int normalize(const struct ch_op *op, int chw, const struct ch_buf *in,
+		     struct ch_field_type *t, struct ch_buf *out,
+		     struct ch_error *err)
+{
+	uint64_t h, w, c;
+	if (t->dtype != CH_DTYPE_U8 || image_dims(t, chw, &h, &w, &c) < 0)
+		return ch_error_set(err, "normalize: needs a u8 image");
+	if (c != op->nchan && op->nchan != 1)
+		return ch_error_set(err, "normalize: %u values for an image of "
+				    "%llu channels", op->nchan,
+				    (unsigned long long)c);
+	size_t n = (size_t)(h * w * c);
+	out->len = 0;
+	if (ch_buf_reserve(out, n * 4, err) < 0)
+		return -1;
+	float *dst = (float *)(void *)out->data;
+	for (uint64_t k = 0; k < c; k++) {
+		float mean = op->mean[op->nchan == 1 ? 0 : k];
+		float sd = op->std[op->nchan == 1 ? 0 : k];
+		float lut[256];
+		for (int v = 0; v < 256; v++)
+			lut[v] = ((float)v / 255.0f - mean) / sd;
+		if (chw) {
+			const uint8_t *src = in->data + k * h * w;
+			float *d = dst + k * h * w;
+			for (size_t i = 0; i < h * w; i++)
+				d[i] = lut[src[i]];
+		} else {
+			for (size_t i = (size_t)k; i < n; i += (size_t)c)
+				dst[i] = lut[in->data[i]];
+		}
+	}
+	out->len = n * 4;
+	t->dtype = CH_DTYPE_F32;
+	return 0;
+}
+
+/* Pixels to planes (or back), one channel at a time: the loops the
+ * usual u8 images take, without a call per byte. */
+static void transpose_u8(const uint8_t *restrict src, uint8_t *restrict dst,
+			 int to_chw, size_t n, size_t c)
+{
+	for (size_t k = 0; k < c; k++) {
+		if (to_chw)
+			for (size_t p = 0; p < n; p++)
+				dst[k * n + p] = src[p * c + k];
+		else
+			for (size_t p = 0; p < n; p++)
+				dst[p * c + k] = src[k * n + p];
+	}
+}
+
+/* HWC to CHW (or back), any item size. */
+static int relayout(int to_chw, const struct ch_buf *in,
+		    struct ch_field_type *t, struct ch_buf *out,
+		    struct ch_error *err)
+{
+	uint64_t h, w, c;
+	if (image_dims(t, !to_chw, &h, &w, &c) < 0)
+		return ch_error_set(err, "layout: needs an image");
+	size_t item = ch_dtype_size(t->dtype), n = (size_t)(h * w);
+	out->len = 0;
+	if (ch_buf_reserve(out, n * c * item, err) < 0)
+		return -1;
+	if (item == 1)
+		transpose_u8(in->data, out->data, to_chw, n, (size_t)c);
+	else
+		for (size_t p = 0; p < n; p++)
+			for (size_t k = 0; k < c; k++) {
+				size_t hwc = (p * c + k) * item;
+				size_t chw = (k * n + p) * item;
+				memcpy(out->data + (to_chw ? chw : hwc),
+				       in->data + (to_chw ? hwc : chw), item);
+			}
+	out->len = n * c * item;
+	uint64_t s[3] = { to_chw ? c : h, to_chw ? h : w, to_chw ? w : c };
+	memcpy(t->shape, s, sizeof(s));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The loop                                                             */
+
+struct run {
+	struct ch_transformer *tr;
+	struct ch_buf *cur, *spare; /* the value, and where the next goes */
+	struct ch_field_type t;
+	int chw;
+};
+
+static void swap(struct run *r)
+{
+	struct ch_buf *b = r->cur;
+	r->cur = r->spare;
+	r->spare = b;
+}
+
+static int value_op(struct run *r, const struct ch_pipeline *p, size_t i,
+		    const struct ch_transform_key *k, struct ch_error *err)
+{
+	const struct ch_op *op = &p->ops[i];
+	struct ch_rng rng;
+	int rc;
+	switch (op->kind) {
+	case CH_OP_NORMALIZE:
+		rc = normalize(op, r->chw, r->cur, &r->t, r->spare, err);
+		break;
+	case CH_OP_LAYOUT:
+		if (op->chw == r->chw)
+			return 0;
+		rc = relayout(op->chw, r->cur, &r->t, r->spare, err);
+		r->chw = op->chw;
+		break;
+	case CH_OP_DTYPE:
+		rc = ch_value_convert(r->cur, &r->t, op->dtype, r->spare, err);
+		break;
+	case CH_OP_RANDOM_CROP: {
+		uint64_t len = r->t.ndim == 1 ? r->t.shape[0] : 0, start = 0;
+		if (len > op->n && !p->eval) {
+			ch_rng_init(&rng, k->seed, k->epoch, k->sample, i);
+			start = ch_rng_int(&rng, 0, len - op->n);
+		}
+		rc = ch_array_window(r->cur, &r->t, start, op->n, r->spare,
+				     err);
+		break;
+	}
+	case CH_OP_PAD:
+		rc = ch_array_pad(r->cur, &r->t, op->n, op->value, r->spare,
+				  err);
+		break;
+	default:
+		return ch_error_set(err, "op out of place");
+	}
+	if (rc == 0)
+		swap(r);
+	return rc;
+}
+
+static const char *op_name(enum ch_op_kind k)
+{
+	static const char *const names[] = {
+		"decode", "resize", "center-crop", "random-resized-crop",
+		"flip", "normalize", "layout", "dtype", "int", "npy",
+		"random-crop", "pad" };
+	return names[k];
+}
+
+/* Runs ops [from, nops) of an image: geometry first, pixels when an op
+ * needs them.  Returns the op that failed, or -1 when none did. */
+static int run_image(struct run *r, const struct ch_pipeline *p,
+		     const struct ch_transform_key *k, const uint8_t *in,
+		     size_t size, struct ch_error *err)
+{
+	struct ch_geom g;
+	size_t i = 1;
+	if (ch_image_start(r->tr, &g, p->ops[0].n, in, size, err) < 0)
+		return 0;
+	for (; i < p->nops && p->ops[i].kind <= CH_OP_FLIP; i++)
+		if (ch_image_geometry(&g, &p->ops[i], k, i, p->eval, err) < 0)
+			return (int)i;
+	if (ch_image_realize(r->tr, &g, in, size, r->cur, &r->t, err) < 0)
+		return 0;
+	double t0 = now();
+	for (; i < p->nops; i++)
+		if (value_op(r, p, i, k, err) < 0)
+			return (int)i;
+	r->tr->convert_s += now() - t0;
+	return -1;
+}
+
+static int run_array(struct run *r, const struct ch_pipeline *p,
+		     const struct ch_transform_key *k, const uint8_t *in,
+		     size_t size, struct ch_error *err)
+{
+	double t0 = now();
+	int rc = p->ops[0].kind == CH_OP_INT
+			 ? ch_array_int(in, size, r->cur, &r->t, err)
+			 : ch_array_npy(&p->ops[0], in, size, r->cur, &r->t,
+					err);
+	if (rc < 0)
+		return 0;
+	for (size_t i = 1; i < p->nops; i++)
+		if (value_op(r, p, i, k, err) < 0)
+			return (int)i;
+	r->tr->convert_s += now() - t0;
+	return -1;
+}
+
+int ch_transform_run(struct ch_transformer *tr, const struct ch_pipeline *p,
+		     const struct ch_transform_key *k, const uint8_t *in,
+		     size_t size, struct ch_buf *out,
+		     struct ch_field_type *type, struct ch_error *err)
+{
+	struct run r = { .tr = tr, .cur = &tr->a, .spare = &tr->b };
+	int failed = p->ops[0].kind == CH_OP_DECODE
+			     ? run_image(&r, p, k, in, size, err)
+			     : run_array(&r, p, k, in, size, err);
+	if (failed >= 0) {
+		char why[sizeof(err->msg)];
+		snprintf(why, sizeof(why), "%s", err->msg);
+		return ch_error_set(err, "field '%s': %s: %s", p->field,
+				    op_name(p->ops[failed].kind), why);
+	}
+	*type = r.t;
+	return ch_buf_append(out, r.cur->data, r.cur->len, err);
+}

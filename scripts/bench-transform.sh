@@ -1,0 +1,251 @@
+#!/bin/bash
+# bench-transform.sh CHUTE_BINARY - `chute stream --transform` on JPEGs
+# against what a PyTorch trainer would otherwise run, and against decoding
+# every image whole.  Warm page cache, median of 3 runs each, the commands
+# compared taking turns within each round so that load from elsewhere on
+# the machine falls on all of them alike; every ratio comes from figures
+# measured in this run.  A benchmark reports, it does not judge: exit 0
+# unless a command fails.
+#
+#  1. training: chute stream -w 2 -b 64, 'jpg: decode | random-resized-crop
+#     224 | flip | layout chw' and 'cls: int', read by a Python consumer
+#     (scripts/chute_batch.py frames(), touching nothing), against
+#       - a PyTorch DataLoader over the same files: ImageFolder,
+#         RandomResizedCrop(224), RandomHorizontalFlip(), PILToTensor(),
+#         num_workers 2, batch 64, shuffled (target: chute >= 3x);
+#       - tests/bench/full_decode.c: every JPEG decoded whole to RGB by
+#         TurboJPEG on 2 threads, from memory, nothing else (target: chute
+#         >= 1x: cropping before decoding must pay for the rest).
+#  2. evaluation: 'jpg: decode | resize 256 | center-crop 224 | layout chw'
+#     in --mode eval, against the full decode (for information).
+#  Then chute's --stats of the last run of each: where the time went
+#  (transform time: decode, resize/crop, other).
+#
+# Data (built once, cached in ${BENCH_DIR:-/tmp/chute-bench}/transform):
+# ${BENCH_IMAGES:-5000} JPEGs from scripts/make-images (about 500x375,
+# quality 90, ~3.5 bits/pixel like real photos; 10 classes, seed 1), about
+# 0.4 GB with the dataset packed from them by --label-from dir.
+set -euo pipefail
+
+usage() { echo "usage: bench-transform.sh CHUTE_BINARY" >&2; exit 2; }
+if [ $# -ne 1 ] || [ ! -x "$1" ]; then usage; fi
+CHUTE=$(realpath "$1")
+PYTHON=${PYTHON:-/usr/bin/python3}
+HERE=$(realpath "$(dirname "$0")")
+ROOT=$(dirname "$HERE")
+BENCH_DIR=${BENCH_DIR:-/tmp/chute-bench}
+WORK=$BENCH_DIR/transform
+RUNS_DIR=$WORK/runs # what the timed runs printed, for a look afterwards
+RUNS=3
+N=${BENCH_IMAGES:-5000}
+BATCH=64
+WORKERS=2
+TRAIN='jpg: decode | random-resized-crop 224 | flip | layout chw'
+EVAL='jpg: decode | resize 256 | center-crop 224 | layout chw'
+LABELS='cls: int'
+
+die() { echo "bench-transform: $*" >&2; exit 2; }
+"$PYTHON" -c 'import numpy, PIL, torch, torchvision' 2>/dev/null ||
+	die "$PYTHON cannot import numpy, PIL, torch and torchvision" \
+		"(python3-numpy python3-pil python3-torch python3-torchvision)"
+command -v cc >/dev/null || die "no C compiler 'cc' (build-essential)"
+"$CHUTE" stream --help | grep -q -- --transform ||
+	die "$CHUTE stream has no --transform"
+VERSION=$("$CHUTE" --version)
+mkdir -p "$WORK" "$RUNS_DIR"
+
+# calc, median, sum_sizes, cached
+# shellcheck source=scripts/bench-lib.sh
+. "$(dirname "$0")/bench-lib.sh"
+
+# --- data, built once -----------------------------------------------------
+
+IMG=$WORK/images
+DS=$WORK/ds
+GEN_ID=$(sha256sum "$HERE/make-images" | cut -c1-16)
+IMG_PARAMS="make-images $N --seed 1 --classes 10 --quality 90 ($GEN_ID)"
+gen_images() {
+	echo "bench-transform: generating $N JPEGs in $IMG (once)"
+	rm -rf "$IMG"
+	"$PYTHON" "$HERE/make-images" "$IMG" "$N" --seed 1 --classes 10 \
+		--quality 90 | tee "$WORK/images.summary"
+}
+cached "$IMG.ok" "$IMG_PARAMS" gen_images
+pack() {
+	echo "bench-transform: packing $IMG (once)"
+	rm -rf "$DS"
+	"$CHUTE" pack -q --label-from dir "$IMG" -o "$DS" -n images
+}
+cached "$DS.ok" "$VERSION, $IMG_PARAMS" pack
+
+# the plain decoder, built each run (a second)
+FULL_DECODE=$WORK/full_decode
+# shellcheck disable=SC2046 # pkg-config's flags, one a word
+cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra \
+	$(pkg-config --cflags libturbojpeg 2>/dev/null) \
+	-o "$FULL_DECODE" "$ROOT/tests/bench/full_decode.c" -lturbojpeg -lpthread ||
+	die "cannot build tests/bench/full_decode.c (libturbojpeg0-dev)"
+find "$IMG" -name '*.jpg' | sort >"$WORK/images.list"
+[ "$(wc -l <"$WORK/images.list")" -eq "$N" ] ||
+	die "$IMG holds $(wc -l <"$WORK/images.list") JPEGs, expected $N"
+jpeg_bytes=$(xargs cat <"$WORK/images.list" | wc -c)
+shard_bytes=$(sum_sizes "$DS"/shards/*.chs)
+
+# --- helpers --------------------------------------------------------------
+
+# rounds FUNC...: RUNS rounds, each running every FUNC once; appends the
+# stdout of FUNC's runs to $RUNS_DIR/FUNC.out and sets T[FUNC] to its
+# median wall time in seconds.
+declare -A T
+rounds() {
+	local f r t0 t1
+	local -A times=()
+	for f; do : >"$RUNS_DIR/$f.out"; done
+	for ((r = 0; r < RUNS; r++)); do
+		for f; do
+			t0=$(date +%s.%N)
+			"$f" >>"$RUNS_DIR/$f.out"
+			t1=$(date +%s.%N)
+			times[$f]+=" $(calc "$t1 - $t0")"
+		done
+	done
+	# shellcheck disable=SC2086 # one time a word
+	for f; do T[$f]=$(median ${times[$f]}); done
+}
+
+# rate_of FUNC: the median over FUNC's runs of column 1 / column 2 of
+# $RUNS_DIR/FUNC.out (samples, seconds).
+rate_of() {
+	# shellcheck disable=SC2046 # one rate a word
+	median $(awk '{ printf "%f\n", $1 / $2 }' "$RUNS_DIR/$1.out")
+}
+
+# expect_samples FUNC: every run of FUNC read N samples (the first word of
+# each line of its output).
+expect_samples() {
+	local bad
+	bad=$(awk -v n="$N" '$1 != n' "$RUNS_DIR/$1.out")
+	[ -z "$bad" ] || die "$1 read '$bad' samples, expected $N"
+}
+
+FMT='%-34s %10s %26s %7s %8s  %s\n'
+# row WHAT CHUTE REFERENCE RATIO OP TARGET: one line of the table; OP and
+# TARGET empty for a line that only informs.
+row() {
+	local verdict=info
+	if [ -n "$5" ]; then
+		verdict=$(calc "($4 $5 $6) ? \"PASS\" : \"FAIL\"")
+	fi
+	# shellcheck disable=SC2059 # FMT is the table's one format
+	printf "$FMT" "$1" "$2" "$3" "$4" "${5:+$5 $6}" "$verdict"
+}
+int() { calc "sprintf(\"%d\", $1 + 0.5)"; }
+ratio() { calc "sprintf(\"%.2f\", $1 / $2)"; }
+
+# --- the commands compared ------------------------------------------------
+
+# chute_stream MODE SPEC: one epoch of the dataset with SPEC on jpg; its
+# --stats (a line every 5 s, the summary at exit) replace
+# $RUNS_DIR/MODE.stats.
+chute_stream() {
+	local shuffle=()
+	if [ "$1" = eval ]; then shuffle=(--shuffle none); fi
+	"$CHUTE" stream "$DS" --mode "$1" "${shuffle[@]}" -w "$WORKERS" \
+		-b "$BATCH" -e 1 --stats --transform "$2" --transform "$LABELS" \
+		2>"$RUNS_DIR/$1.stats"
+}
+# The consumer: frames read and parsed, nothing touched; prints SAMPLES.
+reader() {
+	"$PYTHON" -c 'import sys
+sys.path.insert(0, sys.argv[1])
+import chute_batch
+n = 0
+for fr in chute_batch.frames(sys.stdin.buffer):
+    n += fr.nsamples
+print(n)' "$HERE"
+}
+# The DataLoader, in one process; prints SAMPLES SECONDS of one epoch
+# (from the first iter() to the last batch: the interpreter's and torch's
+# start-up are not counted).
+train_dl() {
+	"$PYTHON" - "$IMG" "$BATCH" "$WORKERS" <<'EOF'
+import sys, time
+import torch
+import torchvision.transforms as T
+from torch.utils.data import DataLoader
+from torchvision.datasets import ImageFolder
+root, batch, workers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+tf = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
+                T.PILToTensor()])
+torch.manual_seed(1)
+loader = DataLoader(ImageFolder(root, transform=tf), batch_size=batch,
+                    shuffle=True, num_workers=workers)
+n, t0 = 0, time.perf_counter()
+for x, y in loader:
+    n += len(x)
+print(n, "%.6f" % (time.perf_counter() - t0))
+EOF
+}
+train_chute() { chute_stream train "$TRAIN" | reader; }
+decode_all() { "$FULL_DECODE" -t "$WORKERS" "$WORK/images.list"; }
+eval_chute() { chute_stream eval "$EVAL" | reader; }
+
+# last_stats FILE: the summary --stats printed at exit (from the last
+# "stream: N batches" line on), indented.
+last_stats() {
+	awk '/^stream: [0-9]+ batches/ { n = 0 } { b[n++] = $0 }
+		END { for (i = 0; i < n; i++) print "    " b[i] }' "$1"
+}
+
+# --- the runs -------------------------------------------------------------
+
+load_before=$(cut -d' ' -f1 /proc/loadavg)
+cat "$DS"/shards/*.chs >/dev/null
+xargs cat <"$WORK/images.list" >/dev/null
+
+echo "bench-transform: $N JPEGs; chute, DataLoader, full decode; $RUNS rounds"
+rounds train_chute train_dl decode_all eval_chute
+for f in train_chute train_dl decode_all eval_chute; do
+	expect_samples "$f"
+done
+r_train=$(calc "$N / ${T[train_chute]}")
+r_eval=$(calc "$N / ${T[eval_chute]}")
+r_dl=$(rate_of train_dl)
+r_decode=$(rate_of decode_all)
+# shellcheck disable=SC2046 # one rate a word
+mp_decode=$(median $(awk '{ printf "%f\n", $3 / $2 }' "$RUNS_DIR/decode_all.out"))
+load_after=$(cut -d' ' -f1 /proc/loadavg)
+
+# --- report ---------------------------------------------------------------
+
+echo
+echo "$VERSION, $(nproc) cores; median of $RUNS, warm cache; load average" \
+	"$load_before before, $load_after after"
+echo "data: $(sed 's/^make-images: //' "$WORK/images.summary" 2>/dev/null ||
+	echo "$N JPEGs")"
+echo "      $(calc "sprintf(\"%.0f\", $jpeg_bytes / 1e6)") MB of JPEGs," \
+	"$(calc "sprintf(\"%.0f\", $shard_bytes / 1e6)") MB of shards"
+echo
+# shellcheck disable=SC2059
+printf "$FMT" "images/s" chute reference ratio target result
+echo "1. training, $WORKERS workers, batch $BATCH: '$TRAIN'"
+row "stream | chute_batch.py reader" "$(int "$r_train")" "DataLoader w$WORKERS $(int "$r_dl")" \
+	"$(ratio "$r_train" "$r_dl")" ">=" 3.00
+row "stream | chute_batch.py reader" "$(int "$r_train")" "full decode $WORKERS thr $(int "$r_decode")" \
+	"$(ratio "$r_train" "$r_decode")" ">=" 1.00
+row "  full decode, MP/s" "" "$(int "$mp_decode")" "" "" ""
+echo "2. evaluation, --mode eval: '$EVAL'"
+row "stream | chute_batch.py reader" "$(int "$r_eval")" "full decode $WORKERS thr $(int "$r_decode")" \
+	"$(ratio "$r_eval" "$r_decode")" "" ""
+echo
+echo "chute's figures are the wall time of the whole pipeline (start-up of"
+echo "chute and of the Python reader included); the DataLoader's are timed"
+echo "inside its process, from iter() to the last batch; the full decode's"
+echo "from the first image to the last, the files already in memory.  All"
+echo "share the machine's $(nproc) cores with their consumer."
+echo
+echo "Where the time went, chute's --stats at the end of the last run of each:"
+echo "  1. training:"
+last_stats "$RUNS_DIR/train.stats"
+echo "  2. evaluation:"
+last_stats "$RUNS_DIR/eval.stats"

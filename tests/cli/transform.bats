@@ -1,0 +1,241 @@
+#!/usr/bin/env bats
+# chute stream --transform: pipelines, determinism, resume, errors.
+# (tests/cli/transform_ref.bats compares the pixels with torchvision.)
+
+load helper
+
+TRAIN='jpg: decode | random-resized-crop 32 | flip | layout chw'
+
+# A dataset of 24 small JPEGs in 3 classes (cls from the folder), one PNG
+# and one grey JPEG among them, and a copy with one JPEG corrupted.
+setup_file() {
+	cd "$BATS_FILE_TMPDIR" || exit 1
+	"$PYTHON" - <<'EOF' || exit 1
+import os, random
+from PIL import Image
+import numpy as np
+rng = np.random.default_rng(3)
+for i in range(24):
+    d = "src/c%d" % (i % 3)
+    os.makedirs(d, exist_ok=True)
+    w, h = [(64, 48), (48, 64), (80, 45)][i % 3]
+    x = np.linspace(0, 255, w)[None, :, None] + rng.normal(0, 20, (h, w, 3))
+    im = Image.fromarray(np.clip(x, 0, 255).astype(np.uint8))
+    if i == 5:
+        im = im.convert("L")
+    im.save("%s/%03d.jpg" % (d, i), quality=90)
+EOF
+	chute pack -q --label-from dir src -o ds >/dev/null || exit 1
+	cp -r src bad-src
+	head -c 700 bad-src/c1/004.jpg > cut && mv cut bad-src/c1/004.jpg
+	chute pack -q --label-from dir bad-src -o bad >/dev/null || exit 1
+}
+
+# describe FILE: "batch nsamples field:dtype:shape ..." per frame.
+describe() {
+	"$PYTHON" -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+import chute_batch
+for fr in chute_batch.frames(open(sys.argv[2], "rb")):
+    print(fr.batch, fr.nsamples, " ".join(
+        "%s:%s:%s" % (k, v.dtype, "x".join(map(str, v.shape)))
+        for k, v in sorted(fr.fields.items()) if hasattr(v, "dtype")))
+' "$REPO_ROOT/scripts" "$1"
+}
+
+@test "transform: images and labels become stacked arrays" {
+	run -0 chute stream "$BATS_FILE_TMPDIR/ds" -b 10 \
+		--transform "$TRAIN" --transform 'cls: int' -o out
+	run -0 describe out
+	assert_line --index 0 "0 10 cls:int64:10 jpg:uint8:10x3x32x32"
+	assert_line --index 2 "2 4 cls:int64:4 jpg:uint8:4x3x32x32"
+	# the labels are the folders' numbers, in stream order
+	run -0 "$PYTHON" -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+import chute_batch
+for fr in chute_batch.frames(open("out", "rb")):
+    for k, c in zip(fr.keys, fr.fields["cls"]):
+        assert int(k[1]) == c, (k, c)
+print("ok")' "$REPO_ROOT/scripts"
+	assert_output ok
+}
+
+@test "transform: same bytes whatever the workers" {
+	chute stream "$BATS_FILE_TMPDIR/ds" -b 7 -e 2 -w 1 --seed 5 \
+		--transform "$TRAIN" --transform 'cls: int' -o w1
+	chute stream "$BATS_FILE_TMPDIR/ds" -b 7 -e 2 -w 3 -p 5 --seed 5 \
+		--transform "$TRAIN" --transform 'cls: int' -o w3
+	cmp w1 w3
+	# and another seed augments differently
+	chute stream "$BATS_FILE_TMPDIR/ds" -b 7 -e 2 -w 2 --seed 6 \
+		--transform "$TRAIN" --transform 'cls: int' -o s6
+	run ! cmp -s w1 s6
+}
+
+@test "transform: each epoch draws new crops of the same sample" {
+	chute stream "$BATS_FILE_TMPDIR/ds" -b 24 -e 2 --shuffle none \
+		--transform "$TRAIN" -o out
+	run -0 "$PYTHON" -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+import chute_batch, numpy as np
+a, b = [fr.fields["jpg"].copy() for fr in chute_batch.frames(open("out", "rb"))]
+print(sum(not np.array_equal(x, y) for x, y in zip(a, b)))' "$REPO_ROOT/scripts"
+	[ "$output" -ge 20 ]
+}
+
+@test "transform: resume is byte-exact, and other transforms are refused" {
+	chute stream "$BATS_FILE_TMPDIR/ds" -b 5 -e 2 --seed 2 \
+		--transform "$TRAIN" -o full
+	chute stream "$BATS_FILE_TMPDIR/ds" -b 5 -e 2 --seed 2 \
+		--transform "$TRAIN" -f jsonl -o lines
+	cursor=$("$PYTHON" -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+import chute_batch
+print(list(chute_batch.frames(open("full", "rb")))[3].cursor)' "$REPO_ROOT/scripts")
+	chute stream "$BATS_FILE_TMPDIR/ds" -b 5 -e 2 --seed 2 \
+		--transform "$TRAIN" --resume "$cursor" -o rest
+	"$PYTHON" -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+import chute_batch
+frames = list(chute_batch.frames(open("full", "rb")))
+skip = sum(fr.size for fr in frames[:4])
+sys.stdout.buffer.write(open("full", "rb").read()[skip:])' \
+		"$REPO_ROOT/scripts" > want
+	cmp want rest
+	# spaces do not matter; another op does
+	chute stream "$BATS_FILE_TMPDIR/ds" -b 5 -e 2 --seed 2 \
+		--transform 'jpg:decode|random-resized-crop 32|flip|layout chw' \
+		--resume "$cursor" -o same
+	cmp want same
+	run -2 chute stream "$BATS_FILE_TMPDIR/ds" -b 5 -e 2 --seed 2 \
+		--transform 'jpg: decode | random-resized-crop 32 | layout chw' \
+		--resume "$cursor" -o other
+	assert_output --partial "options"
+}
+
+@test "transform: eval mode is deterministic and flips nothing" {
+	chute stream "$BATS_FILE_TMPDIR/ds" --mode eval -b 8 --seed 1 \
+		--transform 'jpg: decode | random-resized-crop 32 | flip' -o a
+	chute stream "$BATS_FILE_TMPDIR/ds" --mode eval -b 8 --seed 9 \
+		--transform 'jpg: decode | resize 37 | center-crop 32' -o b
+	# the same pixels: eval's counterpart of the crop is resize 37
+	# (32 * 256 / 224, rounded) and a centre crop; flip is a no-op
+	run -0 "$PYTHON" -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+import chute_batch, numpy as np
+a = [fr.fields["jpg"] for fr in chute_batch.frames(open("a", "rb"))]
+b = [fr.fields["jpg"] for fr in chute_batch.frames(open("b", "rb"))]
+print(all(np.array_equal(x, y) for x, y in zip(a, b)), len(a))' "$REPO_ROOT/scripts"
+	assert_output "True 3"
+}
+
+@test "transform: normalize, gray, dtype and layout give the declared arrays" {
+	chute stream "$BATS_FILE_TMPDIR/ds" --shuffle none -b 24 \
+		--transform 'jpg: decode gray | resize 20x10 | normalize 0.5 0.25 | dtype f16 | layout chw' \
+		-o out
+	run -0 describe out
+	assert_output "0 24 jpg:float16:24x1x10x20"
+	run -0 "$PYTHON" -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+import chute_batch, numpy as np
+a = next(chute_batch.frames(open("out", "rb"))).fields["jpg"].astype(np.float32)
+print(a.min() >= -2.0 and a.max() <= 2.0, float(a.std()) > 0.1)' "$REPO_ROOT/scripts"
+	assert_output "True True"
+}
+
+@test "transform: a corrupt image names the sample and shard; skip counts it" {
+	run -1 chute stream "$BATS_FILE_TMPDIR/bad" -b 4 --transform "$TRAIN"
+	assert_output --partial "sample 'c1/004'"
+	assert_output --partial "shards/bad-000000.chs"
+	assert_output --partial "field 'jpg': decode"
+	run -0 chute stream "$BATS_FILE_TMPDIR/bad" -b 4 --mode eval \
+		--on-error skip --transform "$TRAIN" -o out
+	assert_output --partial "skipped 1 corrupt samples"
+	run -0 describe out
+	# 23 samples in eval: the corrupt one is dropped, its batch partial
+	assert_line "5 4 jpg:uint8:4x3x32x32"
+	n=$(describe out | awk '{ n += $2 } END { print n }')
+	[ "$n" -eq 23 ]
+}
+
+@test "transform: a value of another shape is an error naming the sample" {
+	run -1 chute stream "$BATS_FILE_TMPDIR/ds" -b 4 \
+		--transform 'jpg: decode | center-crop 60'
+	assert_output --partial "center-crop 60x60"
+	assert_output --partial "resize first"
+	assert_output --partial "sample '"
+	# exact sizes differ per image without a crop: the batch refuses
+	run -1 chute stream "$BATS_FILE_TMPDIR/ds" -b 24 --shuffle none \
+		--transform 'jpg: decode'
+	assert_output --partial "has not the shape"
+}
+
+@test "transform: bad specs are usage errors that say what is wrong" {
+	run -2 chute stream "$BATS_FILE_TMPDIR/ds" --transform 'jpg: resize 8'
+	assert_output --partial "resize: needs a decoded value: start with decode"
+	run -2 chute stream "$BATS_FILE_TMPDIR/ds" --transform 'jpg: decode | sharpen'
+	assert_output --partial "sharpen: no such op"
+	run -2 chute stream "$BATS_FILE_TMPDIR/ds" --transform 'jpg decode'
+	assert_output --partial "expected FIELD: op"
+	run -2 chute stream "$BATS_FILE_TMPDIR/ds" --transform 'jpg: decode' \
+		--transform 'jpg: decode gray'
+	assert_output --partial "two transforms for field 'jpg'"
+	run -1 chute stream "$BATS_FILE_TMPDIR/ds" -b 4 --transform 'png: decode'
+	assert_output --partial "field 'png': missing"
+}
+
+@test "transform: npy arrays are cropped, padded and stacked" {
+	"$PYTHON" - <<'EOF'
+import os, numpy as np
+os.makedirs("arr", exist_ok=True)
+for i in range(6):
+    np.save("arr/s%d.tok.npy" % i, np.arange(i + 3, dtype=np.int32) + 100 * i)
+    np.save("arr/s%d.emb.npy" % i, np.full((2, 3), i, dtype=np.float32))
+EOF
+	chute pack -q arr -o arrds >/dev/null
+	chute stream arrds --shuffle none -b 6 --mode eval \
+		--transform 'tok.npy: npy | pad 8 -1 | random-crop 4' \
+		--transform 'emb.npy: npy 2x3' -o out
+	run -0 "$PYTHON" -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+import chute_batch
+fr = next(chute_batch.frames(open("out", "rb")))
+t, e = fr.fields["tok.npy"], fr.fields["emb.npy"]
+print(t.dtype, t.shape, e.dtype, e.shape)
+print(t[0].tolist(), t[3].tolist())
+print(e[5, 1].tolist())' "$REPO_ROOT/scripts"
+	assert_line --index 0 "int64 (6, 4) float32 (6, 2, 3)"
+	assert_line --index 1 "[0, 1, 2, -1] [300, 301, 302, 303]"
+	assert_line --index 2 "[5.0, 5.0, 5.0]"
+	run -1 chute stream arrds -b 6 --transform 'emb.npy: npy 3x2'
+	assert_output --partial "not the declared one"
+}
+
+@test "transform: tar and jsonl carry the arrays' bytes and sizes" {
+	chute stream "$BATS_FILE_TMPDIR/ds" --shuffle none -b 24 \
+		--transform 'jpg: decode | center-crop 40' \
+		--transform 'cls: int' -f tar -o out.tar
+	run -0 tar -tvf out.tar
+	assert_line --partial " 4800 1970-01-01 00:00 c0/000.jpg"
+	assert_line --partial " 8 1970-01-01 00:00 c0/000.cls"
+	run -0 chute stream "$BATS_FILE_TMPDIR/ds" --shuffle none -b 24 \
+		--transform 'jpg: decode | center-crop 40' \
+		--transform 'cls: int' -f jsonl
+	assert_line --index 0 '{"key":"c0/000","epoch":0,"batch":0,"fields":{"cls":8,"jpg":4800},"text":{}}'
+}
+
+@test "transform: --stats splits the transforms' time" {
+	run -0 chute stream "$BATS_FILE_TMPDIR/ds" -b 8 --stats \
+		--transform "$TRAIN" -o /dev/null
+	assert_output --partial "stream: transforms: decoding"
+	run -0 chute bench "$BATS_FILE_TMPDIR/ds" -b 8 --transform "$TRAIN"
+	assert_output --partial "transform: decode"
+}

@@ -1,0 +1,323 @@
+/* test_transform.c - the --transform pipelines: parsing, random numbers,
+ * random-resized-crop boxes, the planned geometry, arrays and dtypes.
+ *
+ *	test_transform                      runs the tests (TAP)
+ *	test_transform boxes W H N SEED [scale=A,B] [ratio=A,B]
+ *	                                    prints N random-resized-crop
+ *	                                    boxes "left top width height",
+ *	                                    drawn as chute stream draws them
+ *	                                    (tests/ref/transforms_ref.py
+ *	                                    compares them with torchvision)
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "transform.h"
+#include "unit.h"
+
+static struct ch_transforms *parse1(const char *spec, int eval,
+				    struct ch_error *err)
+{
+	struct ch_transforms *t = NULL;
+	const char *specs[] = { spec };
+	if (ch_transforms_parse(specs, 1, eval, &t, err) < 0)
+		return NULL;
+	return t;
+}
+
+static void specs_parse(void)
+{
+	struct ch_error err = { { 0 } };
+	struct ch_transforms *t = parse1(
+		" jpg : decode | random-resized-crop 224 scale=0.5,1 "
+		"ratio=3/4,4/3 | flip 0.25 | normalize imagenet | layout chw "
+		"| dtype f16", 0, &err);
+	if (!CHECK(t)) {
+		unit_note("%s", err.msg);
+		return;
+	}
+	const struct ch_pipeline *p = ch_transforms_find(t, "jpg");
+	if (!CHECK(p) || !CHECK_EQ_U64(p->nops, 6))
+		return;
+	CHECK(p->ops[1].kind == CH_OP_RRC && p->ops[1].w == 224 &&
+	      p->ops[1].h == 224 && p->ops[1].scale[0] == 0.5);
+	CHECK(fabs(p->ops[1].ratio[0] - 0.75) < 1e-12);
+	CHECK(p->ops[2].p == 0.25);
+	CHECK(p->ops[3].nchan == 3 && p->ops[3].std[2] == 0.225f);
+	CHECK(p->ops[4].chw == 1 && p->ops[5].dtype == CH_DTYPE_F16);
+	CHECK(!ch_transforms_find(t, "png"));
+	ch_transforms_free(t);
+}
+
+static void bad_specs_are_refused(void)
+{
+	static const char *const bad[] = {
+		"jpg decode",			  /* no colon */
+		": decode",			  /* no field */
+		"jpg: resize 256",		  /* before decode */
+		"jpg: decode | blur",		  /* no such op */
+		"jpg: decode | resize 0",	  /* size */
+		"jpg: decode | resize 12x",	  /* size */
+		"jpg: decode | flip 2",		  /* probability */
+		"jpg: decode | normalize 1,2 3",  /* counts differ */
+		"jpg: decode | layout chw | resize 8", /* geometry after */
+		"jpg: decode | decode",		  /* twice */
+		"jpg: decode || flip",		  /* empty op */
+		"jpg:",				  /* nothing */
+		"cls: int | flip",		  /* an image op on a label */
+		"x: npy 3x",			  /* shape */
+		"x: npy | pad",			  /* pad needs N */
+		"jpg: decode | random-resized-crop 224 scale=1,0.5",
+		"jpg: decode | dtype i64",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		struct ch_error err = { { 0 } };
+		struct ch_transforms *t = parse1(bad[i], 0, &err);
+		if (!CHECK(!t))
+			unit_note("accepted: %s", bad[i]);
+		else if (!CHECK(strstr(err.msg, "--transform")))
+			unit_note("%s", err.msg);
+		ch_transforms_free(t);
+	}
+	struct ch_error err = { { 0 } };
+	const char *two[] = { "a: int", "a: npy" };
+	struct ch_transforms *t = NULL;
+	CHECK(ch_transforms_parse(two, 2, 0, &t, &err) < 0);
+	CHECK(strstr(err.msg, "two transforms"));
+}
+
+static void rng_is_keyed_and_uniform(void)
+{
+	struct ch_rng a, b;
+	ch_rng_init(&a, 1, 2, 3, 4);
+	ch_rng_init(&b, 1, 2, 3, 4);
+	for (int i = 0; i < 100; i++)
+		CHECK(ch_rng_uniform(&a) == ch_rng_uniform(&b));
+	ch_rng_init(&b, 1, 2, 3, 5);
+	CHECK(ch_rng_uniform(&a) != ch_rng_uniform(&b));
+	double sum = 0;
+	uint64_t hist[6] = { 0 };
+	for (int i = 0; i < 60000; i++) {
+		double u = ch_rng_uniform(&a);
+		CHECK(u >= 0 && u < 1);
+		sum += u;
+		hist[ch_rng_int(&a, 0, 5)]++;
+	}
+	CHECK(fabs(sum / 60000 - 0.5) < 0.01);
+	for (int k = 0; k < 6; k++)
+		CHECK(hist[k] > 9500 && hist[k] < 10500);
+}
+
+static void rrc_boxes_fit_and_follow_the_ranges(void)
+{
+	const double scale[2] = { 0.08, 1 }, ratio[2] = { 0.75, 4.0 / 3 };
+	struct ch_rng r;
+	ch_rng_init(&r, 7, 0, 0, 0);
+	double area = 0;
+	for (int i = 0; i < 5000; i++) {
+		uint32_t b[4];
+		ch_rrc_box(&r, 500, 375, scale, ratio, b);
+		if (!CHECK(b[2] > 0 && b[3] > 0 && b[0] + b[2] <= 500 &&
+			   b[1] + b[3] <= 375))
+			return;
+		area += (double)b[2] * b[3] / (500.0 * 375);
+	}
+	/* the mean of the area share drawn from U(0.08, 1) is 0.54, but
+	 * large boxes of extreme ratios do not fit and are drawn again:
+	 * torchvision's boxes average 0.435 of a 500x375 image */
+	area /= 5000;
+	CHECK(area > 0.41 && area < 0.46);
+	/* a thin image misses ten times often: the centred fallback */
+	uint32_t b[4];
+	int fallback = 0;
+	for (int i = 0; i < 200; i++) {
+		ch_rrc_box(&r, 1000, 20, scale, ratio, b);
+		fallback += b[2] == 27 && b[3] == 20 && b[0] == 486;
+	}
+	CHECK(fallback > 100);
+}
+
+static void int_labels(void)
+{
+	struct ch_buf out = { 0 };
+	struct ch_field_type t;
+	struct ch_error err = { { 0 } };
+	int64_t v;
+	CHECK(ch_array_int((const uint8_t *)" 42\n", 4, &out, &t, &err) == 0);
+	memcpy(&v, out.data, 8);
+	CHECK(v == 42 && t.dtype == CH_DTYPE_I64 && t.ndim == 0);
+	CHECK(ch_array_int((const uint8_t *)"-7", 2, &out, &t, &err) == 0);
+	memcpy(&v, out.data, 8);
+	CHECK(v == -7);
+	CHECK(ch_array_int((const uint8_t *)"4x", 2, &out, &t, &err) < 0);
+	CHECK(ch_array_int((const uint8_t *)"", 0, &out, &t, &err) < 0);
+	CHECK(ch_array_int((const uint8_t *)"99999999999999999999", 20, &out,
+			   &t, &err) < 0);
+	ch_buf_release(&out);
+}
+
+/* A .npy file of version 1 with the given header dict and data. */
+static size_t make_npy(uint8_t *buf, const char *dict, const void *data,
+		       size_t size)
+{
+	size_t len = strlen(dict);
+	size_t total = (10 + len + 1 + 63) / 64 * 64;
+	memcpy(buf, "\x93NUMPY\x01\x00", 8);
+	buf[8] = (uint8_t)(total - 10);
+	buf[9] = (uint8_t)((total - 10) >> 8);
+	memset(buf + 10, ' ', total - 10);
+	memcpy(buf + 10, dict, len);
+	buf[total - 1] = '\n';
+	memcpy(buf + total, data, size);
+	return total + size;
+}
+
+static void npy_arrays(void)
+{
+	uint8_t file[512];
+	struct ch_buf out = { 0 };
+	struct ch_field_type t;
+	struct ch_error err = { { 0 } };
+	struct ch_op op = { .kind = CH_OP_NPY };
+	float f[6] = { 0, 1, 2, 3, 4, 5 };
+	size_t n = make_npy(file, "{'descr': '<f4', 'fortran_order': False, "
+			    "'shape': (2, 3), }", f, sizeof(f));
+	if (!CHECK(ch_array_npy(&op, file, n, &out, &t, &err) == 0)) {
+		unit_note("%s", err.msg);
+		return;
+	}
+	CHECK(t.dtype == CH_DTYPE_F32 && t.ndim == 2 && t.shape[0] == 2 &&
+	      t.shape[1] == 3 && out.len == 24 && !memcmp(out.data, f, 24));
+	op.want = (struct ch_field_type){ .ndim = 2, .shape = { 3, 2 } };
+	CHECK(ch_array_npy(&op, file, n, &out, &t, &err) < 0);
+	CHECK(ch_array_npy(&op, file, n - 1, &out, &t, &err) < 0);
+	/* int32 tokens become int64, sign and all */
+	int32_t tok[3] = { 5, -1, 70000 };
+	op.want.ndim = 0;
+	n = make_npy(file, "{'descr': '<i4', 'fortran_order': False, "
+		     "'shape': (3,), }", tok, sizeof(tok));
+	CHECK(ch_array_npy(&op, file, n, &out, &t, &err) == 0);
+	int64_t w[3];
+	memcpy(w, out.data, 24);
+	CHECK(t.dtype == CH_DTYPE_I64 && w[0] == 5 && w[1] == -1 &&
+	      w[2] == 70000);
+	/* a window of 2, then padded back to 4 */
+	struct ch_buf win = { 0 }, pad = { 0 };
+	CHECK(ch_array_window(&out, &t, 1, 2, &win, &err) == 0);
+	CHECK_EQ_U64(t.shape[0], 2);
+	CHECK(ch_array_pad(&win, &t, 4, 9, &pad, &err) == 0);
+	int64_t p[4];
+	memcpy(p, pad.data, 32);
+	CHECK(p[0] == -1 && p[1] == 70000 && p[2] == 9 && p[3] == 9 &&
+	      t.shape[0] == 4);
+	CHECK(ch_array_window(&pad, &t, 0, 5, &win, &err) < 0);
+	n = make_npy(file, "{'descr': '>f4', 'fortran_order': False, "
+		     "'shape': (1,), }", f, 4);
+	CHECK(ch_array_npy(&op, file, n, &out, &t, &err) < 0);
+	CHECK(ch_array_npy(&op, (const uint8_t *)"hello", 5, &out, &t,
+			   &err) < 0);
+	ch_buf_release(&out);
+	ch_buf_release(&win);
+	ch_buf_release(&pad);
+}
+
+static void half_floats(void)
+{
+	CHECK_EQ_U64(ch_f32_to_f16(0.0f), 0);
+	CHECK_EQ_U64(ch_f32_to_f16(1.0f), 0x3c00);
+	CHECK_EQ_U64(ch_f32_to_f16(-2.0f), 0xc000);
+	CHECK_EQ_U64(ch_f32_to_f16(65504.0f), 0x7bff);
+	CHECK_EQ_U64(ch_f32_to_f16(1e6f), 0x7c00);
+	CHECK_EQ_U64(ch_f32_to_f16(1.0f / 3), 0x3555);
+	CHECK_EQ_U64(ch_f32_to_f16(5.9604645e-8f), 0x0001); /* subnormal */
+	CHECK_EQ_U64(ch_f32_to_f16(1.0009765625f), 0x3c01);
+	/* halfway between 1 and 1 + 2^-10 rounds to even: 1 */
+	CHECK_EQ_U64(ch_f32_to_f16(1.00048828125f), 0x3c00);
+}
+
+/* The planned box of resize 256 | center-crop 224 on 500x375: the crop
+ * of the resized image, mapped back to the source. */
+static void geometry_maps_crops_to_the_source(void)
+{
+	struct ch_geom g = { .info = { CH_IMAGE_JPEG, 500, 375 }, .c = 3,
+			     .bw = 500, .bh = 375, .vw = 500, .vh = 375 };
+	struct ch_transform_key k = { 0, 0, 0 };
+	struct ch_error err = { { 0 } };
+	struct ch_op resize = { .kind = CH_OP_RESIZE, .w = 256 };
+	struct ch_op crop = { .kind = CH_OP_CENTER_CROP, .w = 224, .h = 224 };
+	CHECK(ch_image_geometry(&g, &resize, &k, 1, 0, &err) == 0);
+	CHECK(g.vw == 341 && g.vh == 256); /* int(256 * 500 / 375) */
+	CHECK(ch_image_geometry(&g, &crop, &k, 2, 0, &err) == 0);
+	CHECK(g.vw == 224 && g.vh == 224);
+	/* left = round((341 - 224) / 2) = round(58.5) = 58 (to even) */
+	CHECK(fabs(g.bx - 58 * 500.0 / 341) < 1e-9);
+	CHECK(fabs(g.by - 16 * 375.0 / 256) < 1e-9);
+	CHECK(fabs(g.bw - 224 * 500.0 / 341) < 1e-9);
+	struct ch_op big = { .kind = CH_OP_CENTER_CROP, .w = 300, .h = 300 };
+	CHECK(ch_image_geometry(&g, &big, &k, 3, 0, &err) < 0);
+	/* eval: random-resized-crop 224 is resize 256 + center-crop 224 */
+	struct ch_geom e = { .info = { CH_IMAGE_JPEG, 500, 375 }, .c = 3,
+			     .bw = 500, .bh = 375, .vw = 500, .vh = 375 };
+	struct ch_op rrc = { .kind = CH_OP_RRC, .w = 224, .h = 224 };
+	CHECK(ch_image_geometry(&e, &rrc, &k, 1, 1, &err) == 0);
+	CHECK(e.vw == 224 && fabs(e.bx - g.bx) < 1e-9 &&
+	      fabs(e.bh - g.bh) < 1e-9);
+}
+
+static void layout_and_dtype(void)
+{
+	struct ch_buf in = { 0 }, out = { 0 };
+	struct ch_error err = { { 0 } };
+	uint8_t px[12] = { 0, 255, 51, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+	ch_buf_append(&in, px, sizeof(px), &err);
+	struct ch_field_type t = { .dtype = CH_DTYPE_U8, .ndim = 3,
+				   .shape = { 2, 2, 3 } };
+	CHECK(ch_value_convert(&in, &t, CH_DTYPE_F32, &out, &err) == 0);
+	float f[12];
+	memcpy(f, out.data, sizeof(f));
+	CHECK(f[0] == 0 && f[1] == 1 && f[2] == 0.2f && t.dtype == CH_DTYPE_F32);
+	CHECK(ch_value_convert(&out, &t, CH_DTYPE_U8, &in, &err) < 0);
+	ch_buf_release(&in);
+	ch_buf_release(&out);
+}
+
+static int print_boxes(int argc, char **argv)
+{
+	double scale[2] = { 0.08, 1 }, ratio[2] = { 3.0 / 4, 4.0 / 3 };
+	if (argc < 6)
+		return 2;
+	uint32_t w = (uint32_t)atoi(argv[2]), h = (uint32_t)atoi(argv[3]);
+	long n = atol(argv[4]);
+	uint64_t seed = strtoull(argv[5], NULL, 10);
+	for (int i = 6; i < argc; i++)
+		if (sscanf(argv[i], "scale=%lf,%lf", &scale[0], &scale[1]) != 2 &&
+		    sscanf(argv[i], "ratio=%lf,%lf", &ratio[0], &ratio[1]) != 2)
+			return 2;
+	for (long i = 0; i < n; i++) {
+		struct ch_rng r;
+		uint32_t b[4];
+		/* sample i of epoch 0, op 1: as in 'decode | random-...' */
+		ch_rng_init(&r, seed, 0, (uint64_t)i, 1);
+		ch_rrc_box(&r, w, h, scale, ratio, b);
+		printf("%u %u %u %u\n", b[0], b[1], b[2], b[3]);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "boxes"))
+		return print_boxes(argc, argv);
+	static const struct unit_test tests[] = {
+		UNIT(specs_parse),
+		UNIT(bad_specs_are_refused),
+		UNIT(rng_is_keyed_and_uniform),
+		UNIT(rrc_boxes_fit_and_follow_the_ranges),
+		UNIT(int_labels),
+		UNIT(npy_arrays),
+		UNIT(half_floats),
+		UNIT(geometry_maps_crops_to_the_source),
+		UNIT(layout_and_dtype),
+	};
+	return unit_run(tests, UNIT_COUNT(tests));
+}
