@@ -77,12 +77,13 @@ unit: $(UNIT_BIN)
 demo: deps all
 	./scripts/demo.sh $(BUILD)/chute
 
-## bench: pack/verify vs tar|zstd, xxhsum, cat; stream vs DataLoader, numpy, cat; transforms vs DataLoader, TurboJPEG
+## bench: pack/verify vs tar|zstd, xxhsum, cat; stream vs DataLoader, numpy, cat; transforms vs DataLoader, TurboJPEG; --shm vs pipe
 bench: all
 	./scripts/bench-pack.sh $(BUILD)/chute
 	./scripts/bench-stream.sh $(BUILD)/chute
 	./scripts/bench-check.sh $(BUILD)/chute
 	./scripts/bench-transform.sh $(BUILD)/chute
+	./scripts/bench-shm.sh $(BUILD)/chute
 
 ## fuzz: run each libFuzzer target for FUZZ_SECONDS (default 60)
 FUZZ_SECONDS ?= 60

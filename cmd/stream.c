@@ -11,6 +11,7 @@
 
 #include "chute.h"
 #include "cmd.h"
+#include "stream_shm.h"
 
 enum {
 	OPT_DROP_LAST = CMD_LONG_ONLY,
@@ -18,10 +19,14 @@ enum {
 	OPT_NO_DROP_LAST,
 	OPT_ON_ERROR,
 	OPT_INDEX_MEMORY,
+	OPT_PIN,
 	OPT_RANK,
 	OPT_RESUME,
 	OPT_SEED,
+	OPT_SHM,
 	OPT_SHUFFLE,
+	OPT_SLOT_SIZE,
+	OPT_SLOTS,
 	OPT_SPLIT,
 	OPT_STATE,
 	OPT_STATS,
@@ -52,12 +57,18 @@ static const struct cmd_opt stream_opts[] = {
 	{'o', "output", "FILE", "write to FILE instead of standard output"},
 	{OPT_ON_ERROR, "on-error", "WHAT",
 	 "fail (default) or skip corrupt samples"},
+	{OPT_PIN, "pin", NULL, "lock the --shm ring in memory (mlock)"},
 	{'p', "prefetch", "N|auto",
 	 "batches prepared ahead (default auto: as measured)"},
 	{OPT_RANK, "rank", "R", "this rank (default: $RANK, else 0)"},
 	{OPT_RESUME, "resume", "CURSOR", "continue after the batch of CURSOR"},
 	{OPT_SEED, "seed", "S", "shuffle seed (default 0)"},
+	{OPT_SHM, "shm", "NAME",
+	 "frames into shared-memory ring /dev/shm/chute-NAME"},
 	{OPT_SHUFFLE, "shuffle", "MODE", "global (default), window or none"},
+	{OPT_SLOT_SIZE, "slot-size", "SIZE",
+	 "bytes per --shm slot (default: first frame + 25 %)"},
+	{OPT_SLOTS, "slots", "K", "slots in the --shm ring (default 4)"},
 	{OPT_SPLIT, "split", "NAME",
 	 "stream one split of the manifest (chute split)"},
 	{OPT_STATE, "state", "FILE",
@@ -138,6 +149,7 @@ struct stream_args {
 	const char *dataset, *output, *state, *stats_json;
 	int stats, rank_set, world_set;
 	int bench; /* chute bench: no output, a table at the end */
+	struct shm_sink shm; /* --shm and its options */
 	const char **transforms; /* --transform, in order */
 	size_t ntransforms;
 };
@@ -234,6 +246,12 @@ static int take_option(struct stream_args *a, int c, const char *arg)
 		o->shuffle = (enum ch_shuffle)v;
 		return 0;
 	case OPT_STATE: a->state = arg; return 0;
+	case OPT_SHM: a->shm.name = arg; return 0;
+	case OPT_SLOTS:
+		return cmd_parse_u64("--slots", arg, 1, 1024, &a->shm.slots);
+	case OPT_SLOT_SIZE:
+		return cmd_parse_size("--slot-size", arg, &a->shm.slot_size);
+	case OPT_PIN: a->shm.pin = 1; return 0;
 	case OPT_STATS: a->stats = 1; return 0;
 	case OPT_STATS_JSON: a->stats_json = arg; return 0;
 	case OPT_TRANSFORM: {
@@ -315,13 +333,17 @@ static int to_sink(const struct ch_batch_out *b, void *arg,
 			return 1; /* the reader is gone: a normal end */
 		return ch_error_errno(err, errno, "cannot write the stream");
 	}
-	if (s->state && b->cursor) {
-		char line[128];
-		int n = snprintf(line, sizeof line, "%s\n", b->cursor);
-		if (ch_write_file_atomic(s->state, line, (size_t)n, err) < 0)
-			return -1;
-	}
-	return 0;
+	return stream_save_cursor(s->state, b->cursor, err);
+}
+
+int stream_save_cursor(const char *state, const char *cursor,
+		       struct ch_error *err)
+{
+	if (!state || !cursor)
+		return 0;
+	char line[128];
+	int n = snprintf(line, sizeof line, "%s\n", cursor);
+	return ch_write_file_atomic(state, line, (size_t)n, err);
 }
 
 /* Share of the writer's waiting spent waiting on the workers: high means
@@ -510,6 +532,8 @@ static int run_stream(struct stream_args *a)
 	struct ch_error err = {{0}};
 	struct sink sink = { .state = a->state };
 	int status = 0;
+	if (shm_sink_check(&a->shm, a->output, a->o.format) != 0)
+		return EXIT_USAGE;
 	if (ch_dataset_open(&ds, a->dataset, &err) < 0)
 		return cmd_error("%s", err.msg);
 	sink.fd = a->bench ? -1 : open_output(a->output);
@@ -522,12 +546,17 @@ static int run_stream(struct stream_args *a)
 		a->o.on_stats = on_stats;
 		a->o.stats_arg = a;
 	}
-	if (ch_stream(&ds, &a->o, to_sink, &sink, &st, &err) < 0) {
+	a->shm.state = a->state;
+	a->shm.cancel = a->o.cancel;
+	if (ch_stream(&ds, &a->o, a->shm.name ? shm_sink_put : to_sink,
+		      a->shm.name ? (void *)&a->shm : &sink, &st, &err) < 0) {
 		cmd_error("%s", err.msg);
 		status = cmd_signal_status() ? cmd_signal_status()
 		       : st.data_error	     ? EXIT_CHECK
 					     : EXIT_USAGE;
 	}
+	if (a->shm.name)
+		status = shm_sink_end(&a->shm, status, err.msg);
 	if (a->stats)
 		print_stats(&a->o, &st, 1);
 	if (a->stats_json)

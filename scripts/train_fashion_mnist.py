@@ -16,6 +16,17 @@ printing "epoch E: eval accuracy X.XX %" (epochs numbered from 0, as in
 chute's cursors).  At the end it prints "final weights sha256 HEX", a hash
 of the parameters, so that runs can be compared.
 
+With --shm NAME the batches come through shared-memory rings (chute stream
+--shm NAME.train and NAME.eval) instead of pipes: the same frames, read in
+place (chute_batch.shm_frames), the same weights.
+
+With --device cuda (the default when torch sees a GPU) the model trains on
+the GPU.  Frames from a ring are then copied straight from the ring: the
+ring is registered with CUDA as pinned memory (ShmRing.pin, through
+cudaHostRegister), each batch is copied with .to("cuda",
+non_blocking=True), and the copy is waited for before the frame's slot is
+handed back.  On a machine without CUDA everything stays on the CPU.
+
 The datasets come from scripts/fashion_mnist.py and chute pack: samples with
 an "img" field of 784 bytes (28 x 28 uint8) and a "cls" field (the label as
 decimal text).
@@ -73,12 +84,14 @@ def make_model():
 
 # ----------------------------------------------------------------- batches
 
-def decode(fr, what):
-    """(images as float tensor (n, 784) in [0, 1], labels as int64 tensor).
+def decode(fr, what, device="cpu"):
+    """(images as float tensor (n, 784) in [0, 1], labels as int64 tensor),
+    on device.
 
     Every image has 784 bytes, so the "img" column, all the images back to
     back in the frame's buffer, is already an (n, 784) uint8 array: a view,
-    no copy until the conversion to float."""
+    no copy until the conversion to float (on the CPU), or until the
+    non-blocking copy to the GPU (a DMA transfer from a pinned ring)."""
     n = fr.nsamples
     for name in ("img", "cls"):
         if name not in fr.columns:
@@ -93,7 +106,10 @@ def decode(fr, what):
         raise Failure("%s: sample '%s' (batch %d of epoch %d) has %d bytes "
                       "of img, expected %d" % (what, fr.keys[i], fr.batch,
                                                fr.epoch, sizes[i], PIXELS))
-    images = torch.from_numpy(values.reshape(n, PIXELS)).float().div_(255)
+    images = torch.from_numpy(values.reshape(n, PIXELS))
+    if device != "cpu":
+        images = images.to(device, non_blocking=True)
+    images = images.float().div_(255)
     labels = []
     for key, text in zip(fr.keys, fr.fields["cls"]):
         try:
@@ -104,37 +120,67 @@ def decode(fr, what):
             raise Failure("%s: sample '%s' has cls %r, not a label 0-%d"
                           % (what, key, bytes(text)[:20], CLASSES - 1))
         labels.append(label)
-    return images, torch.tensor(labels, dtype=torch.int64)
+    return images, torch.tensor(labels, dtype=torch.int64).to(device)
 
 
 class Stream:
-    """A `chute stream` child process and the frames it writes.
+    """A `chute stream` child process and the frames it writes, through a
+    pipe or, with shm (a ring name), through shared memory (frames are
+    views of the ring, each released when the next is asked for).
 
-    Iterate for the frames; close() stops chute (closing the pipe ends it
-    quietly) and raises if it failed."""
+    Iterate for the frames; close() stops chute (closing the pipe or the
+    ring ends it quietly) and raises if it failed."""
 
-    def __init__(self, chute, dataset, options, what):
-        self.what = what
+    def __init__(self, chute, dataset, options, what, shm=None,
+                 device="cpu"):
+        self.what, self.shm, self.frames = what, shm, None
+        self.device = device
         cmd = [chute, "stream"] + options + [dataset]
+        if shm:
+            cmd[2:2] = ["--shm", shm]
         try:
-            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+            self.proc = subprocess.Popen(
+                cmd, stdout=subprocess.DEVNULL if shm else subprocess.PIPE)
         except OSError as e:
             raise Failure("cannot run '%s': %s" % (chute, e.strerror or e), 2)
 
     def __iter__(self):
+        proc = self.proc
+        if self.shm:
+            self.frames = self._ring(proc)
+        else:
+            self.frames = chute_batch.frames(proc.stdout)
         try:
-            yield from chute_batch.frames(self.proc.stdout)
-        except ValueError as e:
+            yield from self.frames
+        except (ValueError, chute_batch.ShmError) as e:
             self.close(check=False)
             raise Failure("%s: bad frame from chute stream: %s"
                           % (self.what, e))
         self.close()
 
+    def _ring(self, proc):
+        """The ring's frames; on a GPU, from pinned memory, each copy done
+        before its slot goes back."""
+        ring = chute_batch.ShmRing(self.shm,
+                                   alive=lambda: proc.poll() is None)
+        try:
+            pinned = self.device != "cpu" and ring.pin(torch)
+            for fr in ring:
+                yield fr
+                if pinned:  # the non-blocking copies read the slot
+                    torch.cuda.current_stream().synchronize()
+                fr.release()
+        finally:
+            ring.close()
+
     def close(self, check=True):
         if self.proc is None:
             return
         proc, self.proc = self.proc, None
-        proc.stdout.close()
+        if self.frames is not None:
+            self.frames.close()  # a ring closed early stops chute
+        if proc.stdout:
+            proc.stdout.close()
         status = proc.wait()
         if check and status != 0:
             raise Failure("%s: chute stream exited with status %d"
@@ -180,7 +226,8 @@ class Trainer:
     def __init__(self, args):
         self.args = args
         torch.manual_seed(args.seed)
-        self.model = make_model()
+        self.device = args.device
+        self.model = make_model().to(self.device)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=args.lr)
         self.loss_fn = nn.CrossEntropyLoss()
         self.steps = 0            # batches trained on, all epochs
@@ -231,7 +278,7 @@ class Trainer:
     # ------------------------------------------------------------ training
 
     def step(self, fr):
-        images, labels = decode(fr, "train")
+        images, labels = decode(fr, "train", self.device)
         self.model.train()
         self.opt.zero_grad()
         loss = self.loss_fn(self.model(images), labels)
@@ -256,7 +303,8 @@ class Trainer:
         args = self.args
         stream = Stream(args.chute, args.test,
                         ["--mode", "eval", "--batch-size",
-                         str(args.eval_batch_size)], "eval")
+                         str(args.eval_batch_size)], "eval",
+                        args.shm and args.shm + ".eval", self.device)
         correct = total = 0
         self.model.eval()
         try:
@@ -264,7 +312,7 @@ class Trainer:
                 for fr in stream:
                     if fr.nsamples == 0:
                         continue
-                    images, labels = decode(fr, "eval")
+                    images, labels = decode(fr, "eval", self.device)
                     pred = self.model(images).argmax(dim=1)
                     correct += int((pred == labels).sum())
                     total += fr.nsamples
@@ -281,7 +329,8 @@ class Trainer:
                    "--batch-size", str(args.batch_size)]
         if self.cursor is not None:
             options += ["--resume", self.cursor]
-        stream = Stream(args.chute, args.train, options, "train")
+        stream = Stream(args.chute, args.train, options, "train",
+                        args.shm and args.shm + ".train", self.device)
         try:
             for fr in stream:
                 if fr.nsamples:
@@ -302,7 +351,7 @@ class Trainer:
     def weights_sha256(self):
         h = hashlib.sha256()
         for p in self.model.parameters():
-            h.update(p.detach().contiguous().numpy().tobytes())
+            h.update(p.detach().cpu().contiguous().numpy().tobytes())
         return h.hexdigest()
 
 
@@ -332,6 +381,10 @@ def parse_args():
                     help="a checkpoint every K batches (and at the end)")
     ap.add_argument("-e", "--epochs", type=positive, default=2, metavar="E",
                     help="epochs to train (default 2)")
+    ap.add_argument("--device", choices=("auto", "cpu", "cuda"),
+                    default="auto",
+                    help="where to train (default auto: cuda when torch "
+                         "sees a GPU, else cpu)")
     ap.add_argument("--eval-batch-size", type=positive, default=1000,
                     metavar="B", help="evaluation batch size (default 1000)")
     ap.add_argument("--log-cursors", metavar="FILE",
@@ -343,12 +396,20 @@ def parse_args():
                     help="restore a checkpoint and continue after its batch")
     ap.add_argument("--seed", type=int, default=0, metavar="S",
                     help="seed of the shuffle and of torch (default 0)")
+    ap.add_argument("--shm", metavar="NAME",
+                    help="read batches from shared-memory rings NAME.train "
+                         "and NAME.eval (chute stream --shm) instead of "
+                         "pipes; the same batches, the same weights")
     ap.add_argument("--sleep", type=float, default=0.0, metavar="SECONDS",
                     help="pause after each batch (for tests that interrupt "
                          "a run)")
     args = ap.parse_args()
     if args.checkpoint_every and not args.checkpoint:
         ap.error("--checkpoint-every needs --checkpoint FILE")
+    if args.device == "auto":
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    elif args.device == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda: torch sees no CUDA GPU")
     return args
 
 

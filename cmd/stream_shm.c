@@ -1,0 +1,92 @@
+/*
+ * stream_shm.c - the sink of chute stream --shm: each frame goes into the
+ * next slot of a ring in /dev/shm (lib/shm_ring.c), made when the first
+ * frame comes so that its slots fit the stream's frames.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "chute.h"
+#include "cmd.h"
+#include "shm_ring.h"
+#include "stream_shm.h"
+
+#define MIN_SLOT (64u << 10)
+
+int shm_sink_check(const struct shm_sink *s, const char *output,
+		   enum ch_format format)
+{
+	struct ch_error err;
+	if (!s->name) {
+		if (s->pin || s->slot_size || s->slots)
+			return cmd_error("--slots, --slot-size and --pin go "
+					 "with --shm NAME");
+		return 0;
+	}
+	if (ch_shm_ring_check_name(s->name, &err) < 0)
+		return cmd_error("--shm: %s", err.msg);
+	if (output)
+		return cmd_error("--shm and --output: the batches go to one "
+				 "place");
+	if (format != CH_FORMAT_BATCH)
+		return cmd_error("--shm carries batch frames: --format %s "
+				 "cannot go with it",
+				 format == CH_FORMAT_JSONL ? "jsonl" : "tar");
+	return 0;
+}
+
+/* Without --slot-size, slots hold the first frame with a quarter (and
+ * 64K) to spare: frames of one stream differ by their keys, cursors and
+ * variable-length fields. */
+static int make_ring(struct shm_sink *s, uint64_t first,
+		     struct ch_error *err)
+{
+	struct ch_shm_ring_opts o = {
+		.name = s->name, .slots = s->slots ? (uint32_t)s->slots : 4,
+		.slot_size = s->slot_size ? s->slot_size
+					  : first + first / 4 + MIN_SLOT,
+		.pin = s->pin, .cancel = s->cancel,
+	};
+	return ch_shm_ring_create(&s->ring, &o, err);
+}
+
+int shm_sink_put(const struct ch_batch_out *b, void *arg,
+		 struct ch_error *err)
+{
+	struct shm_sink *s = arg;
+	if (!s->ring && make_ring(s, b->size, err) < 0)
+		return -1;
+	uint64_t room = ch_shm_ring_slot_size(s->ring);
+	if (b->size > room)
+		return ch_error_set(err, "batch %llu of epoch %llu is %zu bytes, "
+				    "more than a slot of ring '%s' (%llu bytes"
+				    "%s): give a larger --slot-size",
+				    (unsigned long long)b->batch,
+				    (unsigned long long)b->epoch, b->size,
+				    s->name, (unsigned long long)room,
+				    s->slot_size ? ""
+						 : ", sized from the first batch");
+	int rc = ch_shm_ring_put(s->ring, b->data, b->size, err);
+	if (rc != 0)
+		return rc;
+	return stream_save_cursor(s->state, b->cursor, err);
+}
+
+int shm_sink_end(struct shm_sink *s, int status, const char *msg)
+{
+	struct ch_error err = {{0}};
+	if (status != 0) {
+		if (s->ring)
+			ch_shm_ring_fail(s->ring, msg);
+	} else if ((!s->ring && make_ring(s, 0, &err) < 0) ||
+		   ch_shm_ring_finish(s->ring, &err) < 0) {
+		cmd_error("%s", err.msg);
+		if (s->ring)
+			ch_shm_ring_fail(s->ring, err.msg);
+		status = cmd_signal_status() ? cmd_signal_status()
+					     : EXIT_USAGE;
+	}
+	ch_shm_ring_free(s->ring);
+	s->ring = NULL;
+	return status;
+}

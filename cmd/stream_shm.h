@@ -1,0 +1,45 @@
+/*
+ * stream_shm.h - chute stream --shm: batch frames into a shared-memory
+ * ring instead of a pipe (chute-batch(5), SHARED-MEMORY RING).
+ */
+#ifndef CHUTE_STREAM_SHM_H
+#define CHUTE_STREAM_SHM_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "chute.h"
+
+struct ch_shm_ring;
+
+/* Zeroed means no --shm. */
+struct shm_sink {
+	const char *name;	/* --shm NAME; NULL: write to a file */
+	uint64_t slots;		/* --slots; 0: 4 */
+	uint64_t slot_size;	/* --slot-size; 0: from the first frame */
+	int pin;		/* --pin */
+	const char *state;	/* --state FILE */
+	volatile sig_atomic_t *cancel;
+	struct ch_shm_ring *ring; /* made at the first frame */
+};
+
+/* Options that cannot go with --shm; says why and returns EXIT_USAGE,
+ * else 0. */
+int shm_sink_check(const struct shm_sink *s, const char *output,
+		   enum ch_format format);
+
+/* A ch_batch_sink: arg is the struct shm_sink. */
+int shm_sink_put(const struct ch_batch_out *b, void *arg,
+		 struct ch_error *err);
+
+/* Ends the ring after ch_stream: when status is 0, marks the end and
+ * waits for the consumer to read it (a stream of no batch still gets a
+ * ring that says so); else marks it failed with msg.  Removes the ring
+ * from /dev/shm on every path.  Returns the exit status. */
+int shm_sink_end(struct shm_sink *s, int status, const char *msg);
+
+/* --state FILE: replaces FILE with the cursor (both sinks; stream.c). */
+int stream_save_cursor(const char *state, const char *cursor,
+		       struct ch_error *err);
+
+#endif

@@ -1,0 +1,310 @@
+#!/usr/bin/env bats
+# chute stream --shm NAME: the frames of --format batch through a ring of
+# slots in /dev/shm (chute-batch(5), SHARED-MEMORY RING), read by
+# scripts/chute_batch.py (shm_frames) and by a C consumer built on
+# lib/chute_shm.h.  Every test checks that no segment is left behind.
+
+load helper
+
+READER="$REPO_ROOT/scripts/chute_batch.py"
+export READER
+
+setup() {
+	chute_setup
+	RING="bats-$$-$BATS_TEST_NUMBER"
+	SEG="/dev/shm/chute-$RING"
+	mkfixture src
+	chute pack -q src -o ds
+}
+
+teardown() {
+	rm -f "$SEG"
+}
+
+# consume [ARGS...]: chute_batch.py on the ring, frames copied to shm.out
+consume() {
+	timeout 30 "$PYTHON" "$READER" --shm "$RING" --timeout 20 \
+		--copy-to shm.out "$@"
+}
+
+# py_consumer SCRIPT: Python with chute_batch importable and $RING set.
+py_consumer() {
+	RING=$RING PYTHONPATH="$REPO_ROOT/scripts" timeout 30 "$PYTHON" -c "$1"
+}
+
+# wait_chute STATUS PID: chute (started with 2>chute.err) exits STATUS.
+wait_chute() {
+	local rc=0
+	wait "$2" || rc=$?
+	[ "$rc" = "$1" ] ||
+		fail "chute exited $rc, expected $1: $(cat chute.err 2>/dev/null)"
+}
+
+assert_no_segment() {
+	[ ! -e "$SEG" ] || fail "$SEG was left behind"
+}
+
+@test "shm: the frames equal the pipe's byte for byte, ring of 1 slot and of 16" {
+	chute stream -b 3 -e 2 ds >pipe.out
+	for slots in 1 16; do
+		chute stream -b 3 -e 2 --shm "$RING" --slots "$slots" ds &
+		local pid=$!
+		run -0 consume
+		wait_chute 0 "$pid"
+		cmp pipe.out shm.out || fail "--slots $slots: frames differ"
+		assert_no_segment
+	done
+}
+
+@test "shm: the same frames with transforms on" {
+	chute stream --help | grep -q -- --transform ||
+		skip "chute stream has no --transform yet"
+	"$PYTHON" -c 'import PIL' 2>/dev/null || skip "no PIL for $PYTHON"
+	mkdir img
+	"$PYTHON" - <<'EOF' || fail "cannot make images"
+import random
+from PIL import Image
+random.seed(3)
+for i in range(12):
+    im = Image.new("RGB", (40 + i, 30 + 2 * i))
+    im.putdata([tuple(random.randrange(256) for _ in range(3))
+                for _ in range(im.width * im.height)])
+    im.save("img/s%02d.jpg" % i, quality=90)
+    open("img/s%02d.cls" % i, "w").write(str(i % 3))
+EOF
+	chute pack -q img -o imgds
+	local t='jpg: decode | random-resized-crop 24 | flip'
+	chute stream -b 5 --seed 4 --transform "$t" imgds >pipe.out
+	chute stream -b 5 --seed 4 --transform "$t" --shm "$RING" imgds &
+	local pid=$!
+	run -0 consume
+	wait_chute 0 "$pid"
+	cmp pipe.out shm.out || fail "frames differ with transforms"
+	assert_no_segment
+}
+
+@test "shm: the C consumer of chute_shm.h reads the same frames" {
+	command -v cc >/dev/null || skip "no C compiler"
+	cat >consumer.c <<'EOF'
+#include "chute_shm.h" /* first: it asks for POSIX under -std=c99 */
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+	struct chute_shm r;
+	struct chute_shm_frame f;
+	int rc;
+	FILE *out = fopen(argv[2], "wb");
+	(void)argc;
+	if (chute_shm_open(&r, argv[1], 20000) < 0) {
+		fprintf(stderr, "%s\n", r.error);
+		return 1;
+	}
+	while ((rc = chute_shm_next(&r, &f)) > 0) {
+		fwrite(f.data, 1, f.size, out);
+		chute_shm_release(&r, &f);
+	}
+	if (rc < 0)
+		fprintf(stderr, "%s\n", r.error);
+	chute_shm_close(&r);
+	fclose(out);
+	return rc < 0;
+}
+EOF
+	cc -std=c99 -Wall -Wextra -Werror -I"$REPO_ROOT/lib" consumer.c -o consumer
+	chute stream -b 4 -e 3 ds >pipe.out
+	chute stream -b 4 -e 3 --shm "$RING" --slots 2 ds 2>chute.err &
+	local pid=$!
+	run -0 timeout 30 ./consumer "$RING" c.out
+	wait_chute 0 "$pid"
+	cmp pipe.out c.out || fail "the C consumer's frames differ"
+	assert_no_segment
+}
+
+@test "shm: frames are views of the ring, released by with, release() or the next frame" {
+	chute stream -b 2 -e 0 --shm "$RING" --slots 2 ds &
+	local pid=$!
+	run -0 py_consumer '
+import os, numpy as np, chute_batch
+ring = chute_batch.ShmRing(os.environ["RING"], 20)
+lo, hi = ring.address, ring.address + ring.nbytes
+it = iter(ring)
+for n in range(6):
+    fr = next(it)
+    for values, offsets in fr.columns.values():
+        assert lo <= values.ctypes.data < hi, "not a view of the ring"
+    if n % 3 == 0:
+        with fr:
+            pass
+    elif n % 3 == 1:
+        fr.release()
+print("ok")
+it.close()
+ring.close()'
+	assert_output ok
+	wait_chute 0 "$pid"
+	assert_no_segment
+}
+
+@test "shm: a consumer that stops early ends chute quietly" {
+	chute stream -b 1 -e 0 --shm "$RING" ds &
+	local pid=$!
+	run -0 consume --limit 7
+	assert_equal "${#lines[@]}" 7
+	run -0 timeout 10 tail --pid="$pid" -f /dev/null
+	wait_chute 0 "$pid"
+	assert_no_segment
+}
+
+@test "shm: a consumer killed mid-stream: chute exits 2 within seconds, ring removed" {
+	chute stream -b 1 -e 0 --shm "$RING" ds 2>err &
+	local pid=$!
+	run -137 py_consumer '
+import os, signal, chute_batch
+for i, fr in enumerate(chute_batch.shm_frames(os.environ["RING"], 20)):
+    if i == 5:
+        os.kill(os.getpid(), signal.SIGKILL)'
+	run -0 timeout 5 tail --pid="$pid" -f /dev/null
+	wait_chute 2 "$pid"
+	run cat err
+	assert_output --regexp "^chute stream: the consumer of ring '$RING' \(pid [0-9]+\) died before the end of the stream$"
+	assert_no_segment
+}
+
+@test "shm: chute killed: the consumer gets an error, not a hang, and removes the ring" {
+	chute stream -b 1 -e 0 --shm "$RING" ds &
+	local pid=$!
+	run -1 py_consumer '
+import os, signal, time, chute_batch
+try:
+    for i, fr in enumerate(chute_batch.shm_frames(os.environ["RING"], 20)):
+        if i == 3:
+            os.kill('"$pid"', signal.SIGKILL)
+        time.sleep(0.01)
+except chute_batch.ShmError as e:
+    print(e)
+    raise SystemExit(1)'
+	assert_output --regexp "^ring '$RING': chute stream \(pid $pid\) died before the end of the stream$"
+	wait_chute 137 "$pid"
+	assert_no_segment
+}
+
+@test "shm: SIGINT and SIGTERM: chute exits 128+N, the consumer hears why, ring removed" {
+	for sig in INT TERM; do
+		# a background job starts with SIGINT ignored: restore it
+		env --default-signal=INT chute stream -b 1 -e 0 --shm "$RING" ds &
+		local pid=$!
+		run -1 py_consumer '
+import os, signal, time, chute_batch
+try:
+    for i, fr in enumerate(chute_batch.shm_frames(os.environ["RING"], 20)):
+        if i == 3:
+            os.kill('"$pid"', signal.SIG'"$sig"')
+        time.sleep(0.01)
+except chute_batch.ShmError as e:
+    print(e)
+    raise SystemExit(1)'
+		assert_output "chute stream failed: interrupted"
+		local want=143
+		[ "$sig" = INT ] && want=130
+		wait_chute "$want" "$pid"
+		assert_no_segment
+	done
+}
+
+@test "shm: chute interrupted before any consumer came removes the ring" {
+	chute stream -b 1 -e 0 --shm "$RING" ds 2>chute.err &
+	local pid=$!
+	for _ in $(seq 100); do [ -e "$SEG" ] && break; sleep 0.05; done
+	assert_file_exists "$SEG"
+	kill -TERM "$pid"
+	wait_chute 143 "$pid"
+	assert_no_segment
+}
+
+@test "shm: a frame larger than the slots is a clear error" {
+	run -2 chute stream -b 20 --shm "$RING" --slot-size 4K ds
+	assert_one_line_error stream
+	assert_output --regexp "batch 0 of epoch 0 is [0-9]+ bytes, more than a slot of ring '$RING' \(4096 bytes\): give a larger --slot-size"
+	assert_no_segment
+}
+
+@test "shm: a second consumer is refused with a message" {
+	chute stream -b 1 -e 0 --shm "$RING" ds &
+	local pid=$!
+	run -0 py_consumer '
+import os, subprocess, sys, chute_batch
+ring = chute_batch.ShmRing(os.environ["RING"], 20)
+second = subprocess.run([sys.executable, os.environ["READER"], "--shm",
+                         os.environ["RING"], "--timeout", "5"],
+                        capture_output=True, text=True)
+print(second.returncode, second.stderr.strip())
+ring.close()'
+	assert_output --regexp "^1 chute_batch.py: ring '$RING' already has a consumer \(pid [0-9]+\): one consumer per ring$"
+	wait_chute 0 "$pid"
+	assert_no_segment
+}
+
+@test "shm: the ring of a chute that died is replaced; a live one is not" {
+	chute stream -b 1 -e 0 --shm "$RING" ds &
+	local pid=$!
+	for _ in $(seq 100); do [ -e "$SEG" ] && break; sleep 0.05; done
+	run -2 chute stream -b 1 --shm "$RING" ds
+	assert_output --regexp "ring '$RING' .* is in use by chute stream pid $pid"
+	kill -KILL "$pid"
+	wait_chute 137 "$pid"
+	assert_file_exists "$SEG"
+	chute stream -b 3 --shm "$RING" ds &
+	pid=$!
+	run -0 consume
+	wait_chute 0 "$pid"
+	assert_no_segment
+}
+
+@test "shm: --pin locks the ring, or says RLIMIT_MEMLOCK forbids it" {
+	chute stream -b 3 --shm "$RING" --pin ds &
+	local pid=$!
+	run -0 py_consumer '
+import os, chute_batch
+with chute_batch.ShmRing(os.environ["RING"], 20) as ring:
+    print("pinned" if ring.pinned else "not pinned", sum(1 for _ in ring))'
+	assert_output "pinned 7"
+	wait_chute 0 "$pid"
+	command -v capsh >/dev/null || skip "no capsh to drop CAP_IPC_LOCK"
+	! grep -q __asan_init "$CHUTE_BIN" || skip "ASan makes mlock a no-op"
+	run -2 capsh --drop=cap_ipc_lock -- -c \
+		"ulimit -l 64; exec chute stream -b 3 --shm '$RING' --pin --slot-size 1M ds"
+	assert_output --regexp "cannot lock ring '$RING' in memory \(--pin\): its [0-9.]+ MB exceed RLIMIT_MEMLOCK \(64 KB"
+	assert_no_segment
+}
+
+@test "shm: options that cannot go with --shm" {
+	run -2 chute stream --shm "$RING" -o out ds
+	assert_output --partial "--shm and --output"
+	run -2 chute stream --shm "$RING" -f jsonl ds
+	assert_output --partial "--shm carries batch frames: --format jsonl"
+	run -2 chute stream --shm "a/b" ds
+	assert_output --partial "invalid ring name 'a/b'"
+	run -2 chute stream --slots 2 ds
+	assert_output --partial "go with --shm NAME"
+	run -2 chute stream --shm "$RING" --slots 0 ds
+	assert_no_segment
+}
+
+@test "shm: the trainer reads --shm to the same weights as from a pipe" {
+	"$PYTHON" -c 'import torch' 2>/dev/null || skip "no PyTorch for $PYTHON"
+	local idx=/usr/share/datasets/fashion-mnist
+	[ -r "$idx/train-images-idx3-ubyte.gz" ] || skip "no Fashion-MNIST in $idx"
+	"$PYTHON" "$REPO_ROOT/scripts/fashion_mnist.py" fm --limit-train 600 \
+		--limit-test 200 >/dev/null
+	chute pack -q fm/train.tar -o train
+	chute pack -q fm/test.tar -o test
+	local args=(train test --batch-size 100 --epochs 2 --seed 3)
+	run -0 "$PYTHON" "$REPO_ROOT/scripts/train_fashion_mnist.py" "${args[@]}"
+	local pipe_out=$output
+	run -0 "$PYTHON" "$REPO_ROOT/scripts/train_fashion_mnist.py" "${args[@]}" \
+		--shm "$RING"
+	assert_equal "$(grep -v '^trained' <<<"$output")" \
+		"$(grep -v '^trained' <<<"$pipe_out")"
+	assert_output --partial "final weights sha256"
+	[ -z "$(ls /dev/shm | grep "chute-$RING")" ] || fail "rings left behind"
+}
