@@ -74,14 +74,42 @@ void ch_resampler_free(struct ch_resampler *r);
  * coordinates, fractional allowed, bw, bh > 0) into dst, which the caller
  * allocates (dst->w, dst->h, dst->stride, dst->px set; dst->c == src->c).
  * Separable triangle filter (bilinear), widened by the shrink factor when
- * shrinking so that every source pixel counts (antialiasing), exactly as
+ * shrinking so that every source pixel counts (antialiasing), as
  * Pillow's Image.resize(size, BILINEAR, box): output pixel x has its
  * centre at bx + (x + 0.5) * bw / dst->w, and the filter is cut at src's
- * edges (and renormalised), not at the box's.  With flip, dst comes out
- * mirrored left to right. */
+ * edges (and renormalised), not at the box's.  Pillow's bytes but for 1
+ * in a few hundred, off by 1 (16-bit weights where Pillow's have 22
+ * bits); the same bytes on every CPU.  With flip, dst comes out mirrored
+ * left to right. */
 int ch_image_resample(struct ch_resampler *r, const struct ch_image *src,
 		      double bx, double by, double bw, double bh, int flip,
 		      struct ch_image *dst, struct ch_error *err);
+
+/* ch_image_resample into planes (CHW): channel k of output pixel (x, y)
+ * at dst->px[k * plane + y * dst->stride + x], with dst->stride the
+ * distance between rows of a plane (at least dst->w) and plane the
+ * distance between planes (they must not overlap; unused when dst->c
+ * is 1).  The same bytes as ch_image_resample's, rearranged, and no
+ * slower: the passes write planes directly. */
+int ch_image_resample_planar(struct ch_resampler *r,
+			     const struct ch_image *src, double bx, double by,
+			     double bw, double bh, int flip,
+			     const struct ch_image *dst, size_t plane,
+			     struct ch_error *err);
+
+/* The resampler's code paths, slowest first.  All give the same bytes
+ * (integer sums, exact in any order); ch_resampler_new takes the fastest
+ * this CPU runs (AVX2 where it has it: checked at run time). */
+enum ch_resample_isa {
+	CH_RESAMPLE_PLAIN, /* plain C: other CPUs, and the reference */
+	CH_RESAMPLE_SSE2,  /* the x86-64 baseline */
+	CH_RESAMPLE_AVX2
+};
+
+/* For tests and benchmarks: makes r take `most`, or the CPU's best path
+ * where that one is slower.  Returns the path r now takes. */
+enum ch_resample_isa ch_resampler_limit(struct ch_resampler *r,
+					enum ch_resample_isa most);
 
 /* The widest reach of the filter beyond a box, in source pixels, when
  * resampling a box of size `in` to `out` pixels: decode this much margin

@@ -1,38 +1,53 @@
-/* image_resample.c - antialiased bilinear resampling of 8-bit images, with
- * the semantics of Pillow's Image.resize(size, BILINEAR, box).
+/* image_resample.c - antialiased bilinear resampling of 8-bit images: the
+ * filter of Pillow's Image.resize(size, BILINEAR, box), in 16-bit fixed
+ * point.
  *
  * Separable: a horizontal pass over only the source rows the vertical
  * pass will read, into 8-bit rows (rounded there, as Pillow does), then a
- * vertical pass.  Weights are computed in double precision exactly as
- * Pillow computes them and rounded to 22-bit fixed point, so the output is
- * the same bytes as Pillow's for the same box, on every machine and at
- * every thread count.  (That needs a * b + c rounded twice, as the
- * Makefile's build does: GCC in ISO C mode never fuses it into an FMA.
- * For a target with FMA, clang or GCC's GNU C mode would fuse some, and
- * move a byte by 1 now and then.) */
+ * vertical pass.  The weights are Pillow's, in double precision, rounded
+ * to int16 with as many fractional bits as the largest leaves room for
+ * (14 when enlarging, up to 22 for wide windows), summing to exactly 1.
+ * pmaddwd then multiplies 8 pixels by 8 weights and adds them in pairs:
+ * two taps of a pixel's three channels in the horizontal pass, two rows
+ * of 4 bytes in the vertical one.
+ *
+ * Three paths: plain C, SSE2 (the x86-64 baseline) and AVX2 (picked at
+ * run time where the CPU has it).  Every sum is exact in 32 bits (255
+ * times weights summing to 2^22 at most), so the order of the additions
+ * does not matter and all three give the same bytes, on every machine
+ * and at every thread count.  The weights come out the same doubles
+ * everywhere as long as a * b + c is rounded twice, as the Makefile's
+ * build does (GCC in ISO C mode never fuses it into an FMA).  Against
+ * Pillow's 22-bit weights a byte moves by 1 now and then (3 bytes in
+ * 1000 on photos). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CH_RESAMPLE_SCALAR)
+#define HAVE_SSE2 1
+#define HAVE_AVX2 1
+#include <immintrin.h>
+#define AVX2 __attribute__((target("avx2")))
+/* Unaligned loads and stores, 16 and 32 bytes, of what p points at. */
+#define LD16(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
+#define ST16(p, v) _mm_storeu_si128((__m128i *)(void *)(p), (v))
+#define LD32(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define ST32(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), (v))
+#else
+#define HAVE_SSE2 0
+#define HAVE_AVX2 0
+#endif
+#define INLINE static inline __attribute__((always_inline))
+
 #include "image.h"
 
-/* Fractional bits of the weights: 8 bits of pixel and 2 of headroom left
- * in an int32 (Pillow's choice; the sums below cannot overflow). */
-#define PREC 22
-#define HALF (1 << (PREC - 1))
-
-/* The vertical pass splits each weight k into k >> 11 and k & 2047: 16-bit
- * factors, whose products with a pixel SSE2 computes 8 at a time (a full
- * 32-bit multiply it lacks), summed apart and joined at the end, which
- * gives exactly the sum of pixel * k.  The low sums stay below 2^31 up to
- * 4096 taps; beyond (shrinking 2000-fold) a plain loop takes over. */
-#define SPLIT 11
-#define SPLIT_TAPS_MAX 4096
-
-/* Bytes per step of the vertical pass: its sums stay in registers and the
- * constant trip count lets -O2 vectorise it. */
-#define VCHUNK 16
+/* The weights' fractional bits: at most 22, so that 255 << 22 plus the
+ * rounding half stays below 2^31; fewer where the largest weight, plus
+ * the 1 its rounding may add, would not fit an int16. */
+#define BITS_MAX 22
+#define WEIGHT_MAX 32767
 
 /* A buffer that only grows (its contents are not kept when it does). */
 struct buf {
@@ -40,46 +55,92 @@ struct buf {
 	size_t cap;
 };
 
-/* The taps of one axis, in one allocation.  Every output pixel reads the
- * same number of source pixels, n (zero weights pad the windows that need
- * fewer): tap loops of one trip count, which unroll and never mispredict.
- * Output i reads from first[i] on with weights k[i * ksize ...]. */
+/* The taps of one axis.  Every output pixel reads the same number of
+ * source pixels, n (zero weights pad the windows that need fewer): tap
+ * loops of one trip count.  Output i reads from first[i] on with weights
+ * k[i * n ...], which sum to 1 << bits; off[i] is 3 * (first[i] - lo),
+ * where an RGB window starts in the pixels read, [lo, hi) (padded to a
+ * multiple of 4 with the last).  The SIMD paths also keep the weights as
+ * they load them: `pairs` (SSE2, and the vertical AVX2 pass) and `slots`
+ * (the horizontal AVX2 pass), see pair_up and slot_up. */
 struct axis {
-	struct buf mem;
-	int32_t *first, *count, *k;
-	uint32_t ksize, size;
-	int32_t n;
+	struct buf mem, pairs, slots;
+	int32_t *first, *off;
+	int16_t *k;
+	uint32_t size;
+	int32_t n, bits, lo, hi, np, nq;
+	struct key {
+		float f0, f1;
+		uint32_t size, out;
+		int mirror, layout;
+	} key; /* what it was planned for: not again for the same */
 };
 
 struct ch_resampler {
 	struct axis h, v;
-	struct buf w;	/* one pixel's weights before rounding */
-	struct buf tmp; /* the rows of the horizontal pass */
+	struct buf w;	 /* the weights in doubles while planning */
+	struct buf win;	 /* their windows, and the rounded weights */
+	struct buf tmp;	 /* the rows of the horizontal pass */
+	struct buf wide; /* a source row, widened (SSE2) or copied (AVX2) */
+	enum ch_resample_isa isa;
 };
+
+static enum ch_resample_isa best_isa(void)
+{
+#if HAVE_AVX2
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2"))
+		return CH_RESAMPLE_AVX2;
+#endif
+	return HAVE_SSE2 ? CH_RESAMPLE_SSE2 : CH_RESAMPLE_PLAIN;
+}
 
 struct ch_resampler *ch_resampler_new(void)
 {
-	return calloc(1, sizeof(struct ch_resampler));
+	struct ch_resampler *r = calloc(1, sizeof(struct ch_resampler));
+
+	if (r)
+		r->isa = best_isa();
+	return r;
+}
+
+enum ch_resample_isa ch_resampler_limit(struct ch_resampler *r,
+					enum ch_resample_isa most)
+{
+	enum ch_resample_isa best = best_isa();
+
+	r->isa = most < best ? most : best;
+	return r->isa;
+}
+
+static void axis_release(struct axis *a)
+{
+	free(a->mem.p);
+	free(a->pairs.p);
+	free(a->slots.p);
 }
 
 void ch_resampler_free(struct ch_resampler *r)
 {
 	if (!r)
 		return;
-	free(r->h.mem.p);
-	free(r->v.mem.p);
+	axis_release(&r->h);
+	axis_release(&r->v);
 	free(r->w.p);
+	free(r->win.p);
 	free(r->tmp.p);
+	free(r->wide.p);
 	free(r);
 }
 
+/* Grows b to n bytes, zeroed (malloc's 16-byte alignment is kept). */
 static int reserve(struct buf *b, size_t n)
 {
 	void *q;
 
 	if (n <= b->cap)
 		return 0;
-	q = malloc(n);
+	q = calloc(1, n);
 	if (!q)
 		return -1;
 	free(b->p);
@@ -87,6 +148,9 @@ static int reserve(struct buf *b, size_t n)
 	b->cap = n;
 	return 0;
 }
+
+/* ------------------------------------------------------------------ */
+/* Weights                                                             */
 
 static double triangle(double x)
 {
@@ -122,122 +186,297 @@ static int32_t weigh(double center, double support, double filterscale,
 	return n;
 }
 
-/* Rounds one pixel's weights to fixed point into its slot, dropping the
- * zero taps at either end (Pillow keeps them; adding 0 changes nothing,
- * and bilinear weights are never negative). */
-static void store(struct axis *a, uint32_t slot, const double *w, int32_t n,
-		  int32_t first)
+/* The most fractional bits the largest weight leaves room for. */
+static int32_t bits_for(double wmax)
 {
-	int32_t *k = a->k + (size_t)slot * a->ksize;
-	int32_t lo = 0, m = 0;
+	int32_t bits = BITS_MAX;
 
-	for (int32_t i = 0; i < n; i++)
-		k[i] = (int32_t)(0.5 + w[i] * (1 << PREC));
+	while (bits > 1 && wmax * (1 << bits) + 1 > WEIGHT_MAX)
+		bits--;
+	return bits;
+}
+
+/* Rounds n weights summing to 1 into integers summing to exactly
+ * 1 << bits: each is the difference of two rounded running sums, so it
+ * is within 1 of its exact value and never negative, and a flat image
+ * stays flat.  Then drops the zero taps at either end (*first moves);
+ * returns how many are left. */
+static int32_t quantize(const double *w, int32_t n, int32_t bits,
+			int32_t *k, int32_t *first)
+{
+	int32_t one = 1 << bits, prev = 0, lo = 0, m = 0;
+	double run = 0.0;
+
+	for (int32_t i = 0; i < n; i++) {
+		int32_t at;
+
+		run += w[i];
+		at = i == n - 1 ? one : (int32_t)(run * one + 0.5);
+		at = at > one ? one : at;
+		k[i] = at - prev;
+		prev = at;
+	}
 	while (lo < n && k[lo] == 0)
 		lo++;
 	while (n > lo && k[n - 1] == 0)
 		n--;
 	for (int32_t i = lo; i < n; i++)
 		k[m++] = k[i];
-	a->first[slot] = first + lo;
-	a->count[slot] = m;
+	*first += lo;
+	return m;
 }
 
-/* Widens every window to the longest, a->n taps, keeping it inside the
- * axis: a window at the far edge starts earlier, its weights move right
- * in the slot (ksize >= n has room) and zeros fill the rest. */
-static void pad(struct axis *a, uint32_t out)
-{
-	a->n = 0;
-	for (uint32_t i = 0; i < out; i++)
-		a->n = a->count[i] > a->n ? a->count[i] : a->n;
-	for (uint32_t i = 0; i < out; i++) {
-		int32_t *k = a->k + (size_t)i * a->ksize;
-		int32_t start = a->first[i], shift = 0;
-
-		if (start + a->n > (int32_t)a->size) {
-			start = (int32_t)a->size - a->n;
-			shift = a->first[i] - start;
-			memmove(k + shift, k, a->count[i] * sizeof(int32_t));
-		}
-		memset(k, 0, shift * sizeof(int32_t));
-		memset(k + shift + a->count[i], 0,
-		       (a->n - shift - a->count[i]) * sizeof(int32_t));
-		a->first[i] = start;
-		a->count[i] = a->n;
-	}
-}
-
-/* Plans the taps that map [f0, f1) of a `size`-pixel axis onto `out`
- * pixels; with mirror, output i goes to slot out - 1 - i, which is how
- * flipping costs nothing.  The edges come as floats because Pillow takes
- * the box as C floats: rounding them the same way keeps the bytes equal
- * to Pillow's. */
-static int plan(struct ch_resampler *r, struct axis *a, uint32_t size,
-		float f0, float f1, uint32_t out, int mirror)
+/* The weights of every output into the scratch buffers, in their slots
+ * (with mirror, output i goes to slot out - 1 - i, which is how flipping
+ * costs nothing); returns the largest weight, or -1 without memory. */
+static double weigh_all(struct ch_resampler *r, uint32_t size, float f0,
+			float f1, uint32_t out, int mirror, uint32_t ksize)
 {
 	double scale = (double)(f1 - f0) / out;
-	double filterscale = scale < 1.0 ? 1.0 : scale;
-	double support = filterscale; /* the triangle reaches 1 */
-	uint32_t ksize = (uint32_t)ceil(support) * 2 + 1;
+	double filterscale = scale < 1.0 ? 1.0 : scale, wmax = 0.0;
+	double *w;
+	int32_t *first, *count;
 
-	if (reserve(&r->w, ksize * sizeof(double)) < 0 ||
-	    reserve(&a->mem, (size_t)out * (ksize + 2) * sizeof(int32_t)) < 0)
+	if (reserve(&r->w, (size_t)out * ksize * sizeof(double)) < 0 ||
+	    reserve(&r->win, (size_t)out * (ksize + 2) * sizeof(int32_t)) < 0)
 		return -1;
-	a->ksize = ksize;
-	a->size = size;
-	a->first = a->mem.p;
-	a->count = a->first + out;
-	a->k = a->first + 2 * (size_t)out;
+	first = r->win.p;
+	count = first + out;
 	for (uint32_t i = 0; i < out; i++) {
-		int32_t first, n;
+		uint32_t slot = mirror ? out - 1 - i : i;
 		double center = f0 + (i + 0.5) * scale;
 
-		n = weigh(center, support, filterscale, size, r->w.p, &first);
-		store(a, mirror ? out - 1 - i : i, r->w.p, n, first);
+		w = (double *)r->w.p + (size_t)slot * ksize;
+		count[slot] = weigh(center, filterscale, filterscale, size, w,
+				    &first[slot]);
+		for (int32_t t = 0; t < count[slot]; t++)
+			wmax = w[t] > wmax ? w[t] : wmax;
 	}
-	pad(a, out);
+	return wmax;
+}
+
+/* Copies the rounded windows into a's rows of n taps, widened to the
+ * longest and kept inside the axis: a window at the far edge starts
+ * earlier, its weights moved right, and zeros fill the rest. */
+static void pad(struct axis *a, const int32_t *first, const int32_t *count,
+		const int32_t *k, uint32_t ksize, uint32_t out)
+{
+	for (uint32_t i = 0; i < out; i++) {
+		int16_t *row = a->k + (size_t)i * a->n;
+		int32_t start = first[i], shift;
+
+		if (start + a->n > (int32_t)a->size)
+			start = (int32_t)a->size - a->n;
+		shift = first[i] - start;
+		memset(row, 0, (size_t)a->n * sizeof(int16_t));
+		for (int32_t t = 0; t < count[i]; t++)
+			row[shift + t] = (int16_t)k[(size_t)i * ksize + t];
+		a->first[i] = start;
+	}
+}
+
+/* The pixels read, [lo, hi), and where each window starts in them. */
+static void span(struct axis *a, uint32_t out)
+{
+	a->lo = INT32_MAX;
+	a->hi = 0;
+	for (uint32_t i = 0; i < out; i++) {
+		a->lo = a->first[i] < a->lo ? a->first[i] : a->lo;
+		a->hi = a->first[i] + a->n > a->hi ? a->first[i] + a->n : a->hi;
+	}
+	for (uint32_t i = 0; i < (out + 3) / 4 * 4; i++)
+		a->off[i] = 3 * (a->first[i < out ? i : out - 1] - a->lo);
+}
+
+/* Output i's weights for SSE2: pairs[i * np + j] holds taps 2j and
+ * 2j + 1 as two int16, 4 times over (np = (n + 1) / 2; an odd last tap
+ * is paired with 0). */
+static int pair_up(struct axis *a, uint32_t out)
+{
+	int16_t *v;
+
+	a->np = (a->n + 1) / 2;
+	if (reserve(&a->pairs, (size_t)out * a->np * 16) < 0)
+		return -1;
+	v = a->pairs.p;
+	for (uint32_t i = 0; i < out; i++) {
+		const int16_t *k = a->k + (size_t)i * a->n;
+
+		for (int32_t j = 0; j < a->np; j++, v += 8)
+			for (int l = 0; l < 8; l += 2) {
+				v[l] = k[2 * j];
+				v[l + 1] = 2 * j + 1 < a->n ? k[2 * j + 1] : 0;
+			}
+	}
 	return 0;
 }
 
-/* A sum of n taps (HALF included) as a byte.  The weights are never
- * negative and, each rounded by at most 1/2, sum to at most 2^22 + n/2:
- * with pixels up to 255 the sum stays below 256 << PREC while n is below
- * 16448, and needs no clamping.  Wider windows clamp. */
-#define EXACT_TAPS_MAX 16384
-
-static inline uint8_t to8(int32_t v, int32_t n)
+/* Output weights for the horizontal AVX2 pass (see hrow3_avx2), which
+ * takes RGB windows 5 taps (15 bytes) a load and spreads each load into
+ * 3 slots, taps (0, 1), (2, 3) and (4, none): nq slots in all.  A slot's
+ * weights are [ka kb ka kb ka kb 0 0], for 2 pixels side by side (a
+ * 256-bit register): pixels 4b and 4b + 2, then 4b + 1 and 4b + 3, per
+ * block b of 4 (those past the end weigh 0). */
+static void slot(const struct axis *a, uint32_t x, uint32_t out, int32_t q,
+		 int16_t *v)
 {
-	v >>= PREC;
-	if (n > EXACT_TAPS_MAX && v > 255)
-		v = 255;
-	return (uint8_t)v;
+	int32_t ta = 5 * (q / 3) + 2 * (q % 3);
+	int32_t tb = q % 3 < 2 ? ta + 1 : a->n;
+	const int16_t *k;
+
+	memset(v, 0, 16);
+	if (x >= out)
+		return;
+	k = a->k + (size_t)x * a->n;
+	for (int l = 0; l < 6; l += 2) {
+		v[l] = ta < a->n ? k[ta] : 0;
+		v[l + 1] = tb < a->n ? k[tb] : 0;
+	}
 }
 
-/* One row, horizontally; the tap count is an argument that the callers
- * below make a constant, so that the tap loop unrolls. */
-static inline void hrow1(const uint8_t *restrict s, uint8_t *restrict d,
-			 const struct axis *a, uint32_t out, int32_t n)
+static int slot_up(struct axis *a, uint32_t out)
 {
+	int32_t ng = (a->n + 4) / 5, rest = a->n - 5 * (ng - 1);
+	uint32_t nb = (out + 3) / 4;
+	int16_t *v;
+
+	a->nq = 3 * (ng - 1) + (rest + 1) / 2;
+	if (reserve(&a->slots, (size_t)nb * 2 * a->nq * 32) < 0)
+		return -1;
+	v = a->slots.p;
+	for (uint32_t x = 0; x < nb * 4; x += 4)
+		for (uint32_t odd = 0; odd < 2; odd++)
+			for (int32_t q = 0; q < a->nq; q++, v += 16) {
+				slot(a, x + odd, out, q, v);
+				slot(a, x + odd + 2, out, q, v + 8);
+			}
+	return 0;
+}
+
+/* How a pass loads its weights: k alone (plain C), pairs, slots. */
+enum layout { KEYS, PAIRS, SLOTS };
+
+/* Plans the taps that map [f0, f1) of a `size`-pixel axis onto `out`
+ * pixels, mirrored or not, with the weights laid out for the pass.  The
+ * edges come as floats because Pillow takes the box as C floats:
+ * rounding them the same way gives Pillow's weights. */
+static int plan(struct ch_resampler *r, struct axis *a, uint32_t size,
+		float f0, float f1, uint32_t out, int mirror,
+		enum layout layout)
+{
+	double scale = (double)(f1 - f0) / out;
+	double support = scale < 1.0 ? 1.0 : scale; /* the triangle reaches 1 */
+	uint32_t ksize = (uint32_t)ceil(support) * 2 + 1;
+	struct key key = {f0, f1, size, out, mirror, (int)layout};
+	double wmax;
+	int32_t *first, *count, *k;
+	size_t nout4 = (out + 3) / 4 * 4;
+
+	if (key.f0 == a->key.f0 && key.f1 == a->key.f1 &&
+	    key.size == a->key.size && key.out == a->key.out &&
+	    key.mirror == a->key.mirror && key.layout == a->key.layout)
+		return 0;
+	a->key.out = 0; /* nothing planned, until the end */
+	wmax = weigh_all(r, size, f0, f1, out, mirror, ksize);
+	if (wmax < 0)
+		return -1;
+	first = r->win.p;
+	count = first + out;
+	k = count + out;
+	a->bits = bits_for(wmax);
+	a->n = 1;
+	for (uint32_t i = 0; i < out; i++) {
+		const double *w = (const double *)r->w.p + (size_t)i * ksize;
+
+		count[i] = quantize(w, count[i], a->bits, k + (size_t)i * ksize,
+				    &first[i]);
+		a->n = count[i] > a->n ? count[i] : a->n;
+	}
+	if (reserve(&a->mem, (out + nout4) * sizeof(int32_t) +
+				     (size_t)out * a->n * sizeof(int16_t)) < 0)
+		return -1;
+	a->size = size;
+	a->first = a->mem.p;
+	a->off = a->first + out;
+	a->k = (int16_t *)(a->off + nout4);
+	pad(a, first, count, k, ksize, out);
+	span(a, out);
+	if ((layout == PAIRS && pair_up(a, out) < 0) ||
+	    (layout == SLOTS && slot_up(a, out) < 0))
+		return -1;
+	a->key = key;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Where the bytes go                                                  */
+
+/* An image being written, interleaved (HWC) or planar (CHW): channel k
+ * of pixel (x, y) at px[y * stride + k * chan + x * step], chan 1 and
+ * step c when interleaved, chan a plane's size and step 1 when planar. */
+struct target {
+	uint8_t *px;
+	size_t stride, chan, step;
+	uint32_t w, h, c;
+};
+
+/* One row of a target: channel k of pixel x at d[k][x * step]. */
+struct row_out {
+	uint8_t *d[3];
+	size_t step;
+};
+
+static struct row_out row_of(const struct target *t, uint32_t y)
+{
+	struct row_out o = {{NULL, NULL, NULL}, t->step};
+
+	for (uint32_t k = 0; k < t->c; k++)
+		o.d[k] = t->px + (size_t)y * t->stride + k * t->chan;
+	return o;
+}
+
+/* Pixel x's bytes, R G B from the low byte up. */
+static inline void put3(const struct row_out *o, uint32_t x, uint32_t v)
+{
+	size_t i = x * o->step;
+
+	o->d[0][i] = (uint8_t)v;
+	o->d[1][i] = (uint8_t)(v >> 8);
+	o->d[2][i] = (uint8_t)(v >> 16);
+}
+
+/* ------------------------------------------------------------------ */
+/* The horizontal pass                                                 */
+
+/* One row in plain C: the reference the SIMD paths match.  The tap
+ * count is an argument that the callers make a constant, so that the tap
+ * loop unrolls. */
+INLINE void hrow1_c(const uint8_t *restrict s, const struct axis *a,
+		    const struct row_out *o, uint32_t out, int32_t n)
+{
+	int32_t half = 1 << (a->bits - 1);
+
 	for (uint32_t x = 0; x < out; x++) {
 		const uint8_t *p = s + a->first[x];
-		const int32_t *k = a->k + (size_t)x * a->ksize;
-		int32_t v = HALF;
+		const int16_t *k = a->k + (size_t)x * n;
+		int32_t v = half;
 
 #pragma GCC unroll 8
 		for (int32_t t = 0; t < n; t++)
 			v += p[t] * k[t];
-		d[x] = to8(v, n);
+		o->d[0][x * o->step] = (uint8_t)(v >> a->bits);
 	}
 }
 
-static inline void hrow3(const uint8_t *restrict s, uint8_t *restrict d,
-			 const struct axis *a, uint32_t out, int32_t n)
+INLINE void hrow3_c(const uint8_t *restrict s, const struct axis *a,
+		    const struct row_out *o, uint32_t out, int32_t n)
 {
+	int32_t half = 1 << (a->bits - 1);
+
 	for (uint32_t x = 0; x < out; x++) {
 		const uint8_t *p = s + (size_t)a->first[x] * 3;
-		const int32_t *k = a->k + (size_t)x * a->ksize;
-		int32_t r = HALF, g = HALF, b = HALF;
+		const int16_t *k = a->k + (size_t)x * n;
+		int32_t r = half, g = half, b = half;
 
 #pragma GCC unroll 8
 		for (int32_t t = 0; t < n; t++) {
@@ -245,179 +484,591 @@ static inline void hrow3(const uint8_t *restrict s, uint8_t *restrict d,
 			g += p[3 * t + 1] * k[t];
 			b += p[3 * t + 2] * k[t];
 		}
-		d[3 * x] = to8(r, n);
-		d[3 * x + 1] = to8(g, n);
-		d[3 * x + 2] = to8(b, n);
+		put3(o, x, (uint32_t)(r >> a->bits) |
+				   (uint32_t)(g >> a->bits) << 8 |
+				   (uint32_t)(b >> a->bits) << 16);
 	}
 }
 
 /* The common windows (2 to 6 taps: from enlarging to shrinking 3-fold)
  * get their own unrolled copies. */
-static void hrow(const uint8_t *s, uint8_t *d, const struct axis *a,
-		 uint32_t out, uint32_t c)
+static void hrow_plain(const uint8_t *s, const struct axis *a, uint32_t c,
+		       const struct row_out *o, uint32_t out)
 {
 	if (c == 1) {
 		switch (a->n) {
-		case 2: hrow1(s, d, a, out, 2); return;
-		case 3: hrow1(s, d, a, out, 3); return;
-		case 4: hrow1(s, d, a, out, 4); return;
-		case 5: hrow1(s, d, a, out, 5); return;
-		case 6: hrow1(s, d, a, out, 6); return;
+		case 2: hrow1_c(s, a, o, out, 2); return;
+		case 3: hrow1_c(s, a, o, out, 3); return;
+		case 4: hrow1_c(s, a, o, out, 4); return;
+		case 5: hrow1_c(s, a, o, out, 5); return;
+		case 6: hrow1_c(s, a, o, out, 6); return;
 		}
-		hrow1(s, d, a, out, a->n);
+		hrow1_c(s, a, o, out, a->n);
 		return;
 	}
 	switch (a->n) {
-	case 2: hrow3(s, d, a, out, 2); return;
-	case 3: hrow3(s, d, a, out, 3); return;
-	case 4: hrow3(s, d, a, out, 4); return;
-	case 5: hrow3(s, d, a, out, 5); return;
-	case 6: hrow3(s, d, a, out, 6); return;
+	case 2: hrow3_c(s, a, o, out, 2); return;
+	case 3: hrow3_c(s, a, o, out, 3); return;
+	case 4: hrow3_c(s, a, o, out, 4); return;
+	case 5: hrow3_c(s, a, o, out, 5); return;
+	case 6: hrow3_c(s, a, o, out, 6); return;
 	}
-	hrow3(s, d, a, out, a->n);
+	hrow3_c(s, a, o, out, a->n);
 }
 
-/* Rows [y0, y1) of src, resampled horizontally, into rows of d. */
-static void hpass(const struct ch_image *src, uint32_t y0, uint32_t y1,
-		  const struct axis *a, uint32_t out, uint8_t *d,
-		  size_t dstride)
+/* The SIMD passes read the pixels [a->lo, a->hi) of a source row, and
+ * some bytes past a window, which only ever meet zero weights: SLACK
+ * more after hi (in words for SSE2, in bytes for AVX2). */
+#define SLACK 16
+
+static size_t wide_bytes(const struct axis *a)
+{
+	return (3 * (size_t)(a->hi - a->lo) + SLACK) * sizeof(uint16_t);
+}
+
+#if HAVE_SSE2
+/* The SSE2 pass widens the pixels read to 16 bits first, once a row. */
+static void widen(const uint8_t *s, uint16_t *w, size_t n)
+{
+	const __m128i z = _mm_setzero_si128();
+	size_t i = 0;
+
+	for (; i + 16 <= n; i += 16) {
+		__m128i v = LD16(s + i);
+
+		ST16(w + i, _mm_unpacklo_epi8(v, z));
+		ST16(w + i + 8, _mm_unpackhi_epi8(v, z));
+	}
+	for (; i < n; i++)
+		w[i] = s[i];
+}
+
+/* A pixel's three sums, [R, G, B, -], rounding half included: per tap
+ * pair, the words of taps 2j and 2j + 1 interleaved (R R G G B B ..)
+ * and multiplied by the pair's weights. */
+INLINE __m128i hpix3(const uint16_t *p, const __m128i *kv, int32_t np,
+		     __m128i acc)
+{
+#pragma GCC unroll 4
+	for (int32_t j = 0; j < np; j++, p += 6) {
+		__m128i ab = _mm_unpacklo_epi16(LD16(p), LD16(p + 3));
+
+		acc = _mm_add_epi32(acc, _mm_madd_epi16(ab, kv[j]));
+	}
+	return acc;
+}
+
+/* The sums of pixels x and x + 1 as bytes: [R, G, B, -] twice. */
+static inline uint64_t bytes3x2(__m128i v0, __m128i v1, __m128i sh)
+{
+	__m128i w = _mm_packs_epi32(_mm_sra_epi32(v0, sh),
+				    _mm_sra_epi32(v1, sh));
+
+	return (uint64_t)_mm_cvtsi128_si64(_mm_packus_epi16(w, w));
+}
+
+/* Pixels x and x + 1 (as bytes3x2 gives them) into a row of `out`:
+ * interleaved, 8 bytes at once while the row has room for the 2 that
+ * pixel x + 2 overwrites next; planar, 2 bytes a plane. */
+static inline void put3x2(const struct row_out *o, uint32_t x, uint32_t out,
+			  uint64_t b)
+{
+	if (o->step == 1) {
+		uint16_t r = (uint16_t)((b & 0xff) | (b >> 24 & 0xff00));
+		uint16_t g = (uint16_t)((b >> 8 & 0xff) | (b >> 32 & 0xff00));
+		uint16_t bl = (uint16_t)((b >> 16 & 0xff) | (b >> 40 & 0xff00));
+
+		memcpy(o->d[0] + x, &r, 2);
+		memcpy(o->d[1] + x, &g, 2);
+		memcpy(o->d[2] + x, &bl, 2);
+	} else if (x + 3 <= out) {
+		uint64_t v = (b & 0xffffff) | (b >> 8 & 0xffffff000000);
+
+		memcpy(o->d[0] + 3 * (size_t)x, &v, 8);
+	} else {
+		put3(o, x, (uint32_t)b);
+		put3(o, x + 1, (uint32_t)(b >> 32));
+	}
+}
+
+/* One RGB row from its widened pixels w, two output pixels a step; np a
+ * constant in the callers. */
+INLINE void hrow3_sse2_n(const uint16_t *w, const struct axis *a,
+			 const struct row_out *o, uint32_t out, int32_t np)
+{
+	__m128i half = _mm_set1_epi32(1 << (a->bits - 1));
+	__m128i sh = _mm_cvtsi32_si128(a->bits);
+	const __m128i *kv = a->pairs.p;
+	uint32_t x = 0;
+
+	for (; x + 2 <= out; x += 2, kv += 2 * np)
+		put3x2(o, x, out,
+		       bytes3x2(hpix3(w + a->off[x], kv, np, half),
+				hpix3(w + a->off[x + 1], kv + np, np, half),
+				sh));
+	if (x < out) {
+		__m128i v = hpix3(w + a->off[x], kv, np, half);
+
+		put3(o, x, (uint32_t)bytes3x2(v, v, sh));
+	}
+}
+
+static void hrow3_sse2(const uint8_t *s, uint16_t *w, const struct axis *a,
+		       const struct row_out *o, uint32_t out)
+{
+	widen(s + 3 * (size_t)a->lo, w, 3 * (size_t)(a->hi - a->lo));
+	switch (a->np) {
+	case 1: hrow3_sse2_n(w, a, o, out, 1); return;
+	case 2: hrow3_sse2_n(w, a, o, out, 2); return;
+	case 3: hrow3_sse2_n(w, a, o, out, 3); return;
+	}
+	hrow3_sse2_n(w, a, o, out, a->np);
+}
+#endif
+
+#if HAVE_AVX2
+/* Byte shuffles that spread 15 bytes of RGB (5 taps) into the words of
+ * 3 slots: taps (0, 1), (2, 3) and (4, none) as R R G G B B 0 0. */
+static const int8_t spread[3][16] = {
+	{0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1},
+	{6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1},
+	{12, -1, -1, -1, 13, -1, -1, -1, 14, -1, -1, -1, -1, -1, -1, -1},
+};
+
+/* The sums of two pixels side by side, windows at p0 and p1: per 5 taps
+ * one 16-byte load each, spread into slots and multiplied by their
+ * weights (slot_up's layout). */
+INLINE AVX2 __m256i hpix3x2(const uint8_t *p0, const uint8_t *p1,
+			    const __m256i *kq, int32_t nq,
+			    const __m256i *mask, __m256i acc)
+{
+	__m256i v = _mm256_setzero_si256();
+
+#pragma GCC unroll 6
+	for (int32_t q = 0; q < nq; q++) {
+		__m256i words;
+
+		if (q % 3 == 0)
+			v = _mm256_inserti128_si256(
+				_mm256_castsi128_si256(LD16(p0 + 5 * q)),
+				LD16(p1 + 5 * q), 1);
+		words = _mm256_shuffle_epi8(v, mask[q % 3]);
+		acc = _mm256_add_epi32(acc,
+				       _mm256_madd_epi16(words, LD32(kq + q)));
+	}
+	return acc;
+}
+
+/* 4 pixels from x on, of which `live` are in the row. */
+INLINE AVX2 void put3x4(const struct row_out *o, uint32_t x, uint32_t live,
+			uint32_t out, __m128i b)
+{
+	static const int8_t rgb[16] = {0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14,
+				       -1, -1, -1, -1};
+	static const int8_t planes[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10,
+					  14, -1, -1, -1, -1};
+	uint8_t v[16];
+
+	if (live == 4 && o->step == 3 && x + 6 <= out) {
+		b = _mm_shuffle_epi8(b, LD16(rgb));
+		ST16(o->d[0] + 3 * (size_t)x, b);
+	} else if (live == 4 && o->step == 1) {
+		b = _mm_shuffle_epi8(b, LD16(planes));
+		ST16(v, b);
+		memcpy(o->d[0] + x, v, 4);
+		memcpy(o->d[1] + x, v + 4, 4);
+		memcpy(o->d[2] + x, v + 8, 4);
+	} else {
+		ST16(v, b);
+		for (uint32_t i = 0; i < live; i++)
+			put3(o, x + i, (uint32_t)v[4 * i] |
+					       (uint32_t)v[4 * i + 1] << 8 |
+					       (uint32_t)v[4 * i + 2] << 16);
+	}
+}
+
+/* One RGB row from its pixels [lo, hi) at s, 4 output pixels a step: two
+ * 256-bit sums, of pixels x and x + 2 and of x + 1 and x + 3, which
+ * packing puts in order.  The 16-byte stores write 4 bytes past the
+ * pixels, which the next step overwrites. */
+INLINE AVX2 void hrow3_avx2_n(const uint8_t *s, const struct axis *a,
+			      const struct row_out *o, uint32_t out,
+			      int32_t nq)
+{
+	__m256i half = _mm256_set1_epi32(1 << (a->bits - 1));
+	__m128i sh = _mm_cvtsi32_si128(a->bits);
+	__m256i mask[3];
+	const __m256i *kq = a->slots.p;
+	const int32_t *off = a->off;
+
+	for (int i = 0; i < 3; i++)
+		mask[i] = _mm256_broadcastsi128_si256(
+			LD16(spread[i]));
+	for (uint32_t x = 0; x < out; x += 4, kq += 2 * nq, off += 4) {
+		__m256i ev = hpix3x2(s + off[0], s + off[2], kq, nq, mask,
+				     half);
+		__m256i od = hpix3x2(s + off[1], s + off[3], kq + nq, nq, mask,
+				     half);
+		__m256i w = _mm256_packs_epi32(_mm256_sra_epi32(ev, sh),
+					       _mm256_sra_epi32(od, sh));
+
+		w = _mm256_permute4x64_epi64(_mm256_packus_epi16(w, w), 0x08);
+		put3x4(o, x, out - x < 4 ? out - x : 4, out,
+		       _mm256_castsi256_si128(w));
+	}
+}
+
+/* Reads whole 16 bytes at most 13 past the last window's end: straight
+ * from the row where the source has them (lim bytes from the row's
+ * start), else from a copy in c. */
+static AVX2 void hrow3_avx2(const uint8_t *s, size_t lim, uint8_t *c,
+			    const struct axis *a, const struct row_out *o,
+			    uint32_t out)
+{
+	size_t n = 3 * (size_t)(a->hi - a->lo);
+
+	s += 3 * (size_t)a->lo;
+	if (3 * (size_t)a->lo + n + SLACK > lim) {
+		memcpy(c, s, n);
+		s = c;
+	}
+	switch (a->nq) {
+	case 1: hrow3_avx2_n(s, a, o, out, 1); return;
+	case 2: hrow3_avx2_n(s, a, o, out, 2); return;
+	case 3: hrow3_avx2_n(s, a, o, out, 3); return;
+	}
+	hrow3_avx2_n(s, a, o, out, a->nq);
+}
+#endif
+
+/* Rows [y0, y1) of src, resampled horizontally, into rows 0... of t. */
+static void hpass(struct ch_resampler *r, const struct ch_image *src,
+		  uint32_t y0, uint32_t y1, const struct axis *a,
+		  const struct target *t)
 {
 	for (uint32_t y = y0; y < y1; y++) {
 		const uint8_t *s = src->px + (size_t)y * src->stride;
-		uint8_t *row = d + (size_t)(y - y0) * dstride;
+		struct row_out o = row_of(t, y - y0);
 
-		hrow(s, row, a, out, src->c);
+#if HAVE_AVX2
+		if (src->c == 3 && r->isa == CH_RESAMPLE_AVX2) {
+			size_t lim = (size_t)(src->h - 1 - y) * src->stride +
+				     (size_t)src->w * 3;
+
+			hrow3_avx2(s, lim, r->wide.p, a, &o, t->w);
+			continue;
+		}
+#endif
+#if HAVE_SSE2
+		if (src->c == 3 && r->isa >= CH_RESAMPLE_SSE2) {
+			hrow3_sse2(s, r->wide.p, a, &o, t->w);
+			continue;
+		}
+#endif
+		(void)r;
+		hrow_plain(s, a, src->c, &o, t->w);
 	}
 }
 
-/* m bytes (at most VCHUNK) of one output row: the weighted sum of n rows
- * from s on, stride apart, with the weights split (see SPLIT). */
-static inline __attribute__((always_inline)) void
-vchunk(const uint8_t *s, size_t stride, const int32_t *k, int32_t n,
-       uint8_t *restrict d, size_t m)
-{
-	int32_t hi[VCHUNK], lo[VCHUNK];
+/* ------------------------------------------------------------------ */
+/* The vertical pass                                                   */
 
-	for (size_t j = 0; j < m; j++) {
-		hi[j] = 0;
-		lo[j] = HALF;
-	}
-#pragma GCC unroll 8
+/* Bytes of one output row at a time, in plain C: sums kept in
+ * registers, and a constant trip count that -O2 vectorises. */
+#define VCHUNK 16
+
+INLINE void vchunk_c(const uint8_t *s, size_t stride, const int16_t *k,
+		     int32_t n, int32_t bits, uint8_t *restrict d, size_t m)
+{
+	int32_t acc[VCHUNK];
+
+	for (size_t j = 0; j < m; j++)
+		acc[j] = 1 << (bits - 1);
 	for (int32_t t = 0; t < n; t++) {
 		const uint8_t *restrict row = s + (size_t)t * stride;
-		int16_t kh = (int16_t)(k[t] >> SPLIT);
-		int16_t kl = (int16_t)(k[t] & ((1 << SPLIT) - 1));
+		int32_t kt = k[t];
 
-		for (size_t j = 0; j < m; j++) {
-			int16_t p = row[j];
-
-			hi[j] += p * kh;
-			lo[j] += p * kl;
-		}
+		for (size_t j = 0; j < m; j++)
+			acc[j] += row[j] * kt;
 	}
-	for (size_t j = 0; j < m; j++) {
-		uint32_t v = ((uint32_t)hi[j] << SPLIT) + (uint32_t)lo[j];
-
-		d[j] = (uint8_t)(v >> PREC);
-	}
+	for (size_t j = 0; j < m; j++)
+		d[j] = (uint8_t)(acc[j] >> bits);
 }
 
-/* The same sum with 32-bit products, for windows of over SPLIT_TAPS_MAX
- * taps, where the split sums could overflow. */
-static void vwide(const uint8_t *s, size_t stride, const int32_t *k,
-		  int32_t n, uint8_t *restrict d, size_t m)
+/* len bytes of output row y: the weighted sum of a->n rows from top on,
+ * stride apart. */
+static void vrow_plain(const uint8_t *top, size_t stride,
+		       const struct axis *a, uint32_t y, uint8_t *d,
+		       size_t len)
 {
-	for (size_t j = 0; j < m; j++) {
-		int32_t v = HALF;
-
-		for (int32_t t = 0; t < n; t++)
-			v += s[(size_t)t * stride + j] * k[t];
-		d[j] = to8(v, n);
-	}
-}
-
-/* One output row of m bytes; n is a constant in the callers below, so
- * that the tap loop unrolls and its weights stay in registers. */
-static inline __attribute__((always_inline)) void
-vrow(const uint8_t *top, size_t stride, const int32_t *k, int32_t n,
-     uint8_t *restrict d, size_t m)
-{
+	const int16_t *k = a->k + (size_t)y * a->n;
 	size_t j = 0;
 
-	for (; j + VCHUNK <= m; j += VCHUNK)
-		vchunk(top + j, stride, k, n, d + j, VCHUNK);
-	if (j < m)
-		vchunk(top + j, stride, k, n, d + j, m - j);
+	for (; j + VCHUNK <= len; j += VCHUNK)
+		vchunk_c(top + j, stride, k, a->n, a->bits, d + j, VCHUNK);
+	if (j < len)
+		vchunk_c(top + j, stride, k, a->n, a->bits, d + j, len - j);
 }
 
-/* The vertical pass over m bytes a row: row i of s is source row
- * `base + i`. */
-static void vpass(const uint8_t *s, size_t stride, uint32_t base,
-		  const struct axis *a, const struct ch_image *dst, size_t m)
+#if HAVE_SSE2
+/* 16 bytes of an output row: per pair of rows, their bytes interleaved
+ * and multiplied by the pair's weights, 4 sums at a time.  An odd last
+ * row is paired with itself, at weight 0. */
+INLINE void vchunk_sse2(const uint8_t *top, size_t stride, int32_t n,
+			const __m128i *kv, int32_t np, __m128i half,
+			__m128i sh, uint8_t *d)
 {
-	for (uint32_t y = 0; y < dst->h; y++) {
+	const __m128i z = _mm_setzero_si128();
+	__m128i s0 = half, s1 = half, s2 = half, s3 = half;
+
+	for (int32_t j = 0; j < np; j++) {
+		const uint8_t *r0 = top + (size_t)(2 * j) * stride;
+		const uint8_t *r1 = 2 * j + 1 < n ? r0 + stride : r0;
+		__m128i p = LD16(r0);
+		__m128i q = LD16(r1);
+		__m128i lo = _mm_unpacklo_epi8(p, q);
+		__m128i hi = _mm_unpackhi_epi8(p, q);
+		__m128i k = _mm_load_si128(kv + j);
+
+		s0 = _mm_add_epi32(s0,
+				   _mm_madd_epi16(_mm_unpacklo_epi8(lo, z), k));
+		s1 = _mm_add_epi32(s1,
+				   _mm_madd_epi16(_mm_unpackhi_epi8(lo, z), k));
+		s2 = _mm_add_epi32(s2,
+				   _mm_madd_epi16(_mm_unpacklo_epi8(hi, z), k));
+		s3 = _mm_add_epi32(s3,
+				   _mm_madd_epi16(_mm_unpackhi_epi8(hi, z), k));
+	}
+	s0 = _mm_packs_epi32(_mm_sra_epi32(s0, sh), _mm_sra_epi32(s1, sh));
+	s2 = _mm_packs_epi32(_mm_sra_epi32(s2, sh), _mm_sra_epi32(s3, sh));
+	ST16(d, _mm_packus_epi16(s0, s2));
+}
+
+/* The row in 16-byte steps, the last one overlapping the one before
+ * (the same bytes again); rows under 16 bytes in plain C. */
+INLINE void vrow_sse2_n(const uint8_t *top, size_t stride,
+			const struct axis *a, uint32_t y, uint8_t *d,
+			size_t len, int32_t np)
+{
+	const __m128i *kv = (const __m128i *)a->pairs.p + (size_t)y * np;
+	__m128i half = _mm_set1_epi32(1 << (a->bits - 1));
+	__m128i sh = _mm_cvtsi32_si128(a->bits);
+	size_t j = 0;
+
+	if (len < 16) {
+		vrow_plain(top, stride, a, y, d, len);
+		return;
+	}
+	for (; j + 16 <= len; j += 16)
+		vchunk_sse2(top + j, stride, a->n, kv, np, half, sh, d + j);
+	if (j < len)
+		vchunk_sse2(top + len - 16, stride, a->n, kv, np, half, sh,
+			    d + len - 16);
+}
+
+static void vrow_sse2(const uint8_t *top, size_t stride,
+		      const struct axis *a, uint32_t y, uint8_t *d,
+		      size_t len)
+{
+	switch (a->np) {
+	case 1: vrow_sse2_n(top, stride, a, y, d, len, 1); return;
+	case 2: vrow_sse2_n(top, stride, a, y, d, len, 2); return;
+	case 3: vrow_sse2_n(top, stride, a, y, d, len, 3); return;
+	}
+	vrow_sse2_n(top, stride, a, y, d, len, a->np);
+}
+#endif
+
+#if HAVE_AVX2
+/* vchunk_sse2 on 32 bytes: the unpacks and packs work within 128-bit
+ * lanes, so the bytes come out in order. */
+INLINE AVX2 void vchunk_avx2(const uint8_t *top, size_t stride, int32_t n,
+			     const __m128i *kv, int32_t np, __m256i half,
+			     __m128i sh, uint8_t *d)
+{
+	const __m256i z = _mm256_setzero_si256();
+	__m256i s0 = half, s1 = half, s2 = half, s3 = half;
+
+	for (int32_t j = 0; j < np; j++) {
+		const uint8_t *r0 = top + (size_t)(2 * j) * stride;
+		const uint8_t *r1 = 2 * j + 1 < n ? r0 + stride : r0;
+		__m256i p = LD32(r0);
+		__m256i q = LD32(r1);
+		__m256i lo = _mm256_unpacklo_epi8(p, q);
+		__m256i hi = _mm256_unpackhi_epi8(p, q);
+		__m256i k = _mm256_broadcastsi128_si256(_mm_load_si128(kv + j));
+
+		s0 = _mm256_add_epi32(
+			s0, _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, z), k));
+		s1 = _mm256_add_epi32(
+			s1, _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, z), k));
+		s2 = _mm256_add_epi32(
+			s2, _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, z), k));
+		s3 = _mm256_add_epi32(
+			s3, _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, z), k));
+	}
+	s0 = _mm256_packs_epi32(_mm256_sra_epi32(s0, sh),
+				_mm256_sra_epi32(s1, sh));
+	s2 = _mm256_packs_epi32(_mm256_sra_epi32(s2, sh),
+				_mm256_sra_epi32(s3, sh));
+	ST32(d, _mm256_packus_epi16(s0, s2));
+}
+
+/* The row in 32-byte steps, the last overlapping; shorter rows by SSE2. */
+INLINE AVX2 void vrow_avx2_n(const uint8_t *top, size_t stride,
+			     const struct axis *a, uint32_t y, uint8_t *d,
+			     size_t len, int32_t np)
+{
+	const __m128i *kv = (const __m128i *)a->pairs.p + (size_t)y * np;
+	__m256i half = _mm256_set1_epi32(1 << (a->bits - 1));
+	__m128i sh = _mm_cvtsi32_si128(a->bits);
+	size_t j = 0;
+
+	if (len < 32) {
+		vrow_sse2(top, stride, a, y, d, len);
+		return;
+	}
+	for (; j + 32 <= len; j += 32)
+		vchunk_avx2(top + j, stride, a->n, kv, np, half, sh, d + j);
+	if (j < len)
+		vchunk_avx2(top + len - 32, stride, a->n, kv, np, half, sh,
+			    d + len - 32);
+}
+
+static AVX2 void vrow_avx2(const uint8_t *top, size_t stride,
+			   const struct axis *a, uint32_t y, uint8_t *d,
+			   size_t len)
+{
+	switch (a->np) {
+	case 1: vrow_avx2_n(top, stride, a, y, d, len, 1); return;
+	case 2: vrow_avx2_n(top, stride, a, y, d, len, 2); return;
+	case 3: vrow_avx2_n(top, stride, a, y, d, len, 3); return;
+	}
+	vrow_avx2_n(top, stride, a, y, d, len, a->np);
+}
+#endif
+
+static void vrow(enum ch_resample_isa isa, const uint8_t *top,
+		 size_t stride, const struct axis *a, uint32_t y, uint8_t *d,
+		 size_t len)
+{
+#if HAVE_AVX2
+	if (isa == CH_RESAMPLE_AVX2) {
+		vrow_avx2(top, stride, a, y, d, len);
+		return;
+	}
+#endif
+#if HAVE_SSE2
+	if (isa >= CH_RESAMPLE_SSE2) {
+		vrow_sse2(top, stride, a, y, d, len);
+		return;
+	}
+#endif
+	(void)isa;
+	vrow_plain(top, stride, a, y, d, len);
+}
+
+/* The vertical pass into t: row i of s is source row base + i, and a
+ * planar t takes its planes' rows from segments sseg bytes apart. */
+static void vpass(enum ch_resample_isa isa, const uint8_t *s, size_t stride,
+		  size_t sseg, uint32_t base, const struct axis *a,
+		  const struct target *t)
+{
+	uint32_t nseg = t->step == 1 ? t->c : 1;
+	size_t len = t->step == 1 ? t->w : (size_t)t->w * t->c;
+
+	for (uint32_t y = 0; y < t->h; y++) {
 		const uint8_t *top = s + (size_t)(a->first[y] - base) * stride;
-		const int32_t *k = a->k + (size_t)y * a->ksize;
-		uint8_t *d = dst->px + (size_t)y * dst->stride;
 
-		switch (a->n) {
-		case 2: vrow(top, stride, k, 2, d, m); continue;
-		case 3: vrow(top, stride, k, 3, d, m); continue;
-		case 4: vrow(top, stride, k, 4, d, m); continue;
-		case 5: vrow(top, stride, k, 5, d, m); continue;
-		case 6: vrow(top, stride, k, 6, d, m); continue;
-		}
-		if (a->n > SPLIT_TAPS_MAX)
-			vwide(top, stride, k, a->n, d, m);
-		else
-			vrow(top, stride, k, a->n, d, m);
+		for (uint32_t j = 0; j < nseg; j++)
+			vrow(isa, top + j * sseg, stride, a, y,
+			     t->px + (size_t)y * t->stride + j * t->chan, len);
 	}
 }
 
-/* The source rows the vertical taps read: [*y0, *y1). */
-static void rows_read(const struct axis *a, uint32_t out, uint32_t *y0,
-		      uint32_t *y1)
-{
-	int32_t lo = INT32_MAX, hi = 0;
-
-	for (uint32_t i = 0; i < out; i++) {
-		if (a->count[i] == 0)
-			continue;
-		if (a->first[i] < lo)
-			lo = a->first[i];
-		if (a->first[i] + a->count[i] > hi)
-			hi = a->first[i] + a->count[i];
-	}
-	*y0 = lo < hi ? (uint32_t)lo : 0;
-	*y1 = lo < hi ? (uint32_t)hi : 0;
-}
+/* ------------------------------------------------------------------ */
+/* The whole                                                           */
 
 /* An axis that maps pixels one to one: each output pixel is a source
- * pixel (Pillow's weights come out 1 and 0 there too). */
+ * pixel (the weights come out 1 and 0 there too). */
 static int identity(float f0, float f1, uint32_t out)
 {
 	return f0 == floorf(f0) && f1 - f0 == (float)out;
 }
 
-/* Rows [y0, y0 + dst->h) of src from column x0, copied. */
+/* Rows [y0, y0 + t->h) of src from column x0, copied (interleaved). */
 static void copy_rows(const struct ch_image *src, uint32_t x0, uint32_t y0,
-		      const struct ch_image *dst)
+		      const struct target *t)
 {
-	size_t n = (size_t)dst->w * dst->c;
+	size_t n = (size_t)t->w * t->c;
 
-	for (uint32_t y = 0; y < dst->h; y++)
-		memcpy(dst->px + (size_t)y * dst->stride,
+	for (uint32_t y = 0; y < t->h; y++)
+		memcpy(t->px + (size_t)y * t->stride,
 		       src->px + (size_t)(y0 + y) * src->stride +
 			       (size_t)x0 * src->c,
 		       n);
 }
 
+/* Plans both axes (those that need it) for src into t. */
+static int plan_both(struct ch_resampler *r, const struct ch_image *src,
+		     const float *f, int flip, const struct target *t,
+		     int hcopy, int vcopy)
+{
+	enum layout v = r->isa >= CH_RESAMPLE_SSE2 ? PAIRS : KEYS;
+	enum layout h = src->c == 3 && r->isa == CH_RESAMPLE_AVX2 ? SLOTS
+			: src->c == 3 ? v
+				      : KEYS;
+
+	if (!hcopy && (plan(r, &r->h, src->w, f[0], f[2], t->w, flip, h) < 0 ||
+		       reserve(&r->wide, wide_bytes(&r->h)) < 0))
+		return -1;
+	if (!vcopy && plan(r, &r->v, src->h, f[1], f[3], t->h, 0, v) < 0)
+		return -1;
+	return 0;
+}
+
+/* Resamples box f (x0, y0, x1, y1) of src into t, checked.  A planar
+ * target always takes the horizontal pass (a copy is an interleaved
+ * one), the identity's single tap of weight 1 where nothing moves. */
+static int resample(struct ch_resampler *r, const struct ch_image *src,
+		    const float *f, int flip, const struct target *t)
+{
+	int planar = t->step == 1 && t->c > 1;
+	int hcopy = !planar && !flip && identity(f[0], f[2], t->w);
+	int vcopy = identity(f[1], f[3], t->h);
+	size_t m = (size_t)t->w * t->c;
+	struct target tmp = {NULL, m, planar ? t->w : 1, planar ? 1 : t->c,
+			     t->w, 0, t->c};
+
+	if (plan_both(r, src, f, flip, t, hcopy, vcopy) < 0)
+		return -1;
+	if (vcopy && hcopy) {
+		copy_rows(src, (uint32_t)f[0], (uint32_t)f[1], t);
+	} else if (vcopy) {
+		hpass(r, src, (uint32_t)f[1], (uint32_t)f[1] + t->h, &r->h, t);
+	} else if (hcopy) {
+		vpass(r->isa, src->px + (size_t)f[0] * src->c, src->stride, 0,
+		      0, &r->v, t);
+	} else {
+		tmp.h = (uint32_t)(r->v.hi - r->v.lo);
+		if (reserve(&r->tmp, tmp.h * m) < 0)
+			return -1;
+		tmp.px = r->tmp.p;
+		hpass(r, src, (uint32_t)r->v.lo, (uint32_t)r->v.hi, &r->h,
+		      &tmp);
+		vpass(r->isa, tmp.px, m, tmp.chan, (uint32_t)r->v.lo, &r->v,
+		      t);
+	}
+	return 0;
+}
+
+/* px_bytes: what a pixel takes in a row (c interleaved, 1 planar). */
 static int check_image(const struct ch_image *im, const char *which,
-		       struct ch_error *err)
+		       uint32_t px_bytes, struct ch_error *err)
 {
 	if (!im->px || im->w == 0 || im->h == 0 || im->w > 65535 ||
 	    im->h > 65535 || (im->c != 1 && im->c != 3) ||
-	    im->stride < (size_t)im->w * im->c)
+	    im->stride < (size_t)im->w * px_bytes)
 		return ch_error_set(err,
 				    "cannot resample: bad %s image (%ux%u, %u "
 				    "channels, stride %zu): sizes go from 1 to "
@@ -426,11 +1077,20 @@ static int check_image(const struct ch_image *im, const char *which,
 	return 0;
 }
 
-/* Pillow's checks on the box, on the float edges actually used (a box
- * that ends at src's edge to within float rounding is inside). */
-static int check_box(const struct ch_image *src, const float *f,
-		     double bw, double bh, struct ch_error *err)
+/* The checks both layouts share; Pillow's on the box, on the float edges
+ * actually used (a box that ends at src's edge to within float rounding
+ * is inside). */
+static int check(const struct ch_image *src, const struct ch_image *dst,
+		 uint32_t dst_px_bytes, const float *f, double bw, double bh,
+		 struct ch_error *err)
 {
+	if (check_image(src, "source", src->c, err) < 0 ||
+	    check_image(dst, "target", dst_px_bytes, err) < 0)
+		return -1;
+	if (dst->c != src->c)
+		return ch_error_set(err,
+				    "cannot resample: %u channels into %u",
+				    src->c, dst->c);
 	if (!(bw > 0 && bh > 0 && f[0] >= 0 && f[1] >= 0 &&
 	      f[2] <= (float)src->w && f[3] <= (float)src->h && f[2] > f[0] &&
 	      f[3] > f[1]))
@@ -442,49 +1102,51 @@ static int check_box(const struct ch_image *src, const float *f,
 	return 0;
 }
 
+static int oom(struct ch_error *err, const struct ch_image *src,
+	       const struct ch_image *dst)
+{
+	return ch_error_errno(err, ENOMEM, "cannot resample %ux%u to %ux%u",
+			      src->w, src->h, dst->w, dst->h);
+}
+
 int ch_image_resample(struct ch_resampler *r, const struct ch_image *src,
 		      double bx, double by, double bw, double bh, int flip,
 		      struct ch_image *dst, struct ch_error *err)
 {
 	float f[4] = {(float)bx, (float)by, (float)(bx + bw),
 		      (float)(by + bh)};
-	size_t n = (size_t)dst->w * dst->c;
-	uint32_t y0, y1;
-	int hcopy, vcopy;
+	struct target t = {dst->px, dst->stride, 1,	 dst->c,
+			   dst->w,  dst->h,	 dst->c};
 
-	if (check_image(src, "source", err) < 0 ||
-	    check_image(dst, "target", err) < 0)
+	if (check(src, dst, dst->c, f, bw, bh, err) < 0)
 		return -1;
-	if (dst->c != src->c)
-		return ch_error_set(err,
-				    "cannot resample: %u channels into %u",
-				    src->c, dst->c);
-	if (check_box(src, f, bw, bh, err) < 0)
-		return -1;
-	hcopy = !flip && identity(f[0], f[2], dst->w);
-	vcopy = identity(f[1], f[3], dst->h);
-	if ((!hcopy && plan(r, &r->h, src->w, f[0], f[2], dst->w, flip) < 0) ||
-	    (!vcopy && plan(r, &r->v, src->h, f[1], f[3], dst->h, 0) < 0))
-		goto oom;
-	if (vcopy && hcopy) {
-		copy_rows(src, (uint32_t)f[0], (uint32_t)f[1], dst);
-	} else if (vcopy) {
-		hpass(src, (uint32_t)f[1], (uint32_t)f[1] + dst->h, &r->h,
-		      dst->w, dst->px, dst->stride);
-	} else if (hcopy) {
-		vpass(src->px + (size_t)f[0] * src->c, src->stride, 0, &r->v,
-		      dst, n);
-	} else {
-		rows_read(&r->v, dst->h, &y0, &y1);
-		if (reserve(&r->tmp, (size_t)(y1 - y0) * n) < 0)
-			goto oom;
-		hpass(src, y0, y1, &r->h, dst->w, r->tmp.p, n);
-		vpass(r->tmp.p, n, y0, &r->v, dst, n);
-	}
+	if (resample(r, src, f, flip, &t) < 0)
+		return oom(err, src, dst);
 	return 0;
-oom:
-	return ch_error_errno(err, ENOMEM, "cannot resample %ux%u to %ux%u",
-			      src->w, src->h, dst->w, dst->h);
+}
+
+int ch_image_resample_planar(struct ch_resampler *r,
+			     const struct ch_image *src, double bx, double by,
+			     double bw, double bh, int flip,
+			     const struct ch_image *dst, size_t plane,
+			     struct ch_error *err)
+{
+	float f[4] = {(float)bx, (float)by, (float)(bx + bw),
+		      (float)(by + bh)};
+	struct target t = {dst->px, dst->stride, plane, 1,
+			   dst->w,  dst->h,	 dst->c};
+
+	if (check(src, dst, 1, f, bw, bh, err) < 0)
+		return -1;
+	if (dst->c > 1 &&
+	    plane < (size_t)(dst->h - 1) * dst->stride + dst->w)
+		return ch_error_set(err,
+				    "cannot resample: planes %zu bytes apart "
+				    "overlap (%u rows of %zu bytes)",
+				    plane, dst->h, dst->stride);
+	if (resample(r, src, f, flip, &t) < 0)
+		return oom(err, src, dst);
+	return 0;
 }
 
 /* A source pixel i has weight only if its centre i + 0.5 lies within the

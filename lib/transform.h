@@ -107,10 +107,13 @@ int ch_image_start(struct ch_transformer *tr, struct ch_geom *g, uint32_t c,
 int ch_image_geometry(struct ch_geom *g, const struct ch_op *op,
 		      const struct ch_transform_key *k, uint64_t index,
 		      int eval, struct ch_error *err);
-/* Decodes what the plan needs and resamples it: u8, HWC, into out. */
+/* Decodes what the plan needs and resamples it: u8, HWC (or CHW with
+ * chw: the resampler writes planes, no transpose after), appended to
+ * out. */
 int ch_image_realize(struct ch_transformer *tr, const struct ch_geom *g,
-		     const uint8_t *in, size_t size, struct ch_buf *out,
-		     struct ch_field_type *t, struct ch_error *err);
+		     int chw, const uint8_t *in, size_t size,
+		     struct ch_buf *out, struct ch_field_type *t,
+		     struct ch_error *err);
 
 /* Array ops (transform_array.c), from the bytes in `in` to out. */
 int ch_array_int(const uint8_t *in, size_t size, struct ch_buf *out,

@@ -156,8 +156,9 @@ static void region(const struct ch_geom *g, uint32_t d, struct ch_decode_req *r)
 
 /* Decodes and resamples: the u8 HWC image g describes, into out. */
 int ch_image_realize(struct ch_transformer *tr, const struct ch_geom *g,
-		     const uint8_t *in, size_t size, struct ch_buf *out,
-		     struct ch_field_type *t, struct ch_error *err)
+		     int chw, const uint8_t *in, size_t size,
+		     struct ch_buf *out, struct ch_field_type *t,
+		     struct ch_error *err)
 {
 	struct ch_decode_req req = { .channels = g->c };
 	struct ch_decoded dec;
@@ -168,19 +169,27 @@ int ch_image_realize(struct ch_transformer *tr, const struct ch_geom *g,
 		return -1;
 	double t1 = now();
 	size_t bytes = (size_t)g->vw * g->vh * g->c;
-	out->len = 0;
-	if (ch_buf_reserve(out, bytes, err) < 0)
+	if (ch_buf_reserve(out, out->len + bytes, err) < 0)
 		return -1;
-	struct ch_image dst = { .px = out->data, .w = g->vw, .h = g->vh,
-				.c = g->c, .stride = (size_t)g->vw * g->c };
-	double s = dec.denom;
-	if (ch_image_resample(tr->rs, &dec.img, g->bx / s - dec.x0,
-			      g->by / s - dec.y0, g->bw / s, g->bh / s,
-			      g->flip, &dst, err) < 0)
+	struct ch_image dst = { .px = out->data + out->len, .w = g->vw,
+				.h = g->vh,
+				.c = g->c,
+				.stride = (size_t)g->vw * (chw ? 1 : g->c) };
+	double s = dec.denom, bx = g->bx / s - dec.x0, by = g->by / s - dec.y0;
+	int rc = chw ? ch_image_resample_planar(tr->rs, &dec.img, bx, by,
+						g->bw / s, g->bh / s, g->flip,
+						&dst, (size_t)g->vw * g->vh,
+						err)
+		     : ch_image_resample(tr->rs, &dec.img, bx, by, g->bw / s,
+					 g->bh / s, g->flip, &dst, err);
+	if (rc < 0)
 		return -1;
-	out->len = bytes;
+	out->len += bytes;
 	*t = (struct ch_field_type){ .dtype = CH_DTYPE_U8, .ndim = 3,
 				     .shape = { g->vh, g->vw, g->c } };
+	if (chw)
+		*t = (struct ch_field_type){ .dtype = CH_DTYPE_U8, .ndim = 3,
+					     .shape = { g->c, g->vh, g->vw } };
 	tr->decode_s += t1 - t0;
 	tr->resample_s += now() - t1;
 	return 0;

@@ -208,6 +208,8 @@ static int relayout(int to_chw, const struct ch_buf *in,
 struct run {
 	struct ch_transformer *tr;
 	struct ch_buf *cur, *spare; /* the value, and where the next goes */
+	struct ch_buf *out;	    /* where the last op's value goes */
+	int in_out;		    /* it is there already */
 	struct ch_field_type t;
 	int chw;
 };
@@ -282,8 +284,18 @@ static int run_image(struct run *r, const struct ch_pipeline *p,
 	for (; i < p->nops && p->ops[i].kind <= CH_OP_FLIP; i++)
 		if (ch_image_geometry(&g, &p->ops[i], k, i, p->eval, err) < 0)
 			return (int)i;
-	if (ch_image_realize(r->tr, &g, in, size, r->cur, &r->t, err) < 0)
+	/* layout chw straight after: the resampler writes the planes */
+	int chw = i < p->nops && p->ops[i].kind == CH_OP_LAYOUT &&
+		  p->ops[i].chw;
+	i += (size_t)chw;
+	/* nothing after: the pixels go straight where the caller wants them */
+	r->in_out = i == p->nops;
+	if (!r->in_out)
+		r->cur->len = 0;
+	if (ch_image_realize(r->tr, &g, chw, in, size,
+			     r->in_out ? r->out : r->cur, &r->t, err) < 0)
 		return 0;
+	r->chw = chw;
 	double t0 = now();
 	for (; i < p->nops; i++)
 		if (value_op(r, p, i, k, err) < 0)
@@ -315,16 +327,21 @@ int ch_transform_run(struct ch_transformer *tr, const struct ch_pipeline *p,
 		     size_t size, struct ch_buf *out,
 		     struct ch_field_type *type, struct ch_error *err)
 {
-	struct run r = { .tr = tr, .cur = &tr->a, .spare = &tr->b };
+	struct run r = { .tr = tr, .cur = &tr->a, .spare = &tr->b,
+			 .out = out };
+	size_t at = out->len;
 	int failed = p->ops[0].kind == CH_OP_DECODE
 			     ? run_image(&r, p, k, in, size, err)
 			     : run_array(&r, p, k, in, size, err);
 	if (failed >= 0) {
+		out->len = at;
 		char why[sizeof(err->msg)];
 		snprintf(why, sizeof(why), "%s", err->msg);
 		return ch_error_set(err, "field '%s': %s: %s", p->field,
 				    op_name(p->ops[failed].kind), why);
 	}
 	*type = r.t;
+	if (r.in_out)
+		return 0;
 	return ch_buf_append(out, r.cur->data, r.cur->len, err);
 }

@@ -9,7 +9,8 @@
 #
 #  1. training: chute stream -w 2 -b 64, 'jpg: decode | random-resized-crop
 #     224 | flip | layout chw' and 'cls: int', read by a Python consumer
-#     (scripts/chute_batch.py frames(), touching nothing), against
+#     (scripts/chute_batch.py frames(), touching nothing; and again through
+#     a --shm ring read by shm_frames()), against
 #       - a PyTorch DataLoader over the same files: ImageFolder,
 #         RandomResizedCrop(224), RandomHorizontalFlip(), PILToTensor(),
 #         num_workers 2, batch 64, shuffled (target: chute >= 3x);
@@ -152,17 +153,22 @@ chute_stream() {
 	if [ "$1" = eval ]; then shuffle=(--shuffle none); fi
 	"$CHUTE" stream "$DS" --mode "$1" "${shuffle[@]}" -w "$WORKERS" \
 		-b "$BATCH" -e 1 --stats --transform "$2" --transform "$LABELS" \
-		2>"$RUNS_DIR/$1.stats"
+		"${@:3}" 2>"$RUNS_DIR/$1.stats"
 }
-# The consumer: frames read and parsed, nothing touched; prints SAMPLES.
+# The consumer: frames read and parsed, nothing touched, from a pipe or
+# (with a ring NAME) from chute stream --shm NAME; prints SAMPLES SECONDS,
+# timed like the DataLoader from after the imports to the last batch
+# (chute's start-up and first batch are in, the interpreter's are not).
 reader() {
-	"$PYTHON" -c 'import sys
+	"$PYTHON" -c 'import sys, time
 sys.path.insert(0, sys.argv[1])
 import chute_batch
-n = 0
-for fr in chute_batch.frames(sys.stdin.buffer):
+t0, n = time.perf_counter(), 0
+src = chute_batch.shm_frames(sys.argv[2]) if len(sys.argv) > 2 \
+    else chute_batch.frames(sys.stdin.buffer)
+for fr in src:
     n += fr.nsamples
-print(n)' "$HERE"
+print(n, "%.6f" % (time.perf_counter() - t0))' "$HERE" "$@"
 }
 # The DataLoader, in one process; prints SAMPLES SECONDS of one epoch
 # (from the first iter() to the last batch: the interpreter's and torch's
@@ -187,6 +193,14 @@ print(n, "%.6f" % (time.perf_counter() - t0))
 EOF
 }
 train_chute() { chute_stream train "$TRAIN" | reader; }
+# The same through a shared-memory ring: no pipe copies on either side.
+train_shm() {
+	local ring="bench-transform-$$" pid
+	chute_stream train "$TRAIN" --shm "$ring" &
+	pid=$!
+	reader "$ring"
+	wait "$pid"
+}
 decode_all() { "$FULL_DECODE" -t "$WORKERS" "$WORK/images.list"; }
 eval_chute() { chute_stream eval "$EVAL" | reader; }
 
@@ -204,12 +218,13 @@ cat "$DS"/shards/*.chs >/dev/null
 xargs cat <"$WORK/images.list" >/dev/null
 
 echo "bench-transform: $N JPEGs; chute, DataLoader, full decode; $RUNS rounds"
-rounds train_chute train_dl decode_all eval_chute
-for f in train_chute train_dl decode_all eval_chute; do
+rounds train_chute train_shm train_dl decode_all eval_chute
+for f in train_chute train_shm train_dl decode_all eval_chute; do
 	expect_samples "$f"
 done
-r_train=$(calc "$N / ${T[train_chute]}")
-r_eval=$(calc "$N / ${T[eval_chute]}")
+r_train=$(rate_of train_chute)
+r_shm=$(rate_of train_shm)
+r_eval=$(rate_of eval_chute)
 r_dl=$(rate_of train_dl)
 r_decode=$(rate_of decode_all)
 # shellcheck disable=SC2046 # one rate a word
@@ -233,16 +248,20 @@ row "stream | chute_batch.py reader" "$(int "$r_train")" "DataLoader w$WORKERS $
 	"$(ratio "$r_train" "$r_dl")" ">=" 3.00
 row "stream | chute_batch.py reader" "$(int "$r_train")" "full decode $WORKERS thr $(int "$r_decode")" \
 	"$(ratio "$r_train" "$r_decode")" ">=" 1.00
+row "stream --shm | shm_frames reader" "$(int "$r_shm")" "DataLoader w$WORKERS $(int "$r_dl")" \
+	"$(ratio "$r_shm" "$r_dl")" ">=" 3.00
+row "stream --shm | shm_frames reader" "$(int "$r_shm")" "full decode $WORKERS thr $(int "$r_decode")" \
+	"$(ratio "$r_shm" "$r_decode")" ">=" 1.00
 row "  full decode, MP/s" "" "$(int "$mp_decode")" "" "" ""
 echo "2. evaluation, --mode eval: '$EVAL'"
 row "stream | chute_batch.py reader" "$(int "$r_eval")" "full decode $WORKERS thr $(int "$r_decode")" \
 	"$(ratio "$r_eval" "$r_decode")" "" ""
 echo
-echo "chute's figures are the wall time of the whole pipeline (start-up of"
-echo "chute and of the Python reader included); the DataLoader's are timed"
-echo "inside its process, from iter() to the last batch; the full decode's"
-echo "from the first image to the last, the files already in memory.  All"
-echo "share the machine's $(nproc) cores with their consumer."
+echo "chute's figures are timed by its Python reader, from after its imports"
+echo "to the last batch (chute's start-up and first batch included); the"
+echo "DataLoader's inside its process, from iter() to the last batch; the full"
+echo "decode's from the first image to the last, the files already in memory."
+echo "All share the machine's $(nproc) cores with their consumer."
 echo
 echo "Where the time went, chute's --stats at the end of the last run of each:"
 echo "  1. training:"

@@ -239,3 +239,21 @@ print(e[5, 1].tolist())' "$REPO_ROOT/scripts"
 	run -0 chute bench "$BATS_FILE_TMPDIR/ds" -b 8 --transform "$TRAIN"
 	assert_output --partial "transform: decode"
 }
+
+@test "transform: layout chw written by the resampler equals hwc transposed" {
+	chute stream "$BATS_FILE_TMPDIR/ds" -b 24 --seed 4 \
+		--transform 'jpg: decode | random-resized-crop 40 | flip | layout chw' -o chw
+	chute stream "$BATS_FILE_TMPDIR/ds" -b 24 --seed 4 \
+		--transform 'jpg: decode | random-resized-crop 40 | flip' -o hwc
+	chute stream "$BATS_FILE_TMPDIR/ds" -b 24 --seed 4 \
+		--transform 'jpg: decode | random-resized-crop 40 | flip | dtype f32 | layout chw' -o f32
+	run -0 "$PYTHON" -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+import chute_batch, numpy as np
+get = lambda f: next(chute_batch.frames(open(f, "rb"))).fields["jpg"]
+a, b, c = get("chw"), get("hwc"), get("f32")
+print(a.shape, np.array_equal(a, b.transpose(0, 3, 1, 2)),
+      np.array_equal(c, a.astype(np.float32) / np.float32(255)))' "$REPO_ROOT/scripts"
+	assert_output "(24, 3, 40, 40) True True"
+}
