@@ -19,6 +19,8 @@
 #include "image.h"
 
 #define MAX_SIDE 65535
+/* The most pixels an image may have: 128 Mpixels, 384 MB as RGB. */
+#define MAX_PIXELS (128 << 20)
 
 /* libjpeg's error manager, with where to jump and what to fill. */
 struct jpeg_fail {
@@ -110,6 +112,15 @@ static int check_size(const char *what, uint64_t w, uint64_t h,
 				    "(sides go from 1 to %d)",
 				    what, (unsigned long long)w,
 				    (unsigned long long)h, MAX_SIDE);
+	/* a header is a few bytes: without a cap, a corrupt or hostile one
+	 * would have a worker allocate gigabytes (Pillow refuses such
+	 * "decompression bombs" too) */
+	if (w * h > MAX_PIXELS)
+		return ch_error_set(err,
+				    "%s image of %llux%llu pixels is larger "
+				    "than chute decodes (%d Mpixels)", what,
+				    (unsigned long long)w,
+				    (unsigned long long)h, MAX_PIXELS >> 20);
 	return 0;
 }
 

@@ -37,7 +37,7 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -Ilib
 	$(pkg-config --cflags $PKGS)
 	-fsanitize=address,undefined -fno-sanitize-recover=all"
 # shellcheck disable=SC2086
-LIBS="$(pkg-config --libs $PKGS) -lpthread"
+LIBS="$(pkg-config --libs $PKGS) -lpthread -lm"
 
 log() {
 	echo "run-fuzz: $*" >&2
@@ -197,6 +197,46 @@ seed_fuzz_shard() {
 			{ printf '\001'; cat "$f"; } >"$dir/$ds-1-$(basename "$f")"
 		done
 	done
+	return 0
+}
+
+# Images, arrays and labels behind the two bytes fuzz_transform reads
+# first (the pipeline: 0-4 images, 5-6 .npy, 7 a label, +128 eval; then a
+# seed).  Made by Python with PIL and numpy when it has them.
+seed_fuzz_transform() {
+	local dir=$1 py=${PYTHON:-/usr/bin/python3}
+	printf '\007\001 42\n' >"$dir/label"
+	printf '\207\002-7' >"$dir/label-eval"
+	"$py" - "$dir" <<'EOF' 2>/dev/null ||
+import io, sys
+import numpy as np
+from PIL import Image
+d = sys.argv[1]
+rng = np.random.default_rng(1)
+rgb = Image.fromarray(rng.integers(0, 256, (23, 37, 3), dtype=np.uint8))
+def put(name, data, modes):
+    for m in modes:
+        open("%s/%s-%d" % (d, name, m), "wb").write(bytes([m, 5]) + data)
+def image(name, im, fmt, modes, **kw):
+    b = io.BytesIO()
+    im.save(b, fmt, **kw)
+    put(name, b.getvalue(), modes)
+image("jpg420", rgb, "JPEG", [0, 129], quality=90)
+image("jpg444", rgb, "JPEG", [2, 131], quality=90, subsampling=0)
+image("jpgprog", rgb, "JPEG", [3], quality=75, progressive=True)
+image("jpggray", rgb.convert("L"), "JPEG", [1, 4])
+image("png", rgb, "PNG", [0, 3])
+image("pngpal", rgb.convert("P"), "PNG", [2])
+image("pnggray", rgb.convert("L"), "PNG", [1])
+for name, arr in [("npyi4", np.arange(5, dtype=np.int32)),
+                  ("npyf4", np.ones((2, 3), np.float32)),
+                  ("npyu1", np.arange(20, dtype=np.uint8))]:
+    b = io.BytesIO()
+    np.save(b, arr)
+    put(name, b.getvalue(), [5, 6, 133])
+EOF
+		log "warning: no PIL and numpy for fuzz_transform's seeds:" \
+			"labels only"
 	return 0
 }
 
