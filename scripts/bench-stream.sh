@@ -64,34 +64,6 @@ pack() {
 	"$CHUTE" pack -q "$1" -o "$2" -n "$3"
 }
 
-# rounds FUNC...: RUNS rounds, each running every FUNC once, so that a burst
-# of load elsewhere on the machine falls on all of them alike.  Appends the
-# stdout of FUNC's runs to $RUNS_DIR/FUNC.out; sets T[FUNC] to its median wall
-# time in seconds.
-declare -A T
-rounds() {
-	local f r t0 t1
-	local -A times=()
-	for f; do : >"$RUNS_DIR/$f.out"; done
-	for ((r = 0; r < RUNS; r++)); do
-		for f; do
-			t0=$(date +%s.%N)
-			"$f" >>"$RUNS_DIR/$f.out"
-			t1=$(date +%s.%N)
-			times[$f]+=" $(calc "$t1 - $t0")"
-		done
-	done
-	# shellcheck disable=SC2086 # one time a word
-	for f; do T[$f]=$(median ${times[$f]}); done
-}
-
-# rate_of FUNC COLUMN_A COLUMN_B: the median over FUNC's runs of A / B, from
-# the lines of $RUNS_DIR/FUNC.out.
-rate_of() {
-	# shellcheck disable=SC2046 # one rate a word
-	median $(awk -v a="$2" -v b="$3" '{ printf "%f\n", $a / $b }' "$RUNS_DIR/$1.out")
-}
-
 # peak_rss CMD...: the largest peak RSS (KB) of CMD over RUNS runs.
 peak_rss() {
 	local i r
@@ -105,14 +77,6 @@ peak_rss() {
 
 # epochs_for SECONDS_OF_ONE_EPOCH: epochs for TARGET_S seconds of work.
 epochs_for() { calc "int($TARGET_S / $1) + 1"; }
-
-# expect_samples FUNC N: every run of FUNC read N samples (the first word
-# of each line of its output).
-expect_samples() {
-	local bad
-	bad=$(awk -v n="$2" '$1 != n' "$RUNS_DIR/$1.out")
-	[ -z "$bad" ] || die "$1 read '$bad' samples, expected $2"
-}
 
 # stats CMD...: CMD's standard error (chute's --stats lines), indented, for
 # the notes under the table.
@@ -129,8 +93,6 @@ row() {
 	# shellcheck disable=SC2059 # FMT is the table's one format
 	printf "$FMT" "$1" "$2" "$3" "$4" "${5:+$5 $6}" "$verdict"
 }
-int() { calc "sprintf(\"%d\", $1 + 0.5)"; }
-ratio() { calc "sprintf(\"%.2f\", $1 / $2)"; }
 
 # --- data, built once -----------------------------------------------------
 

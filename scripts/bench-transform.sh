@@ -55,7 +55,8 @@ command -v cc >/dev/null || die "no C compiler 'cc' (build-essential)"
 VERSION=$("$CHUTE" --version)
 mkdir -p "$WORK" "$RUNS_DIR"
 
-# calc, median, sum_sizes, cached
+# calc, median, sum_sizes, cached, rounds, rate_of, expect_samples, int,
+# ratio
 # shellcheck source=scripts/bench-lib.sh
 . "$(dirname "$0")/bench-lib.sh"
 
@@ -94,41 +95,6 @@ shard_bytes=$(sum_sizes "$DS"/shards/*.chs)
 
 # --- helpers --------------------------------------------------------------
 
-# rounds FUNC...: RUNS rounds, each running every FUNC once; appends the
-# stdout of FUNC's runs to $RUNS_DIR/FUNC.out and sets T[FUNC] to its
-# median wall time in seconds.
-declare -A T
-rounds() {
-	local f r t0 t1
-	local -A times=()
-	for f; do : >"$RUNS_DIR/$f.out"; done
-	for ((r = 0; r < RUNS; r++)); do
-		for f; do
-			t0=$(date +%s.%N)
-			"$f" >>"$RUNS_DIR/$f.out"
-			t1=$(date +%s.%N)
-			times[$f]+=" $(calc "$t1 - $t0")"
-		done
-	done
-	# shellcheck disable=SC2086 # one time a word
-	for f; do T[$f]=$(median ${times[$f]}); done
-}
-
-# rate_of FUNC: the median over FUNC's runs of column 1 / column 2 of
-# $RUNS_DIR/FUNC.out (samples, seconds).
-rate_of() {
-	# shellcheck disable=SC2046 # one rate a word
-	median $(awk '{ printf "%f\n", $1 / $2 }' "$RUNS_DIR/$1.out")
-}
-
-# expect_samples FUNC: every run of FUNC read N samples (the first word of
-# each line of its output).
-expect_samples() {
-	local bad
-	bad=$(awk -v n="$N" '$1 != n' "$RUNS_DIR/$1.out")
-	[ -z "$bad" ] || die "$1 read '$bad' samples, expected $N"
-}
-
 FMT='%-34s %10s %26s %7s %8s  %s\n'
 # row WHAT CHUTE REFERENCE RATIO OP TARGET: one line of the table; OP and
 # TARGET empty for a line that only informs.
@@ -140,8 +106,6 @@ row() {
 	# shellcheck disable=SC2059 # FMT is the table's one format
 	printf "$FMT" "$1" "$2" "$3" "$4" "${5:+$5 $6}" "$verdict"
 }
-int() { calc "sprintf(\"%d\", $1 + 0.5)"; }
-ratio() { calc "sprintf(\"%.2f\", $1 / $2)"; }
 
 # --- the commands compared ------------------------------------------------
 
@@ -220,13 +184,13 @@ xargs cat <"$WORK/images.list" >/dev/null
 echo "bench-transform: $N JPEGs; chute, DataLoader, full decode; $RUNS rounds"
 rounds train_chute train_shm train_dl decode_all eval_chute
 for f in train_chute train_shm train_dl decode_all eval_chute; do
-	expect_samples "$f"
+	expect_samples "$f" "$N"
 done
-r_train=$(rate_of train_chute)
-r_shm=$(rate_of train_shm)
-r_eval=$(rate_of eval_chute)
-r_dl=$(rate_of train_dl)
-r_decode=$(rate_of decode_all)
+r_train=$(rate_of train_chute 1 2)
+r_shm=$(rate_of train_shm 1 2)
+r_eval=$(rate_of eval_chute 1 2)
+r_dl=$(rate_of train_dl 1 2)
+r_decode=$(rate_of decode_all 1 2)
 # shellcheck disable=SC2046 # one rate a word
 mp_decode=$(median $(awk '{ printf "%f\n", $3 / $2 }' "$RUNS_DIR/decode_all.out"))
 load_after=$(cut -d' ' -f1 /proc/loadavg)
