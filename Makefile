@@ -7,7 +7,7 @@ PYTHON ?= $(shell for p in /usr/bin/python3 python3; do $$p -c 'import numpy' 2>
 export PYTHON
 
 CC ?= cc
-PKGS = libarchive libzstd libxxhash jansson libturbojpeg libjpeg libpng
+PKGS = libarchive libzstd libxxhash jansson libturbojpeg libjpeg libpng libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -38,8 +38,8 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 MAN_PAGES := $(wildcard man/*.1 man/*.5 man/*.7)
 
-## all: build the chute binary (build/chute)
-all: $(BUILD)/chute
+## all: build the chute binary (build/chute) and the test driver of lib/store.h
+all: $(BUILD)/chute $(BUILD)/tests/store_tool
 
 $(BUILD)/%.o: %.c lib/chute.h $(wildcard lib/*.h cmd/*.h)
 	@mkdir -p $(dir $@)
@@ -56,6 +56,11 @@ $(BUILD)/chute: $(CMD_OBJ) $(BUILD)/libchute.a
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(BUILD)/libchute.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libchute.a $(LDLIBS)
+
+# The store's test driver (tests/cli/store.bats); not installed.
+$(BUILD)/tests/store_tool: tests/store_tool.c $(BUILD)/libchute.a
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libchute.a $(LDLIBS)
 
 ## deps: install the Debian packages chute needs (as root)
 deps:

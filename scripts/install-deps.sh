@@ -1,8 +1,11 @@
 #!/bin/sh
-# Install every Debian package chute's build, tests, demo and benchmarks need.
+# Install every Debian package chute's build, tests, demo and benchmarks need,
+# and s3rver (npm) into the repository's .deps/ for the S3 tests.
 # Idempotent: packages already present are not fetched again, and the package
 # lists are refreshed only when something is missing.
 set -eu
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 PACKAGES="
 build-essential pkg-config
@@ -13,6 +16,7 @@ python3 python3-zstandard python3-xxhash python3-numpy python3-pil
 python3-torch python3-torchvision dataset-fashion-mnist
 mate-backgrounds plasma-workspace-wallpapers
 clang libclang-rt-14-dev mandoc time
+nginx
 "
 
 missing=""
@@ -22,9 +26,10 @@ for p in $PACKAGES; do
 	fi
 done
 
-if [ -z "$missing" ]; then
-	echo "install-deps: all packages present"
-	exit 0
+# node may come from elsewhere (NodeSource's nodejs bundles npm and
+# conflicts with Debian's npm): only the commands matter
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+	missing="$missing nodejs npm"
 fi
 
 SUDO=""
@@ -32,9 +37,19 @@ if [ "$(id -u)" -ne 0 ]; then
 	SUDO="sudo"
 fi
 
-echo "install-deps: installing:$missing"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-# shellcheck disable=SC2086
-$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
-echo "install-deps: done"
+if [ -z "$missing" ]; then
+	echo "install-deps: all packages present"
+else
+	echo "install-deps: installing:$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	$SUDO apt-get update -qq
+	# shellcheck disable=SC2086
+	$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+	echo "install-deps: done"
+fi
+
+# s3rver, the S3 server of tests/cli/store.bats, lives in .deps/ (ignored)
+if [ ! -d "$ROOT/.deps/node_modules/s3rver" ]; then
+	echo "install-deps: installing s3rver@3 into .deps/"
+	npm install --silent --prefix "$ROOT/.deps" s3rver@3 >/dev/null
+fi

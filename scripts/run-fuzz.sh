@@ -28,7 +28,7 @@ cd "$(dirname "$0")/.."
 OUT=build-fuzz
 CLANG=${CLANG:-clang}
 CHUTE=build/chute
-PKGS="libarchive libzstd libxxhash jansson libturbojpeg libjpeg libpng"
+PKGS="libarchive libzstd libxxhash jansson libturbojpeg libjpeg libpng libcurl"
 # Warnings are the gcc build's business (make); here they would only stop
 # the fuzzing.  -fno-sanitize-recover makes undefined behaviour a crash
 # libFuzzer sees instead of a line in a log.

@@ -1,0 +1,406 @@
+/* store.c - opening a store from its URL, checking keys, and what every
+ * backend shares: the retry policy and the progress reports. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store_internal.h"
+
+enum { MAX_BACKOFF_MS = 30000 };
+
+static char *dup_trimmed(const char *s)
+{
+	size_t n = strlen(s);
+	while (n > 1 && s[n - 1] == '/')
+		n--;
+	return strndup(s, n);
+}
+
+static int has_prefix(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* AWS's own tools read the first of these that is set and not empty. */
+static const char *env2(const char *a, const char *b)
+{
+	const char *v = getenv(a);
+	if ((!v || !*v) && b)
+		v = getenv(b);
+	return v && *v ? v : NULL;
+}
+
+static int dup_env(char **dst, const char *v, struct ch_error *err)
+{
+	if (!v)
+		return 0;
+	*dst = strdup(v);
+	return *dst ? 0 : ch_error_set(err, "out of memory");
+}
+
+/* s3://BUCKET[/PREFIX] with the credentials, the region and the endpoint
+ * from the environment. */
+static int parse_s3(struct ch_store *st, struct ch_error *err)
+{
+	const char *rest = st->url + strlen("s3://");
+	const char *slash = strchr(rest, '/');
+	size_t blen = slash ? (size_t)(slash - rest) : strlen(rest);
+	const char *prefix = slash ? slash + 1 : "";
+	if (blen == 0)
+		return ch_error_set(err, "no bucket in '%s' (s3://BUCKET/PREFIX)",
+				    st->url);
+	const char *id = env2("AWS_ACCESS_KEY_ID", NULL);
+	const char *secret = env2("AWS_SECRET_ACCESS_KEY", NULL);
+	if (!id || !secret)
+		return ch_error_set(err,
+				    "no S3 credentials for '%s': set "
+				    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+				    " (and AWS_SESSION_TOKEN for temporary ones)",
+				    st->url);
+	const char *region = env2("AWS_REGION", "AWS_DEFAULT_REGION");
+	if (!region)
+		region = "us-east-1";
+	st->s3_bucket = strndup(rest, blen);
+	if (!st->s3_bucket || dup_env(&st->s3_key_id, id, err) < 0 ||
+	    dup_env(&st->s3_secret, secret, err) < 0 ||
+	    dup_env(&st->s3_region, region, err) < 0 ||
+	    dup_env(&st->s3_token, env2("AWS_SESSION_TOKEN", NULL), err) < 0)
+		return ch_error_set(err, "out of memory");
+
+	/* An endpoint (s3rver, MinIO, ...) gets path-style URLs; AWS itself
+	 * virtual-hosted ones, except for dotted bucket names, which would
+	 * not match its certificate. */
+	const char *endpoint = env2("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL");
+	char *ep = endpoint ? dup_trimmed(endpoint) : NULL;
+	size_t cap = (ep ? strlen(ep) : strlen(region) + 64) + blen +
+		     strlen(prefix) + 8;
+	st->base = malloc(cap);
+	if (!st->base || (endpoint && !ep)) {
+		free(ep);
+		return ch_error_set(err, "out of memory");
+	}
+	if (ep)
+		snprintf(st->base, cap, "%s/%.*s", ep, (int)blen, rest);
+	else if (memchr(rest, '.', blen))
+		snprintf(st->base, cap, "https://s3.%s.amazonaws.com/%.*s",
+			 region, (int)blen, rest);
+	else
+		snprintf(st->base, cap, "https://%.*s.s3.%s.amazonaws.com",
+			 (int)blen, rest, region);
+	if (*prefix) {
+		size_t n = strlen(st->base);
+		snprintf(st->base + n, cap - n, "/%s", prefix);
+		/* st->url has no trailing '/', so neither has the prefix */
+	}
+	free(ep);
+	return 0;
+}
+
+/* Sets the kind, st->base and st->ops from st->url. */
+static int parse_url(struct ch_store *st, struct ch_error *err)
+{
+	const char *u = st->url;
+	if (has_prefix(u, "http://") || has_prefix(u, "https://")) {
+		st->kind = CH_STORE_HTTP;
+		st->ops = &ch_store_curl_ops;
+		st->base = strdup(u);
+	} else if (has_prefix(u, "s3://")) {
+		st->kind = CH_STORE_S3;
+		st->ops = &ch_store_curl_ops;
+		return parse_s3(st, err);
+	} else if (has_prefix(u, "file://")) {
+		const char *p = u + strlen("file://");
+		if (has_prefix(p, "localhost/"))
+			p += strlen("localhost");
+		if (*p != '/')
+			return ch_error_set(err,
+					    "'%s' is not a file:///PATH URL", u);
+		st->kind = CH_STORE_DIR;
+		st->ops = &ch_store_file_ops;
+		st->base = strdup(p);
+	} else if (strstr(u, "://")) {
+		return ch_error_set(err,
+				    "unknown kind of remote '%s' (a folder, "
+				    "file://, http://, https:// or s3://)",
+				    u);
+	} else {
+		st->kind = CH_STORE_DIR;
+		st->ops = &ch_store_file_ops;
+		st->base = strdup(u);
+	}
+	return st->base ? 0 : ch_error_set(err, "out of memory");
+}
+
+static void fill_defaults(struct ch_store_opts *o)
+{
+	if (o->retries == 0)
+		o->retries = 5;
+	if (o->retries < 0) /* asked for none */
+		o->retries = 0;
+	if (o->backoff_ms <= 0)
+		o->backoff_ms = 250;
+	if (o->connect_timeout_s <= 0)
+		o->connect_timeout_s = 10;
+	if (o->stall_timeout_s <= 0)
+		o->stall_timeout_s = 30;
+}
+
+/* http://user:secret@host/... is shown as http://user:***@host/...:
+ * st->url is for messages, st->base (already set) for requests. */
+static int hide_password(struct ch_store *st, struct ch_error *err)
+{
+	char *u = st->url, *host = strstr(u, "://"), *at, *colon, *slash;
+	if (st->kind != CH_STORE_HTTP || !host)
+		return 0;
+	host += 3;
+	slash = strchr(host, '/');
+	at = memchr(host, '@', slash ? (size_t)(slash - host) : strlen(host));
+	colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
+	if (!colon)
+		return 0;
+	char *shown = NULL;
+	if (asprintf(&shown, "%.*s:***%s", (int)(colon - u), u, at) < 0)
+		return ch_error_set(err, "out of memory");
+	free(st->url);
+	st->url = shown;
+	return 0;
+}
+
+int ch_store_open(struct ch_store **out, const char *url,
+		  const struct ch_store_opts *opts, struct ch_error *err)
+{
+	*out = NULL;
+	if (!url || !*url)
+		return ch_error_set(err, "empty remote URL");
+	struct ch_store *st = calloc(1, sizeof(*st));
+	if (!st)
+		return ch_error_set(err, "out of memory");
+	if (opts)
+		st->opts = *opts;
+	fill_defaults(&st->opts);
+	st->url = dup_trimmed(url);
+	if (!st->url) {
+		ch_error_set(err, "out of memory");
+		goto fail;
+	}
+	if (parse_url(st, err) < 0 || hide_password(st, err) < 0)
+		goto fail;
+	int rc = st->kind == CH_STORE_DIR ? ch_store_file_open(st, err)
+					  : ch_store_curl_open(st, err);
+	if (rc < 0)
+		goto fail;
+	*out = st;
+	return 0;
+fail:
+	ch_store_close(st);
+	return -1;
+}
+
+void ch_store_close(struct ch_store *st)
+{
+	if (!st)
+		return;
+	if (st->impl && st->ops)
+		st->ops->close(st);
+	free(st->url);
+	free(st->base);
+	free(st->s3_bucket);
+	free(st->s3_region);
+	free(st->s3_key_id);
+	free(st->s3_secret);
+	free(st->s3_token);
+	free(st);
+}
+
+enum ch_store_kind ch_store_kind(const struct ch_store *st)
+{
+	return st->kind;
+}
+
+const char *ch_store_url(const struct ch_store *st)
+{
+	return st->url;
+}
+
+char *ch_store_key_url(const struct ch_store *st, const char *key)
+{
+	if (st->kind == CH_STORE_DIR)
+		return ch_store_file_path(st, key);
+	size_t n = strlen(st->url) + strlen(key) + 2;
+	char *s = malloc(n);
+	if (s)
+		snprintf(s, n, "%s/%s", st->url, key);
+	return s;
+}
+
+/* Keys are relative, '/'-separated, without empty, "." or ".." segments
+ * (a key must never reach outside the remote's root) and without control
+ * characters. */
+static int check_key(const char *key, struct ch_error *err)
+{
+	if (!key || !*key)
+		return ch_error_set(err, "empty object key");
+	if (key[0] == '/')
+		return ch_error_set(err, "object key '%s' starts with '/'", key);
+	const char *seg = key;
+	for (const char *p = key;; p++) {
+		if (*p && (unsigned char)*p < 0x20)
+			return ch_error_set(err,
+					    "object key '%s' holds a control "
+					    "character",
+					    key);
+		if (*p && *p != '/')
+			continue;
+		size_t len = (size_t)(p - seg);
+		if (len == 0)
+			return ch_error_set(err,
+					    "object key '%s' has an empty "
+					    "segment",
+					    key);
+		if ((len == 1 && seg[0] == '.') ||
+		    (len == 2 && seg[0] == '.' && seg[1] == '.'))
+			return ch_error_set(err,
+					    "object key '%s' holds '.' or '..'",
+					    key);
+		if (!*p)
+			return 0;
+		seg = p + 1;
+	}
+}
+
+static int check_jobs(const struct ch_store_job *jobs, size_t n,
+		      int need_path, struct ch_error *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (check_key(jobs[i].key, err) < 0)
+			return -1;
+		if (need_path && (!jobs[i].path || !*jobs[i].path))
+			return ch_error_set(err, "no local path for object '%s'",
+					    jobs[i].key);
+	}
+	return 0;
+}
+
+int ch_store_stat(struct ch_store *st, const char *key, uint64_t *size,
+		  struct ch_error *err)
+{
+	if (check_key(key, err) < 0)
+		return -1;
+	return st->ops->stat(st, key, size, err);
+}
+
+int ch_store_get(struct ch_store *st, const char *key, size_t max,
+		 struct ch_buf *out, struct ch_error *err)
+{
+	if (check_key(key, err) < 0)
+		return -1;
+	return st->ops->get(st, key, max, out, err);
+}
+
+int ch_store_get_range(struct ch_store *st, const char *key, uint64_t off,
+		       size_t len, void *dst, struct ch_error *err)
+{
+	if (check_key(key, err) < 0)
+		return -1;
+	if (len == 0)
+		return 0;
+	return st->ops->get_range(st, key, off, len, dst, err);
+}
+
+int ch_store_put(struct ch_store *st, const char *key, const void *data,
+		 size_t size, struct ch_error *err)
+{
+	if (check_key(key, err) < 0)
+		return -1;
+	return st->ops->put(st, key, data, size, err);
+}
+
+int ch_store_put_file(struct ch_store *st, const char *key,
+		      const char *path, struct ch_error *err)
+{
+	if (check_key(key, err) < 0)
+		return -1;
+	return st->ops->put_file(st, key, path, err);
+}
+
+int ch_store_stat_many(struct ch_store *st, struct ch_store_job *jobs,
+		       size_t n, const struct ch_transfer_opts *o,
+		       struct ch_error *err)
+{
+	if (check_jobs(jobs, n, 0, err) < 0)
+		return -1;
+	return n ? st->ops->stat_many(st, jobs, n, o, err) : 0;
+}
+
+int ch_store_get_many(struct ch_store *st, struct ch_store_job *jobs,
+		      size_t n, const struct ch_transfer_opts *o,
+		      struct ch_error *err)
+{
+	if (check_jobs(jobs, n, 1, err) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		jobs[i].resumed = 0;
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		jobs[i].verified = 0;
+	/* what was verified is named even when another transfer failed:
+	 * a rerun need not fetch it again */
+	struct ch_error later;
+	int rc = st->ops->get_many(st, jobs, n, o, err);
+	if (ch_parts_commit(jobs, n, rc < 0 ? &later : err) < 0)
+		rc = -1;
+	return rc;
+}
+
+int ch_store_put_many(struct ch_store *st, struct ch_store_job *jobs,
+		      size_t n, const struct ch_transfer_opts *o,
+		      struct ch_error *err)
+{
+	if (check_jobs(jobs, n, 1, err) < 0)
+		return -1;
+	return n ? st->ops->put_many(st, jobs, n, o, err) : 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+long ch_store_backoff_ms(const struct ch_store *st, int n)
+{
+	long ms = st->opts.backoff_ms;
+	for (int i = 1; i < n && ms < MAX_BACKOFF_MS; i++)
+		ms *= 2;
+	return ms < MAX_BACKOFF_MS ? ms : MAX_BACKOFF_MS;
+}
+
+void ch_store_sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+uint64_t ch_store_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void ch_store_report(struct ch_store_reporter *r,
+		     const struct ch_store_progress *p, int force)
+{
+	if (!r->o || !r->o->progress)
+		return;
+	uint64_t now = ch_store_now_ms();
+	if (!force && now - r->last_ms < 100)
+		return;
+	r->last_ms = now;
+	r->o->progress(p, r->o->progress_arg);
+}
+
+int ch_store_jobs(const struct ch_transfer_opts *o)
+{
+	int jobs = o && o->jobs > 0 ? o->jobs : 8;
+	return jobs > 256 ? 256 : jobs;
+}

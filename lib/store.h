@@ -1,0 +1,127 @@
+/*
+ * store.h - objects in a remote: a folder, an HTTP(S) server (GET, HEAD,
+ * PUT; WebDAV servers such as nginx's) or an S3 bucket (Signature V4).
+ *
+ * An object is named by a key relative to the remote's root, such as
+ * "cas/ab/ab12...ef.chs" or "tags/latest"; keys use '/' and never start
+ * with '/' or hold "..".  What the keys mean (the remote layout) is
+ * remote.c's business, not the store's: a store only moves bytes.
+ *
+ * Every function returns 0 on success and -1 with err filled: what failed,
+ * which object (its URL), the HTTP status, and what to check (credentials
+ * for 403, the URL for 404).  Nothing is printed.
+ */
+#ifndef CH_STORE_H
+#define CH_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chute.h"
+
+enum ch_store_kind { CH_STORE_DIR, CH_STORE_HTTP, CH_STORE_S3 };
+
+/* How the store behaves on a bad network.  Zeroed fields take defaults. */
+struct ch_store_opts {
+	int retries;	     /* attempts after the first on timeouts,
+				connection errors and 5xx (default 5) */
+	int backoff_ms;	     /* first wait, doubled each retry (default 250) */
+	int connect_timeout_s; /* default 10 */
+	int stall_timeout_s; /* a transfer below 1 byte/s this long is a
+				timeout (default 30) */
+};
+
+struct ch_store;
+
+/* Opens url: a folder path, file:///PATH, http(s)://HOST[:PORT]/PREFIX,
+ * or s3://BUCKET[/PREFIX].  S3 takes its credentials and place from the
+ * environment as AWS's own tools do: AWS_ACCESS_KEY_ID,
+ * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN (optional), AWS_REGION (else
+ * AWS_DEFAULT_REGION, else us-east-1), AWS_ENDPOINT_URL (else
+ * https://s3.REGION.amazonaws.com; with an endpoint, path-style URLs).
+ * Missing credentials are an error here, not at the first request.  A
+ * folder that does not exist is created by the first put. */
+int ch_store_open(struct ch_store **out, const char *url,
+		  const struct ch_store_opts *opts, struct ch_error *err);
+void ch_store_close(struct ch_store *st);
+enum ch_store_kind ch_store_kind(const struct ch_store *st);
+/* The url as given, without a trailing '/'. */
+const char *ch_store_url(const struct ch_store *st);
+/* Where key lives, for messages: "http://h/p/tags/x", "/srv/r/tags/x". */
+char *ch_store_key_url(const struct ch_store *st, const char *key);
+
+/* Whether key exists (1) or not (0); *size gets its size when it does
+ * (size may be NULL).  -1: the question could not be answered. */
+int ch_store_stat(struct ch_store *st, const char *key, uint64_t *size,
+		  struct ch_error *err);
+/* The whole object, at most max bytes (more is an error).  Returns 1
+ * with err set ("no such object: URL") when it does not exist, so that a
+ * caller can tell "missing" from "failed". */
+int ch_store_get(struct ch_store *st, const char *key, size_t max,
+		 struct ch_buf *out, struct ch_error *err);
+/* Exactly len bytes at offset off (an HTTP Range request).  A short
+ * object is an error. */
+int ch_store_get_range(struct ch_store *st, const char *key, uint64_t off,
+		       size_t len, void *dst, struct ch_error *err);
+/* Uploads; a folder store writes a temporary file and renames it, so a
+ * reader never sees part of an object.  Replaces an existing object. */
+int ch_store_put(struct ch_store *st, const char *key, const void *data,
+		 size_t size, struct ch_error *err);
+int ch_store_put_file(struct ch_store *st, const char *key,
+		      const char *path, struct ch_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Many objects at once, in parallel (libcurl's multi interface for
+ * HTTP and S3; a pool of threads for folders).                          */
+
+struct ch_store_job {
+	const char *key;
+	const char *path;	/* get: destination; put: source file */
+	uint64_t size;		/* get: expected size; put: filled in */
+	struct ch_hash128 hash; /* get: expected XXH3-128 of the object */
+	/* out */
+	int exists;		/* stat_many: 1 if the object exists */
+	uint64_t remote_size;	/* stat_many: its size when it exists */
+	int resumed;		/* get_many: a PATH.part was continued */
+	int verified;		/* get_many: checked, waiting for its name */
+};
+
+struct ch_store_progress {
+	uint64_t bytes, total_bytes;
+	size_t files, total_files;
+};
+typedef void (*ch_store_progress_fn)(const struct ch_store_progress *p,
+				     void *arg);
+
+struct ch_transfer_opts {
+	int jobs;		    /* transfers at once (default 8) */
+	ch_store_progress_fn progress; /* called now and then; may be NULL */
+	void *progress_arg;
+};
+
+/* Fills exists / remote_size of every job (HEAD requests in parallel). */
+int ch_store_stat_many(struct ch_store *st, struct ch_store_job *jobs,
+		       size_t n, const struct ch_transfer_opts *o,
+		       struct ch_error *err);
+/* Downloads every job's object to job->path.  Bytes go to PATH.part; a
+ * PATH.part left by an interrupted run is continued with a Range request
+ * (objects are content-addressed, so what is there is a prefix of what
+ * is wanted; a continuation that fails the hash check is fetched again
+ * from the start, once).  The finished file's size and XXH3-128 are
+ * checked against the job before it is renamed to PATH: a file under its
+ * final name is always verified.  The renames wait until the transfers
+ * are over and one syncfs has made every verified file durable (a fsync
+ * per file would stall the other transfers behind each).  A mismatch is an error naming the
+ * object, the expected and the actual hash.  Transient failures
+ * (timeouts, refused connections, 5xx) are retried with backoff; a 4xx is
+ * an error at once.  On error the other transfers are stopped, their
+ * .part files kept for the next run; err describes the first failure. */
+int ch_store_get_many(struct ch_store *st, struct ch_store_job *jobs,
+		      size_t n, const struct ch_transfer_opts *o,
+		      struct ch_error *err);
+/* Uploads every job's file (retrying like get_many); fills job->size. */
+int ch_store_put_many(struct ch_store *st, struct ch_store_job *jobs,
+		      size_t n, const struct ch_transfer_opts *o,
+		      struct ch_error *err);
+
+#endif

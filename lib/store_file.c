@@ -1,0 +1,565 @@
+/* store_file.c - a store in a local folder (a path or file:///PATH).
+ * Objects are written to a temporary file in their folder, synced and
+ * renamed, so that a reader sees all of an object or none of it. The
+ * *_many calls run on a small pool of threads; downloads go through
+ * PATH.part and its checks like HTTP's (store_part.c). */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "store_internal.h"
+
+enum { CHUNK = 1 << 20 };
+
+char *ch_store_file_path(const struct ch_store *st, const char *key)
+{
+	return ch_path_join(st->base, key);
+}
+
+int ch_store_file_open(struct ch_store *st, struct ch_error *err)
+{
+	(void)st;
+	(void)err;
+	return 0;
+}
+
+static void file_close(struct ch_store *st)
+{
+	(void)st;
+}
+
+static int file_stat(struct ch_store *st, const char *key, uint64_t *size,
+		     struct ch_error *err)
+{
+	char *path = ch_store_file_path(st, key);
+	if (!path)
+		return ch_error_set(err, "out of memory");
+	struct stat sb;
+	int rc = 1;
+	if (stat(path, &sb) < 0) {
+		rc = errno == ENOENT || errno == ENOTDIR
+			     ? 0
+			     : ch_error_errno(err, errno, "cannot stat '%s'",
+					      path);
+	} else if (!S_ISREG(sb.st_mode)) {
+		rc = ch_error_set(err, "'%s' is not a file", path);
+	} else if (size) {
+		*size = (uint64_t)sb.st_size;
+	}
+	free(path);
+	return rc;
+}
+
+/* Opens key for reading: 1 with err set when it does not exist. */
+static int open_object(const char *path, int *fd, struct ch_error *err)
+{
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd >= 0)
+		return 0;
+	if (errno == ENOENT || errno == ENOTDIR) {
+		ch_error_set(err, "no such object: %s", path);
+		return 1;
+	}
+	return ch_error_errno(err, errno, "cannot open '%s'", path);
+}
+
+/* Reads exactly len bytes at off; a short read is an error. */
+static int read_at(int fd, const char *path, uint64_t off, size_t len,
+		   uint8_t *dst, struct ch_error *err)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = pread(fd, dst + done, len - done,
+				  (off_t)(off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return ch_error_errno(err, errno,
+					      "cannot read '%s' at byte %llu",
+					      path,
+					      (unsigned long long)(off + done));
+		if (n == 0)
+			return ch_error_set(err,
+					    "'%s' ends at byte %llu, before "
+					    "%zu bytes at offset %llu",
+					    path,
+					    (unsigned long long)(off + done),
+					    len, (unsigned long long)off);
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int file_get(struct ch_store *st, const char *key, size_t max,
+		    struct ch_buf *out, struct ch_error *err)
+{
+	char *path = ch_store_file_path(st, key);
+	if (!path)
+		return ch_error_set(err, "out of memory");
+	int fd = -1;
+	int rc = open_object(path, &fd, err);
+	if (rc != 0)
+		goto out;
+	rc = -1;
+	struct stat sb;
+	if (fstat(fd, &sb) < 0) {
+		ch_error_errno(err, errno, "cannot stat '%s'", path);
+		goto out;
+	}
+	if ((uint64_t)sb.st_size > max) {
+		ch_error_set(err, "'%s' is larger than %zu bytes", path, max);
+		goto out;
+	}
+	size_t size = (size_t)sb.st_size;
+	out->len = 0;
+	if (ch_buf_reserve(out, size ? size : 1, err) < 0 ||
+	    read_at(fd, path, 0, size, out->data, err) < 0)
+		goto out;
+	out->len = size;
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	return rc;
+}
+
+static int file_get_range(struct ch_store *st, const char *key, uint64_t off,
+			  size_t len, void *dst, struct ch_error *err)
+{
+	char *path = ch_store_file_path(st, key);
+	if (!path)
+		return ch_error_set(err, "out of memory");
+	int fd = -1;
+	int rc = open_object(path, &fd, err);
+	if (rc == 0)
+		rc = read_at(fd, path, off, len, dst, err);
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	return rc < 0 || rc == 1 ? -1 : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Writing: FOLDER/.NAME.tmp-XXXXXX, synced, renamed over FOLDER/NAME. */
+
+struct tmp_file {
+	char *path, *tmp, *dir;
+	int fd;
+};
+
+static void tmp_release(struct tmp_file *t, int drop)
+{
+	if (t->fd >= 0)
+		close(t->fd);
+	if (drop && t->tmp)
+		unlink(t->tmp);
+	free(t->path);
+	free(t->tmp);
+	free(t->dir);
+	memset(t, 0, sizeof(*t));
+	t->fd = -1;
+}
+
+static int tmp_create(struct tmp_file *t, struct ch_store *st,
+		      const char *key, struct ch_error *err)
+{
+	memset(t, 0, sizeof(*t));
+	t->fd = -1;
+	t->path = ch_store_file_path(st, key);
+	if (!t->path)
+		return ch_error_set(err, "out of memory");
+	const char *slash = strrchr(t->path, '/');
+	const char *name = slash ? slash + 1 : t->path;
+	size_t dlen = slash ? (size_t)(slash - t->path) : 0;
+	t->dir = dlen ? strndup(t->path, dlen) : strdup(slash ? "/" : ".");
+	size_t cap = strlen(t->path) + 16;
+	t->tmp = malloc(cap);
+	if (!t->dir || !t->tmp)
+		return ch_error_set(err, "out of memory");
+	snprintf(t->tmp, cap, "%.*s.%s.tmp-XXXXXX", (int)(name - t->path),
+		 t->path, name);
+	if (ch_mkdir_p(t->dir, err) < 0)
+		return -1;
+	t->fd = mkstemp(t->tmp);
+	if (t->fd < 0) {
+		int e = errno;
+		free(t->tmp);
+		t->tmp = NULL;
+		return ch_error_errno(err, e, "cannot create a file in '%s'",
+				      t->dir);
+	}
+	return 0;
+}
+
+static int write_all(int fd, const char *path, const uint8_t *p, size_t n,
+		     uint64_t at, struct ch_error *err)
+{
+	while (n > 0) {
+		ssize_t k = write(fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return ch_error_errno(err, errno,
+					      "cannot write '%s' at byte %llu",
+					      path, (unsigned long long)at);
+		p += k;
+		n -= (size_t)k;
+		at += (uint64_t)k;
+	}
+	return 0;
+}
+
+static int tmp_commit(struct tmp_file *t, struct ch_error *err)
+{
+	if (fchmod(t->fd, 0644) < 0 || fsync(t->fd) < 0)
+		return ch_error_errno(err, errno, "cannot sync '%s'", t->tmp);
+	if (rename(t->tmp, t->path) < 0)
+		return ch_error_errno(err, errno, "cannot rename '%s' to '%s'",
+				      t->tmp, t->path);
+	free(t->tmp);
+	t->tmp = NULL;
+	/* the rename itself must last, or a tag could outlive its data */
+	return ch_fsync_dir(t->dir, err);
+}
+
+static int file_put(struct ch_store *st, const char *key, const void *data,
+		    size_t size, struct ch_error *err)
+{
+	struct tmp_file t;
+	int rc = -1;
+	if (tmp_create(&t, st, key, err) < 0 ||
+	    write_all(t.fd, t.tmp, data, size, 0, err) < 0 ||
+	    tmp_commit(&t, err) < 0)
+		goto out;
+	rc = 0;
+out:
+	tmp_release(&t, rc < 0);
+	return rc;
+}
+
+/* Feeds src from byte off to its end to sink, a chunk at a time. */
+static int copy_fd(int src, const char *src_path, uint64_t off, int (*sink)(
+			   void *arg, const uint8_t *p, size_t n,
+			   struct ch_error *err),
+		   void *arg, struct ch_error *err)
+{
+	uint8_t *buf = malloc(CHUNK);
+	if (!buf)
+		return ch_error_set(err, "out of memory");
+	int rc = 0;
+	for (;;) {
+		ssize_t n = pread(src, buf, CHUNK, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = ch_error_errno(err, errno,
+					    "cannot read '%s' at byte %llu",
+					    src_path, (unsigned long long)off);
+			break;
+		}
+		if (n == 0)
+			break;
+		if (sink(arg, buf, (size_t)n, err) < 0) {
+			rc = -1;
+			break;
+		}
+		off += (uint64_t)n;
+	}
+	free(buf);
+	return rc;
+}
+
+struct fd_sink {
+	int fd;
+	const char *path;
+	uint64_t at;
+	uint64_t *counter;
+	pthread_mutex_t *mu;
+};
+
+static void count_bytes(uint64_t *counter, pthread_mutex_t *mu, size_t n)
+{
+	if (!counter)
+		return;
+	if (mu)
+		pthread_mutex_lock(mu);
+	*counter += n;
+	if (mu)
+		pthread_mutex_unlock(mu);
+}
+
+static int fd_sink_write(void *arg, const uint8_t *p, size_t n,
+			 struct ch_error *err)
+{
+	struct fd_sink *s = arg;
+	if (write_all(s->fd, s->path, p, n, s->at, err) < 0)
+		return -1;
+	s->at += n;
+	count_bytes(s->counter, s->mu, n);
+	return 0;
+}
+
+/* put_file, counting the bytes copied; fills *size_out. */
+static int put_file_counted(struct ch_store *st, const char *key,
+			    const char *path, uint64_t *size_out,
+			    uint64_t *counter, pthread_mutex_t *mu,
+			    struct ch_error *err)
+{
+	struct tmp_file t;
+	int rc = -1;
+	int src = open(path, O_RDONLY | O_CLOEXEC);
+	if (src < 0)
+		return ch_error_errno(err, errno, "cannot open '%s'", path);
+	if (tmp_create(&t, st, key, err) < 0)
+		goto out;
+	struct fd_sink s = { t.fd, t.tmp, 0, counter, mu };
+	if (copy_fd(src, path, 0, fd_sink_write, &s, err) < 0 ||
+	    tmp_commit(&t, err) < 0)
+		goto out;
+	if (size_out)
+		*size_out = s.at;
+	rc = 0;
+out:
+	close(src);
+	tmp_release(&t, rc < 0);
+	return rc;
+}
+
+static int file_put_file(struct ch_store *st, const char *key,
+			 const char *path, struct ch_error *err)
+{
+	return put_file_counted(st, key, path, NULL, NULL, NULL, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* A pool of threads working through the jobs.  Progress is reported
+ * from the caller's thread only. */
+
+struct pool;
+typedef int (*job_fn)(struct pool *pl, struct ch_store_job *job,
+		      struct ch_error *err);
+
+struct pool {
+	struct ch_store *st;
+	struct ch_store_job *jobs;
+	size_t n;
+	job_fn fn;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	size_t next;	 /* next job to take */
+	size_t finished; /* jobs done */
+	int running;	 /* threads still working */
+	int failed;
+	struct ch_error err; /* the first failure */
+	struct ch_store_progress prog;
+};
+
+static void *pool_worker(void *arg)
+{
+	struct pool *pl = arg;
+	struct ch_error err;
+	pthread_mutex_lock(&pl->mu);
+	while (!pl->failed && pl->next < pl->n) {
+		struct ch_store_job *job = &pl->jobs[pl->next++];
+		pthread_mutex_unlock(&pl->mu);
+		int rc = pl->fn(pl, job, &err);
+		pthread_mutex_lock(&pl->mu);
+		if (rc < 0 && !pl->failed) {
+			pl->failed = 1;
+			pl->err = err;
+		}
+		pl->prog.files++;
+		pthread_cond_broadcast(&pl->cv);
+	}
+	pl->running--;
+	pthread_cond_broadcast(&pl->cv);
+	pthread_mutex_unlock(&pl->mu);
+	return NULL;
+}
+
+static int pool_run(struct ch_store *st, struct ch_store_job *jobs, size_t n,
+		    const struct ch_transfer_opts *o, job_fn fn,
+		    uint64_t total_bytes, struct ch_error *err)
+{
+	struct pool pl = { .st = st, .jobs = jobs, .n = n, .fn = fn };
+	pl.prog.total_files = n;
+	pl.prog.total_bytes = total_bytes;
+	size_t want = (size_t)ch_store_jobs(o);
+	size_t nthreads = want < n ? want : n;
+	pthread_t *threads = calloc(nthreads, sizeof(*threads));
+	if (!threads)
+		return ch_error_set(err, "out of memory");
+	pthread_mutex_init(&pl.mu, NULL);
+	pthread_cond_init(&pl.cv, NULL);
+	struct ch_store_reporter rep = { o, 0 };
+	size_t started = 0;
+	pthread_mutex_lock(&pl.mu);
+	for (; started < nthreads; started++) {
+		if (pthread_create(&threads[started], NULL, pool_worker, &pl))
+			break;
+		pl.running++;
+	}
+	if (started == 0) {
+		pl.failed = 1;
+		ch_error_set(&pl.err, "cannot start a thread");
+	}
+	while (pl.running > 0) {
+		struct ch_store_progress p = pl.prog;
+		pthread_mutex_unlock(&pl.mu);
+		ch_store_report(&rep, &p, 0);
+		pthread_mutex_lock(&pl.mu);
+		if (pl.running == 0)
+			break;
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&pl.cv, &pl.mu, &ts);
+	}
+	struct ch_store_progress last = pl.prog;
+	pthread_mutex_unlock(&pl.mu);
+	for (size_t i = 0; i < started; i++)
+		pthread_join(threads[i], NULL);
+	if (!pl.failed)
+		ch_store_report(&rep, &last, 1);
+	free(threads);
+	pthread_cond_destroy(&pl.cv);
+	pthread_mutex_destroy(&pl.mu);
+	if (pl.failed && err)
+		*err = pl.err;
+	return pl.failed ? -1 : 0;
+}
+
+static int stat_job(struct pool *pl, struct ch_store_job *job,
+		    struct ch_error *err)
+{
+	int rc = file_stat(pl->st, job->key, &job->remote_size, err);
+	if (rc < 0)
+		return -1;
+	job->exists = rc;
+	if (!rc)
+		job->remote_size = 0;
+	return 0;
+}
+
+static int file_stat_many(struct ch_store *st, struct ch_store_job *jobs,
+			  size_t n, const struct ch_transfer_opts *o,
+			  struct ch_error *err)
+{
+	return pool_run(st, jobs, n, o, stat_job, 0, err);
+}
+
+struct part_sink {
+	struct ch_part *part;
+	struct pool *pl;
+};
+
+static int part_sink_write(void *arg, const uint8_t *p, size_t n,
+			   struct ch_error *err)
+{
+	struct part_sink *s = arg;
+	if (ch_part_write(s->part, p, n, err) < 0)
+		return -1;
+	count_bytes(&s->pl->prog.bytes, &s->pl->mu, n);
+	return 0;
+}
+
+/* One try: continue (or start) PATH.part from the object.  Returns 0 when
+ * verified and renamed, 1 on a mismatch, -1 on an error.  A .part that
+ * failed the check after a full fetch is removed: it can only mislead. */
+static int get_try(struct pool *pl, struct ch_store_job *job,
+		   const char *path, int resume, int *continued,
+		   struct ch_error *err)
+{
+	struct ch_part part;
+	int fd = -1;
+	if (ch_part_open(&part, job, path, resume, err) < 0)
+		return -1;
+	*continued = part.have > 0;
+	count_bytes(&pl->prog.bytes, &pl->mu, part.have);
+	int rc = open_object(path, &fd, err);
+	if (rc == 0) {
+		struct part_sink s = { &part, pl };
+		rc = copy_fd(fd, path, part.have, part_sink_write, &s, err);
+	}
+	if (rc == 0)
+		rc = ch_part_finish(&part, err);
+	else
+		rc = -1;
+	if (fd >= 0)
+		close(fd);
+	if (rc != 0) { /* those bytes will not count: fetched again or not */
+		pthread_mutex_lock(&pl->mu);
+		pl->prog.bytes -= part.have;
+		pthread_mutex_unlock(&pl->mu);
+	}
+	ch_part_close(&part, (rc == 1 && !*continued) ||
+				     (rc < 0 && part.have == 0));
+	return rc;
+}
+
+static int get_job(struct pool *pl, struct ch_store_job *job,
+		   struct ch_error *err)
+{
+	char *path = ch_store_file_path(pl->st, job->key);
+	if (!path)
+		return ch_error_set(err, "out of memory");
+	int continued = 0;
+	int rc = get_try(pl, job, path, 1, &continued, err);
+	job->resumed = continued;
+	if (rc == 1 && continued) /* a bad prefix: once more from 0 */
+		rc = get_try(pl, job, path, 0, &continued, err);
+	free(path);
+	return rc == 0 ? 0 : -1;
+}
+
+static int file_get_many(struct ch_store *st, struct ch_store_job *jobs,
+			 size_t n, const struct ch_transfer_opts *o,
+			 struct ch_error *err)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += jobs[i].size;
+	return pool_run(st, jobs, n, o, get_job, total, err);
+}
+
+static int put_job(struct pool *pl, struct ch_store_job *job,
+		   struct ch_error *err)
+{
+	return put_file_counted(pl->st, job->key, job->path, &job->size,
+				&pl->prog.bytes, &pl->mu, err);
+}
+
+static int file_put_many(struct ch_store *st, struct ch_store_job *jobs,
+			 size_t n, const struct ch_transfer_opts *o,
+			 struct ch_error *err)
+{
+	uint64_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct stat sb;
+		if (stat(jobs[i].path, &sb) == 0)
+			total += (uint64_t)sb.st_size;
+	}
+	return pool_run(st, jobs, n, o, put_job, total, err);
+}
+
+const struct ch_store_ops ch_store_file_ops = {
+	.stat = file_stat,
+	.get = file_get,
+	.get_range = file_get_range,
+	.put = file_put,
+	.put_file = file_put_file,
+	.stat_many = file_stat_many,
+	.get_many = file_get_many,
+	.put_many = file_put_many,
+	.close = file_close,
+};

@@ -1,0 +1,382 @@
+#!/usr/bin/env bats
+# The store layer (lib/store.h) through tests/store_tool, against a folder,
+# nginx with WebDAV and s3rver, all on 127.0.0.1.  Each case is a function
+# run once per kind of remote.
+
+load helper
+load servers
+
+STORE_TOOL="$(dirname "$CHUTE_BIN")/tests/store_tool"
+
+setup() {
+	chute_setup
+	[ -x "$STORE_TOOL" ] || fail "store_tool not found at '$STORE_TOOL' (run make)"
+}
+
+teardown() {
+	stop_servers
+}
+
+st() {
+	"$STORE_TOOL" "$@"
+}
+
+# remote KIND: starts what KIND needs and sets URL (the remote) and ROOT
+# (the folder where its objects lie, for tampering with them).
+remote() {
+	case $1 in
+	dir)
+		URL=$BATS_TEST_TMPDIR/remote
+		ROOT=$URL
+		;;
+	nginx)
+		start_nginx "$BATS_TEST_TMPDIR/www"
+		URL=$NGINX_URL/repo
+		ROOT=$BATS_TEST_TMPDIR/www/repo
+		;;
+	s3)
+		start_s3rver "$BATS_TEST_TMPDIR/s3" bkt
+		URL=s3://bkt/pre
+		ROOT=$BATS_TEST_TMPDIR/s3/bkt/pre
+		;;
+	esac
+}
+
+# stored KEY: the file holding KEY's bytes on the server's side.
+stored() {
+	if [ -f "$ROOT/$1._S3rver_object" ]; then
+		echo "$ROOT/$1._S3rver_object"
+	else
+		echo "$ROOT/$1"
+	fi
+}
+
+# gen FILE SIZE SEED: SIZE seeded random bytes.
+gen() {
+	"$PYTHON" -c '
+import random, sys
+r = random.Random(int(sys.argv[3]))
+open(sys.argv[1], "wb").write(r.randbytes(int(sys.argv[2])))
+' "$@"
+}
+
+h128() {
+	xxhsum -H2 "$1" 2>/dev/null | cut -d' ' -f1
+}
+
+# job KEY FILE DEST: the getmany argument for KEY, expected to hold FILE.
+job() {
+	echo "$1=$3:$(stat -c %s "$2"):$(h128 "$2")"
+}
+
+# ------------------------------------------------------------------
+
+roundtrip() {
+	remote "$1"
+	gen big 3000001 1
+	gen one 1 2
+	: >empty
+	st "$URL" put cas/ab/big big
+	st "$URL" put cas/ab/one one
+	st "$URL" put empty empty
+	st "$URL" put tags/latest - <big
+
+	run -0 st "$URL" stat cas/ab/big
+	assert_output "exists 3000001"
+	run -0 st "$URL" stat empty
+	assert_output "exists 0"
+
+	st "$URL" get cas/ab/big >got && cmp big got
+	st "$URL" get tags/latest >got && cmp big got
+	st "$URL" get cas/ab/one >got && cmp one got
+	st "$URL" get empty >got && cmp empty got
+
+	st "$URL" range cas/ab/big 0 1 >got && cmp <(head -c 1 big) got
+	st "$URL" range cas/ab/big 1048570 2000 >got &&
+		cmp <(tail -c +1048571 big | head -c 2000) got
+	st "$URL" range cas/ab/big 3000000 1 >got && cmp <(tail -c 1 big) got
+
+	# replacing an object
+	st "$URL" put cas/ab/one empty
+	run -0 st "$URL" stat cas/ab/one
+	assert_output "exists 0"
+}
+
+@test "store: put, get, stat and range round trips through a folder" {
+	roundtrip dir
+	# nothing half-written is left next to the objects
+	run -0 ls -A remote/cas/ab
+	assert_output $'big\none'
+}
+
+@test "store: put, get, stat and range round trips through nginx" {
+	roundtrip nginx
+}
+
+@test "store: put, get, stat and range round trips through s3rver" {
+	roundtrip s3
+}
+
+@test "store: file:// URLs name a folder" {
+	echo hello >f
+	st "file://$BATS_TEST_TMPDIR/r/" put a/b f
+	run -0 st "$BATS_TEST_TMPDIR/r" get a/b
+	assert_output hello
+}
+
+missing() {
+	remote "$1"
+	run -0 st "$URL" stat nope/x
+	assert_output missing
+	run -1 st "$URL" get nope/x
+	assert_output "store_tool: no such object: $URL/nope/x"
+	run -1 st "$URL" range nope/x 0 1
+	assert_output --partial "no such object: $URL/nope/x"
+	run -1 st "$URL" getmany 2 "nope/x=out:1:00000000000000000000000000000000"
+	assert_output --partial "no such object: $URL/nope/x"
+	assert_file_not_exists out
+	assert_file_not_exists out.part
+}
+
+@test "store: a missing object is 'missing' to stat and named by get (folder)" {
+	missing dir
+}
+
+@test "store: a missing object is 'missing' to stat and named by get (nginx)" {
+	missing nginx
+}
+
+@test "store: a missing object is 'missing' to stat and named by get (s3rver)" {
+	missing s3
+}
+
+@test "store: a range past the end of an object is an error" {
+	remote nginx
+	gen f 100 1
+	st "$URL" put f f
+	run -1 st "$URL" range f 90 20
+	assert_output --partial "is too short: 20 bytes at offset 90 asked for, 10 came"
+	run -1 st "$BATS_TEST_TMPDIR/www/repo" range f 90 20
+	assert_output --partial "ends at byte 100"
+}
+
+@test "store: keys leaving the remote's root are refused" {
+	for key in /etc/passwd ../x a/../../x a//b a/ . ''; do
+		run -1 st "$BATS_TEST_TMPDIR/r" stat "$key"
+		assert_output --regexp "^store_tool: (empty )?object key"
+	done
+}
+
+@test "store: an unknown kind of URL is refused" {
+	run -1 st ftp://host/x stat a
+	assert_output --partial "unknown kind of remote 'ftp://host/x'"
+}
+
+@test "store: nginx's 403 names the object and what to check" {
+	remote nginx
+	mkdir -p www/denied
+	echo secret >www/denied/f
+	run -1 st "$NGINX_URL" get denied/f
+	assert_output "store_tool: access denied (403) for $NGINX_URL/denied/f: check the server's access rules"
+	run -1 st "$NGINX_URL" stat denied/f
+	assert_output --partial "access denied (403) for $NGINX_URL/denied/f"
+	run -1 st "$NGINX_URL" put denied/g www/denied/f
+	assert_output --partial "access denied (403)"
+	run -1 st "$NGINX_URL" getmany 2 "denied/f=out:7:$(h128 www/denied/f)"
+	assert_output --partial "access denied (403) for $NGINX_URL/denied/f"
+	assert_file_not_exists out
+}
+
+@test "store: s3rver refuses an unknown access key id, and the message says which setting" {
+	remote s3
+	echo hi >f
+	st "$URL" put f f
+	for cmd in "get f" "stat f" "put g f" "statmany 2 f" "getmany 2 f=out:3:$(h128 f)"; do
+		# shellcheck disable=SC2086
+		AWS_ACCESS_KEY_ID=NOBODY run -1 st "$URL" $cmd
+		assert_output --partial "access denied (403, InvalidAccessKeyId"
+		assert_output --regexp "for s3://bkt/pre/[fg]: "
+		assert_output --partial "check the credentials (AWS_ACCESS_KEY_ID)"
+	done
+}
+
+@test "store: missing S3 credentials are an error before any request" {
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+	run -1 st s3://bkt/pre stat f
+	assert_output --partial "no S3 credentials for 's3://bkt/pre': set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+	AWS_ACCESS_KEY_ID=x run -1 st s3://bkt stat f
+	assert_output --partial "no S3 credentials"
+}
+
+@test "store: a bucket that does not exist is named" {
+	remote s3
+	run -1 st s3://nobucket/pre get f
+	assert_output --partial "no such bucket 'nobucket'"
+	assert_output --partial "AWS_ENDPOINT_URL"
+}
+
+# ------------------------------------------------------------------
+
+many() {
+	remote "$1"
+	local args=() i size keys=()
+	mkdir src
+	for i in $(seq 0 19); do
+		size=$(((i * 7919 * 131) % 400000))
+		[ "$i" = 3 ] && size=0
+		gen "src/$i" "$size" "$i"
+		keys+=("cas/$i.chs=src/$i")
+		args+=("$(job "cas/$i.chs" "src/$i" "dst/d$((i % 3))/$i")")
+	done
+	run -0 st "$URL" putmany 4 "${keys[@]}"
+	assert_line "cas/7.chs $(stat -c %s src/7)"
+	run -0 st "$URL" statmany 4 cas/0.chs cas/3.chs nope
+	assert_line "cas/0.chs exists 0"
+	assert_line "cas/3.chs exists 0"
+	assert_line "nope missing"
+
+	run -0 st "$URL" getmany 4 "${args[@]}"
+	assert_equal "$(grep -c ' ok$' <<<"$output")" 20
+	local total
+	total=$(cat src/* | wc -c)
+	assert_line "progress: 20/20 files, $total/$total bytes"
+	for i in $(seq 0 19); do
+		cmp "src/$i" "dst/d$((i % 3))/$i"
+	done
+	run -0 find dst -name '*.part'
+	assert_output ""
+}
+
+@test "store: getmany of 20 objects with 4 jobs, all verified (folder)" {
+	many dir
+}
+
+@test "store: getmany of 20 objects with 4 jobs, all verified (nginx)" {
+	many nginx
+}
+
+@test "store: getmany of 20 objects with 4 jobs, all verified (s3rver)" {
+	many s3
+}
+
+corrupted() {
+	remote "$1"
+	gen a 200000 1
+	gen b 300000 2
+	st "$URL" put cas/a a
+	st "$URL" put cas/b b
+	flip_byte "$(stored cas/b)" 1000
+	run -1 st "$URL" getmany 2 "$(job cas/a a out/a)" "$(job cas/b b out/b)"
+	assert_output --regexp "hash mismatch for 'cas/b' \(.*cas/b\): expected $(h128 b), got [0-9a-f]{32}"
+	assert_file_not_exists out/b
+	assert_file_not_exists out/b.part
+}
+
+@test "store: getmany refuses a corrupted object and names it (folder)" {
+	corrupted dir
+}
+
+@test "store: getmany refuses a corrupted object and names it (nginx)" {
+	corrupted nginx
+}
+
+@test "store: getmany refuses a corrupted object and names it (s3rver)" {
+	corrupted s3
+}
+
+@test "store: getmany refuses an object of the wrong size" {
+	remote nginx
+	gen a 1000 1
+	st "$URL" put a a
+	run -1 st "$URL" getmany 1 "a=out:999:$(h128 a)"
+	assert_output --partial "size mismatch for 'a' ($URL/a): expected 999 bytes, got more than 999"
+	run -1 st "$URL" getmany 1 "a=out:1001:$(h128 a)"
+	assert_output --partial "expected 1001 bytes, got 1000"
+	assert_file_not_exists out
+	assert_file_not_exists out.part
+}
+
+resume() {
+	remote "$1"
+	gen a 2500000 1
+	gen b 100 2
+	st "$URL" put cas/a a
+	st "$URL" put cas/b b
+	mkdir out
+	head -c 1234567 a >out/a.part
+	cp b out/b.part # all of it already
+	run -0 st "$URL" getmany 2 "$(job cas/a a out/a)" "$(job cas/b b out/b)"
+	assert_line "cas/a ok resumed"
+	assert_line "cas/b ok resumed"
+	cmp a out/a
+	cmp b out/b
+	assert_file_not_exists out/a.part
+
+	# a .part that is no prefix of the object: fetched again from 0
+	rm out/a
+	gen out/a.part 2000000 9
+	run -0 st "$URL" getmany 2 "$(job cas/a a out/a)"
+	assert_line "cas/a ok resumed"
+	cmp a out/a
+
+	# longer than the object: cannot be a prefix, not continued
+	rm out/a
+	gen out/a.part 2600000 9
+	run -0 st "$URL" getmany 2 "$(job cas/a a out/a)"
+	assert_line "cas/a ok"
+	cmp a out/a
+}
+
+@test "store: getmany continues a .part and checks the whole (folder)" {
+	resume dir
+}
+
+@test "store: getmany continues a .part and checks the whole (nginx)" {
+	resume nginx
+}
+
+@test "store: getmany continues a .part and checks the whole (s3rver)" {
+	resume s3
+}
+
+@test "store: getmany rides out nginx going away and coming back" {
+	remote nginx
+	local args=() i
+	mkdir src
+	for i in $(seq 0 9); do
+		gen "src/$i" 200000 "$i"
+		st "$URL" put "k/$i" "src/$i"
+		args+=("$(job "k/$i" "src/$i" "dst/$i")")
+	done
+	stop_nginx
+	# back after about a second; the retries wait far longer in all
+	(
+		sleep 1
+		restart_nginx
+	) 3>&- &
+	local back=$!
+	run -0 st --retries 12 --backoff-ms 100 "$URL" getmany 4 "${args[@]}"
+	wait "$back"
+	for i in $(seq 0 9); do
+		cmp "src/$i" "dst/$i"
+	done
+}
+
+@test "store: a server that stays away: the error says how many attempts" {
+	remote nginx
+	stop_nginx
+	run -1 st --retries 2 --backoff-ms 10 "$URL" get k
+	assert_output --regexp "^store_tool: cannot GET $URL/k: .*\(after 3 attempts\)$"
+	run -1 st --retries 1 --backoff-ms 10 "$URL" getmany 2 "k=out:1:00000000000000000000000000000000"
+	assert_output --partial "(after 2 attempts)"
+	run -1 st --retries -1 "$URL" stat k
+	assert_output --regexp "^store_tool: cannot HEAD $URL/k: [^(]*$"
+}
+
+@test "store: a 5xx is retried, then reported with its status" {
+	remote nginx
+	# a PUT onto a folder's name makes nginx's WebDAV answer 409 or 500
+	mkdir -p www/repo/d/e
+	run -1 st --retries 1 --backoff-ms 10 "$URL" put d/e /dev/null
+	assert_output --regexp "cannot PUT $URL/d/e: HTTP (409|500)"
+}
