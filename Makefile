@@ -89,6 +89,7 @@ bench: all
 	./scripts/bench-check.sh $(BUILD)/chute
 	./scripts/bench-transform.sh $(BUILD)/chute
 	./scripts/bench-shm.sh $(BUILD)/chute
+	./scripts/bench-remote.sh $(BUILD)/chute
 
 ## fuzz: run each libFuzzer target for FUZZ_SECONDS (default 60)
 FUZZ_SECONDS ?= 60

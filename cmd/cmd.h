@@ -24,10 +24,16 @@ enum { EXIT_CHECK = 1, EXIT_USAGE = 2 };
 int cmd_bench(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_log(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
+int cmd_manifest(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
+int cmd_pull(int argc, char **argv);
+int cmd_push(int argc, char **argv);
 int cmd_split(int argc, char **argv);
+int cmd_status(int argc, char **argv);
 int cmd_stream(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 
@@ -64,7 +70,7 @@ struct cmd_spec {
 
 #define CMD_HELP_OPT { CMD_OPT_HELP, "help", NULL, "show this help and exit" }
 
-#define CMD_MAX_OPTS 32
+#define CMD_MAX_OPTS 40
 
 struct cmd_parser {
 	const struct cmd_spec *spec;
@@ -141,5 +147,29 @@ json_t *cmd_json_bytes(const char *s, size_t len);
 
 /* Prints one compact JSON document and a newline to out. */
 int cmd_json_print(json_t *doc, FILE *out);
+
+/* ------------------------------------------------------------------ */
+/* Transfers (push, pull): a progress line when stderr is a terminal    */
+
+struct ch_transfer_opts;
+struct ch_store_progress;
+struct cmd_transfer {
+	double start;
+	int tty, shown;
+};
+/* --jobs and --retries, the options push and pull share. */
+enum { CMD_OPT_RETRIES = CMD_LONG_ONLY + 64 };
+#define CMD_RETRIES_OPT                                                     \
+	{ CMD_OPT_RETRIES, "retries", "N",                                  \
+	  "retries of a failed request, with backoff (default 5)" }
+struct ch_store_opts;
+/* 1 if option c was --jobs (-j) or --retries and its value is good, 0 if
+ * it was another option, -1 (an error printed) for a bad value. */
+int cmd_transfer_option(int c, const char *arg, struct ch_store_opts *so,
+			struct ch_transfer_opts *xo);
+void cmd_transfer_begin(struct cmd_transfer *t, struct ch_transfer_opts *o);
+void cmd_transfer_progress(const struct ch_store_progress *p, void *arg);
+void cmd_transfer_end(struct cmd_transfer *t);
+double cmd_transfer_seconds(const struct cmd_transfer *t);
 
 #endif

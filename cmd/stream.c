@@ -11,6 +11,8 @@
 
 #include "chute.h"
 #include "cmd.h"
+#include "ref.h"
+#include "stream_record.h"
 #include "stream_shm.h"
 
 enum {
@@ -21,6 +23,10 @@ enum {
 	OPT_INDEX_MEMORY,
 	OPT_PIN,
 	OPT_RANK,
+	OPT_RECORD,
+	OPT_REMOTE_CACHE,
+	OPT_REMOTE_CACHE_SIZE,
+	OPT_REPLAY,
 	OPT_RESUME,
 	OPT_SEED,
 	OPT_SHM,
@@ -61,7 +67,16 @@ static const struct cmd_opt stream_opts[] = {
 	{'p', "prefetch", "N|auto",
 	 "batches prepared ahead (default auto: as measured)"},
 	{OPT_RANK, "rank", "R", "this rank (default: $RANK, else 0)"},
-	{OPT_RESUME, "resume", "CURSOR", "continue after the batch of CURSOR"},
+	{OPT_RECORD, "record", "RUN",
+	 "keep a run record in RUN: data, options, last cursor"},
+	{OPT_REMOTE_CACHE, "remote-cache", "DIR",
+	 "verified shards of remote datasets (default ~/.cache/chute)"},
+	{OPT_REMOTE_CACHE_SIZE, "remote-cache-size", "SIZE",
+	 "most bytes the remote cache keeps (default 10G)"},
+	{OPT_REPLAY, "replay", "RUN",
+	 "stream the data and options of run record RUN again"},
+	{OPT_RESUME, "resume", "CURSOR|last",
+	 "continue after the batch of CURSOR (last: of --replay)"},
 	{OPT_SEED, "seed", "S", "shuffle seed (default 0)"},
 	{OPT_SHM, "shm", "NAME",
 	 "frames into shared-memory ring /dev/shm/chute-NAME"},
@@ -92,9 +107,11 @@ static const struct cmd_spec stream_spec = {
 	.summary = "stream shuffled batches of a dataset to a trainer",
 	.usage = stream_usage,
 	.opts = stream_opts,
-	.extra = "DATASET is a dataset folder, a manifest or one shard.  Frames\n"
+	.extra = "DATASET is a dataset folder, a manifest, one shard, or a\n"
+		 "remote REMOTE[@TAG|@ID] (see chute-remote(7)).  Frames\n"
 		 "are specified in chute-batch(5); each carries a cursor for\n"
-		 "--resume.\n"
+		 "--resume.  With --replay RUN, the dataset and the options\n"
+		 "that shape the stream come from the run record RUN.\n"
 		 "\n"
 		 "Transform ops (see chute-stream(1)): decode [rgb|gray],\n"
 		 "resize N|WxH, center-crop N|WxH, random-resized-crop N\n"
@@ -122,6 +139,10 @@ static const struct cmd_opt bench_opts[] = {
 	{OPT_MODE, "mode", "MODE", "train (default) or eval"},
 	{'p', "prefetch", "N|auto",
 	 "batches prepared ahead (default auto: as measured)"},
+	{OPT_REMOTE_CACHE, "remote-cache", "DIR",
+	 "verified shards of remote datasets (default ~/.cache/chute)"},
+	{OPT_REMOTE_CACHE_SIZE, "remote-cache-size", "SIZE",
+	 "most bytes the remote cache keeps (default 10G)"},
 	{OPT_SEED, "seed", "S", "shuffle seed (default 0)"},
 	{OPT_SHUFFLE, "shuffle", "MODE", "global (default), window or none"},
 	{OPT_SPLIT, "split", "NAME",
@@ -152,6 +173,9 @@ struct stream_args {
 	struct shm_sink shm; /* --shm and its options */
 	const char **transforms; /* --transform, in order */
 	size_t ntransforms;
+	struct stream_record rec; /* --record, --replay */
+	const char *remote_cache;
+	uint64_t remote_cache_size;
 };
 
 struct sink {
@@ -237,6 +261,8 @@ static int take_option(struct stream_args *a, int c, const char *arg)
 		o->skip_corrupt = v;
 		return 0;
 	}
+	case OPT_RECORD: a->rec.record = arg; return 0;
+	case OPT_REPLAY: a->rec.replay = arg; return 0;
 	case OPT_RESUME: o->resume = arg; return 0;
 	case OPT_SEED:
 		return cmd_parse_u64("--seed", arg, 0, UINT64_MAX, &o->seed);
@@ -247,6 +273,10 @@ static int take_option(struct stream_args *a, int c, const char *arg)
 		return 0;
 	case OPT_STATE: a->state = arg; return 0;
 	case OPT_SHM: a->shm.name = arg; return 0;
+	case OPT_REMOTE_CACHE: a->remote_cache = arg; return 0;
+	case OPT_REMOTE_CACHE_SIZE:
+		return cmd_parse_size("--remote-cache-size", arg,
+				      &a->remote_cache_size);
 	case OPT_SLOTS:
 		return cmd_parse_u64("--slots", arg, 1, 1024, &a->shm.slots);
 	case OPT_SLOT_SIZE:
@@ -298,8 +328,10 @@ static int ranks_from_env(struct stream_args *a)
 static int parse_args(struct stream_args *a, int argc, char **argv)
 {
 	struct cmd_parser p;
-	int c;
+	int c, replay;
 	cmd_parser_init(&p, a->bench ? &bench_spec : &stream_spec, argc, argv);
+	a->rec.argc = argc;
+	a->rec.argv = argv;
 	while ((c = cmd_next(&p)) != CMD_END) {
 		if (c == CMD_HELP)
 			return -1;
@@ -308,6 +340,7 @@ static int parse_args(struct stream_args *a, int argc, char **argv)
 		if (c != CMD_POSITIONAL) {
 			if (take_option(a, c, p.arg) < 0)
 				return EXIT_USAGE;
+			record_note_option(&a->rec, stream_opts, c);
 			continue;
 		}
 		if (a->dataset)
@@ -315,6 +348,10 @@ static int parse_args(struct stream_args *a, int argc, char **argv)
 					 a->dataset, p.arg);
 		a->dataset = p.arg;
 	}
+	if ((replay = record_parsed(&a->rec, &a->o, &a->dataset)) < 0)
+		return EXIT_USAGE;
+	a->rank_set |= replay; /* the record's rank and world size, */
+	a->world_set |= replay; /* not the environment's */
 	if (!a->dataset)
 		return cmd_error("no dataset given");
 	return ranks_from_env(a) < 0 ? EXIT_USAGE : 0;
@@ -525,21 +562,37 @@ static int open_output(const char *path)
 	return fd;
 }
 
+/* A local dataset, or a remote one through the remote cache. */
+static int open_dataset(const struct stream_args *a, struct ch_dataset *ds,
+			struct ch_error *err)
+{
+	struct ch_ref ref;
+	if (ch_ref_parse(a->dataset, &ref, err) < 0)
+		return -1;
+	int rc = ch_ref_open_dataset(&ref, a->remote_cache,
+				    a->remote_cache_size, ds, err);
+	ch_ref_release(&ref);
+	return rc;
+}
+
 static int run_stream(struct stream_args *a)
 {
 	struct ch_dataset ds;
 	struct ch_stream_stats st;
 	struct ch_error err = {{0}};
 	struct sink sink = { .state = a->state };
+	ch_batch_sink put = a->shm.name ? shm_sink_put : to_sink;
+	void *put_arg = a->shm.name ? (void *)&a->shm : &sink;
 	int status = 0;
 	if (shm_sink_check(&a->shm, a->output, a->o.format) != 0)
 		return EXIT_USAGE;
-	if (ch_dataset_open(&ds, a->dataset, &err) < 0)
+	if (open_dataset(a, &ds, &err) < 0)
 		return cmd_error("%s", err.msg);
-	sink.fd = a->bench ? -1 : open_output(a->output);
-	if (sink.fd < 0 && !a->bench) {
+	status = record_begin(&a->rec, &ds, a->dataset, &a->o);
+	sink.fd = a->bench || status ? -1 : open_output(a->output);
+	if (status || (sink.fd < 0 && !a->bench)) {
 		ch_dataset_release(&ds);
-		return EXIT_USAGE;
+		return record_end(&a->rec, status ? status : EXIT_USAGE);
 	}
 	a->o.cancel = cmd_catch_signals();
 	if (a->stats || a->stats_json) {
@@ -548,8 +601,8 @@ static int run_stream(struct stream_args *a)
 	}
 	a->shm.state = a->state;
 	a->shm.cancel = a->o.cancel;
-	if (ch_stream(&ds, &a->o, a->shm.name ? shm_sink_put : to_sink,
-		      a->shm.name ? (void *)&a->shm : &sink, &st, &err) < 0) {
+	record_wrap(&a->rec, &put, &put_arg);
+	if (ch_stream(&ds, &a->o, put, put_arg, &st, &err) < 0) {
 		cmd_error("%s", err.msg);
 		status = cmd_signal_status() ? cmd_signal_status()
 		       : st.data_error	     ? EXIT_CHECK
@@ -570,7 +623,7 @@ static int run_stream(struct stream_args *a)
 		status = cmd_error("cannot write '%s': %s", a->output,
 				   strerror(errno));
 	ch_dataset_release(&ds);
-	return status;
+	return record_end(&a->rec, status);
 }
 
 int cmd_stream(int argc, char **argv)
@@ -584,6 +637,7 @@ int cmd_stream(int argc, char **argv)
 	else
 		status = run_stream(&a);
 	free(a.transforms);
+	record_release(&a.rec);
 	return status;
 }
 

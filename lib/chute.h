@@ -94,6 +94,27 @@ size_t ch_shard_memory(const struct ch_shard *sh);
 int ch_shard_open_memory(const char *path, uint64_t *bytes,
 			 struct ch_error *err);
 
+/* A shard that is not a local file: its bytes come from read_at (a range
+ * request to a remote), exactly n bytes at off.  Reads are checked as
+ * ever; a block or sample whose checksum fails is read once more before
+ * it is an error, since a network copy can go bad where a file would not.
+ * read_at is called from several threads at once.  ch_shard_close calls
+ * release(arg). */
+struct ch_byte_source {
+	int (*read_at)(void *arg, void *buf, size_t n, uint64_t off,
+		       struct ch_error *err);
+	void (*release)(void *arg);
+	void *arg;
+	uint64_t size;
+};
+/* name is what messages call the shard; src is copied. */
+int ch_shard_open_source(struct ch_shard **out, const char *name,
+			 const struct ch_byte_source *src,
+			 struct ch_error *err);
+int ch_shard_open_memory_source(const char *name,
+				const struct ch_byte_source *src,
+				uint64_t *bytes, struct ch_error *err);
+
 struct ch_sample_info {
 	const char *key; /* not NUL-terminated: use key_len */
 	size_t key_len;
@@ -319,6 +340,10 @@ int ch_manifest_compute_id(struct ch_manifest *m, struct ch_error *err);
  * and rename: a reader never sees a partial manifest. */
 int ch_manifest_write(struct ch_manifest *m, const char *path,
 		      struct ch_error *err);
+/* The bytes ch_manifest_write would write (id computed first); *text is
+ * the caller's to free. */
+int ch_manifest_format(struct ch_manifest *m, char **text, size_t *len,
+		       struct ch_error *err);
 /* Parses and validates; errors name the line and column. */
 int ch_manifest_read(struct ch_manifest *m, const char *path,
 		     struct ch_error *err);
@@ -401,11 +426,29 @@ int ch_source_is_archive(const char *path);
 /* ------------------------------------------------------------------ */
 /* Datasets: a folder with manifest.json, a manifest file, or one shard  */
 
+/* Where the files of a dataset that is not a local folder come from (a
+ * remote, through a local cache: see ref.c).  local() gives the local
+ * path of a file of the manifest, fetching it first when needed; plan()
+ * says in which order shards will be wanted, so that they can be fetched
+ * ahead; release() frees arg. */
+struct ch_dataset_source {
+	int (*local)(void *arg, const char *rel, uint64_t bytes,
+		     struct ch_hash128 hash, char **path, struct ch_error *err);
+	void (*plan)(void *arg, const size_t *order, size_t n, size_t ahead);
+	void (*release)(void *arg);
+	/* 1 with *src filled when shard s is better read by ranges than
+	 * fetched whole (random access: plan() got no order); else 0. */
+	int (*ranged)(void *arg, size_t s, struct ch_byte_source *src,
+		      struct ch_error *err);
+};
+
 struct ch_dataset {
 	char *root;		  /* folder holding manifest and shards/ */
 	struct ch_manifest manifest; /* synthesised for a lone shard */
 	int lone_shard;		  /* 1 if opened from a .chs path */
 	struct ch_shard **shards; /* opened lazily by ch_dataset_shard */
+	const struct ch_dataset_source *source; /* NULL: files under root */
+	void *source_arg;
 };
 
 int ch_dataset_open(struct ch_dataset *ds, const char *path,
@@ -413,6 +456,20 @@ int ch_dataset_open(struct ch_dataset *ds, const char *path,
 void ch_dataset_release(struct ch_dataset *ds);
 /* Full path of shard s ("ROOT/shards/x.chs"); caller frees. */
 char *ch_dataset_shard_path(const struct ch_dataset *ds, size_t s);
+/* A readable local path of a file named by the manifest (rel, as in it),
+ * fetched first when the dataset comes from a remote; caller frees. */
+int ch_dataset_file(const struct ch_dataset *ds, const char *rel,
+		    uint64_t bytes, struct ch_hash128 hash, char **path,
+		    struct ch_error *err);
+/* Says in which order shards will be read, `ahead` of them at a time: a
+ * remote dataset fetches them ahead of the reader.  order NULL: reads
+ * will be random (a global shuffle), a remote dataset reads blocks by
+ * range requests instead.  No-op locally. */
+void ch_dataset_plan(const struct ch_dataset *ds, const size_t *order,
+		     size_t n, size_t ahead);
+/* ch_shard_open_memory for shard s, wherever it lives. */
+int ch_dataset_shard_memory(const struct ch_dataset *ds, size_t s,
+			    uint64_t *bytes, struct ch_error *err);
 /* Shard s, opened on first use and kept open until the dataset is
  * released. */
 int ch_dataset_shard(struct ch_dataset *ds, size_t s, struct ch_shard **out,

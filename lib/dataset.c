@@ -95,6 +95,8 @@ void ch_dataset_release(struct ch_dataset *ds)
 	if (ds->shards)
 		for (size_t i = 0; i < ds->manifest.nshards; i++)
 			ch_shard_close(ds->shards[i]);
+	if (ds->source && ds->source->release)
+		ds->source->release(ds->source_arg);
 	free(ds->shards);
 	free(ds->root);
 	ch_manifest_release(&ds->manifest);
@@ -106,20 +108,76 @@ char *ch_dataset_shard_path(const struct ch_dataset *ds, size_t s)
 	return ch_path_join(ds->root, ds->manifest.shards[s].path);
 }
 
+int ch_dataset_file(const struct ch_dataset *ds, const char *rel,
+		    uint64_t bytes, struct ch_hash128 hash, char **path,
+		    struct ch_error *err)
+{
+	if (ds->source)
+		return ds->source->local(ds->source_arg, rel, bytes, hash,
+					 path, err);
+	if (!(*path = ch_path_join(ds->root, rel)))
+		return ch_error_set(err, "out of memory");
+	return 0;
+}
+
+void ch_dataset_plan(const struct ch_dataset *ds, const size_t *order,
+		     size_t n, size_t ahead)
+{
+	if (ds->source && ds->source->plan)
+		ds->source->plan(ds->source_arg, order, n, ahead);
+}
+
+/* 1 and *src when shard s is to be read by ranges, 0 if from a file. */
+static int ranged(const struct ch_dataset *ds, size_t s,
+		  struct ch_byte_source *src, struct ch_error *err)
+{
+	if (!ds->source || !ds->source->ranged)
+		return 0;
+	return ds->source->ranged(ds->source_arg, s, src, err);
+}
+
+int ch_dataset_shard_memory(const struct ch_dataset *ds, size_t s,
+			    uint64_t *bytes, struct ch_error *err)
+{
+	const struct ch_manifest_shard *ms = &ds->manifest.shards[s];
+	struct ch_byte_source src;
+	char *path;
+	int rc = ranged(ds, s, &src, err);
+	if (rc == 1) {
+		rc = ch_shard_open_memory_source(ms->path, &src, bytes, err);
+		if (src.release)
+			src.release(src.arg);
+		return rc;
+	}
+	if (rc < 0 ||
+	    ch_dataset_file(ds, ms->path, ms->bytes, ms->hash, &path, err) < 0)
+		return -1;
+	rc = ch_shard_open_memory(path, bytes, err);
+	free(path);
+	return rc;
+}
+
 int ch_dataset_open_shard(const struct ch_dataset *ds, size_t s,
 			  struct ch_shard **out, struct ch_error *err)
 {
 	if (s >= ds->manifest.nshards)
 		return ch_error_set(err, "no shard %zu", s);
-	char *path = ch_dataset_shard_path(ds, s);
-	if (!path)
-		return ch_error_set(err, "out of memory");
+	const struct ch_manifest_shard *ms = &ds->manifest.shards[s];
+	struct ch_byte_source src;
 	struct ch_shard *sh;
-	int rc = ch_shard_open(&sh, path, err);
-	free(path);
+	char *path;
+	int rc = ranged(ds, s, &src, err);
+	if (rc == 1) {
+		rc = ch_shard_open_source(&sh, ms->path, &src, err);
+	} else if (rc == 0) {
+		if (ch_dataset_file(ds, ms->path, ms->bytes, ms->hash, &path,
+				    err) < 0)
+			return -1;
+		rc = ch_shard_open(&sh, path, err);
+		free(path);
+	}
 	if (rc < 0)
 		return -1;
-	const struct ch_manifest_shard *ms = &ds->manifest.shards[s];
 	if (ch_shard_sample_count(sh) != ms->samples) {
 		ch_error_set(err, "'%s' holds %llu samples, the manifest says "
 			     "%llu: run chute verify", ms->path,

@@ -1116,25 +1116,37 @@ static char *dump_pretty(json_t *doc, const char *path, struct ch_error *err)
 	return full;
 }
 
-int ch_manifest_write(struct ch_manifest *m, const char *path,
-		      struct ch_error *err)
+/* The canonical text of m, its id computed first; origin names it in
+ * messages. */
+static char *format(struct ch_manifest *m, const char *origin,
+		    struct ch_error *err)
 {
 	json_t *doc = encode(m, err);
 	char *text = NULL;
-	int ret = -1;
-
-	if (!doc)
-		goto out;
-	if (canonical_id(doc, m->id, err) < 0 ||
-	    set_new(doc, "id", json_string(m->id), err) < 0 ||
-	    check_before_write(doc, path, err) < 0)
-		goto out;
-	text = dump_pretty(doc, path, err);
-	if (text)
-		ret = ch_write_file_atomic(path, text, strlen(text), err);
-out:
-	free(text);
+	if (doc && canonical_id(doc, m->id, err) == 0 &&
+	    set_new(doc, "id", json_string(m->id), err) == 0 &&
+	    check_before_write(doc, origin, err) == 0)
+		text = dump_pretty(doc, origin, err);
 	json_decref(doc);
+	return text;
+}
+
+int ch_manifest_format(struct ch_manifest *m, char **text, size_t *len,
+		       struct ch_error *err)
+{
+	if (!(*text = format(m, "manifest", err)))
+		return -1;
+	*len = strlen(*text);
+	return 0;
+}
+
+int ch_manifest_write(struct ch_manifest *m, const char *path,
+		      struct ch_error *err)
+{
+	char *text = format(m, path, err);
+	int ret = text ? ch_write_file_atomic(path, text, strlen(text), err)
+		       : -1;
+	free(text);
 	return ret;
 }
 

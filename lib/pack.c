@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "entry_runs.h"
+#include "history.h"
 #include "pack_plan.h"
 
 /* Bytes of file list (entries and their names) held in memory before a
@@ -586,10 +587,43 @@ out:
 	return rc;
 }
 
+/* A repack that gives the manifest already there keeps its parent, and
+ * so its id: repacking is idempotent.  Anything else is a new version
+ * whose parent is the one it replaces. */
+static int set_parent(struct ch_manifest *m, const struct ch_manifest *old,
+		      struct ch_error *err)
+{
+	if (!old->id[0])
+		return 0; /* a first version */
+	if (old->parent && !(m->parent = strdup(old->parent)))
+		return ch_error_set(err, "out of memory");
+	if (ch_manifest_compute_id(m, err) < 0)
+		return -1;
+	if (strcmp(m->id, old->id) == 0)
+		return 0;
+	free(m->parent);
+	if (!(m->parent = strdup(old->id)))
+		return ch_error_set(err, "out of memory");
+	return 0;
+}
+
+/* The output's history goes with it (.chute/versions, the old version
+ * included), the new version is added and the stat cache made: all in
+ * the temporary folder, swapped in with the rest. */
+static int keep_history(const char *tmp, const char *out_dir,
+			struct ch_manifest *m, struct ch_manifest *old,
+			struct ch_error *err)
+{
+	if (ch_history_carry(out_dir, tmp, err) < 0 ||
+	    (old->id[0] && ch_history_save(tmp, old, err) < 0))
+		return -1;
+	return ch_history_save(tmp, m, err);
+}
+
 static int pack_into(const char *tmp, const char *const *sources,
 		     size_t nsources, const struct ch_pack_opts *o,
-		     struct ch_manifest *m, struct ch_catalog *cat,
-		     struct ch_error *err)
+		     struct ch_manifest *m, struct ch_manifest *old,
+		     struct ch_catalog *cat, struct ch_error *err)
 {
 	struct ch_runs runs = { .tmp_dir = tmp };
 	char *name_owned = NULL;
@@ -612,8 +646,10 @@ static int pack_into(const char *tmp, const char *const *sources,
 	if (scan_sources(cat, sources, nsources, o, err) < 0 ||
 	    fill_manifest(m, cat, name, o, err) < 0 ||
 	    pack_entries(tmp, name, o, m, cat, &runs, err) < 0 ||
-	    ch_fsync_dir(shards, err) < 0 ||
-	    ch_manifest_write(m, man, err) < 0 || ch_fsync_dir(tmp, err) < 0)
+	    ch_fsync_dir(shards, err) < 0 || set_parent(m, old, err) < 0 ||
+	    keep_history(tmp, o->out_dir, m, old, err) < 0 ||
+	    ch_manifest_write(m, man, err) < 0 ||
+	    ch_statcache_record(tmp, m, err) < 0 || ch_fsync_dir(tmp, err) < 0)
 		goto out;
 	if (o->cancel && *o->cancel) {
 		ch_error_set(err, "interrupted");
@@ -628,6 +664,21 @@ out:
 	return rc;
 }
 
+/* The version the output folder holds, which becomes the parent; none
+ * (id empty) when there is none, or one whose id does not match its
+ * content (edited by hand: no version of ours). */
+static void read_previous(const char *out_dir, int exists,
+			  struct ch_manifest *old)
+{
+	struct ch_error ignored;
+	char *man = exists ? ch_path_join(out_dir, "manifest.json") : NULL;
+
+	if (man && access(man, F_OK) == 0 &&
+	    ch_manifest_read(old, man, &ignored) == 0 && !old->id_ok)
+		ch_manifest_release(old);
+	free(man);
+}
+
 /* 1 MiB blocks compress well and cost little to decode; with a dictionary
  * (small samples, fast random access) 16 KiB blocks are the point of it. */
 #define BLOCK_DEFAULT (1u << 20)
@@ -638,7 +689,7 @@ int ch_pack(const char *const *sources, size_t nsources,
 	    struct ch_error *err)
 {
 	struct ch_catalog cat;
-	struct ch_manifest m = { 0 };
+	struct ch_manifest m = { 0 }, old = { 0 };
 	struct ch_pack_opts eff = *opts;
 	const struct ch_pack_opts *o = &eff;
 	int exists, rc = -1;
@@ -668,7 +719,8 @@ int ch_pack(const char *const *sources, size_t nsources,
 	}
 	ch_catalog_init(&cat, tmp);
 	cat.cancel = o->cancel;
-	if (pack_into(tmp, sources, nsources, o, &m, &cat, err) < 0 ||
+	read_previous(o->out_dir, exists, &old);
+	if (pack_into(tmp, sources, nsources, o, &m, &old, &cat, err) < 0 ||
 	    check_replaceable(o->out_dir, &exists, err) < 0 ||
 	    swap_into_place(tmp, o->out_dir, exists, err) < 0)
 		goto out;
@@ -684,6 +736,7 @@ out:
 	m.sources = NULL; /* owned by the catalog */
 	m.nsources = 0;
 	ch_manifest_release(&m);
+	ch_manifest_release(&old);
 	ch_catalog_release(&cat);
 	free(tmp);
 	return rc;

@@ -34,6 +34,7 @@ struct ch_shard {
 	size_t dict_size;
 	uint64_t serial; /* tells this open shard from a later one that
 			    reuses its address (readers and caches key on it) */
+	struct ch_byte_source src; /* read_at NULL: the file fd */
 };
 
 static int pread_all(int fd, void *buf, size_t n, uint64_t off,
@@ -59,11 +60,23 @@ static int pread_all(int fd, void *buf, size_t n, uint64_t off,
 	return 0;
 }
 
+/* n bytes at off, from the file or the byte source. */
+static int shard_read(const struct ch_shard *sh, void *buf, size_t n,
+		      uint64_t off, struct ch_error *err)
+{
+	if (!sh->src.read_at)
+		return pread_all(sh->fd, buf, n, off, sh->path, err);
+	if (off > sh->src.size || n > sh->src.size - off)
+		return ch_error_set(err, "unexpected end of '%s' at byte %llu",
+				    sh->path, (unsigned long long)off);
+	return sh->src.read_at(sh->src.arg, buf, n, off, err);
+}
+
 static int read_header(struct ch_shard *sh, uint64_t *dict_hash,
 		       struct ch_error *err)
 {
 	uint8_t h[CHS_HEADER_SIZE];
-	if (pread_all(sh->fd, h, sizeof(h), 0, sh->path, err) < 0)
+	if (shard_read(sh, h, sizeof(h), 0, err) < 0)
 		return -1;
 	if (memcmp(h, CHS_MAGIC, 8) != 0)
 		return ch_error_set(err, "not a chute shard: bad magic ('%s', "
@@ -103,8 +116,7 @@ static int read_dict(struct ch_shard *sh, uint64_t dict_hash,
 				    sh->path);
 	if (!(sh->dict = malloc(sh->dict_size)))
 		return ch_error_set(err, "out of memory");
-	if (pread_all(sh->fd, sh->dict, sh->dict_size, CHS_HEADER_SIZE,
-		      sh->path, err) < 0)
+	if (shard_read(sh, sh->dict, sh->dict_size, CHS_HEADER_SIZE, err) < 0)
 		return -1;
 	if (ch_hash64(sh->dict, sh->dict_size) != dict_hash)
 		return ch_error_set(err, "dictionary checksum mismatch ('%s', "
@@ -122,7 +134,7 @@ static int read_footer(struct ch_shard *sh, struct footer *ft,
 {
 	uint8_t f[CHS_FOOTER_SIZE];
 	uint64_t at = sh->file_size - CHS_FOOTER_SIZE;
-	if (pread_all(sh->fd, f, sizeof(f), at, sh->path, err) < 0)
+	if (shard_read(sh, f, sizeof(f), at, err) < 0)
 		return -1;
 	if (memcmp(f + 56, CHS_FOOTER_MAGIC, 8) != 0)
 		return ch_error_set(err, "bad footer magic: truncated or not a "
@@ -162,8 +174,8 @@ static int load_index(struct ch_shard *sh, const struct footer *ft,
 	if (!stored)
 		return ch_error_set(err, "out of memory reading the index of "
 				    "'%s'", sh->path);
-	if (pread_all(sh->fd, stored, ft->index_stored, ft->index_offset,
-		      sh->path, err) < 0)
+	if (shard_read(sh, stored, ft->index_stored, ft->index_offset,
+		       err) < 0)
 		goto out;
 	if (ch_hash64(stored, ft->index_stored) != ft->index_hash) {
 		ch_error_set(err, "index checksum mismatch ('%s', byte %llu)",
@@ -406,39 +418,75 @@ static uint64_t open_serial(void)
 
 uint64_t ch_shard_serial(const struct ch_shard *sh) { return sh->serial; }
 
+/* The memory estimate of an opened sh (fd or source set, size known). */
+static int estimate_memory(struct ch_shard *sh, uint64_t *bytes,
+			   struct ch_error *err)
+{
+	struct footer ft;
+	uint64_t dict_hash;
+	if (sh->file_size < CHS_HEADER_SIZE + CHS_FOOTER_SIZE)
+		return ch_error_set(err, "not a chute shard: only %llu bytes "
+				    "('%s')", (unsigned long long)sh->file_size,
+				    sh->path);
+	if (read_header(sh, &dict_hash, err) < 0 ||
+	    read_footer(sh, &ft, err) < 0)
+		return -1;
+	*bytes = sizeof(*sh) + ft.index_raw + sh->dict_size;
+	return 0;
+}
+
 int ch_shard_open_memory(const char *path, uint64_t *bytes,
 			 struct ch_error *err)
 {
 	struct ch_shard sh = { .path = (char *)path };
-	struct footer ft;
 	struct stat st;
-	uint64_t dict_hash;
 	int rc = -1;
 	sh.fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (sh.fd < 0)
 		return ch_error_errno(err, errno, "cannot open '%s'", path);
 	if (fstat(sh.fd, &st) < 0)
 		ch_error_errno(err, errno, "cannot stat '%s'", path);
-	else if ((sh.file_size = (uint64_t)st.st_size) <
-		 CHS_HEADER_SIZE + CHS_FOOTER_SIZE)
-		ch_error_set(err, "not a chute shard: only %llu bytes ('%s')",
-			     (unsigned long long)sh.file_size, path);
-	else if (read_header(&sh, &dict_hash, err) == 0 &&
-		 read_footer(&sh, &ft, err) == 0) {
-		*bytes = sizeof(sh) + ft.index_raw + sh.dict_size;
+	else if (sh.file_size = (uint64_t)st.st_size,
+		 estimate_memory(&sh, bytes, err) == 0)
 		rc = 0;
-	}
 	close(sh.fd);
 	return rc;
+}
+
+int ch_shard_open_memory_source(const char *name,
+				const struct ch_byte_source *src,
+				uint64_t *bytes, struct ch_error *err)
+{
+	struct ch_shard sh = { .path = (char *)name, .fd = -1, .src = *src,
+			       .file_size = src->size };
+	return estimate_memory(&sh, bytes, err);
+}
+
+/* Reads and checks what ch_shard_open promises; sh has its size. */
+static int load_shard(struct ch_shard *sh, struct ch_error *err)
+{
+	struct footer ft = { 0 };
+	uint64_t dict_hash = 0;
+	sh->serial = open_serial();
+	if (sh->file_size < CHS_HEADER_SIZE + CHS_FOOTER_SIZE)
+		return ch_error_set(err, "not a chute shard: only %llu bytes "
+				    "('%s')", (unsigned long long)sh->file_size,
+				    sh->path);
+	if (read_header(sh, &dict_hash, err) < 0 ||
+	    read_dict(sh, dict_hash, err) < 0 ||
+	    read_footer(sh, &ft, err) < 0 || load_index(sh, &ft, err) < 0 ||
+	    map_sections(sh, &ft, err) < 0 || check_blocks(sh, &ft, err) < 0 ||
+	    check_samples(sh, err) < 0 ||
+	    check_keys(sh, ld64(sh->index + 32), err) < 0)
+		return -1;
+	return 0;
 }
 
 int ch_shard_open(struct ch_shard **out, const char *path,
 		  struct ch_error *err)
 {
 	struct ch_shard *sh = calloc(1, sizeof(*sh));
-	struct footer ft = { 0 };
 	struct stat st;
-	uint64_t dict_hash = 0;
 	if (!sh || !(sh->path = strdup(path))) {
 		free(sh);
 		return ch_error_set(err, "out of memory");
@@ -448,23 +496,12 @@ int ch_shard_open(struct ch_shard **out, const char *path,
 		ch_error_errno(err, errno, "cannot open '%s'", path);
 		goto fail;
 	}
-	sh->serial = open_serial();
 	if (fstat(sh->fd, &st) < 0) {
 		ch_error_errno(err, errno, "cannot stat '%s'", path);
 		goto fail;
 	}
 	sh->file_size = (uint64_t)st.st_size;
-	if (sh->file_size < CHS_HEADER_SIZE + CHS_FOOTER_SIZE) {
-		ch_error_set(err, "not a chute shard: only %llu bytes ('%s')",
-			     (unsigned long long)sh->file_size, path);
-		goto fail;
-	}
-	if (read_header(sh, &dict_hash, err) < 0 ||
-	    read_dict(sh, dict_hash, err) < 0 ||
-	    read_footer(sh, &ft, err) < 0 || load_index(sh, &ft, err) < 0 ||
-	    map_sections(sh, &ft, err) < 0 || check_blocks(sh, &ft, err) < 0 ||
-	    check_samples(sh, err) < 0 ||
-	    check_keys(sh, ld64(sh->index + 32), err) < 0)
+	if (load_shard(sh, err) < 0)
 		goto fail;
 	*out = sh;
 	return 0;
@@ -473,12 +510,36 @@ fail:
 	return -1;
 }
 
+int ch_shard_open_source(struct ch_shard **out, const char *name,
+			 const struct ch_byte_source *src,
+			 struct ch_error *err)
+{
+	struct ch_shard *sh = calloc(1, sizeof(*sh));
+	if (!sh || !(sh->path = strdup(name))) {
+		free(sh);
+		if (src->release)
+			src->release(src->arg);
+		return ch_error_set(err, "out of memory");
+	}
+	sh->fd = -1;
+	sh->src = *src;
+	sh->file_size = src->size;
+	if (load_shard(sh, err) < 0) {
+		ch_shard_close(sh);
+		return -1;
+	}
+	*out = sh;
+	return 0;
+}
+
 void ch_shard_close(struct ch_shard *sh)
 {
 	if (!sh)
 		return;
 	if (sh->fd >= 0)
 		close(sh->fd);
+	if (sh->src.release)
+		sh->src.release(sh->src.arg);
 	free(sh->path);
 	free(sh->index);
 	free(sh->names);
@@ -640,6 +701,18 @@ static int decode_block(struct ch_block_reader *r, const struct ch_shard *sh,
 	return 0;
 }
 
+/* Reads a block; from a byte source, a copy that fails its checksum is
+ * read once more (the caller checks the result). */
+static int read_checked(const struct ch_shard *sh, uint8_t *buf, size_t n,
+			uint64_t off, uint64_t hash, struct ch_error *err)
+{
+	if (shard_read(sh, buf, n, off, err) < 0)
+		return -1;
+	if (!sh->src.read_at || ch_hash64(buf, n) == hash)
+		return 0;
+	return shard_read(sh, buf, n, off, err);
+}
+
 int ch_block_read(struct ch_block_reader *r, const struct ch_shard *sh,
 		  uint32_t b, const uint8_t **data, size_t *size,
 		  struct ch_error *err)
@@ -657,13 +730,14 @@ int ch_block_read(struct ch_block_reader *r, const struct ch_shard *sh,
 	ch_shard_block(sh, b, &st);
 	if (ch_buf_reserve(&r->stored, st.stored_size ? st.stored_size : 1,
 			   err) < 0 ||
-	    pread_all(sh->fd, r->stored.data, st.stored_size, st.offset,
-		      sh->path, err) < 0)
+	    read_checked(sh, r->stored.data, st.stored_size, st.offset,
+			 st.hash, err) < 0)
 		return -1;
 	if (ch_hash64(r->stored.data, st.stored_size) != st.hash)
 		return ch_error_set(err, "checksum mismatch in block %u ('%s', "
-				    "byte %llu)", b, sh->path,
-				    (unsigned long long)st.offset);
+				    "byte %llu)%s", b, sh->path,
+				    (unsigned long long)st.offset,
+				    sh->src.read_at ? ", read twice" : "");
 	if (st.codec == CH_CODEC_RAW) {
 		r->cached_data = r->stored.data;
 	} else {
@@ -731,8 +805,11 @@ int ch_sample_fetch(struct ch_block_reader *r, const struct ch_shard *sh,
 	/* a raw block: read just the sample, vouched for by its own hash */
 	uint64_t at = st.offset + si.offset;
 	if (ch_buf_reserve(&r->sample, si.size ? si.size : 1, err) < 0 ||
-	    pread_all(sh->fd, r->sample.data, si.size, at, sh->path, err) < 0)
+	    shard_read(sh, r->sample.data, si.size, at, err) < 0)
 		return -1;
+	if (sh->src.read_at && ch_sample_hash(sh, i, r->sample.data) != si.hash &&
+	    shard_read(sh, r->sample.data, si.size, at, err) < 0)
+		return -1; /* a network copy gets a second chance */
 	if (ch_sample_hash(sh, i, r->sample.data) != si.hash)
 		return ch_error_set(err, "content hash mismatch in sample "
 				    "'%.*s' of block %u ('%s', byte %llu)",

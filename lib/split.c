@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "history.h"
 #include "internal.h"
 #include "shard_format.h"
 #include "xxh.h"
@@ -529,6 +530,12 @@ static int write_manifest(struct splitter *sp, struct ch_error *err)
 		return ch_error_set(err, "out of memory");
 	if (record_splits(sp, m, err) < 0)
 		return -1;
+	/* History first (the old version too, for folders packed before
+	 * there was any), so that a failure leaves the old manifest. */
+	if (ch_history_save(sp->ds.root, &sp->ds.manifest, err) < 0 ||
+	    ch_history_save(sp->ds.root, m, err) < 0 ||
+	    ch_statcache_record_files(sp->ds.root, m, CH_STAT_SPLITS, err) < 0)
+		return -1;
 	if (ch_manifest_write(m, sp->manifest_path, err) == 0)
 		return 0;
 	sp->manifest_written = manifest_in_place(sp);
@@ -785,10 +792,11 @@ int ch_split_load(const struct ch_dataset *ds, const char *name,
 
 	if (!sp)
 		return -1;
-	path = ch_path_join(ds->root, sp->path);
+	if (ch_dataset_file(ds, sp->path, sp->bytes, sp->hash, &path, err) < 0)
+		return -1;
 	buf = malloc(sp->bytes ? sp->bytes : 1);
 	out = malloc(sp->samples ? sp->samples * sizeof(*out) : 1);
-	if (!path || !buf || !out) {
+	if (!buf || !out) {
 		ch_error_set(err, "out of memory reading split '%s'", name);
 		goto out;
 	}

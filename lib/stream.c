@@ -28,6 +28,7 @@ void ch_stream_opts_init(struct ch_stream_opts *o)
 /* Planner: the next batch's samples, in stream order                   */
 
 struct planner {
+	const struct ch_dataset *ds;
 	const struct ch_manifest *m; /* the dataset's, or a split's view */
 	const uint64_t *split_ids;   /* position in the split -> sample */
 	const struct ch_stream_opts *o;
@@ -37,6 +38,30 @@ struct planner {
 	uint64_t b, nbatches, count; /* within the segment */
 	int done;
 };
+
+/* A remote dataset fetches shards ahead of the reader: a window ahead
+ * in window mode, the next two in dataset order without shuffling; a
+ * global shuffle reads blocks all over, by range requests. */
+static void tell_shard_order(struct planner *p)
+{
+	size_t n = p->m->nshards, *seq;
+	if (!p->ds->source)
+		return;
+	if (p->ord.shard_order) {
+		ch_dataset_plan(p->ds, p->ord.shard_order, n, p->ord.window + 1);
+		return;
+	}
+	if (p->o->shuffle == CH_SHUFFLE_GLOBAL && !p->o->eval) {
+		ch_dataset_plan(p->ds, NULL, n, 0); /* random reads */
+		return;
+	}
+	if (!(seq = malloc((n ? n : 1) * sizeof(*seq))))
+		return; /* only a hint */
+	for (size_t k = 0; k < n; k++)
+		seq[k] = k;
+	ch_dataset_plan(p->ds, seq, n, 2);
+	free(seq);
+}
 
 static int enter_segment(struct planner *p, uint64_t epoch, uint64_t start,
 			 uint64_t base, struct ch_error *err)
@@ -52,7 +77,10 @@ static int enter_segment(struct planner *p, uint64_t epoch, uint64_t start,
 	p->nbatches = ch_segment_batches(p->m->samples, start, o->world,
 					 o->batch_size, o->eval, o->drop_last);
 	p->done = o->epochs && epoch >= o->epochs;
-	return p->done ? 0 : ch_order_init(&p->ord, p->m, o, epoch, err);
+	if (p->done || ch_order_init(&p->ord, p->m, o, epoch, err) < 0)
+		return p->done ? 0 : -1;
+	tell_shard_order(p);
+	return 0;
 }
 
 /* Fills the next batch; returns 1, or 0 when the stream is over. */
@@ -95,6 +123,7 @@ static int planner_init(struct planner *p, const struct ch_dataset *ds,
 {
 	const struct ch_manifest *m = split->ids ? &split->view : &ds->manifest;
 	memset(p, 0, sizeof(*p));
+	p->ds = ds;
 	p->m = m;
 	p->split_ids = split->ids;
 	p->o = o;
@@ -390,12 +419,8 @@ static int check_index_memory(const struct ch_dataset *ds,
 	if (o->shuffle != CH_SHUFFLE_GLOBAL || o->eval)
 		return 0;
 	for (size_t k = 0; k < ds->manifest.nshards; k++) {
-		char *path = ch_dataset_shard_path(ds, k);
 		uint64_t bytes = 0;
-		int rc = path ? ch_shard_open_memory(path, &bytes, err)
-			      : ch_error_set(err, "out of memory");
-		free(path);
-		if (rc < 0)
+		if (ch_dataset_shard_memory(ds, k, &bytes, err) < 0)
 			return -1;
 		total += bytes;
 	}
@@ -461,8 +486,9 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 			goto out;
 		}
 	}
-	if (check_index_memory(ds, o, err) < 0 ||
-	    planner_init(&s.planner, ds, &s.split, o, err) < 0)
+	/* the planner first: it tells a remote dataset how it will be read */
+	if (planner_init(&s.planner, ds, &s.split, o, err) < 0 ||
+	    check_index_memory(ds, o, err) < 0)
 		goto out;
 	if (o->ntransforms &&
 	    ch_transforms_parse(o->transforms, o->ntransforms, o->eval,

@@ -1,0 +1,168 @@
+/*
+ * manifest.c - chute manifest: a dataset version's id and summary, or the
+ * whole manifest as chute writes it.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chute.h"
+#include "cmd.h"
+#include "history.h"
+#include "ref.h"
+
+enum { OPT_JSON = CMD_LONG_ONLY };
+
+/* Class names shown before "...": ImageNet has a thousand. */
+#define CLASSES_SHOWN 10
+
+static const char *const manifest_usage[] = {
+	"manifest [--json] REF",
+	NULL,
+};
+
+static const struct cmd_opt manifest_opts[] = {
+	CMD_HELP_OPT,
+	{OPT_JSON, "json", NULL, "print the whole manifest as chute writes it"},
+	{0, NULL, NULL, NULL},
+};
+
+static const struct cmd_spec manifest_spec = {
+	.name = "manifest",
+	.summary = "show a dataset version: its id and what it holds",
+	.usage = manifest_usage,
+	.opts = manifest_opts,
+	.extra = "REF: a dataset folder, a manifest file, or "
+		 "REMOTE[@TAG|@ID]\n",
+};
+
+static int take(struct cmd_parser *p, int c, void *ctx)
+{
+	(void)p;
+	if (c == OPT_JSON)
+		*(int *)ctx = 1;
+	return 0;
+}
+
+static double percent(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static void print_fields(const struct ch_manifest *m)
+{
+	printf("fields:   ");
+	if (!m->nfields)
+		printf(" none");
+	for (size_t i = 0; i < m->nfields; i++)
+		printf("%s %s (%" PRIu64 " samples, %" PRIu64 " bytes)",
+		       i ? "," : "", m->fields[i].name, m->fields[i].count,
+		       m->fields[i].bytes);
+	putchar('\n');
+}
+
+static void print_classes(const struct ch_manifest *m)
+{
+	printf("classes:   %zu", m->nclasses);
+	for (size_t i = 0; i < m->nclasses && i < CLASSES_SHOWN; i++)
+		printf("%s%s", i ? ", " : " (", m->classes[i]);
+	if (m->nclasses > CLASSES_SHOWN)
+		printf(", ...");
+	printf("%s\n", m->nclasses ? ")" : "");
+}
+
+static void print_splits(const struct ch_manifest *m)
+{
+	printf("splits:   ");
+	if (!m->nsplits) {
+		printf(" none\n");
+		return;
+	}
+	for (size_t i = 0; i < m->nsplits; i++) {
+		const struct ch_manifest_split *s = &m->splits[i];
+		printf("%s %s %" PRIu64 " (%.1f%%, asked %.4g)", i ? "," : "",
+		       s->name, s->samples, percent(s->samples, m->samples),
+		       s->fraction);
+	}
+	printf("; key-hash, seed %" PRIu64, m->split_rule.seed);
+	if (m->split_rule.group)
+		printf(", group '%s'", m->split_rule.group);
+	putchar('\n');
+}
+
+static void print_options(const struct ch_manifest *m)
+{
+	const struct ch_manifest_options *o = &m->options;
+
+	printf("options:   shard_bytes %" PRIu64 ", shard_samples %" PRIu64
+	       ", block_size %" PRIu64 ", level %d, dict %s, keep_order %s, "
+	       "label_from %s\n", o->shard_bytes, o->shard_samples,
+	       o->block_size, o->level, o->dict ? "yes" : "no",
+	       o->keep_order ? "yes" : "no",
+	       o->label_from ? o->label_from : "none");
+}
+
+static void print_summary(const struct ch_manifest *m)
+{
+	printf("version %s\n", m->id);
+	printf("id:        %s\n", m->id_ok ? "matches the content" :
+			"DOES NOT MATCH the content (edited?)");
+	printf("name:      %s\n", m->name);
+	printf("parent:    %s\n", m->parent ? m->parent : "none");
+	printf("samples:   %" PRIu64 "\n", m->samples);
+	printf("bytes:     %" PRIu64 " raw, %" PRIu64 " in %zu shard%s\n",
+	       m->bytes, m->shard_bytes, m->nshards,
+	       m->nshards == 1 ? "" : "s");
+	print_fields(m);
+	print_classes(m);
+	print_splits(m);
+	printf("sources:  ");
+	for (size_t i = 0; i < m->nsources; i++)
+		printf("%s %s", i ? "," : "", m->sources[i]);
+	printf("%s\n", m->nsources ? "" : " none");
+	print_options(m);
+	printf("chute:     %s\n", m->chute_version);
+}
+
+static int print_json(struct ch_manifest *m)
+{
+	struct ch_error err = {{0}};
+	char *text;
+	size_t len;
+	int rc;
+
+	if (ch_manifest_format(m, &text, &len, &err) < 0)
+		return cmd_error("%s", err.msg);
+	/* as chute writes it: the id is computed, whatever was stored */
+	rc = fwrite(text, 1, len, stdout) == len ? 0 : -1;
+	free(text);
+	return rc < 0 ? cmd_error("cannot write to standard output") : 0;
+}
+
+int cmd_manifest(int argc, char **argv)
+{
+	struct ch_error err = {{0}};
+	struct ch_manifest m;
+	struct ch_ref ref;
+	const char *text = NULL;
+	int json = 0, status;
+
+	status = cmd_parse_dataset_args(&manifest_spec, argc, argv, take,
+					&json, &text, "nothing to show");
+	if (status != 0)
+		return status < 0 ? 0 : status;
+	if (ch_ref_parse(text, &ref, &err) < 0)
+		return cmd_error("%s", err.msg);
+	memset(&m, 0, sizeof(m));
+	if (ch_ref_load(&ref, &m, &err) < 0) {
+		ch_ref_release(&ref);
+		return cmd_error("%s", err.msg);
+	}
+	if (json)
+		status = print_json(&m);
+	else
+		print_summary(&m);
+	ch_manifest_release(&m);
+	ch_ref_release(&ref);
+	return status;
+}

@@ -1,0 +1,128 @@
+/*
+ * pull.c - chute pull: fetch a dataset version from a remote.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "chute.h"
+#include "cmd.h"
+#include "ref.h"
+#include "remote.h"
+#include "store.h"
+
+static const char *const pull_usage[] = {
+	"pull [OPTIONS] REMOTE[@TAG|@ID] DIR",
+	NULL,
+};
+
+static const struct cmd_opt pull_opts[] = {
+	CMD_HELP_OPT,
+	{'j', "jobs", "N", "downloads at once (default 8)"},
+	CMD_RETRIES_OPT,
+	{0, NULL, NULL, NULL},
+};
+
+static const struct cmd_spec pull_spec = {
+	.name = "pull",
+	.summary = "fetch a dataset version from a remote",
+	.usage = pull_usage,
+	.opts = pull_opts,
+	.extra = "without @TAG or @ID the tag 'latest'; every file is "
+		 "verified before it\ntakes its name, the manifest comes "
+		 "last; an interrupted pull continues\nwhere it stopped; "
+		 "see chute-remote(7)\n",
+};
+
+struct pull_args {
+	const char *ref, *dir;
+	struct ch_store_opts store;
+	struct ch_transfer_opts xfer;
+};
+
+static int parse_args(struct pull_args *a, int argc, char **argv)
+{
+	struct cmd_parser p;
+	int c;
+	cmd_parser_init(&p, &pull_spec, argc, argv);
+	while ((c = cmd_next(&p)) != CMD_END) {
+		switch (c) {
+		case CMD_HELP:
+			return -1;
+		case CMD_BAD:
+			return EXIT_USAGE;
+		case 'j':
+		case CMD_OPT_RETRIES:
+			if (cmd_transfer_option(c, p.arg, &a->store,
+						&a->xfer) < 0)
+				return EXIT_USAGE;
+			break;
+		case CMD_POSITIONAL:
+			if (!a->ref)
+				a->ref = p.arg;
+			else if (!a->dir)
+				a->dir = p.arg;
+			else
+				return cmd_error("too many arguments: give a "
+						 "remote and a folder");
+			break;
+		}
+	}
+	if (!a->dir)
+		return cmd_error("give a remote and the folder to pull into");
+	return 0;
+}
+
+/* A folder remote may be given as a plain path: it becomes a file://
+ * url, so that "@TAG" is read the same way for every kind. */
+static char *remote_text(const char *arg)
+{
+	char *out = NULL, *cwd;
+	if (ch_ref_is_remote(arg))
+		return strdup(arg);
+	if (arg[0] == '/')
+		return asprintf(&out, "file://%s", arg) < 0 ? NULL : out;
+	if (!(cwd = getcwd(NULL, 0)))
+		return NULL;
+	if (asprintf(&out, "file://%s/%s", cwd, arg) < 0)
+		out = NULL;
+	free(cwd);
+	return out;
+}
+
+int cmd_pull(int argc, char **argv)
+{
+	struct pull_args a = {0};
+	struct ch_error err = {{0}};
+	struct ch_pull_report r;
+	struct cmd_transfer t;
+	struct ch_store *st;
+	struct ch_ref ref;
+	int status = parse_args(&a, argc, argv);
+	if (status != 0)
+		return status < 0 ? 0 : status;
+	char *text = remote_text(a.ref);
+	if (!text)
+		return cmd_error("out of memory");
+	status = ch_ref_parse(text, &ref, &err);
+	free(text);
+	if (status < 0)
+		return cmd_error("%s", err.msg);
+	if (ch_store_open(&st, ref.remote, &a.store, &err) < 0) {
+		ch_ref_release(&ref);
+		return cmd_error("%s", err.msg);
+	}
+	cmd_transfer_begin(&t, &a.xfer);
+	status = ch_remote_pull(st, ref.at, a.dir, &a.xfer, &r, &err);
+	cmd_transfer_end(&t);
+	ch_store_close(st);
+	ch_ref_release(&ref);
+	if (status != 0)
+		return cmd_error("%s", err.msg);
+	printf("pulled %s into %s: %zu files, %zu downloaded (%.1f MB, %zu "
+	       "resumed), %zu already there\n", r.id, a.dir, r.files,
+	       r.downloaded, (double)r.downloaded_bytes / 1e6, r.resumed,
+	       r.present);
+	return 0;
+}

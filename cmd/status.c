@@ -1,0 +1,141 @@
+/*
+ * status.c - chute status: a dataset folder against its manifest.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chute.h"
+#include "cmd.h"
+#include "history.h"
+
+enum { OPT_HASH = CMD_LONG_ONLY, OPT_JSON };
+
+static const char *const status_usage[] = {
+	"status [--hash] [--json] DATASET",
+	NULL,
+};
+
+static const struct cmd_opt status_opts[] = {
+	{OPT_HASH, "hash", NULL, "hash every file, whatever the stat cache "
+				 "says"},
+	CMD_HELP_OPT,
+	{OPT_JSON, "json", NULL, "one JSON report on standard output"},
+	{0, NULL, NULL, NULL},
+};
+
+static const struct cmd_spec status_spec = {
+	.name = "status",
+	.summary = "compare a dataset folder with its manifest",
+	.usage = status_usage,
+	.opts = status_opts,
+	.extra = "exit status: 0 clean, 1 not clean, 2 could not check\n",
+};
+
+/* Indexed by enum ch_status_kind. */
+static const char *const kind_names[] = {
+	"missing", "modified", "unexpected", "manifest",
+};
+
+struct status_args {
+	struct ch_status_opts o;
+	int json;
+};
+
+static int take(struct cmd_parser *p, int c, void *ctx)
+{
+	struct status_args *a = ctx;
+
+	(void)p;
+	if (c == OPT_HASH)
+		a->o.rehash = 1;
+	else if (c == OPT_JSON)
+		a->json = 1;
+	return 0;
+}
+
+static void count_kinds(const struct ch_status_result *r, uint64_t n[4])
+{
+	memset(n, 0, 4 * sizeof(*n));
+	for (size_t i = 0; i < r->nitems; i++)
+		n[r->items[i].kind]++;
+}
+
+static void print_text(const struct ch_status_result *r)
+{
+	uint64_t n[4];
+
+	for (size_t i = 0; i < r->nitems; i++) {
+		const struct ch_status_item *it = &r->items[i];
+		printf("%s %s", kind_names[it->kind], it->path);
+		if (it->why)
+			printf(" (%s)", it->why);
+		putchar('\n');
+	}
+	count_kinds(r, n);
+	if (!r->nitems)
+		printf("clean: ");
+	else
+		printf("not clean: %" PRIu64 " missing, %" PRIu64 " modified, %"
+		       PRIu64 " unexpected%s; ", n[CH_WS_MISSING],
+		       n[CH_WS_MODIFIED], n[CH_WS_UNEXPECTED],
+		       n[CH_WS_MANIFEST] ? ", manifest edited" : "");
+	printf("%" PRIu64 " shards, %" PRIu64 " split files, %" PRIu64
+	       " hashed, version %s\n", r->shards, r->split_files, r->hashed,
+	       r->id);
+}
+
+static json_t *str_or_null(const char *s)
+{
+	return s ? cmd_json_bytes(s, strlen(s)) : json_null();
+}
+
+static void print_json(const struct ch_status_result *r)
+{
+	json_t *doc = json_object(), *items = json_array();
+
+	for (size_t i = 0; i < r->nitems; i++) {
+		json_t *o = json_object();
+		json_object_set_new(o, "kind",
+				    json_string(kind_names[r->items[i].kind]));
+		json_object_set_new(o, "path", str_or_null(r->items[i].path));
+		json_object_set_new(o, "why", str_or_null(r->items[i].why));
+		json_array_append_new(items, o);
+	}
+	json_object_set_new(doc, "clean", json_boolean(r->nitems == 0));
+	json_object_set_new(doc, "id", json_string(r->id));
+	json_object_set_new(doc, "shards", json_integer((json_int_t)r->shards));
+	json_object_set_new(doc, "split_files",
+			    json_integer((json_int_t)r->split_files));
+	json_object_set_new(doc, "hashed", json_integer((json_int_t)r->hashed));
+	json_object_set_new(doc, "problems", items);
+	cmd_json_print(doc, stdout);
+	json_decref(doc);
+}
+
+int cmd_status(int argc, char **argv)
+{
+	struct status_args a = {{0}, 0};
+	struct ch_status_result r;
+	struct ch_error err = {{0}};
+	const char *path = NULL;
+	int status;
+
+	status = cmd_parse_dataset_args(&status_spec, argc, argv, take, &a,
+					&path, "nothing to compare");
+	if (status != 0)
+		return status < 0 ? 0 : status;
+	a.o.cancel = cmd_catch_signals();
+	if (ch_status(path, &a.o, &r, &err) < 0) {
+		if (cmd_signal_status())
+			return cmd_signal_status();
+		return cmd_error("%s", err.msg);
+	}
+	if (a.json)
+		print_json(&r);
+	else
+		print_text(&r);
+	status = r.nitems ? EXIT_CHECK : 0;
+	ch_status_result_release(&r);
+	return status;
+}

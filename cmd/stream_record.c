@@ -1,0 +1,502 @@
+/*
+ * stream_record.c - chute stream --record / --replay.
+ *
+ * The record is written when the stream starts, cursor null, so that a
+ * run that crashes still names its data; then with the cursor of the last
+ * batch written, at most every 100 ms (an atomic replace syncs the file
+ * and its folder, which costs more than a small batch: per batch it would
+ * slow a Fashion-MNIST stream several times); and at exit, with the
+ * outcome.  --replay reads the same keys back into the options.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref.h"
+#include "stream_record.h"
+
+#define RECORD_FORMAT "chute-run"
+#define RECORD_VERSION 1
+#define SAVE_EVERY_NS 100000000LL /* 100 ms */
+
+#define COUNT(a) (sizeof(a) / sizeof(*(a)))
+
+static const char *const shuffles[] = {"global", "window", "none"};
+static const char *const formats[] = {"batch", "jsonl", "tar"};
+static const char *const modes[] = {"train", "eval"};
+static const char *const on_errors[] = {"fail", "skip"};
+
+/* The options a record fixes: those hashed into cursors and every other
+ * one that changes the bytes this rank gets. */
+static const char *const shaping_opts[] = {
+	"batch-size", "drop-last", "epochs",	"format",     "mode",
+	"no-drop-last", "on-error", "rank",	"seed",	      "shuffle",
+	"split",	"transform", "window", "world-size",
+};
+
+void record_note_option(struct stream_record *r, const struct cmd_opt *table,
+			int id)
+{
+	for (; table->name && !r->shaping; table++) {
+		if (table->id != id)
+			continue;
+		for (size_t i = 0; i < COUNT(shaping_opts); i++)
+			if (strcmp(table->name, shaping_opts[i]) == 0)
+				r->shaping = table->name;
+		return;
+	}
+}
+
+/* jansson's integers are signed: a whole number past INT64_MAX (a seed)
+ * is written as a string of digits, and read back from either. */
+static json_t *u64_json(uint64_t v)
+{
+	char s[24];
+	if (v <= INT64_MAX)
+		return json_integer((json_int_t)v);
+	snprintf(s, sizeof s, "%" PRIu64, v);
+	return json_string(s);
+}
+
+static int json_u64(const json_t *j, uint64_t *out)
+{
+	if (json_is_integer(j) && json_integer_value(j) >= 0) {
+		*out = (uint64_t)json_integer_value(j);
+		return 0;
+	}
+	const char *s = json_string_value(j);
+	char *end;
+	if (!s || *s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static void utc_now(char out[32])
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int is_version_id(const char *s)
+{
+	size_t n = s ? strspn(s, "0123456789abcdef") : 0;
+	return n == 32 && s[n] == '\0';
+}
+
+/* ------------------------------------------------------------------ */
+/* --replay: reading a record                                           */
+
+/* One object of the record ("dataset" or "options") being read; the
+ * first bad key is reported, the others are not looked at twice. */
+struct reading {
+	const char *path, *section;
+	json_t *obj;
+	int bad;
+};
+
+static int refuse(struct reading *rd, const char *key, const char *want)
+{
+	if (!rd->bad)
+		cmd_error("cannot replay '%s': \"%s\".\"%s\" is missing or "
+			  "not %s", rd->path, rd->section, key, want);
+	rd->bad = 1;
+	return -1;
+}
+
+static uint64_t read_u64(struct reading *rd, const char *key, uint64_t min,
+			 uint64_t max)
+{
+	uint64_t v;
+	if (json_u64(json_object_get(rd->obj, key), &v) < 0 || v < min ||
+	    v > max) {
+		refuse(rd, key, "a whole number in range");
+		return min;
+	}
+	return v;
+}
+
+static const char *read_str(struct reading *rd, const char *key, int nullable)
+{
+	json_t *j = json_object_get(rd->obj, key);
+	if (nullable && json_is_null(j))
+		return NULL;
+	if (!json_is_string(j))
+		refuse(rd, key, nullable ? "a string or null" : "a string");
+	return json_string_value(j);
+}
+
+static int read_name(struct reading *rd, const char *key,
+		     const char *const *names, int n)
+{
+	const char *s = read_str(rd, key, 0);
+	for (int i = 0; s && i < n; i++)
+		if (strcmp(s, names[i]) == 0)
+			return i;
+	if (s)
+		refuse(rd, key, "a name chute knows");
+	return 0;
+}
+
+static int read_bool(struct reading *rd, const char *key)
+{
+	json_t *j = json_object_get(rd->obj, key);
+	if (!json_is_boolean(j))
+		refuse(rd, key, "true or false");
+	return json_is_true(j);
+}
+
+static int read_transforms(struct reading *rd, struct stream_record *r,
+			    struct ch_stream_opts *o)
+{
+	json_t *t = json_object_get(rd->obj, "transforms");
+	size_t n = json_array_size(t);
+	if (!json_is_array(t))
+		return refuse(rd, "transforms", "an array of strings");
+	r->transforms = calloc(n ? n : 1, sizeof(*r->transforms));
+	if (!r->transforms) {
+		rd->bad = 1;
+		return cmd_error("out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		r->transforms[i] = json_string_value(json_array_get(t, i));
+		if (!r->transforms[i])
+			return refuse(rd, "transforms", "an array of strings");
+	}
+	o->transforms = r->transforms;
+	o->ntransforms = n;
+	return 0;
+}
+
+/* The same ranges as on the command line (stream.c). */
+static void read_options(struct reading *rd, struct stream_record *r,
+			 struct ch_stream_opts *o)
+{
+	o->split = read_str(rd, "split", 1);
+	o->shuffle = (enum ch_shuffle)read_name(rd, "shuffle", shuffles, 3);
+	o->window = read_u64(rd, "window", 1, 1u << 20);
+	o->seed = read_u64(rd, "seed", 0, UINT64_MAX);
+	o->batch_size = read_u64(rd, "batch_size", 1, 1u << 24);
+	o->drop_last = read_bool(rd, "drop_last");
+	o->eval = read_name(rd, "mode", modes, 2);
+	o->epochs = read_u64(rd, "epochs", 0, UINT64_MAX);
+	o->world = read_u64(rd, "world_size", 1, 1u << 20);
+	o->rank = read_u64(rd, "rank", 0, o->world - 1);
+	o->format = (enum ch_format)read_name(rd, "format", formats, 3);
+	o->skip_corrupt = read_name(rd, "on_error", on_errors, 2);
+	read_transforms(rd, r, o);
+}
+
+/* What to open: a local dataset by its absolute path, a remote one by the
+ * recorded id (REMOTE@ID), never by its tag, which may have moved. */
+static int read_dataset(struct reading *rd, struct stream_record *r)
+{
+	const char *id = read_str(rd, "id", 0);
+	const char *path = read_str(rd, "path", 1);
+	const char *remote = read_str(rd, "remote", 1);
+	if (rd->bad)
+		return -1;
+	if (!is_version_id(id))
+		return refuse(rd, "id", "a version id (32 hexadecimal digits)");
+	if (!path && !remote)
+		return refuse(rd, "path", "a path (or \"remote\" a url)");
+	memcpy(r->want_id, id, sizeof(r->want_id));
+	if (remote ? asprintf(&r->source, "%s@%s", remote, id) < 0
+		   : !(r->source = strdup(path))) {
+		r->source = NULL;
+		rd->bad = 1;
+		return cmd_error("out of memory");
+	}
+	return 0;
+}
+
+static int check_header(const char *path, json_t *doc)
+{
+	json_t *v = json_object_get(doc, "format_version");
+	const char *fmt = json_string_value(json_object_get(doc, "format"));
+	if (!fmt || strcmp(fmt, RECORD_FORMAT) != 0)
+		return cmd_error("cannot replay '%s': not a chute run record "
+				 "(\"format\" is not \"%s\")", path,
+				 RECORD_FORMAT);
+	if (!json_is_integer(v) || json_integer_value(v) < 1)
+		return cmd_error("cannot replay '%s': \"format_version\" is "
+				 "missing or not a positive whole number", path);
+	if (json_integer_value(v) > RECORD_VERSION)
+		return cmd_error("cannot replay '%s': format_version %lld is "
+				 "newer than this chute reads (%d)", path,
+				 (long long)json_integer_value(v),
+				 RECORD_VERSION);
+	return 0;
+}
+
+/* "resume" is where the recorded run started (null: at the beginning),
+ * "cursor" where it got to (null: before its first batch). */
+static int read_resume(struct stream_record *r, struct ch_stream_opts *o)
+{
+	json_t *start = json_object_get(r->replayed, "resume");
+	json_t *cursor = json_object_get(r->replayed, "cursor");
+	if ((!json_is_null(start) && !json_is_string(start)) ||
+	    (!json_is_null(cursor) && !json_is_string(cursor)))
+		return cmd_error("cannot replay '%s': \"resume\" and \"cursor\" "
+				 "must be cursors or null", r->replay);
+	if (o->resume && strcmp(o->resume, "last") == 0)
+		o->resume = json_is_string(cursor) ? json_string_value(cursor)
+						   : json_string_value(start);
+	else if (!o->resume)
+		o->resume = json_string_value(start);
+	return 0;
+}
+
+static int load_replay(struct stream_record *r, struct ch_stream_opts *o)
+{
+	json_error_t je;
+	r->replayed = json_load_file(r->replay, JSON_REJECT_DUPLICATES, &je);
+	if (!r->replayed && je.line < 1) /* not read at all */
+		return cmd_error("cannot replay '%s': %s", r->replay, je.text);
+	if (!r->replayed)
+		return cmd_error("cannot replay '%s': %s (line %d, column %d)",
+				 r->replay, je.text, je.line, je.column);
+	if (check_header(r->replay, r->replayed) != 0)
+		return -1;
+	struct reading rd = { .path = r->replay, .section = "dataset",
+			      .obj = json_object_get(r->replayed, "dataset") };
+	read_dataset(&rd, r);
+	rd.section = "options";
+	rd.obj = json_object_get(r->replayed, "options");
+	read_options(&rd, r, o);
+	return rd.bad ? -1 : read_resume(r, o);
+}
+
+int record_parsed(struct stream_record *r, struct ch_stream_opts *o,
+		  const char **dataset)
+{
+	int last = o->resume && strcmp(o->resume, "last") == 0;
+	if (!r->replay) {
+		if (last) {
+			cmd_error("--resume last continues the run of --replay "
+				  "RUN; without it, give a cursor");
+			return -1;
+		}
+		return 0;
+	}
+	if (*dataset) {
+		cmd_error("--replay takes the dataset from '%s': drop '%s'",
+			  r->replay, *dataset);
+		return -1;
+	}
+	if (r->shaping) {
+		cmd_error("--%s cannot go with --replay: the options that shape "
+			  "the stream come from '%s'", r->shaping, r->replay);
+		return -1;
+	}
+	if (load_replay(r, o) != 0)
+		return -1;
+	*dataset = r->source;
+	return 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* --record: writing one                                                */
+
+static json_t *command_json(const struct stream_record *r)
+{
+	json_t *cmd = json_array();
+	if (cmd && json_array_append_new(cmd, json_string("chute")) < 0)
+		goto fail;
+	for (int i = 0; cmd && i < r->argc; i++)
+		if (json_array_append_new(cmd, cmd_json_bytes(
+			   r->argv[i], strlen(r->argv[i]))) < 0)
+			goto fail;
+	return cmd;
+fail:
+	json_decref(cmd);
+	return NULL;
+}
+
+/* A local dataset by the path given and its absolute path; a remote one
+ * by its url and the tag it was asked by (null when asked by id).  The
+ * id is always the opened manifest's. */
+static json_t *dataset_json(const struct ch_dataset *ds, const char *dataset)
+{
+	const struct ch_manifest *m = &ds->manifest;
+	struct ch_ref ref;
+	struct ch_error err;
+	json_t *j = NULL;
+	char *abs = NULL;
+	if (ch_ref_parse(dataset, &ref, &err) < 0)
+		return NULL;
+	if (ref.remote)
+		j = json_pack("{s:s, s:s?, s:s, s:n, s:s, s:s?}", "id", m->id,
+			      "name", m->name, "source", dataset, "path",
+			      "remote", ref.remote, "tag",
+			      is_version_id(ref.at) ? NULL : ref.at);
+	else if ((abs = realpath(ref.path, NULL)))
+		j = json_pack("{s:s, s:s?, s:s, s:s, s:n, s:n}", "id", m->id,
+			      "name", m->name, "source", dataset, "path", abs,
+			      "remote", "tag");
+	free(abs);
+	ch_ref_release(&ref);
+	return j;
+}
+
+static json_t *options_json(const struct ch_stream_opts *o)
+{
+	json_t *t = json_array();
+	for (size_t i = 0; t && i < o->ntransforms; i++)
+		if (json_array_append_new(t, json_string(o->transforms[i])) < 0) {
+			json_decref(t);
+			t = NULL;
+		}
+	return json_pack("{s:s?, s:s, s:o, s:o, s:o, s:b, s:s, s:o, s:o, s:o,"
+			 " s:o, s:s, s:s}",
+			 "split", o->split, "shuffle", shuffles[o->shuffle],
+			 "window", u64_json(o->window), "seed",
+			 u64_json(o->seed), "batch_size",
+			 u64_json(o->batch_size), "drop_last", o->drop_last,
+			 "mode", modes[o->eval ? 1 : 0], "epochs",
+			 u64_json(o->epochs), "rank", u64_json(o->rank),
+			 "world_size", u64_json(o->world), "transforms", t,
+			 "format", formats[o->format], "on_error",
+			 on_errors[o->skip_corrupt ? 1 : 0]);
+}
+
+static json_t *record_doc(const struct stream_record *r,
+			  const struct ch_dataset *ds, const char *dataset,
+			  const struct ch_stream_opts *o)
+{
+	char started[32];
+	utc_now(started);
+	return json_pack("{s:s, s:i, s:s, s:s, s:n, s:s, s:o, s:o, s:o, s:s?,"
+			 " s:n, s:i}",
+			 "format", RECORD_FORMAT, "format_version",
+			 RECORD_VERSION, "chute_version", CH_VERSION,
+			 "started", started, "ended", "status", "running",
+			 "command", command_json(r), "dataset",
+			 dataset_json(ds, dataset), "options",
+			 options_json(o), "resume", o->resume, "cursor",
+			 "batches", 0);
+}
+
+/* Replaces the record file with the document, its cursor, batch count
+ * and status brought up to date. */
+static int save(struct stream_record *r, const char *status,
+		struct ch_error *err)
+{
+	json_t *cursor = r->cursor[0] ? json_string(r->cursor) : json_null();
+	char *text = NULL;
+	int ret = -1;
+	if (json_object_set_new(r->doc, "status", json_string(status)) < 0 ||
+	    json_object_set_new(r->doc, "cursor", cursor) < 0 ||
+	    json_object_set_new(r->doc, "batches", u64_json(r->batches)) < 0 ||
+	    !(text = json_dumps(r->doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER))) {
+		ch_error_set(err, "out of memory");
+		goto out;
+	}
+	size_t n = strlen(text);
+	text[n] = '\n'; /* its NUL byte becomes the newline */
+	ret = ch_write_file_atomic(r->record, text, n + 1, err);
+out:
+	free(text);
+	return ret;
+}
+
+int record_begin(struct stream_record *r, const struct ch_dataset *ds,
+		 const char *dataset, const struct ch_stream_opts *o)
+{
+	struct ch_error err;
+	if (r->replay && strcmp(ds->manifest.id, r->want_id) != 0) {
+		cmd_error("'%s' is not the dataset of the run record '%s': its "
+			  "id is %s, the record's %s (repacked or changed "
+			  "since the run)", dataset, r->replay,
+			  ds->manifest.id, r->want_id);
+		return EXIT_CHECK;
+	}
+	if (!r->record)
+		return 0;
+	r->doc = record_doc(r, ds, dataset, o);
+	if (!r->doc)
+		return cmd_error("cannot make the run record '%s': a path or "
+				 "option that is not UTF-8, or out of memory",
+				 r->record);
+	clock_gettime(CLOCK_MONOTONIC, &r->saved);
+	if (save(r, "running", &err) < 0) {
+		json_decref(r->doc); /* nothing more to say in it */
+		r->doc = NULL;
+		return cmd_error("cannot write the run record: %s", err.msg);
+	}
+	return 0;
+}
+
+void record_wrap(struct stream_record *r, ch_batch_sink *sink, void **arg)
+{
+	if (!r->record)
+		return;
+	r->inner = *sink;
+	r->inner_arg = *arg;
+	*sink = record_sink;
+	*arg = r;
+}
+
+static long long ns_between(const struct timespec *a, const struct timespec *b)
+{
+	return (long long)(b->tv_sec - a->tv_sec) * 1000000000LL +
+	       (b->tv_nsec - a->tv_nsec);
+}
+
+int record_sink(const struct ch_batch_out *b, void *arg, struct ch_error *err)
+{
+	struct stream_record *r = arg;
+	struct timespec now;
+	int ret = r->inner(b, r->inner_arg, err);
+	if (ret != 0) {
+		r->stopped = ret > 0; /* not written: the cursor stays */
+		return ret;
+	}
+	if (b->cursor)
+		snprintf(r->cursor, sizeof r->cursor, "%s", b->cursor);
+	r->batches++;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (ns_between(&r->saved, &now) < SAVE_EVERY_NS)
+		return 0;
+	r->saved = now;
+	return save(r, "running", err);
+}
+
+int record_end(struct stream_record *r, int status)
+{
+	struct ch_error err = { "out of memory" };
+	char ended[32];
+	if (!r->doc)
+		return status;
+	const char *outcome = status == 0      ? r->stopped ? "stopped" : "done"
+			      : status > 128 ? "interrupted"
+					     : "failed";
+	utc_now(ended);
+	if (json_object_set_new(r->doc, "ended", json_string(ended)) < 0 ||
+	    save(r, outcome, &err) < 0) {
+		cmd_error("cannot write the run record '%s': %s", r->record,
+			  err.msg);
+		return status ? status : EXIT_USAGE;
+	}
+	return status;
+}
+
+void record_release(struct stream_record *r)
+{
+	json_decref(r->doc);
+	json_decref(r->replayed);
+	free(r->transforms);
+	free(r->source);
+	r->doc = r->replayed = NULL;
+	r->transforms = NULL;
+	r->source = NULL;
+}

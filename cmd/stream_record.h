@@ -1,0 +1,76 @@
+/*
+ * stream_record.h - chute stream --record and --replay: a JSON run record
+ * that names the data of a stream (its id and where it came from), every
+ * option that shapes the stream, and the cursor of the last batch written
+ * (chute-stream(1), RUN RECORDS).
+ */
+#ifndef CHUTE_STREAM_RECORD_H
+#define CHUTE_STREAM_RECORD_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "chute.h"
+#include "cmd.h"
+
+/* Zeroed means neither --record nor --replay. */
+struct stream_record {
+	const char *record;  /* --record FILE */
+	const char *replay;  /* --replay FILE */
+	const char *shaping; /* first option given that shapes the stream */
+	int argc;	     /* the command line, for the record */
+	char **argv;
+	/* --replay: the record read, which owns the strings that the
+	 * options point to, and what it says to open and expect */
+	json_t *replayed;
+	const char **transforms;
+	char *source;
+	char want_id[33];
+	/* --record: the document and what it last said */
+	json_t *doc;
+	ch_batch_sink inner; /* the sink each batch goes to first */
+	void *inner_arg;
+	char cursor[128];    /* of the last batch written; "" before one */
+	uint64_t batches;
+	int stopped;	     /* the consumer went away */
+	struct timespec saved; /* when the record was last written */
+};
+
+/* Remembers option `id` of `table` if it shapes the stream, so that
+ * --replay can refuse it. */
+void record_note_option(struct stream_record *r, const struct cmd_opt *table,
+			int id);
+
+/* After the command line: loads --replay's record into o and *dataset
+ * (refusing a dataset or a shaping option also given) and resolves
+ * "--resume last".  Returns 1 when replaying, 0 when not, or -1 after
+ * saying why. */
+int record_parsed(struct stream_record *r, struct ch_stream_opts *o,
+		  const char **dataset);
+
+/* Once the dataset is open, before the first batch: checks a replayed
+ * dataset's id against the record's (EXIT_CHECK when they differ) and
+ * writes the record with no cursor yet.  dataset is the reference the
+ * dataset was opened by (ref.h): a path, or REMOTE[@TAG|@ID].  Returns 0
+ * or the exit status, having said why. */
+int record_begin(struct stream_record *r, const struct ch_dataset *ds,
+		 const char *dataset, const struct ch_stream_opts *o);
+
+/* With --record, puts record_sink in front of *sink (which it calls
+ * first), and r as its argument. */
+void record_wrap(struct stream_record *r, ch_batch_sink *sink, void **arg);
+
+/* A ch_batch_sink for --record (arg: the struct stream_record): passes
+ * the batch to r->inner, then keeps its cursor, writing the record again
+ * when the last write is 100 ms old. */
+int record_sink(const struct ch_batch_out *b, void *arg, struct ch_error *err);
+
+/* Writes the record a last time with the outcome of the stream.  Returns
+ * status, or EXIT_USAGE when it was 0 and the record cannot be written. */
+int record_end(struct stream_record *r, int status);
+
+void record_release(struct stream_record *r);
+
+#endif

@@ -1,0 +1,297 @@
+/* ref.c - a dataset version named on the command line: a folder, a
+ * manifest file, or REMOTE[@TAG|@ID]. */
+#include <libgen.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "history.h"
+#include "internal.h"
+#include "ref.h"
+#include "remote.h"
+#include "shard_cache.h"
+#include "store.h"
+
+static const char *const schemes[] = {"file://", "http://", "https://",
+				      "s3://"};
+
+int ch_ref_is_remote(const char *text)
+{
+	for (size_t i = 0; i < sizeof(schemes) / sizeof(*schemes); i++)
+		if (strncmp(text, schemes[i], strlen(schemes[i])) == 0)
+			return 1;
+	return 0;
+}
+
+int ch_ref_parse(const char *text, struct ch_ref *ref, struct ch_error *err)
+{
+	memset(ref, 0, sizeof(*ref));
+	if (!(ref->text = strdup(text)))
+		goto oom;
+	if (!ch_ref_is_remote(text)) {
+		if (!(ref->path = strdup(text)))
+			goto oom;
+		return 0;
+	}
+	/* '@' after the last '/' starts the version: user@host stays put */
+	const char *slash = strrchr(text, '/');
+	const char *at = strrchr(slash, '@');
+	size_t n = at ? (size_t)(at - text) : strlen(text);
+	if (!(ref->remote = strndup(text, n)) ||
+	    !(ref->at = strdup(at ? at + 1 : "latest")))
+		goto oom;
+	if (!*ref->at) {
+		ch_ref_release(ref);
+		return ch_error_set(err, "'%s': nothing after '@' (give a tag "
+				    "or a version id)", text);
+	}
+	return 0;
+oom:
+	ch_ref_release(ref);
+	return ch_error_set(err, "out of memory");
+}
+
+void ch_ref_release(struct ch_ref *ref)
+{
+	free(ref->text);
+	free(ref->remote);
+	free(ref->at);
+	free(ref->path);
+	memset(ref, 0, sizeof(*ref));
+}
+
+/* The folder a local reference's manifest lives in. */
+static char *local_dir(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return strdup(path);
+	char *a = strdup(path), *d = a ? strdup(dirname(a)) : NULL;
+	free(a);
+	return d;
+}
+
+static char *local_manifest(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return ch_path_join(path, "manifest.json");
+	return strdup(path);
+}
+
+static int remote_version(const struct ch_ref *ref, const char *id,
+			  struct ch_manifest *m, struct ch_error *err)
+{
+	struct ch_store *st;
+	struct ch_buf raw = {0};
+	char resolved[33];
+	int rc;
+	if (ch_store_open(&st, ref->remote, NULL, err) < 0)
+		return -1;
+	rc = id ? 0 : ch_remote_resolve(st, ref->at, resolved, err);
+	if (rc == 0)
+		rc = ch_remote_get_version(st, id ? id : resolved, m, &raw,
+					   err);
+	ch_buf_release(&raw);
+	ch_store_close(st);
+	return rc;
+}
+
+int ch_ref_load(const struct ch_ref *ref, struct ch_manifest *m,
+		struct ch_error *err)
+{
+	if (ref->remote)
+		return remote_version(ref, NULL, m, err) == 0 ? 0 : -1;
+	char *man = local_manifest(ref->path);
+	if (!man)
+		return ch_error_set(err, "out of memory");
+	int rc = ch_manifest_read(m, man, err);
+	free(man);
+	return rc;
+}
+
+int ch_ref_load_version(const struct ch_ref *ref, const char *id,
+			struct ch_manifest *m, struct ch_error *err)
+{
+	if (ref->remote)
+		return remote_version(ref, id, m, err);
+	char *dir = local_dir(ref->path);
+	if (!dir)
+		return ch_error_set(err, "out of memory");
+	int rc = ch_history_load(dir, id, m, err);
+	free(dir);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* A remote dataset: its files come through the shard cache.            */
+
+struct remote_source {
+	struct ch_store *st;
+	struct ch_shard_cache *cache;
+	const struct ch_manifest *m; /* the dataset's */
+	pthread_mutex_t lock;	     /* guards order and random */
+	size_t *order, n, ahead;
+	int random;		     /* reads go all over: use ranges */
+};
+
+static struct ch_cache_file shard_file(const struct ch_manifest *m, size_t k)
+{
+	return (struct ch_cache_file){m->shards[k].path, m->shards[k].bytes,
+				      m->shards[k].hash};
+}
+
+/* Queues the `ahead` shards that follow position p of the order. */
+static void prefetch_after(struct remote_source *rs, size_t p)
+{
+	struct ch_cache_file f[64];
+	struct ch_error e = {0};
+	size_t k = 0;
+	for (size_t i = p; i < rs->n && k < rs->ahead && k < 64; i++)
+		f[k++] = shard_file(rs->m, rs->order[i]);
+	if (k)
+		ch_shard_cache_prefetch(rs->cache, f, k, &e);
+}
+
+static int source_local(void *arg, const char *rel, uint64_t bytes,
+			struct ch_hash128 hash, char **path,
+			struct ch_error *err)
+{
+	struct remote_source *rs = arg;
+	struct ch_cache_file f = {rel, bytes, hash};
+	pthread_mutex_lock(&rs->lock);
+	for (size_t i = 0; i < rs->n; i++)
+		if (rs->m->shards[rs->order[i]].path == rel) {
+			prefetch_after(rs, i + 1);
+			break;
+		}
+	pthread_mutex_unlock(&rs->lock);
+	return ch_shard_cache_get(rs->cache, &f, path, err);
+}
+
+static void source_plan(void *arg, const size_t *order, size_t n,
+			size_t ahead)
+{
+	struct remote_source *rs = arg;
+	size_t *copy = NULL;
+	if (order && !(copy = malloc((n ? n : 1) * sizeof(*copy))))
+		return; /* a hint only */
+	if (order)
+		memcpy(copy, order, n * sizeof(*copy));
+	pthread_mutex_lock(&rs->lock);
+	free(rs->order);
+	rs->order = copy;
+	rs->n = order ? n : 0;
+	rs->ahead = ahead;
+	rs->random = !order;
+	prefetch_after(rs, 0);
+	pthread_mutex_unlock(&rs->lock);
+}
+
+/* A shard read by range requests, straight from the remote. */
+struct range_reader {
+	struct ch_store *st;
+	char *key;
+};
+
+static int range_read(void *arg, void *buf, size_t n, uint64_t off,
+		      struct ch_error *err)
+{
+	struct range_reader *rr = arg;
+	return ch_store_get_range(rr->st, rr->key, off, n, buf, err);
+}
+
+static void range_release(void *arg)
+{
+	struct range_reader *rr = arg;
+	free(rr->key);
+	free(rr);
+}
+
+static int source_ranged(void *arg, size_t s, struct ch_byte_source *src,
+			 struct ch_error *err)
+{
+	struct remote_source *rs = arg;
+	const struct ch_manifest_shard *ms = &rs->m->shards[s];
+	struct range_reader *rr;
+	int random;
+	pthread_mutex_lock(&rs->lock);
+	random = rs->random;
+	pthread_mutex_unlock(&rs->lock);
+	if (!random || ch_shard_cache_has(rs->cache, ms->path, ms->bytes,
+					  ms->hash))
+		return 0; /* a whole copy is better when there is one */
+	if (!(rr = calloc(1, sizeof(*rr))) ||
+	    !(rr->key = ch_remote_cas_key(ms->hash, ms->path))) {
+		free(rr);
+		return ch_error_set(err, "out of memory");
+	}
+	rr->st = rs->st;
+	*src = (struct ch_byte_source){range_read, range_release, rr,
+				       ms->bytes};
+	return 1;
+}
+
+static void source_release(void *arg)
+{
+	struct remote_source *rs = arg;
+	ch_shard_cache_free(rs->cache); /* joins its prefetch thread */
+	ch_store_close(rs->st);
+	pthread_mutex_destroy(&rs->lock);
+	free(rs->order);
+	free(rs);
+}
+
+static const struct ch_dataset_source remote_files = {
+	source_local, source_plan, source_release, source_ranged,
+};
+
+static int open_remote(const struct ch_ref *ref, const char *cache_dir,
+		       uint64_t cache_bytes, struct ch_dataset *ds,
+		       struct ch_error *err)
+{
+	struct remote_source *rs = calloc(1, sizeof(*rs));
+	struct ch_buf raw = {0};
+	char id[33];
+	int rc;
+	memset(ds, 0, sizeof(*ds));
+	if (!rs)
+		return ch_error_set(err, "out of memory");
+	pthread_mutex_init(&rs->lock, NULL);
+	rs->m = &ds->manifest;
+	ds->source = &remote_files;
+	ds->source_arg = rs;
+	if (ch_store_open(&rs->st, ref->remote, NULL, err) < 0)
+		goto fail;
+	if ((rc = ch_remote_resolve(rs->st, ref->at, id, err)) != 0 ||
+	    (rc = ch_remote_get_version(rs->st, id, &ds->manifest, &raw,
+					err)) != 0)
+		goto fail;
+	if (ch_shard_cache_open(&rs->cache, rs->st, cache_dir,
+				cache_bytes ? cache_bytes
+					    : (uint64_t)CH_CACHE_DEFAULT_GB << 30,
+				err) < 0)
+		goto fail;
+	ds->root = strdup(ref->remote);
+	ds->shards = calloc(ds->manifest.nshards + 1, sizeof(*ds->shards));
+	if (!ds->root || !ds->shards) {
+		ch_error_set(err, "out of memory");
+		goto fail;
+	}
+	ch_buf_release(&raw);
+	return 0;
+fail:
+	ch_buf_release(&raw);
+	ch_dataset_release(ds); /* releases rs too */
+	return -1;
+}
+
+int ch_ref_open_dataset(const struct ch_ref *ref, const char *cache_dir,
+			uint64_t cache_bytes, struct ch_dataset *ds,
+			struct ch_error *err)
+{
+	if (!ref->remote)
+		return ch_dataset_open(ds, ref->path, err);
+	return open_remote(ref, cache_dir, cache_bytes, ds, err);
+}
