@@ -50,8 +50,10 @@ static const struct cmd_spec pack_spec = {
 	.usage = pack_usage,
 	.opts = pack_opts,
 	.extra = "SRC is a folder (files KEY.FIELD, searched recursively), an\n"
-		 "archive (tar, tar.gz, tar.zst, zip), or - for a list of file\n"
-		 "paths on standard input.  SIZE takes K, M and G suffixes.\n",
+		 "archive (tar, tar.gz, tar.zst, zip), the http(s):// or s3://\n"
+		 "URL of an archive or a file (read while it downloads), or -\n"
+		 "for a list of file paths on standard input.  SIZE takes K, M\n"
+		 "and G suffixes.\n",
 };
 
 /* ------------------------------------------------------------------ */

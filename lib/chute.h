@@ -12,6 +12,7 @@
 
 #include <signal.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -422,6 +423,25 @@ int ch_source_archive_scan(struct ch_catalog *c, const char *path,
 			   struct ch_error *err);
 /* 1 if path looks like an archive libarchive can read (by its bytes). */
 int ch_source_is_archive(const char *path);
+/* Sources whose bytes come from a reader (a download): read fills up to
+ * n bytes, returns 0 at the end and -1 with err set on failure. */
+typedef ssize_t (*ch_source_read_fn)(void *arg, void *buf, size_t n,
+				     struct ch_error *err);
+/* An archive read front to back from read; name is for messages. */
+int ch_source_archive_scan_from(struct ch_catalog *c, const char *name,
+				ch_source_read_fn read, void *arg,
+				struct ch_error *err);
+/* One file, its key and field from relpath ("cat/001.jpg"). */
+int ch_source_file_scan_from(struct ch_catalog *c, const char *name,
+			     const char *relpath, ch_source_read_fn read,
+			     void *arg, struct ch_error *err);
+/* 1 if data (the first bytes of a file) starts an archive chute reads. */
+int ch_source_is_archive_data(const void *data, size_t size);
+/* http(s):// and s3:// sources of chute pack (source_remote.c): 1 if src
+ * is one, and the scan of one, fetched while it is read. */
+int ch_source_is_remote(const char *src);
+int ch_source_remote_scan(struct ch_catalog *c, const char *url,
+			  struct ch_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Datasets: a folder with manifest.json, a manifest file, or one shard  */

@@ -10,6 +10,7 @@
 
 #include "entry_runs.h"
 #include "history.h"
+#include "store.h"
 #include "pack_plan.h"
 
 /* Bytes of file list (entries and their names) held in memory before a
@@ -418,10 +419,13 @@ static int scan_sources(struct ch_catalog *c, const char *const *sources,
 		const char *src = sources[i];
 		struct stat st;
 		int rc;
-		if (!(c->sources[c->nsources++] = strdup(src)))
+		/* a URL's password never reaches the manifest */
+		if (!(c->sources[c->nsources++] = ch_url_redact(src)))
 			return ch_error_set(err, "out of memory");
 		if (!strcmp(src, "-"))
 			rc = ch_source_list_scan(c, o->list_fd, o->list_sep, err);
+		else if (ch_source_is_remote(src))
+			rc = ch_source_remote_scan(c, src, err);
 		else if (stat(src, &st) < 0)
 			rc = ch_error_errno(err, errno, "cannot read '%s'", src);
 		else if (S_ISDIR(st.st_mode))

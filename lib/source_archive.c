@@ -300,12 +300,134 @@ static int next_member(struct scan *s, struct archive_entry **ae,
 	return 0;
 }
 
+/* Where a streamed archive's bytes come from (ch_source_archive_scan_from). */
+struct feed {
+	ch_source_read_fn read;
+	void *arg;
+	uint8_t *buf;
+	struct ch_error err; /* the reader's, when it failed */
+	int failed;
+};
+
+static la_ssize_t feed_read(struct archive *ar, void *arg, const void **out)
+{
+	struct feed *f = arg;
+	ssize_t n = f->read(f->arg, f->buf, COPY_CHUNK, &f->err);
+	if (n < 0) {
+		f->failed = 1;
+		archive_set_error(ar, EIO, "%s", f->err.msg);
+		return -1;
+	}
+	*out = f->buf;
+	return n;
+}
+
+/* Reads every member of the opened s->ar into the catalog. */
+static int scan_members(struct scan *s, struct ch_error *err)
+{
+	struct archive_entry *ae;
+	int r;
+	while ((r = next_member(s, &ae, err)) == 0) {
+		r = member_kind(s, ae, err);
+		if (r < 0)
+			return -1;
+		if (r == 0 && add_member(s, err) < 0)
+			return -1;
+	}
+	return r < 0 ? -1 : 0;
+}
+
+int ch_source_archive_scan_from(struct ch_catalog *cat, const char *name,
+				ch_source_read_fn read, void *arg,
+				struct ch_error *err)
+{
+	struct scan s = {.cat = cat, .path = name};
+	struct feed f = {.read = read, .arg = arg};
+	int rc = -1;
+	s.buf = malloc(COPY_CHUNK);
+	f.buf = malloc(COPY_CHUNK);
+	s.ar = reader_new();
+	if (!s.buf || !f.buf || !s.ar)
+		ch_error_set(err, "cannot read '%s': out of memory", name);
+	else if (archive_read_open(s.ar, &f, NULL, feed_read, NULL) !=
+		 ARCHIVE_OK)
+		ch_error_set(err, "cannot open archive '%s': %s", name,
+			     archive_error_string(s.ar));
+	else
+		rc = scan_members(&s, err);
+	if (rc < 0 && f.failed) /* the download's own words are clearer */
+		*err = f.err;
+	if (s.ar)
+		archive_read_free(s.ar);
+	free(s.member);
+	free(s.buf);
+	free(f.buf);
+	return rc;
+}
+
+int ch_source_is_archive_data(const void *data, size_t size)
+{
+	struct archive *ar = reader_new();
+	struct archive_entry *ae;
+	int yes = 0;
+	if (ar && archive_read_open_memory(ar, data, size) == ARCHIVE_OK) {
+		int r = archive_read_next_header(ar, &ae);
+		/* a prefix of a longer archive may end mid-member: only the
+		 * first header matters */
+		yes = r == ARCHIVE_OK || r == ARCHIVE_WARN;
+	}
+	if (ar)
+		archive_read_free(ar);
+	return yes;
+}
+
+int ch_source_file_scan_from(struct ch_catalog *cat, const char *name,
+			     const char *relpath, ch_source_read_fn read,
+			     void *arg, struct ch_error *err)
+{
+	struct scan s = {.cat = cat, .path = name, .member = (char *)relpath};
+	struct ch_entry e = {0};
+	uint64_t at;
+	int rc = -1;
+	if (ch_split_key(relpath, &e.key, &e.field, name, err) < 0)
+		return -1;
+	if (!(s.buf = malloc(COPY_CHUNK))) {
+		ch_error_set(err, "cannot read '%s': out of memory", name);
+		goto out;
+	}
+	if (cat->spool_fd < 0 && spool_create(cat, err) < 0)
+		goto out;
+	e.spool_offset = at = cat->spool_size;
+	for (;;) {
+		ssize_t n = read(arg, s.buf, COPY_CHUNK, err);
+		if (n < 0)
+			goto out;
+		if (n == 0)
+			break;
+		if (spool_append(&s, s.buf, (size_t)n, at, err) < 0)
+			goto out;
+		at += (uint64_t)n;
+	}
+	e.size = at - e.spool_offset;
+	e.origin = (char *)name;
+	e.seq = cat->added;
+	e.from = CH_FROM_SPOOL;
+	if (ch_catalog_add(cat, &e, err) < 0)
+		goto out;
+	cat->spool_size += e.size;
+	rc = 0;
+out:
+	free(e.key);
+	free(e.field);
+	free(s.buf);
+	return rc;
+}
+
 int ch_source_archive_scan(struct ch_catalog *cat, const char *path,
 			   struct ch_error *err)
 {
 	struct scan s = {.cat = cat, .path = path};
-	struct archive_entry *ae;
-	int r, rc = -1;
+	int rc = -1;
 
 	s.buf = malloc(COPY_CHUNK);
 	s.ar = reader_new();
@@ -318,16 +440,7 @@ int ch_source_archive_scan(struct ch_catalog *cat, const char *path,
 			     archive_error_string(s.ar));
 		goto out;
 	}
-	while ((r = next_member(&s, &ae, err)) == 0) {
-		r = member_kind(&s, ae, err);
-		if (r < 0)
-			goto out;
-		if (r == 0 && add_member(&s, err) < 0)
-			goto out;
-	}
-	if (r < 0)
-		goto out;
-	rc = 0;
+	rc = scan_members(&s, err);
 out:
 	if (s.ar)
 		archive_read_free(s.ar);

@@ -146,21 +146,28 @@ static void fill_defaults(struct ch_store_opts *o)
 		o->stall_timeout_s = 30;
 }
 
-/* http://user:secret@host/... is shown as http://user:***@host/...:
- * st->url is for messages, st->base (already set) for requests. */
-static int hide_password(struct ch_store *st, struct ch_error *err)
+char *ch_url_redact(const char *url)
 {
-	char *u = st->url, *host = strstr(u, "://"), *at, *colon, *slash;
-	if (st->kind != CH_STORE_HTTP || !host)
-		return 0;
+	const char *host = strstr(url, "://"), *at, *colon, *slash;
+	char *shown = NULL;
+	if (!host || !(has_prefix(url, "http://") || has_prefix(url, "https://")))
+		return strdup(url);
 	host += 3;
 	slash = strchr(host, '/');
 	at = memchr(host, '@', slash ? (size_t)(slash - host) : strlen(host));
 	colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
 	if (!colon)
-		return 0;
-	char *shown = NULL;
-	if (asprintf(&shown, "%.*s:***%s", (int)(colon - u), u, at) < 0)
+		return strdup(url);
+	if (asprintf(&shown, "%.*s:***%s", (int)(colon - url), url, at) < 0)
+		return NULL;
+	return shown;
+}
+
+/* st->url is for messages, st->base (already set) for requests. */
+static int hide_password(struct ch_store *st, struct ch_error *err)
+{
+	char *shown = ch_url_redact(st->url);
+	if (!shown)
 		return ch_error_set(err, "out of memory");
 	free(st->url);
 	st->url = shown;

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "chute.h"
 
@@ -47,6 +48,9 @@ void ch_store_close(struct ch_store *st);
 enum ch_store_kind ch_store_kind(const struct ch_store *st);
 /* The url as given, without a trailing '/'. */
 const char *ch_store_url(const struct ch_store *st);
+/* url with the password of http://user:password@host/ shown as ***, for
+ * messages and records (caller frees). */
+char *ch_url_redact(const char *url);
 /* Where key lives, for messages: "http://h/p/tags/x", "/srv/r/tags/x". */
 char *ch_store_key_url(const struct ch_store *st, const char *key);
 
@@ -123,5 +127,21 @@ int ch_store_get_many(struct ch_store *st, struct ch_store_job *jobs,
 int ch_store_put_many(struct ch_store *st, struct ch_store_job *jobs,
 		      size_t n, const struct ch_transfer_opts *o,
 		      struct ch_error *err);
+
+/* ------------------------------------------------------------------ */
+/* One object read front to back while it arrives                       */
+
+struct ch_store_stream;
+/* size: the object's (ch_store_stat); ahead range requests of chunk
+ * bytes (0: 4 MiB) are kept in flight by as many threads.  st must
+ * outlive the stream. */
+int ch_store_stream_open(struct ch_store_stream **out, struct ch_store *st,
+			 const char *key, uint64_t size, int ahead,
+			 size_t chunk, struct ch_error *err);
+/* Up to n bytes; fewer only at the end (0 there); -1 with err set when
+ * a request failed for good. */
+ssize_t ch_store_stream_read(struct ch_store_stream *s, void *buf, size_t n,
+			     struct ch_error *err);
+void ch_store_stream_close(struct ch_store_stream *s);
 
 #endif

@@ -328,3 +328,51 @@ stream_both() {
 	assert_output --partial "hash mismatch"
 	assert_output --partial "shards/ds-000000.chs"
 }
+
+# ------------------------------------------------------------------
+# chute pack from remote sources
+
+@test "pack from a remote: tar, tar.gz and zip over http give the local shards" {
+	start_nginx www
+	"$PYTHON" "$REPO_ROOT/scripts/gen-data.py" images src --count 40 \
+		--size 300000 --classes 3 --seed 4 >/dev/null
+	tar -cf www/a.tar -C src .
+	tar -czf www/a.tgz -C src .
+	(cd src && zip -qr ../www/a.zip .)
+	chute pack -q -o local src >/dev/null
+	for f in a.tar a.tgz a.zip; do
+		run -0 chute pack -o "r-$f" "$NGINX_URL/$f"
+		assert_output --partial "packed 40 samples"
+		cmp local/shards/*.chs "r-$f"/shards/*.chs
+	done
+	mjson r-a.tar "m['sources']" | grep -q "$NGINX_URL/a.tar"
+}
+
+@test "pack from a remote: files and an archive from s3, in order" {
+	start_s3rver s3data bucket
+	start_nginx www
+	images src 12
+	tar -cf www/a.tar -C src .
+	"$(dirname "$CHUTE_BIN")/tests/store_tool" s3://bucket put data/a.tar \
+		www/a.tar >/dev/null || fail "cannot put a.tar into s3rver"
+	cp src/c00/img0000000.jpg www/one.jpg
+	run -0 chute pack -o ds "$NGINX_URL/one.jpg" s3://bucket/data/a.tar
+	assert_output --partial "packed 13 samples"
+	run -0 chute ls ds
+	assert_line --partial "one	jpg:"
+	run -0 chute verify ds
+}
+
+@test "pack from a remote: a missing object, and a password, are handled" {
+	start_nginx www
+	run -2 chute pack -o ds "$NGINX_URL/none.tar"
+	assert_output --partial "no such object: $NGINX_URL/none.tar"
+	images src 5
+	tar -cf www/a.tar -C src .
+	run -0 chute pack -o ds "http://me:s3cret@${NGINX_URL#http://}/a.tar"
+	refute_output --partial "s3cret"
+	run grep -c s3cret ds/manifest.json
+	assert_output 0
+	run -2 chute pack -o ds2 "$NGINX_URL/"
+	assert_output --partial "names no file"
+}

@@ -1,0 +1,95 @@
+/* source_remote.c - http(s):// and s3:// URLs as chute pack sources: a
+ * file, or an archive (a WebDataset tar shard, say) unpacked while it
+ * downloads, through the store layer: several range requests in flight
+ * ahead of the reader, each retried like any other, and no local copy
+ * but the catalog's spool of member data. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "chute.h"
+#include "store.h"
+
+enum { PROBE_BYTES = 64 << 10, AHEAD = 4, CHUNK = 4 << 20 };
+
+int ch_source_is_remote(const char *src)
+{
+	return !strncmp(src, "http://", 7) || !strncmp(src, "https://", 8) ||
+	       !strncmp(src, "s3://", 5);
+}
+
+static ssize_t stream_read(void *arg, void *buf, size_t n,
+			   struct ch_error *err)
+{
+	return ch_store_stream_read(arg, buf, n, err);
+}
+
+/* Is the object an archive?  Decided by its first bytes, as for files. */
+static int probe(struct ch_store *st, const char *key, uint64_t size,
+		 int *archive, struct ch_error *err)
+{
+	size_t n = size < PROBE_BYTES ? (size_t)size : PROBE_BYTES;
+	uint8_t *head = malloc(n ? n : 1);
+	int rc = -1;
+	if (!head)
+		return ch_error_set(err, "out of memory");
+	if (ch_store_get_range(st, key, 0, n, head, err) == 0) {
+		*archive = n > 0 && ch_source_is_archive_data(head, n);
+		rc = 0;
+	}
+	free(head);
+	return rc;
+}
+
+/* Splits url into the store's url and the object's key (its last part). */
+static int split_url(const char *url, char **base, char **key,
+		     struct ch_error *err)
+{
+	const char *host = strstr(url, "://") + 3;
+	const char *slash = strrchr(host, '/');
+	if (!slash || !slash[1])
+		return ch_error_set(err, "'%s' names no file: give the URL of "
+				    "a file or an archive", url);
+	if (!(*base = strndup(url, (size_t)(slash - url))) ||
+	    !(*key = strdup(slash + 1))) {
+		free(*base);
+		return ch_error_set(err, "out of memory");
+	}
+	return 0;
+}
+
+int ch_source_remote_scan(struct ch_catalog *c, const char *url,
+			  struct ch_error *err)
+{
+	struct ch_store *st = NULL;
+	struct ch_store_stream *in = NULL;
+	char *base = NULL, *key = NULL, *name = NULL;
+	uint64_t size = 0;
+	int archive = 0, rc = -1, there;
+	if (split_url(url, &base, &key, err) < 0)
+		return -1;
+	if (ch_store_open(&st, base, NULL, err) < 0)
+		goto out;
+	if (!(name = ch_store_key_url(st, key))) {
+		ch_error_set(err, "out of memory");
+		goto out;
+	}
+	if ((there = ch_store_stat(st, key, &size, err)) <= 0) {
+		if (there == 0)
+			ch_error_set(err, "no such object: %s", name);
+		goto out;
+	}
+	if (probe(st, key, size, &archive, err) < 0 ||
+	    ch_store_stream_open(&in, st, key, size, AHEAD, CHUNK, err) < 0)
+		goto out;
+	rc = archive ? ch_source_archive_scan_from(c, name, stream_read, in,
+						   err)
+		     : ch_source_file_scan_from(c, name, key, stream_read, in,
+						err);
+out:
+	ch_store_stream_close(in);
+	ch_store_close(st);
+	free(name);
+	free(base);
+	free(key);
+	return rc;
+}
