@@ -221,7 +221,7 @@ teardown() {
 	assert_output --partial "no such object: $NGINX_URL/d/$obj"
 }
 
-@test "remote: a server stopped mid-pull; the rerun resumes and ends verified" {
+@test "remote: a server that is down fails the pull; the rerun once it is back succeeds" {
 	start_nginx www
 	packed ds 100
 	chute push ds "$NGINX_URL/d" >/dev/null
@@ -231,6 +231,36 @@ teardown() {
 	restart_nginx
 	run -0 chute pull "$NGINX_URL/d" back
 	same_files ds back
+}
+
+@test "remote: nginx killed mid-transfer; the rerun resumes and ends verified" {
+	# 1 MB/s a connection: the pull is still running when nginx dies
+	NGINX_EXTRA="limit_rate 1m;" start_nginx www
+	"$PYTHON" "$REPO_ROOT/scripts/gen-data.py" images src --count 12 \
+		--size 500000 --classes 2 --seed 3 >/dev/null
+	chute pack -q -s 2M -o ds src >/dev/null
+	chute push ds "$NGINX_URL/d" >/dev/null
+	chute pull --retries 0 "$NGINX_URL/d" back 2>err.txt &
+	pid=$!
+	# until some bytes have arrived (at 1 MB/s, shards of 2 MB)
+	for _ in $(seq 1 100); do
+		[ -n "$(find back/.chute/pull -name '*.part' -size +100k 2>/dev/null)" ] && break
+		sleep 0.1
+	done
+	master=$(cat "$NGINX_DIR/nginx.pid")
+	pkill -9 -P "$master" # the workers first: they would serve on
+	kill -9 "$master"
+	wait "$pid" && fail "the pull should have failed"
+	# partial downloads kept, nothing unverified under a final name
+	[ -n "$(find back/.chute/pull -name '*.part' -size +0)" ]
+	[ ! -e back/manifest.json ]
+	[ -z "$(find back/shards -name '*.chs' 2>/dev/null)" ]
+	rm -f "$NGINX_DIR/nginx.pid"
+	NGINX_EXTRA="" restart_nginx
+	run -0 chute pull "$NGINX_URL/d" back
+	assert_output --regexp "[1-9][0-9]* resumed"
+	same_files ds back
+	run -0 chute verify back
 }
 
 @test "remote: s3 round trip, versions shared, log and diff over s3" {

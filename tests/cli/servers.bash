@@ -1,8 +1,10 @@
 # servers.bash - test servers for remotes, on 127.0.0.1 only: nginx with
 # WebDAV (an http:// remote) and s3rver (an s3:// remote).
 #
-#   start_nginx ROOTDIR [CONFDIR]  exports NGINX_URL=http://127.0.0.1:PORT
+#   start_nginx ROOTDIR [CONFDIR]  exports NGINX_URL=http://127.0.0.1:PORT;
+#                                  $NGINX_EXTRA: more directives for /
 #   restart_nginx                  the same server again, on the same port
+#                                  (its config rewritten: NGINX_EXTRA anew)
 #   stop_nginx
 #   start_s3rver DATADIR BUCKET    exports AWS_ENDPOINT_URL and credentials
 #   stop_s3rver
@@ -90,6 +92,7 @@ http {
 		location / {
 			dav_methods PUT DELETE MKCOL;
 			create_full_put_path on;
+			${NGINX_EXTRA:-}
 		}
 		location /denied/ {
 			deny all;
@@ -130,6 +133,7 @@ start_nginx() {
 }
 
 restart_nginx() {
+	_nginx_conf >"$NGINX_DIR/nginx.conf"
 	_nginx_up || fail "nginx did not restart: $(cat "$NGINX_DIR/error.log")"
 }
 
