@@ -9,12 +9,14 @@ export PYTHON
 CC ?= cc
 PKGS = libarchive libzstd libxxhash jansson libturbojpeg libjpeg libpng libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# libcurl is loaded when a remote is first used (lib/curl_shim.c), not
+# linked: its 27 libraries would slow the start of every command.
+PKG_LIBS := $(shell pkg-config --libs $(filter-out libcurl,$(PKGS)) 2>/dev/null)
 
 WERROR ?= -Werror
 CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -Ilib $(PKG_CFLAGS)
-LDLIBS += $(PKG_LIBS) -lpthread -lm
+LDLIBS += $(PKG_LIBS) -lpthread -lm -ldl
 
 # A sanitizer build lives in its own folder: make SANITIZE=address,undefined
 BUILD ?= build

@@ -80,6 +80,8 @@ static void curl_close(struct ch_store *st)
 
 int ch_store_curl_open(struct ch_store *st, struct ch_error *err)
 {
+	if (ch_curl_load(err) < 0)
+		return -1;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		return ch_error_set(err, "cannot start libcurl");
 	struct curl_store *cs = calloc(1, sizeof(*cs));

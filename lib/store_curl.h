@@ -7,6 +7,10 @@
 
 #include "store_internal.h"
 
+/* Loads libcurl (curl_shim.c) on first use; an error says what to
+ * install when it is missing. */
+int ch_curl_load(struct ch_error *err);
+
 enum ch_req_kind { CH_REQ_HEAD, CH_REQ_GET, CH_REQ_PUT };
 
 /* What a finished attempt means. */

@@ -37,7 +37,7 @@ CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -Ilib
 	$(pkg-config --cflags $PKGS)
 	-fsanitize=address,undefined -fno-sanitize-recover=all"
 # shellcheck disable=SC2086
-LIBS="$(pkg-config --libs $PKGS) -lpthread -lm"
+LIBS="$(pkg-config --libs ${PKGS% libcurl}) -lpthread -lm -ldl" # curl: dlopen
 
 log() {
 	echo "run-fuzz: $*" >&2
