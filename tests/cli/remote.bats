@@ -248,8 +248,11 @@ teardown() {
 		sleep 0.1
 	done
 	master=$(cat "$NGINX_DIR/nginx.pid")
-	pkill -9 -P "$master" # the workers first: they would serve on
-	kill -9 "$master"
+	procs="$(pgrep -P "$master") $master" # workers too: they serve on
+	kill -9 $procs
+	for p in $procs; do # gone, their port with them
+		while kill -0 "$p" 2>/dev/null; do sleep 0.05; done
+	done
 	wait "$pid" && fail "the pull should have failed"
 	# partial downloads kept, nothing unverified under a final name
 	[ -n "$(find back/.chute/pull -name '*.part' -size +0)" ]

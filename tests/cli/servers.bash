@@ -133,7 +133,13 @@ start_nginx() {
 }
 
 restart_nginx() {
+	local try
 	_nginx_conf >"$NGINX_DIR/nginx.conf"
+	# a server killed a moment ago may still hold the port
+	for try in 1 2 3 4 5 6 7 8 9; do
+		_nginx_up && return 0
+		sleep 0.2
+	done
 	_nginx_up || fail "nginx did not restart: $(cat "$NGINX_DIR/error.log")"
 }
 
