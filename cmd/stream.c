@@ -432,9 +432,26 @@ static json_t *stats_doc(const struct ch_stream_stats *st)
 	return doc;
 }
 
-static void write_stats_json(const char *path, const struct ch_stream_stats *st)
+/* A remote dataset's fetches; nothing for a local one. */
+static int is_remote(const struct ch_fetch_stats *f)
+{
+	return f && f->files + f->cache_hits + f->ranges > 0;
+}
+
+/* fetch: the remote's figures at the end, NULL for the periodic ones. */
+static void write_stats_json(const char *path, const struct ch_stream_stats *st,
+			     const struct ch_fetch_stats *fetch)
 {
 	json_t *doc = stats_doc(st);
+	if (doc && is_remote(fetch))
+		json_object_set_new(doc, "remote", json_pack(
+			"{s:I, s:I, s:I, s:I, s:I, s:f}",
+			"files", (json_int_t)fetch->files,
+			"file_bytes", (json_int_t)fetch->file_bytes,
+			"cache_hits", (json_int_t)fetch->cache_hits,
+			"ranges", (json_int_t)fetch->ranges,
+			"range_bytes", (json_int_t)fetch->range_bytes,
+			"wait_s", fetch->wait_s));
 	char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER)
 			 : NULL;
 	struct ch_error err;
@@ -508,13 +525,27 @@ static void on_stats(const struct ch_stream_stats *st, void *arg)
 	if (a->stats)
 		print_stats(&a->o, st, 0);
 	if (a->stats_json)
-		write_stats_json(a->stats_json, st);
+		write_stats_json(a->stats_json, st, NULL);
 }
 
 /* The stage that limits throughput: the writer waits on the workers when
  * they are the bottleneck; among them, reading (with decompression) or
  * encoding takes the larger share of their time. */
-static void print_bench(const struct ch_stream_stats *st)
+static void print_fetch(const struct ch_fetch_stats *f)
+{
+	if (!is_remote(f))
+		return;
+	fprintf(stderr, "stream: remote: %llu files fetched (%.1f MB), %llu "
+			"found in the cache, %llu range requests (%.1f MB); "
+			"readers waited %.2f s on them (summed)\n",
+		(unsigned long long)f->files, (double)f->file_bytes / 1e6,
+		(unsigned long long)f->cache_hits,
+		(unsigned long long)f->ranges, (double)f->range_bytes / 1e6,
+		f->wait_s);
+}
+
+static void print_bench(const struct ch_stream_stats *st,
+			const struct ch_fetch_stats *f)
 {
 	double t = st->elapsed_s > 0 ? st->elapsed_s : 1e-9;
 	double capacity = t * st->workers;
@@ -533,6 +564,9 @@ static void print_bench(const struct ch_stream_stats *st)
 		printf("%-22s %10.3f %8.0f %%\n", "  transform: other",
 		       st->convert_s, 100 * st->convert_s / capacity);
 	}
+	if (is_remote(f))
+		printf("%-22s %10.3f %8.0f %%\n", "  fetch from remote",
+		       f->wait_s, 100 * f->wait_s / capacity);
 	printf("%-22s %10.3f %8.0f %%\n", "encode", st->encode_s,
 	       100 * st->encode_s / capacity);
 	printf("%-22s %10.3f %8.0f %%\n", "writer waiting", st->wait_workers_s,
@@ -541,6 +575,9 @@ static void print_bench(const struct ch_stream_stats *st)
 	       "prefetch %d\n", (double)st->samples / t,
 	       (double)st->bytes / 1e6 / t, st->workers, st->prefetch);
 	const char *limit = busy / capacity < 0.5 ? "the writer (one thread)"
+			    : is_remote(f) && f->wait_s > st->read_s / 2
+				    ? "fetching from the remote (a warm cache, "
+				      "or --shuffle window with more --window)"
 			    : st->read_s >= st->encode_s
 				    ? "read + decompress (add workers or cache)"
 				    : "encode (add workers)";
@@ -612,13 +649,17 @@ static int run_stream(struct stream_args *a)
 		status = shm_sink_end(&a->shm, status, err.msg);
 	if (a->stats)
 		print_stats(&a->o, &st, 1);
+	struct ch_fetch_stats fetch;
+	ch_dataset_fetch_stats(&ds, &fetch);
+	if (a->stats)
+		print_fetch(&fetch);
 	if (a->stats_json)
-		write_stats_json(a->stats_json, &st);
+		write_stats_json(a->stats_json, &st, &fetch);
 	if (st.skipped)
 		fprintf(stderr, "chute stream: skipped %llu corrupt samples\n",
 			(unsigned long long)st.skipped);
 	if (a->bench && status == 0)
-		print_bench(&st);
+		print_bench(&st, &fetch);
 	if (a->output && close(sink.fd) < 0 && status == 0)
 		status = cmd_error("cannot write '%s': %s", a->output,
 				   strerror(errno));

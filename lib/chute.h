@@ -446,6 +446,14 @@ int ch_source_remote_scan(struct ch_catalog *c, const char *url,
 /* ------------------------------------------------------------------ */
 /* Datasets: a folder with manifest.json, a manifest file, or one shard  */
 
+/* What a remote dataset fetched (all zero for a local one). */
+struct ch_fetch_stats {
+	uint64_t files, file_bytes;   /* whole files fetched into the cache */
+	uint64_t cache_hits;	      /* files the cache had already */
+	uint64_t ranges, range_bytes; /* range requests (global shuffle) */
+	double wait_s;		      /* readers waiting on them, summed */
+};
+
 /* Where the files of a dataset that is not a local folder come from (a
  * remote, through a local cache: see ref.c).  local() gives the local
  * path of a file of the manifest, fetching it first when needed; plan()
@@ -460,6 +468,7 @@ struct ch_dataset_source {
 	 * fetched whole (random access: plan() got no order); else 0. */
 	int (*ranged)(void *arg, size_t s, struct ch_byte_source *src,
 		      struct ch_error *err);
+	void (*stats)(void *arg, struct ch_fetch_stats *out);
 };
 
 struct ch_dataset {
@@ -487,6 +496,8 @@ int ch_dataset_file(const struct ch_dataset *ds, const char *rel,
  * range requests instead.  No-op locally. */
 void ch_dataset_plan(const struct ch_dataset *ds, const size_t *order,
 		     size_t n, size_t ahead);
+void ch_dataset_fetch_stats(const struct ch_dataset *ds,
+			    struct ch_fetch_stats *out);
 /* ch_shard_open_memory for shard s, wherever it lives. */
 int ch_dataset_shard_memory(const struct ch_dataset *ds, size_t s,
 			    uint64_t *bytes, struct ch_error *err);

@@ -120,6 +120,14 @@ int ch_dataset_file(const struct ch_dataset *ds, const char *rel,
 	return 0;
 }
 
+void ch_dataset_fetch_stats(const struct ch_dataset *ds,
+			    struct ch_fetch_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (ds->source && ds->source->stats)
+		ds->source->stats(ds->source_arg, out);
+}
+
 void ch_dataset_plan(const struct ch_dataset *ds, const size_t *order,
 		     size_t n, size_t ahead)
 {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "history.h"
 #include "internal.h"
@@ -134,7 +135,15 @@ struct remote_source {
 	pthread_mutex_t lock;	     /* guards order and random */
 	size_t *order, n, ahead;
 	int random;		     /* reads go all over: use ranges */
+	uint64_t wait_ns, ranges, range_bytes; /* atomic: from all readers */
 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
 
 static struct ch_cache_file shard_file(const struct ch_manifest *m, size_t k)
 {
@@ -167,7 +176,10 @@ static int source_local(void *arg, const char *rel, uint64_t bytes,
 			break;
 		}
 	pthread_mutex_unlock(&rs->lock);
-	return ch_shard_cache_get(rs->cache, &f, path, err);
+	uint64_t t0 = now_ns();
+	int rc = ch_shard_cache_get(rs->cache, &f, path, err);
+	__atomic_fetch_add(&rs->wait_ns, now_ns() - t0, __ATOMIC_RELAXED);
+	return rc;
 }
 
 static void source_plan(void *arg, const size_t *order, size_t n,
@@ -191,7 +203,7 @@ static void source_plan(void *arg, const size_t *order, size_t n,
 
 /* A shard read by range requests, straight from the remote. */
 struct range_reader {
-	struct ch_store *st;
+	struct remote_source *rs;
 	char *key;
 };
 
@@ -199,7 +211,13 @@ static int range_read(void *arg, void *buf, size_t n, uint64_t off,
 		      struct ch_error *err)
 {
 	struct range_reader *rr = arg;
-	return ch_store_get_range(rr->st, rr->key, off, n, buf, err);
+	struct remote_source *rs = rr->rs;
+	uint64_t t0 = now_ns();
+	int rc = ch_store_get_range(rs->st, rr->key, off, n, buf, err);
+	__atomic_fetch_add(&rs->wait_ns, now_ns() - t0, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&rs->ranges, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&rs->range_bytes, n, __ATOMIC_RELAXED);
+	return rc;
 }
 
 static void range_release(void *arg)
@@ -227,7 +245,7 @@ static int source_ranged(void *arg, size_t s, struct ch_byte_source *src,
 		free(rr);
 		return ch_error_set(err, "out of memory");
 	}
-	rr->st = rs->st;
+	rr->rs = rs;
 	*src = (struct ch_byte_source){range_read, range_release, rr,
 				       ms->bytes};
 	return 1;
@@ -243,8 +261,22 @@ static void source_release(void *arg)
 	free(rs);
 }
 
+static void source_stats(void *arg, struct ch_fetch_stats *out)
+{
+	struct remote_source *rs = arg;
+	struct ch_cache_stats cs;
+	ch_shard_cache_stats(rs->cache, &cs);
+	out->files = cs.misses;
+	out->file_bytes = cs.fetched_bytes;
+	out->cache_hits = cs.hits;
+	out->ranges = __atomic_load_n(&rs->ranges, __ATOMIC_RELAXED);
+	out->range_bytes = __atomic_load_n(&rs->range_bytes, __ATOMIC_RELAXED);
+	out->wait_s = (double)__atomic_load_n(&rs->wait_ns, __ATOMIC_RELAXED) /
+		      1e9;
+}
+
 static const struct ch_dataset_source remote_files = {
-	source_local, source_plan, source_release, source_ranged,
+	source_local, source_plan, source_release, source_ranged, source_stats,
 };
 
 static int open_remote(const struct ch_ref *ref, const char *cache_dir,

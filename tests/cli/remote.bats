@@ -321,6 +321,21 @@ stream_both() {
 		--rank 1 --world-size 2 -b 4
 }
 
+@test "remote stream: --stats, --stats-json and bench say what was fetched" {
+	start_nginx www
+	packed ds 60
+	chute push ds "$NGINX_URL/d" >/dev/null
+	run -0 chute stream "$NGINX_URL/d" --remote-cache c1 --shuffle global \
+		-b 8 --stats --stats-json st.json -o /dev/null
+	assert_output --regexp "remote: 0 files fetched .* [1-9][0-9]* range requests"
+	run -0 "$PYTHON" -c 'import json,sys; r = json.load(open("st.json"))["remote"]; assert r["ranges"] > 0 and r["files"] == 0, r'
+	run -0 chute bench "$NGINX_URL/d" --remote-cache c2 --shuffle window -b 8
+	assert_output --partial "fetch from remote"
+	run -0 chute stream "$NGINX_URL/d" --remote-cache c2 --shuffle window \
+		-b 8 --stats -o /dev/null
+	assert_output --partial "remote: 0 files fetched (0.0 MB), 3 found in the cache"
+}
+
 @test "remote stream: a small cache evicts and still gives the same bytes" {
 	start_nginx www
 	packed ds 100
