@@ -286,7 +286,6 @@ static int open_remote(const struct ch_ref *ref, const char *cache_dir,
 	struct remote_source *rs = calloc(1, sizeof(*rs));
 	struct ch_buf raw = {0};
 	char id[33];
-	int rc;
 	memset(ds, 0, sizeof(*ds));
 	if (!rs)
 		return ch_error_set(err, "out of memory");
@@ -296,9 +295,8 @@ static int open_remote(const struct ch_ref *ref, const char *cache_dir,
 	ds->source_arg = rs;
 	if (ch_store_open(&rs->st, ref->remote, NULL, err) < 0)
 		goto fail;
-	if ((rc = ch_remote_resolve(rs->st, ref->at, id, err)) != 0 ||
-	    (rc = ch_remote_get_version(rs->st, id, &ds->manifest, &raw,
-					err)) != 0)
+	if (ch_remote_resolve(rs->st, ref->at, id, err) != 0 ||
+	    ch_remote_get_version(rs->st, id, &ds->manifest, &raw, err) != 0)
 		goto fail;
 	if (ch_shard_cache_open(&rs->cache, rs->st, cache_dir,
 				cache_bytes ? cache_bytes

@@ -184,14 +184,21 @@ static void list_sub(const char *dir, const char *sub, struct found **f,
 		    asprintf(&key, "cas/%s/%s", sub, de->d_name) < 0)
 			continue;
 		path = ch_path_join(dir, key);
-		if (!path || stat(path, &st) < 0 || !S_ISREG(st.st_mode) ||
-		    (*n == *cap && !(*cap = *cap ? 2 * *cap : 64, *f = realloc(
-						     *f, *cap * sizeof(**f))))) {
-			free(path);
+		int ok = path && stat(path, &st) == 0 && S_ISREG(st.st_mode);
+		free(path);
+		if (ok && *n == *cap) {
+			size_t nc = *cap ? 2 * *cap : 64;
+			struct found *nf = realloc(*f, nc * sizeof(*nf));
+			if (nf) {
+				*f = nf;
+				*cap = nc;
+			}
+			ok = nf != NULL; /* a file left out is only not counted */
+		}
+		if (!ok) {
 			free(key);
 			continue;
 		}
-		free(path);
 		(*f)[(*n)++] = (struct found){key, (uint64_t)st.st_size,
 					      st.st_mtim};
 	}

@@ -49,9 +49,12 @@ static int split_url(const char *url, char **base, char **key,
 	if (!slash || !slash[1])
 		return ch_error_set(err, "'%s' names no file: give the URL of "
 				    "a file or an archive", url);
-	if (!(*base = strndup(url, (size_t)(slash - url))) ||
-	    !(*key = strdup(slash + 1))) {
+	*base = strndup(url, (size_t)(slash - url));
+	*key = strdup(slash + 1);
+	if (!*base || !*key) {
 		free(*base);
+		free(*key);
+		*base = *key = NULL;
 		return ch_error_set(err, "out of memory");
 	}
 	return 0;
