@@ -293,15 +293,24 @@ static int open_remote(const struct ch_ref *ref, const char *cache_dir,
 	rs->m = &ds->manifest;
 	ds->source = &remote_files;
 	ds->source_arg = rs;
-	if (ch_store_open(&rs->st, ref->remote, NULL, err) < 0)
-		goto fail;
-	if (ch_remote_resolve(rs->st, ref->at, id, err) != 0 ||
-	    ch_remote_get_version(rs->st, id, &ds->manifest, &raw, err) != 0)
-		goto fail;
-	if (ch_shard_cache_open(&rs->cache, rs->st, cache_dir,
+	if (ch_store_open(&rs->st, ref->remote, NULL, err) < 0 ||
+	    ch_shard_cache_open(&rs->cache, rs->st, cache_dir,
 				cache_bytes ? cache_bytes
 					    : (uint64_t)CH_CACHE_DEFAULT_GB << 30,
 				err) < 0)
+		goto fail;
+	/* an id names the same bytes forever: the cache's copy will do */
+	if (ch_remote_resolve(rs->st, ref->at, id, err) != 0)
+		goto fail;
+	int cached = strcmp(id, ref->at) == 0
+			     ? ch_shard_cache_load_version(rs->cache, id,
+							   &ds->manifest, err)
+			     : 1;
+	if (cached < 0)
+		goto fail;
+	if (cached == 1 &&
+	    (ch_remote_get_version(rs->st, id, &ds->manifest, &raw, err) != 0 ||
+	     ch_shard_cache_save_version(rs->cache, id, &raw, err) < 0))
 		goto fail;
 	ds->root = strdup(ref->remote);
 	ds->shards = calloc(ds->manifest.nshards + 1, sizeof(*ds->shards));

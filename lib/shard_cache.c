@@ -525,6 +525,46 @@ int ch_shard_cache_prefetch(struct ch_shard_cache *c,
 	return rc;
 }
 
+static char *version_path(const struct ch_shard_cache *c, const char *id)
+{
+	char *p = NULL;
+	return asprintf(&p, "%s/versions/%s.json", c->dir, id) < 0 ? NULL : p;
+}
+
+int ch_shard_cache_load_version(struct ch_shard_cache *c, const char *id,
+				struct ch_manifest *m, struct ch_error *err)
+{
+	char *path = version_path(c, id);
+	struct ch_error ignored;
+	int rc = 1;
+	if (!path)
+		return ch_error_set(err, "out of memory");
+	if (access(path, F_OK) == 0 &&
+	    ch_manifest_read(m, path, &ignored) == 0) {
+		if (m->id_ok && strcmp(m->id, id) == 0)
+			rc = 0;
+		else /* damaged: the remote's copy will replace it */
+			ch_manifest_release(m);
+	}
+	free(path);
+	return rc;
+}
+
+int ch_shard_cache_save_version(struct ch_shard_cache *c, const char *id,
+				const struct ch_buf *raw,
+				struct ch_error *err)
+{
+	char *path = version_path(c, id);
+	int rc = -1;
+	if (!path)
+		return ch_error_set(err, "out of memory");
+	if (mkdir_parent(path, err) == 0)
+		rc = ch_write_file_atomic(path, (const char *)raw->data,
+					  raw->len, err);
+	free(path);
+	return rc;
+}
+
 void ch_shard_cache_stats(struct ch_shard_cache *c, struct ch_cache_stats *s)
 {
 	pthread_mutex_lock(&c->lock);

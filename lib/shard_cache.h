@@ -44,6 +44,17 @@ int ch_shard_cache_has(struct ch_shard_cache *c, const char *rel,
 int ch_shard_cache_prefetch(struct ch_shard_cache *c,
 			    const struct ch_cache_file *files, size_t n,
 			    struct ch_error *err);
+/* The manifest of version id, kept as DIR/versions/ID.json, so that
+ * REMOTE@ID opens without the remote once its files are cached (a tag
+ * is always asked of the remote: tags move).  Returns 1 when the cache
+ * has no good copy. */
+int ch_shard_cache_load_version(struct ch_shard_cache *c, const char *id,
+				struct ch_manifest *m, struct ch_error *err);
+/* Keeps raw, the manifest text of version id (checked by the caller). */
+int ch_shard_cache_save_version(struct ch_shard_cache *c, const char *id,
+				const struct ch_buf *raw,
+				struct ch_error *err);
+
 struct ch_cache_stats {
 	uint64_t hits, misses, fetched_bytes, evicted_bytes;
 };

@@ -345,13 +345,26 @@ stream_both() {
 		--remote-cache-size $((one * 2))
 	total=$(find cache/cas -name '*.chs' -printf '%s\n' | awk '{ t += $1 } END { print t }')
 	[ "$total" -le $((one * 3)) ]
-	# a warm cache serves a stream with the server gone, once the
-	# version is known... the manifest still comes from the remote:
-	# here we only check the cache holds verified files
+	# the cache holds verified files only
 	for f in cache/cas/*/*.chs; do
 		h=$(basename "$f" .chs)
 		[ "$(xxhsum -H2 "$f" | awk '{ print $1 }' | sed 's/^XXH128_//')" = "$h" ]
 	done
+}
+
+@test "remote stream: REMOTE@ID from a warm cache needs no server; a tag does" {
+	start_nginx www
+	packed ds 60
+	chute push ds "$NGINX_URL/d" >/dev/null
+	id=$(mid ds)
+	stream_both "$NGINX_URL/d@$id" --shuffle window -b 6 --seed 4
+	[ -f "cache/versions/$id.json" ]
+	stop_nginx
+	chute stream "$NGINX_URL/d@$id" --remote-cache cache --shuffle window \
+		-b 6 --seed 4 -o offline.bin
+	cmp local.bin offline.bin
+	run -2 chute stream "$NGINX_URL/d" --remote-cache cache -b 6 -o x.bin
+	assert_output --partial "tags/latest"
 }
 
 @test "remote stream: s3, window shuffle, same bytes" {
