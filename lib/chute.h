@@ -469,6 +469,8 @@ struct ch_dataset_source {
 	int (*ranged)(void *arg, size_t s, struct ch_byte_source *src,
 		      struct ch_error *err);
 	void (*stats)(void *arg, struct ch_fetch_stats *out);
+	/* the file local() gave is open (or no longer wanted): it may go */
+	void (*done)(void *arg, const char *rel, struct ch_hash128 hash);
 };
 
 struct ch_dataset {
@@ -486,10 +488,14 @@ void ch_dataset_release(struct ch_dataset *ds);
 /* Full path of shard s ("ROOT/shards/x.chs"); caller frees. */
 char *ch_dataset_shard_path(const struct ch_dataset *ds, size_t s);
 /* A readable local path of a file named by the manifest (rel, as in it),
- * fetched first when the dataset comes from a remote; caller frees. */
+ * fetched first when the dataset comes from a remote; caller frees.  The
+ * file stays there until ch_dataset_file_done: call it once the file is
+ * open or read (a cache may remove files that are not in use). */
 int ch_dataset_file(const struct ch_dataset *ds, const char *rel,
 		    uint64_t bytes, struct ch_hash128 hash, char **path,
 		    struct ch_error *err);
+void ch_dataset_file_done(const struct ch_dataset *ds, const char *rel,
+			  struct ch_hash128 hash);
 /* Says in which order shards will be read, `ahead` of them at a time: a
  * remote dataset fetches them ahead of the reader.  order NULL: reads
  * will be random (a global shuffle), a remote dataset reads blocks by

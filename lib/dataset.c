@@ -128,6 +128,13 @@ void ch_dataset_fetch_stats(const struct ch_dataset *ds,
 		ds->source->stats(ds->source_arg, out);
 }
 
+void ch_dataset_file_done(const struct ch_dataset *ds, const char *rel,
+			  struct ch_hash128 hash)
+{
+	if (ds->source && ds->source->done)
+		ds->source->done(ds->source_arg, rel, hash);
+}
+
 void ch_dataset_plan(const struct ch_dataset *ds, const size_t *order,
 		     size_t n, size_t ahead)
 {
@@ -161,6 +168,7 @@ int ch_dataset_shard_memory(const struct ch_dataset *ds, size_t s,
 	    ch_dataset_file(ds, ms->path, ms->bytes, ms->hash, &path, err) < 0)
 		return -1;
 	rc = ch_shard_open_memory(path, bytes, err);
+	ch_dataset_file_done(ds, ms->path, ms->hash);
 	free(path);
 	return rc;
 }
@@ -182,6 +190,7 @@ int ch_dataset_open_shard(const struct ch_dataset *ds, size_t s,
 				    err) < 0)
 			return -1;
 		rc = ch_shard_open(&sh, path, err);
+		ch_dataset_file_done(ds, ms->path, ms->hash);
 		free(path);
 	}
 	if (rc < 0)

@@ -275,8 +275,15 @@ static void source_stats(void *arg, struct ch_fetch_stats *out)
 		      1e9;
 }
 
+static void source_done(void *arg, const char *rel, struct ch_hash128 hash)
+{
+	struct remote_source *rs = arg;
+	ch_shard_cache_put(rs->cache, rel, hash);
+}
+
 static const struct ch_dataset_source remote_files = {
 	source_local, source_plan, source_release, source_ranged, source_stats,
+	source_done,
 };
 
 static int open_remote(const struct ch_ref *ref, const char *cache_dir,

@@ -25,6 +25,7 @@ struct entry {
 	char *key;	/* "cas/ab/ab...ef.chs" */
 	uint64_t bytes;
 	uint64_t used;	/* the cache's clock when last used */
+	unsigned pins;	/* handed out by get, not yet given back */
 };
 
 struct ch_shard_cache {
@@ -97,6 +98,14 @@ static struct entry *find_file(struct ch_shard_cache *c, const char *key)
 	return NULL;
 }
 
+/* One more reader holds key; called with the lock, key counted in. */
+static void pin(struct ch_shard_cache *c, const char *key)
+{
+	struct entry *e = find_file(c, key);
+	if (e)
+		e->pins++;
+}
+
 /* Counts key in (or marks it used when it is in already). */
 static int add_file(struct ch_shard_cache *c, const char *key, uint64_t bytes,
 		    uint64_t used)
@@ -116,21 +125,21 @@ static int add_file(struct ch_shard_cache *c, const char *key, uint64_t bytes,
 	}
 	if (!(key = strdup(key)))
 		return -1;
-	c->files[c->nfiles++] = (struct entry){(char *)key, bytes, used};
+	c->files[c->nfiles++] = (struct entry){(char *)key, bytes, used, 0};
 	c->total += bytes;
 	return 0;
 }
 
-/* Removes least recently used files until the folder fits; keep (the
- * file just handed out) and files being fetched stay. */
+/* Removes least recently used files until the folder fits; keep, files
+ * handed out and not given back, and files being fetched stay. */
 static void evict(struct ch_shard_cache *c, const char *keep)
 {
 	while (c->total > c->max_bytes) {
 		struct entry *lru = NULL;
 		for (size_t i = 0; i < c->nfiles; i++) {
 			struct entry *e = &c->files[i];
-			if (strcmp(e->key, keep) != 0 && !is_busy(c, e->key) &&
-			    (!lru || e->used < lru->used))
+			if (strcmp(e->key, keep) != 0 && !e->pins &&
+			    !is_busy(c, e->key) && (!lru || e->used < lru->used))
 				lru = e;
 		}
 		if (!lru)
@@ -359,6 +368,8 @@ static int fetch_jobs(struct ch_shard_cache *c, struct ch_store_job *jobs,
 			add_file(c, jobs[i].key, jobs[i].size, ++c->clock);
 		drop_busy(c, jobs[i].key);
 	}
+	if (*keep && rc == 0)
+		pin(c, keep); /* handed out by get: see ch_shard_cache_put */
 	evict(c, keep);
 	pthread_cond_broadcast(&c->changed);
 	pthread_mutex_unlock(&c->lock);
@@ -380,6 +391,7 @@ int ch_shard_cache_get(struct ch_shard_cache *c, const struct ch_cache_file *f,
 		pthread_cond_wait(&c->changed, &c->lock);
 	if (on_disk(path, f->bytes)) {
 		add_file(c, key, f->bytes, ++c->clock);
+		pin(c, key);
 		c->stats.hits++;
 		rc = 0;
 	} else if (push_ptr(&c->busy, &c->nbusy, &c->busy_cap, key) < 0) {
@@ -409,6 +421,20 @@ int ch_shard_cache_get(struct ch_shard_cache *c, const struct ch_cache_file *f,
 	}
 	*local = path;
 	return 0;
+}
+
+void ch_shard_cache_put(struct ch_shard_cache *c, const char *rel,
+			struct ch_hash128 hash)
+{
+	char *key = ch_remote_cas_key(hash, rel);
+	if (!key)
+		return;
+	pthread_mutex_lock(&c->lock);
+	struct entry *e = find_file(c, key);
+	if (e && e->pins)
+		e->pins--;
+	pthread_mutex_unlock(&c->lock);
+	free(key);
 }
 
 int ch_shard_cache_has(struct ch_shard_cache *c, const char *rel,

@@ -33,9 +33,12 @@ struct ch_cache_file {
 };
 
 /* Local path of a verified copy of f (caller frees), fetched now when
- * the cache lacks it. */
+ * the cache lacks it.  The file is not evicted until ch_shard_cache_put
+ * gives it back (once it is open: an open file survives its removal). */
 int ch_shard_cache_get(struct ch_shard_cache *c, const struct ch_cache_file *f,
 		       char **local, struct ch_error *err);
+void ch_shard_cache_put(struct ch_shard_cache *c, const char *rel,
+			struct ch_hash128 hash);
 /* 1 if the cache holds a copy of the file (rel gives its extension). */
 int ch_shard_cache_has(struct ch_shard_cache *c, const char *rel,
 		       uint64_t bytes, struct ch_hash128 hash);

@@ -792,17 +792,21 @@ int ch_split_load(const struct ch_dataset *ds, const char *name,
 
 	if (!sp)
 		return -1;
-	if (ch_dataset_file(ds, sp->path, sp->bytes, sp->hash, &path, err) < 0)
-		return -1;
 	buf = malloc(sp->bytes ? sp->bytes : 1);
 	out = malloc(sp->samples ? sp->samples * sizeof(*out) : 1);
 	if (!buf || !out) {
 		ch_error_set(err, "out of memory reading split '%s'", name);
 		goto out;
 	}
-	if (read_exact(path, buf, sp->bytes, err) < 0 ||
-	    check_ids(sp, path, buf, out, ds->manifest.samples, err) < 0)
+	if (ch_dataset_file(ds, sp->path, sp->bytes, sp->hash, &path, err) < 0)
 		goto out;
+	rc = read_exact(path, buf, sp->bytes, err);
+	ch_dataset_file_done(ds, sp->path, sp->hash);
+	if (rc < 0 ||
+	    check_ids(sp, path, buf, out, ds->manifest.samples, err) < 0) {
+		rc = -1;
+		goto out;
+	}
 	*ids = out;
 	*count = sp->samples;
 	out = NULL;
