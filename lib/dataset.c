@@ -48,6 +48,27 @@ out:
 	return rc;
 }
 
+static int is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+char *ch_manifest_path(const char *path)
+{
+	return is_dir(path) ? ch_path_join(path, "manifest.json")
+			    : strdup(path);
+}
+
+char *ch_dataset_dir(const char *path)
+{
+	if (is_dir(path))
+		return strdup(path);
+	char *a = strdup(path), *d = a ? strdup(dirname(a)) : NULL;
+	free(a);
+	return d;
+}
+
 int ch_dataset_open(struct ch_dataset *ds, const char *path,
 		    struct ch_error *err)
 {
@@ -61,15 +82,8 @@ int ch_dataset_open(struct ch_dataset *ds, const char *path,
 			goto fail;
 		return 0;
 	}
-	if (S_ISDIR(st.st_mode)) {
-		ds->root = strdup(path);
-		man = ch_path_join(path, "manifest.json");
-	} else {
-		char *a = strdup(path);
-		ds->root = a ? strdup(dirname(a)) : NULL;
-		free(a);
-		man = strdup(path);
-	}
+	ds->root = ch_dataset_dir(path);
+	man = ch_manifest_path(path);
 	if (!ds->root || !man) {
 		ch_error_set(err, "out of memory");
 		goto fail;

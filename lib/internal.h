@@ -18,6 +18,11 @@ uint64_t ch_content_hash_final(struct ch_content_hash *h);
 /* Tells an open shard from a later one at the same address. */
 uint64_t ch_shard_serial(const struct ch_shard *sh);
 
+/* A dataset named by its folder or its manifest file: the manifest's
+ * path and the folder that holds it (callers free; NULL: no memory). */
+char *ch_manifest_path(const char *path);
+char *ch_dataset_dir(const char *path);
+
 /* Files and folders. */
 int ch_mkdir_p(const char *path, struct ch_error *err);
 int ch_rm_rf(const char *path);

@@ -1,10 +1,8 @@
 /* ref.c - a dataset version named on the command line: a folder, a
  * manifest file, or REMOTE[@TAG|@ID]. */
-#include <libgen.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "history.h"
@@ -62,25 +60,6 @@ void ch_ref_release(struct ch_ref *ref)
 	memset(ref, 0, sizeof(*ref));
 }
 
-/* The folder a local reference's manifest lives in. */
-static char *local_dir(const char *path)
-{
-	struct stat st;
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		return strdup(path);
-	char *a = strdup(path), *d = a ? strdup(dirname(a)) : NULL;
-	free(a);
-	return d;
-}
-
-static char *local_manifest(const char *path)
-{
-	struct stat st;
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		return ch_path_join(path, "manifest.json");
-	return strdup(path);
-}
-
 static int remote_version(const struct ch_ref *ref, const char *id,
 			  struct ch_manifest *m, struct ch_error *err)
 {
@@ -104,7 +83,7 @@ int ch_ref_load(const struct ch_ref *ref, struct ch_manifest *m,
 {
 	if (ref->remote)
 		return remote_version(ref, NULL, m, err) == 0 ? 0 : -1;
-	char *man = local_manifest(ref->path);
+	char *man = ch_manifest_path(ref->path);
 	if (!man)
 		return ch_error_set(err, "out of memory");
 	int rc = ch_manifest_read(m, man, err);
@@ -117,7 +96,7 @@ int ch_ref_load_version(const struct ch_ref *ref, const char *id,
 {
 	if (ref->remote)
 		return remote_version(ref, id, m, err);
-	char *dir = local_dir(ref->path);
+	char *dir = ch_dataset_dir(ref->path);
 	if (!dir)
 		return ch_error_set(err, "out of memory");
 	int rc = ch_history_load(dir, id, m, err);

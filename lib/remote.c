@@ -192,14 +192,6 @@ static int file_matches(const char *path, uint64_t bytes,
 /* ------------------------------------------------------------------ */
 /* Push                                                                  */
 
-static char *manifest_path(const char *path)
-{
-	struct stat st;
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		return ch_path_join(path, "manifest.json");
-	return strdup(path);
-}
-
 /* A file about to be uploaded is hashed first: a damaged local shard
  * must not land in the remote under the hash of a good one. */
 static int check_local(const struct ch_store_job *j, const char *rel,
@@ -330,7 +322,7 @@ int ch_remote_push(const char *path, struct ch_store *st,
 	/* data first, then the manifest, then the tags that name it */
 	if (push_files(st, f, n, ds.root, &o->xfer, r, err) < 0)
 		goto out;
-	if (!(man = manifest_path(path)) ||
+	if (!(man = ch_manifest_path(path)) ||
 	    ch_read_file(man, MANIFEST_MAX, &text, &len, err) < 0)
 		goto out;
 	snprintf(key, sizeof(key), "versions/%s.json", m->id);
@@ -384,18 +376,18 @@ static int mkdir_for(const char *path, struct ch_error *err)
 	return rc;
 }
 
-/* 1 if an earlier file of the version has the same content and name
- * extension: one download serves both (place_files links them). */
-static int earlier_twin(const struct vfile *f, size_t i)
+/* The earlier file of the version with the same content and name
+ * extension, or i itself: one download serves both (place_files links them). */
+static size_t earlier_twin(const struct vfile *f, size_t i)
 {
 	const char *ext = strrchr(f[i].path, '.');
 	for (size_t j = 0; j < i; j++) {
 		const char *e = strrchr(f[j].path, '.');
 		if (hash_equal(f[j].hash, f[i].hash) &&
 		    strcmp(e ? e : "", ext ? ext : "") == 0)
-			return 1;
+			return j;
 	}
-	return 0;
+	return i;
 }
 
 /* Fills jobs with the files neither in place nor staged; *nt counts them. */
@@ -419,7 +411,7 @@ static int plan_pull(const char *dir, const struct vfile *f, size_t n,
 		r->bytes += f[i].bytes;
 		int here = file_matches(final, f[i].bytes, f[i].hash,
 					ch_statcache_find(&sc, f[i].path)) ||
-			   earlier_twin(f, i) ||
+			   earlier_twin(f, i) < i ||
 			   file_matches(stage, f[i].bytes, f[i].hash, NULL);
 		free(final);
 		if (here) {
@@ -442,19 +434,6 @@ static int plan_pull(const char *dir, const struct vfile *f, size_t n,
 	return 0;
 }
 
-/* The file an earlier twin of f[i] (earlier_twin) was placed at. */
-static char *twin_path(const char *dir, const struct vfile *f, size_t i)
-{
-	const char *ext = strrchr(f[i].path, '.');
-	for (size_t j = 0; j < i; j++) {
-		const char *e = strrchr(f[j].path, '.');
-		if (hash_equal(f[j].hash, f[i].hash) &&
-		    strcmp(e ? e : "", ext ? ext : "") == 0)
-			return ch_path_join(dir, f[j].path);
-	}
-	return NULL;
-}
-
 /* Gives f[i] its final name: the staged download, or a link to its
  * twin's; a file already in place stays. */
 static int place_one(const char *dir, const struct vfile *f, size_t i,
@@ -471,8 +450,11 @@ static int place_one(const char *dir, const struct vfile *f, size_t i,
 					      "'%s'", stage, final);
 		return 0;
 	}
-	if (!(twin = twin_path(dir, f, i)))
+	size_t t = earlier_twin(f, i);
+	if (t == i)
 		return 0; /* it was in place already */
+	if (!(twin = ch_path_join(dir, f[t].path)))
+		return ch_error_set(err, "out of memory");
 	if (!file_matches(final, f[i].bytes, f[i].hash, NULL)) {
 		unlink(final);
 		if (mkdir_for(final, err) < 0)

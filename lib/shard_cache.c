@@ -312,6 +312,20 @@ static int mkdir_parent(const char *path, struct ch_error *err)
 	return rc;
 }
 
+/* Where the copy of a file lives: *key is its name in the remote and
+ * the cache ("cas/ab/ab...ef.chs"); both NULL when out of memory. */
+static char *object_path(const struct ch_shard_cache *c, const char *rel,
+			 struct ch_hash128 hash, char **key)
+{
+	char *path = NULL;
+	*key = ch_remote_cas_key(hash, rel);
+	if (*key && !(path = ch_path_join(c->dir, *key))) {
+		free(*key);
+		*key = NULL;
+	}
+	return path;
+}
+
 /* 1 if a finished copy of f is at path. */
 static int on_disk(const char *path, uint64_t bytes)
 {
@@ -379,13 +393,10 @@ static int fetch_jobs(struct ch_shard_cache *c, struct ch_store_job *jobs,
 int ch_shard_cache_get(struct ch_shard_cache *c, const struct ch_cache_file *f,
 		       char **local, struct ch_error *err)
 {
-	char *key = ch_remote_cas_key(f->hash, f->path);
-	char *path = key ? ch_path_join(c->dir, key) : NULL;
+	char *key, *path = object_path(c, f->path, f->hash, &key);
 	int rc = -1, mine = 0;
-	if (!path) {
-		free(key);
+	if (!path)
 		return ch_error_set(err, "out of memory");
-	}
 	pthread_mutex_lock(&c->lock);
 	while (is_busy(c, key))
 		pthread_cond_wait(&c->changed, &c->lock);
@@ -440,10 +451,9 @@ void ch_shard_cache_put(struct ch_shard_cache *c, const char *rel,
 int ch_shard_cache_has(struct ch_shard_cache *c, const char *rel,
 		       uint64_t bytes, struct ch_hash128 hash)
 {
-	char *key = ch_remote_cas_key(hash, rel);
-	char *path = key ? ch_path_join(c->dir, key) : NULL;
-	int yes = path && on_disk(path, bytes);
-	(void)c; /* the file is the truth: another process may add it */
+	char *key, *path = object_path(c, rel, hash, &key);
+	int yes = path && on_disk(path, bytes); /* the disk, not the list:
+						   another process may add */
 	free(key);
 	free(path);
 	return yes;
@@ -465,8 +475,7 @@ static void take_batch(struct ch_shard_cache *c, struct batch *b)
 	b->n = 0;
 	while (c->qpos < c->nqueue && b->n < PREFETCH_JOBS) {
 		const struct ch_cache_file *f = &c->queue[c->qpos++];
-		char *key = ch_remote_cas_key(f->hash, f->path);
-		char *path = key ? ch_path_join(c->dir, key) : NULL;
+		char *key, *path = object_path(c, f->path, f->hash, &key);
 		if (!path || is_busy(c, key) || on_disk(path, f->bytes) ||
 		    push_ptr(&c->busy, &c->nbusy, &c->busy_cap, key) < 0) {
 			free(key);

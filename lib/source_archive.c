@@ -29,6 +29,7 @@ struct scan {
 	struct archive *ar;
 	uint8_t *buf;	  /* COPY_CHUNK bytes */
 	char *member;	  /* current member name, for messages */
+	uint64_t done;	  /* bytes of it read so far, for messages */
 };
 
 /* A reader that detects the compression and the container by content,
@@ -158,30 +159,60 @@ static int spool_append(struct scan *s, const uint8_t *buf, size_t n,
 	return 0;
 }
 
-/* Copies the current member's data to the spool's end; *size is what was
- * copied.  The spool's size only grows once the member is complete. */
-static int copy_member(struct scan *s, uint64_t *size, struct ch_error *err)
+/* Reads the current member's data (a ch_source_read_fn over s->ar). */
+static ssize_t member_read(void *arg, void *buf, size_t n,
+			   struct ch_error *err)
 {
-	uint64_t start = s->cat->spool_size, done = 0;
+	struct scan *s = arg;
+	la_ssize_t k = archive_read_data(s->ar, buf, n);
+	if (k < 0)
+		return ch_error_set(err,
+				    "cannot read member '%s' of '%s' at byte "
+				    "%llu of the member: %s",
+				    s->member, s->path,
+				    (unsigned long long)s->done,
+				    archive_error_string(s->ar));
+	s->done += (uint64_t)k;
+	return (ssize_t)k;
+}
 
+/* One file: key and field from relpath, its bytes from read to the
+ * spool's end, an entry into the catalog.  The spool's size only grows
+ * once the file is complete. */
+static int spool_entry(struct scan *s, const char *relpath, const char *origin,
+		       ch_source_read_fn read, void *arg, struct ch_error *err)
+{
+	struct ch_catalog *cat = s->cat;
+	struct ch_entry e = {0};
+	uint64_t at;
+	int rc = -1;
+	if (ch_split_key(relpath, &e.key, &e.field, origin, err) < 0)
+		return -1;
+	if (cat->spool_fd < 0 && spool_create(cat, err) < 0)
+		goto out;
+	e.spool_offset = at = cat->spool_size;
 	for (;;) {
-		la_ssize_t n = archive_read_data(s->ar, s->buf, COPY_CHUNK);
-
+		ssize_t n = read(arg, s->buf, COPY_CHUNK, err);
+		if (n < 0)
+			goto out;
 		if (n == 0)
 			break;
-		if (n < 0)
-			return ch_error_set(err,
-					    "cannot read member '%s' of '%s' "
-					    "at byte %llu of the member: %s",
-					    s->member, s->path,
-					    (unsigned long long)done,
-					    archive_error_string(s->ar));
-		if (spool_append(s, s->buf, (size_t)n, start + done, err) < 0)
-			return -1;
-		done += (uint64_t)n;
+		if (spool_append(s, s->buf, (size_t)n, at, err) < 0)
+			goto out;
+		at += (uint64_t)n;
 	}
-	*size = done;
-	return 0;
+	e.size = at - e.spool_offset;
+	e.origin = (char *)origin;
+	e.seq = cat->added;
+	e.from = CH_FROM_SPOOL;
+	if (ch_catalog_add(cat, &e, err) < 0)
+		goto out;
+	cat->spool_size += e.size;
+	rc = 0;
+out:
+	free(e.key);
+	free(e.field);
+	return rc;
 }
 
 /* The member's path as packed: without leading "./" (tar -C dir .),
@@ -234,34 +265,12 @@ static int member_kind(struct scan *s, struct archive_entry *ae,
  * an entry into the catalog. */
 static int add_member(struct scan *s, struct ch_error *err)
 {
-	struct ch_catalog *cat = s->cat;
-	struct ch_entry e = {0};
 	char *origin = NULL;
-	int rc = -1;
-
-	if (asprintf(&origin, "%s:%s", s->path, s->member) < 0) {
-		origin = NULL;
-		ch_error_set(err, "cannot read '%s': out of memory", s->path);
-		goto out;
-	}
-	if (ch_split_key(s->member, &e.key, &e.field, origin, err) < 0)
-		goto out;
-	if (cat->spool_fd < 0 && spool_create(cat, err) < 0)
-		goto out;
-	e.spool_offset = cat->spool_size;
-	if (copy_member(s, &e.size, err) < 0)
-		goto out;
-	e.origin = origin;
-	e.path = NULL;
-	e.seq = cat->added;
-	e.from = CH_FROM_SPOOL;
-	if (ch_catalog_add(cat, &e, err) < 0)
-		goto out;
-	cat->spool_size += e.size;
-	rc = 0;
-out:
-	free(e.key);
-	free(e.field);
+	if (asprintf(&origin, "%s:%s", s->path, s->member) < 0)
+		return ch_error_set(err, "cannot read '%s': out of memory",
+				    s->path);
+	s->done = 0;
+	int rc = spool_entry(s, s->member, origin, member_read, s, err);
 	free(origin);
 	return rc;
 }
@@ -386,39 +395,10 @@ int ch_source_file_scan_from(struct ch_catalog *cat, const char *name,
 			     void *arg, struct ch_error *err)
 {
 	struct scan s = {.cat = cat, .path = name, .member = (char *)relpath};
-	struct ch_entry e = {0};
-	uint64_t at;
-	int rc = -1;
-	if (ch_split_key(relpath, &e.key, &e.field, name, err) < 0)
-		return -1;
-	if (!(s.buf = malloc(COPY_CHUNK))) {
-		ch_error_set(err, "cannot read '%s': out of memory", name);
-		goto out;
-	}
-	if (cat->spool_fd < 0 && spool_create(cat, err) < 0)
-		goto out;
-	e.spool_offset = at = cat->spool_size;
-	for (;;) {
-		ssize_t n = read(arg, s.buf, COPY_CHUNK, err);
-		if (n < 0)
-			goto out;
-		if (n == 0)
-			break;
-		if (spool_append(&s, s.buf, (size_t)n, at, err) < 0)
-			goto out;
-		at += (uint64_t)n;
-	}
-	e.size = at - e.spool_offset;
-	e.origin = (char *)name;
-	e.seq = cat->added;
-	e.from = CH_FROM_SPOOL;
-	if (ch_catalog_add(cat, &e, err) < 0)
-		goto out;
-	cat->spool_size += e.size;
-	rc = 0;
-out:
-	free(e.key);
-	free(e.field);
+	if (!(s.buf = malloc(COPY_CHUNK)))
+		return ch_error_set(err, "cannot read '%s': out of memory",
+				    name);
+	int rc = spool_entry(&s, relpath, name, read, arg, err);
 	free(s.buf);
 	return rc;
 }

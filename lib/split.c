@@ -585,8 +585,6 @@ static void remove_stale(struct splitter *sp)
 static int open_dataset(struct splitter *sp, const char *path,
 			struct ch_error *err)
 {
-	struct stat st;
-
 	if (ch_dataset_open(&sp->ds, path, err) < 0)
 		return -1;
 	if (sp->ds.lone_shard)
@@ -599,10 +597,7 @@ static int open_dataset(struct splitter *sp, const char *path,
 				    "content (was it edited?): run chute "
 				    "verify", path);
 	}
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		sp->manifest_path = ch_path_join(path, "manifest.json");
-	else
-		sp->manifest_path = strdup(path);
+	sp->manifest_path = ch_manifest_path(path);
 	sp->dir = ch_path_join(sp->ds.root, "splits");
 	if (!sp->manifest_path || !sp->dir)
 		return ch_error_set(err, "out of memory");
