@@ -167,14 +167,9 @@ static int load(struct ch_block_cache *c, struct ch_block_reader *r,
 		const struct ch_shard *sh, struct entry *e,
 		struct ch_error *err)
 {
-	const uint8_t *p;
-	size_t size;
-	int rc = ch_block_read(r, sh, e->block, &p, &size, err);
-	uint8_t *data = rc == 0 ? malloc(size ? size : 1) : NULL;
-	if (rc == 0 && !data)
-		rc = ch_error_set(err, "out of memory");
-	if (rc == 0)
-		memcpy(data, p, size);
+	uint8_t *data = NULL;
+	size_t size = 0;
+	int rc = ch_block_read_owned(r, sh, e->block, &data, &size, err);
 	pthread_mutex_lock(&c->lock);
 	e->loading = 0;
 	if (rc == 0) {

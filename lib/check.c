@@ -21,7 +21,7 @@ static int cancelled(const struct checker *c)
 static void open_task(struct checker *c, size_t s)
 {
 	struct ch_error err;
-	if (ch_dataset_open_shard(&c->ds, s, &c->sh[s], &err) == 0)
+	if (ch_dataset_open_shard(&c->ds, s, 0, &c->sh[s], &err) == 0)
 		return;
 	c->sh[s] = NULL;
 	struct check_hit h = { .sample = c->first[s], .shard_only = 1,

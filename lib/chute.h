@@ -116,6 +116,26 @@ int ch_shard_open_memory_source(const char *name,
 				const struct ch_byte_source *src,
 				uint64_t *bytes, struct ch_error *err);
 
+/* CH_SHARD_LAZY: decode a paged index (shard format 1.1) a page at a time,
+ * as samples are first asked for, and check each sample's entry when it
+ * is prepared rather than every entry at open.  What a stream wants: its
+ * first batch waits only on the pages that hold its samples.  A lazy
+ * shard's samples must pass ch_shard_prepare before ch_shard_sample and
+ * ch_shard_field see them, and ch_shard_load_index before ch_shard_find. */
+#define CH_SHARD_LAZY 1u
+/* Opens path, or src when not NULL (its name is path). */
+int ch_shard_open_flags(struct ch_shard **out, const char *path,
+			const struct ch_byte_source *src, unsigned flags,
+			struct ch_error *err);
+/* Makes sample i of a lazy shard readable: decodes the index pages that
+ * hold its entry, fields and key, and checks them.  Thread-safe; cheap
+ * once done, and a no-op on a shard opened whole. */
+int ch_shard_prepare(const struct ch_shard *sh, uint64_t i,
+		     struct ch_error *err);
+/* Decodes and checks all of a lazy shard's index (key order included).
+ * Not to be called while other threads read sh. */
+int ch_shard_load_index(struct ch_shard *sh, struct ch_error *err);
+
 struct ch_sample_info {
 	const char *key; /* not NUL-terminated: use key_len */
 	size_t key_len;
@@ -156,6 +176,11 @@ struct ch_block_reader;
 struct ch_block_reader *ch_block_reader_new(void);
 void ch_block_reader_free(struct ch_block_reader *r);
 
+/* Like ch_block_read, into a buffer of the block's size that the caller
+ * owns: no copy for a caller that keeps blocks (a cache). */
+int ch_block_read_owned(struct ch_block_reader *r, const struct ch_shard *sh,
+			uint32_t b, uint8_t **data, size_t *size,
+			struct ch_error *err);
 /* Reads block b (checking its stored hash) and returns its decoded bytes,
  * valid until the next call with the same reader. */
 int ch_block_read(struct ch_block_reader *r, const struct ch_shard *sh,
@@ -511,10 +536,12 @@ int ch_dataset_shard_memory(const struct ch_dataset *ds, size_t s,
  * released. */
 int ch_dataset_shard(struct ch_dataset *ds, size_t s, struct ch_shard **out,
 		     struct ch_error *err);
-/* Shard s opened afresh and checked against the manifest; the caller
- * closes it.  For callers that bound how many shards stay open. */
+/* Shard s opened afresh (flags: CH_SHARD_LAZY or 0) and checked against
+ * the manifest; the caller closes it.  For callers that bound how many
+ * shards stay open. */
 int ch_dataset_open_shard(const struct ch_dataset *ds, size_t s,
-			  struct ch_shard **out, struct ch_error *err);
+			  unsigned flags, struct ch_shard **out,
+			  struct ch_error *err);
 /* Finds a sample by key over all shards (binary search in each). */
 int ch_dataset_find(struct ch_dataset *ds, const char *key, size_t *shard,
 		    uint64_t *sample, struct ch_error *err);

@@ -188,7 +188,8 @@ int ch_dataset_shard_memory(const struct ch_dataset *ds, size_t s,
 }
 
 int ch_dataset_open_shard(const struct ch_dataset *ds, size_t s,
-			  struct ch_shard **out, struct ch_error *err)
+			  unsigned flags, struct ch_shard **out,
+			  struct ch_error *err)
 {
 	if (s >= ds->manifest.nshards)
 		return ch_error_set(err, "no shard %zu", s);
@@ -198,12 +199,12 @@ int ch_dataset_open_shard(const struct ch_dataset *ds, size_t s,
 	char *path;
 	int rc = ranged(ds, s, &src, err);
 	if (rc == 1) {
-		rc = ch_shard_open_source(&sh, ms->path, &src, err);
+		rc = ch_shard_open_flags(&sh, ms->path, &src, flags, err);
 	} else if (rc == 0) {
 		if (ch_dataset_file(ds, ms->path, ms->bytes, ms->hash, &path,
 				    err) < 0)
 			return -1;
-		rc = ch_shard_open(&sh, path, err);
+		rc = ch_shard_open_flags(&sh, path, NULL, flags, err);
 		ch_dataset_file_done(ds, ms->path, ms->hash);
 		free(path);
 	}
@@ -227,7 +228,7 @@ int ch_dataset_shard(struct ch_dataset *ds, size_t s, struct ch_shard **out,
 	if (s >= ds->manifest.nshards)
 		return ch_error_set(err, "no shard %zu", s);
 	if (!ds->shards[s] &&
-	    ch_dataset_open_shard(ds, s, &ds->shards[s], err) < 0)
+	    ch_dataset_open_shard(ds, s, 0, &ds->shards[s], err) < 0)
 		return -1;
 	*out = ds->shards[s];
 	return 0;

@@ -1,5 +1,5 @@
 /*
- * shard_format.h - byte layout of a chute shard, version 1.
+ * shard_format.h - byte layout of a chute shard, version 1.1.
  * The normative description is man/chute-shard.5; keep the two in step.
  *
  * All integers little-endian, fixed width.  The file is contiguous: no
@@ -22,9 +22,10 @@
  * Footer (64 bytes)
  *   0   u64 index_offset            8   u64 index_stored_size
  *   16  u64 index_raw_size          24  u64 index_hash (XXH3-64 of the
- *                                       stored index bytes)
+ *                                       stored index bytes; of the page
+ *                                       table alone for codec 2)
  *   32  u64 sample_count            40  u32 block_count
- *   44  u32 index_codec (0 raw, 1 zstd)
+ *   44  u32 index_codec (0 raw, 1 zstd, 2 zstd pages: version 1.1)
  *   48  u64 XXH3-64 of footer bytes 0..47
  *   56  magic "CHSFOOT1"
  *
@@ -56,7 +57,7 @@
 #define CHS_MAGIC "\x89" "CHS\r\n\x1a\n"
 #define CHS_FOOTER_MAGIC "CHSFOOT1"
 #define CHS_MAJOR 1
-#define CHS_MINOR 0
+#define CHS_MINOR 1
 #define CHS_FLAG_DICT 1u
 
 #define CHS_HEADER_SIZE 64
@@ -68,6 +69,15 @@
 
 #define CHS_INDEX_RAW 0
 #define CHS_INDEX_ZSTD 1
+#define CHS_INDEX_PAGED 2
+
+/* A paged index: the page table (u32 page size, u32 page count, then per
+ * page u32 frame size, u32 reserved, u64 XXH3-64 of the frame), then the
+ * frames; the footer's index hash is the page table's. */
+#define CHS_PAGE_TABLE_HEADER 8
+#define CHS_PAGE_ENTRY_SIZE 16
+#define CHS_PAGE_MIN 4096u
+#define CHS_PAGE_MAX (1u << 20)
 
 static inline uint16_t ld16(const uint8_t *p)
 {

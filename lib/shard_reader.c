@@ -12,6 +12,7 @@
 #include "chute.h"
 #include "internal.h"
 #include "shard_format.h"
+#include "shard_index.h"
 
 /* An index may not expand more than this from its stored size: bounds the
  * memory a hostile footer can make us allocate. */
@@ -25,10 +26,13 @@ struct ch_shard {
 	uint64_t file_size;
 	uint64_t nsamples, nfields;
 	uint32_t nblocks, nnames;
-	uint8_t *index; /* decoded index, owned */
-	size_t index_size;
+	struct shard_index ix; /* decoded index, owned; a lazy one fills in
+				  as samples are prepared */
+	uint64_t index_memory, keys_size;
+	unsigned flags;	   /* CH_SHARD_LAZY */
+	int all_checked;   /* every sample and key has been checked */
 	const uint8_t *blocks, *samples, *fields, *order, *keys;
-	const char **names; /* pointers into index */
+	const char **names; /* pointers into the index */
 	uint32_t *name_rank; /* position of each name id in byte order */
 	uint8_t *dict;
 	size_t dict_size;
@@ -156,7 +160,7 @@ static int read_footer(struct ch_shard *sh, struct footer *ft,
 		return ch_error_set(err, "index bounds are inconsistent with the "
 				    "file size ('%s', byte %llu)", sh->path,
 				    (unsigned long long)at);
-	if (ft->index_codec > CHS_INDEX_ZSTD ||
+	if (ft->index_codec > CHS_INDEX_PAGED ||
 	    ft->index_raw / MAX_INDEX_RATIO > ft->index_stored + 65536 ||
 	    (ft->index_codec == CHS_INDEX_RAW &&
 	     ft->index_raw != ft->index_stored))
@@ -166,48 +170,31 @@ static int read_footer(struct ch_shard *sh, struct footer *ft,
 	return 0;
 }
 
+static int read_for_index(const void *arg, void *buf, size_t n,
+			  uint64_t off, struct ch_error *err)
+{
+	return shard_read(arg, buf, n, off, err);
+}
+
+static struct shard_index_loc index_loc(const struct footer *ft)
+{
+	return (struct shard_index_loc){ ft->index_offset, ft->index_stored,
+					 ft->index_raw, ft->index_hash,
+					 ft->index_codec };
+}
+
+/* A lazy shard from a remote gets its stored index in one request, not a
+ * request per page. */
 static int load_index(struct ch_shard *sh, const struct footer *ft,
 		      struct ch_error *err)
 {
-	int rc = -1;
-	uint8_t *stored = malloc(ft->index_stored ? ft->index_stored : 1);
-	if (!stored)
-		return ch_error_set(err, "out of memory reading the index of "
-				    "'%s'", sh->path);
-	if (shard_read(sh, stored, ft->index_stored, ft->index_offset,
-		       err) < 0)
-		goto out;
-	if (ch_hash64(stored, ft->index_stored) != ft->index_hash) {
-		ch_error_set(err, "index checksum mismatch ('%s', byte %llu)",
-			     sh->path, (unsigned long long)ft->index_offset);
-		goto out;
-	}
-	if (ft->index_codec == CHS_INDEX_RAW) {
-		sh->index_size = ft->index_stored;
-		sh->index = stored;
-		stored = NULL;
-		rc = 0;
-		goto out;
-	}
-	sh->index_size = ft->index_raw;
-	if (!(sh->index = malloc(ft->index_raw ? ft->index_raw : 1))) {
-		ch_error_set(err, "out of memory reading the index of '%s'",
-			     sh->path);
-		goto out;
-	}
-	size_t n = ZSTD_decompress(sh->index, ft->index_raw, stored,
-				   ft->index_stored);
-	if (ZSTD_isError(n) || n != ft->index_raw) {
-		ch_error_set(err, "cannot decode the index ('%s', byte %llu): %s",
-			     sh->path, (unsigned long long)ft->index_offset,
-			     ZSTD_isError(n) ? ZSTD_getErrorName(n)
-					     : "wrong size");
-		goto out;
-	}
-	rc = 0;
-out:
-	free(stored);
-	return rc;
+	enum shard_index_mode mode = INDEX_WHOLE;
+	if (sh->flags & CH_SHARD_LAZY)
+		mode = sh->src.read_at ? INDEX_LAZY_HELD : INDEX_LAZY_READ;
+	struct shard_index_loc loc = index_loc(ft);
+	sh->index_memory = shard_index_memory(&loc, mode == INDEX_LAZY_HELD);
+	return shard_index_open(&sh->ix, &loc, mode, read_for_index, sh,
+				sh->path, err);
 }
 
 /* Multiplies and adds with overflow checks: sizes come from the file. */
@@ -238,9 +225,11 @@ static int rank_names(struct ch_shard *sh, struct ch_error *err)
 static int map_sections(struct ch_shard *sh, const struct footer *ft,
 			struct ch_error *err)
 {
-	const uint8_t *h = sh->index;
+	const uint8_t *h = sh->ix.raw;
 	if (ft->index_raw < CHS_INDEX_HEADER_SIZE)
 		return ch_error_set(err, "index too short ('%s')", sh->path);
+	if (shard_index_need(&sh->ix, 0, CHS_INDEX_HEADER_SIZE, err) < 0)
+		return -1;
 	sh->nsamples = ld64(h);
 	sh->nfields = ld64(h + 8);
 	sh->nblocks = ld32(h + 16);
@@ -267,8 +256,15 @@ static int map_sections(struct ch_shard *sh, const struct footer *ft,
 	sh->order = sh->fields + sh->nfields * CHS_FIELD_ENTRY_SIZE;
 	const uint8_t *names = sh->order + 4 * sh->nsamples;
 	sh->keys = names + names_size;
+	sh->keys_size = keys_size;
 	if (sh->nnames > names_size)
 		return ch_error_set(err, "bad name table ('%s')", sh->path);
+	if (shard_index_need(&sh->ix, CHS_INDEX_HEADER_SIZE,
+			     (uint64_t)sh->nblocks * CHS_BLOCK_ENTRY_SIZE,
+			     err) < 0 ||
+	    shard_index_need(&sh->ix, (uint64_t)(names - h), names_size,
+			     err) < 0)
+		return -1;
 	sh->names = calloc(sh->nnames ? sh->nnames : 1, sizeof(*sh->names));
 	if (!sh->names)
 		return ch_error_set(err, "out of memory");
@@ -321,60 +317,66 @@ static int check_blocks(struct ch_shard *sh, const struct footer *ft,
 	return 0;
 }
 
-static int check_samples(struct ch_shard *sh, struct ch_error *err)
+/* The entry of sample i points inside the index and its block. */
+static int check_sample(const struct ch_shard *sh, uint64_t i,
+			struct ch_error *err)
 {
-	for (uint64_t i = 0; i < sh->nsamples; i++) {
-		const uint8_t *e = sh->samples + i * CHS_SAMPLE_ENTRY_SIZE;
-		uint32_t block = ld32(e + 16), first = ld32(e + 28);
-		uint16_t nf = ld16(e + 26);
-		uint64_t offset = ld64(e + 8), size = 0;
-		if (block >= sh->nblocks || nf == 0 || ld16(e + 24) == 0 ||
-		    (uint64_t)first + nf > sh->nfields)
-			return ch_error_set(err, "sample %llu points outside "
-					    "the index ('%s')",
-					    (unsigned long long)i, sh->path);
-		for (uint16_t f = 0; f < nf; f++) {
-			const uint8_t *fe = sh->fields +
-				(uint64_t)(first + f) * CHS_FIELD_ENTRY_SIZE;
-			if (ld32(fe + 8) >= sh->nnames || ld32(fe + 12) ||
-			    add_size(&size, 1, ld64(fe)) ||
-			    (f > 0 && sh->name_rank[ld32(fe - 8)] >=
-					      sh->name_rank[ld32(fe + 8)]))
-				return ch_error_set(err, "sample %llu has a bad "
-						    "field ('%s')",
-						    (unsigned long long)i,
-						    sh->path);
-		}
-		struct ch_block_stat st;
-		ch_shard_block(sh, block, &st);
-		if (offset > st.raw_size || size > st.raw_size - offset)
-			return ch_error_set(err, "sample %llu runs past its "
-					    "block ('%s', block %u)",
-					    (unsigned long long)i, sh->path,
-					    block);
+	const uint8_t *e = sh->samples + i * CHS_SAMPLE_ENTRY_SIZE;
+	uint32_t block = ld32(e + 16), first = ld32(e + 28);
+	uint16_t nf = ld16(e + 26);
+	uint64_t offset = ld64(e + 8), size = 0;
+	if (block >= sh->nblocks || nf == 0 || ld16(e + 24) == 0 ||
+	    (uint64_t)first + nf > sh->nfields)
+		return ch_error_set(err, "sample %llu points outside the index "
+				    "('%s')", (unsigned long long)i, sh->path);
+	for (uint16_t f = 0; f < nf; f++) {
+		const uint8_t *fe = sh->fields +
+				    (uint64_t)(first + f) * CHS_FIELD_ENTRY_SIZE;
+		if (ld32(fe + 8) >= sh->nnames || ld32(fe + 12) ||
+		    add_size(&size, 1, ld64(fe)) ||
+		    (f > 0 && sh->name_rank[ld32(fe - 8)] >=
+				      sh->name_rank[ld32(fe + 8)]))
+			return ch_error_set(err, "sample %llu has a bad field "
+					    "('%s')", (unsigned long long)i,
+					    sh->path);
 	}
+	struct ch_block_stat st;
+	ch_shard_block(sh, block, &st);
+	if (offset > st.raw_size || size > st.raw_size - offset)
+		return ch_error_set(err, "sample %llu runs past its block "
+				    "('%s', block %u)", (unsigned long long)i,
+				    sh->path, block);
 	return 0;
 }
 
-/* Key offsets, and that the key order table is a sorted permutation:
- * binary search depends on it. */
-static int check_keys(struct ch_shard *sh, uint64_t keys_size,
-		      struct ch_error *err)
+static int check_key(const struct ch_shard *sh, uint64_t i,
+		     struct ch_error *err)
+{
+	const uint8_t *e = sh->samples + i * CHS_SAMPLE_ENTRY_SIZE;
+	if ((uint64_t)ld32(e + 20) + ld16(e + 24) > sh->keys_size ||
+	    memchr(sh->keys + ld32(e + 20), 0, ld16(e + 24)))
+		return ch_error_set(err, "sample %llu has a key outside the key "
+				    "table or with a NUL byte ('%s')",
+				    (unsigned long long)i, sh->path);
+	return 0;
+}
+
+static int check_samples(struct ch_shard *sh, struct ch_error *err)
+{
+	for (uint64_t i = 0; i < sh->nsamples; i++)
+		if (check_sample(sh, i, err) < 0 || check_key(sh, i, err) < 0)
+			return -1;
+	return 0;
+}
+
+/* That the key order table is a sorted permutation: binary search
+ * depends on it. */
+static int check_key_order(struct ch_shard *sh, struct ch_error *err)
 {
 	int rc = -1;
 	uint8_t *seen = calloc(sh->nsamples ? sh->nsamples : 1, 1);
 	if (!seen)
 		return ch_error_set(err, "out of memory");
-	for (uint64_t i = 0; i < sh->nsamples; i++) {
-		const uint8_t *e = sh->samples + i * CHS_SAMPLE_ENTRY_SIZE;
-		if ((uint64_t)ld32(e + 20) + ld16(e + 24) > keys_size ||
-		    memchr(sh->keys + ld32(e + 20), 0, ld16(e + 24))) {
-			ch_error_set(err, "sample %llu has a key outside the key "
-				     "table or with a NUL byte ('%s')",
-				     (unsigned long long)i, sh->path);
-			goto out;
-		}
-	}
 	for (uint64_t i = 0; i < sh->nsamples; i++) {
 		uint32_t s = ld32(sh->order + 4 * i);
 		if (s >= sh->nsamples || seen[s]) {
@@ -431,7 +433,10 @@ static int estimate_memory(struct ch_shard *sh, uint64_t *bytes,
 	if (read_header(sh, &dict_hash, err) < 0 ||
 	    read_footer(sh, &ft, err) < 0)
 		return -1;
-	*bytes = sizeof(*sh) + ft.index_raw + sh->dict_size;
+	struct shard_index_loc loc = index_loc(&ft);
+	/* a shard from a byte source is opened holding its stored index */
+	*bytes = sizeof(*sh) + sh->dict_size +
+		 shard_index_memory(&loc, sh->src.read_at != NULL);
 	return 0;
 }
 
@@ -462,6 +467,18 @@ int ch_shard_open_memory_source(const char *name,
 	return estimate_memory(&sh, bytes, err);
 }
 
+/* Checks every entry of an index that is all in; a lazy one's samples
+ * are checked one at a time by ch_shard_prepare. */
+static int check_index(struct ch_shard *sh, struct ch_error *err)
+{
+	if (atomic_load(&sh->ix.missing))
+		return 0;
+	if (check_samples(sh, err) < 0 || check_key_order(sh, err) < 0)
+		return -1;
+	sh->all_checked = 1;
+	return 0;
+}
+
 /* Reads and checks what ch_shard_open promises; sh has its size. */
 static int load_shard(struct ch_shard *sh, struct ch_error *err)
 {
@@ -476,31 +493,40 @@ static int load_shard(struct ch_shard *sh, struct ch_error *err)
 	    read_dict(sh, dict_hash, err) < 0 ||
 	    read_footer(sh, &ft, err) < 0 || load_index(sh, &ft, err) < 0 ||
 	    map_sections(sh, &ft, err) < 0 || check_blocks(sh, &ft, err) < 0 ||
-	    check_samples(sh, err) < 0 ||
-	    check_keys(sh, ld64(sh->index + 32), err) < 0)
+	    check_index(sh, err) < 0)
 		return -1;
 	return 0;
 }
 
-int ch_shard_open(struct ch_shard **out, const char *path,
-		  struct ch_error *err)
+int ch_shard_open_flags(struct ch_shard **out, const char *path,
+			const struct ch_byte_source *src, unsigned flags,
+			struct ch_error *err)
 {
 	struct ch_shard *sh = calloc(1, sizeof(*sh));
-	struct stat st;
 	if (!sh || !(sh->path = strdup(path))) {
 		free(sh);
+		if (src && src->release)
+			src->release(src->arg);
 		return ch_error_set(err, "out of memory");
 	}
-	sh->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (sh->fd < 0) {
-		ch_error_errno(err, errno, "cannot open '%s'", path);
-		goto fail;
+	sh->flags = flags;
+	sh->fd = -1;
+	if (src) {
+		sh->src = *src;
+		sh->file_size = src->size;
+	} else {
+		struct stat st;
+		sh->fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (sh->fd < 0) {
+			ch_error_errno(err, errno, "cannot open '%s'", path);
+			goto fail;
+		}
+		if (fstat(sh->fd, &st) < 0) {
+			ch_error_errno(err, errno, "cannot stat '%s'", path);
+			goto fail;
+		}
+		sh->file_size = (uint64_t)st.st_size;
 	}
-	if (fstat(sh->fd, &st) < 0) {
-		ch_error_errno(err, errno, "cannot stat '%s'", path);
-		goto fail;
-	}
-	sh->file_size = (uint64_t)st.st_size;
 	if (load_shard(sh, err) < 0)
 		goto fail;
 	*out = sh;
@@ -510,26 +536,64 @@ fail:
 	return -1;
 }
 
+int ch_shard_open(struct ch_shard **out, const char *path,
+		  struct ch_error *err)
+{
+	return ch_shard_open_flags(out, path, NULL, 0, err);
+}
+
 int ch_shard_open_source(struct ch_shard **out, const char *name,
 			 const struct ch_byte_source *src,
 			 struct ch_error *err)
 {
-	struct ch_shard *sh = calloc(1, sizeof(*sh));
-	if (!sh || !(sh->path = strdup(name))) {
-		free(sh);
-		if (src->release)
-			src->release(src->arg);
-		return ch_error_set(err, "out of memory");
-	}
-	sh->fd = -1;
-	sh->src = *src;
-	sh->file_size = src->size;
-	if (load_shard(sh, err) < 0) {
-		ch_shard_close(sh);
+	return ch_shard_open_flags(out, name, src, 0, err);
+}
+
+/* Decodes what sample i's entry points to: its fields and its key. */
+static int need_sample(const struct ch_shard *sh, uint64_t i,
+		       struct ch_error *err)
+{
+	struct shard_index *ix = (struct shard_index *)&sh->ix;
+	uint64_t base = (uint64_t)(sh->samples - ix->raw);
+	if (shard_index_need(ix, base + i * CHS_SAMPLE_ENTRY_SIZE,
+			     CHS_SAMPLE_ENTRY_SIZE, err) < 0)
 		return -1;
-	}
-	*out = sh;
+	const uint8_t *e = sh->samples + i * CHS_SAMPLE_ENTRY_SIZE;
+	uint64_t first = ld32(e + 28), nf = ld16(e + 26);
+	uint64_t key = ld32(e + 20), key_len = ld16(e + 24);
+	if (first + nf <= sh->nfields &&
+	    shard_index_need(ix, (uint64_t)(sh->fields - ix->raw) +
+					 first * CHS_FIELD_ENTRY_SIZE,
+			     nf * CHS_FIELD_ENTRY_SIZE, err) < 0)
+		return -1;
+	if (key + key_len <= sh->keys_size &&
+	    shard_index_need(ix, (uint64_t)(sh->keys - ix->raw) + key,
+			     key_len, err) < 0)
+		return -1;
 	return 0;
+}
+
+int ch_shard_prepare(const struct ch_shard *sh, uint64_t i,
+		     struct ch_error *err)
+{
+	if (i >= sh->nsamples)
+		return ch_error_set(err, "no sample %llu in '%s'",
+				    (unsigned long long)i, sh->path);
+	if (sh->all_checked)
+		return 0;
+	if (need_sample(sh, i, err) < 0 || check_sample(sh, i, err) < 0 ||
+	    check_key(sh, i, err) < 0)
+		return -1;
+	return 0;
+}
+
+int ch_shard_load_index(struct ch_shard *sh, struct ch_error *err)
+{
+	if (sh->all_checked)
+		return 0;
+	if (shard_index_need(&sh->ix, 0, sh->ix.raw_size, err) < 0)
+		return -1;
+	return check_index(sh, err);
 }
 
 void ch_shard_close(struct ch_shard *sh)
@@ -541,7 +605,7 @@ void ch_shard_close(struct ch_shard *sh)
 	if (sh->src.release)
 		sh->src.release(sh->src.arg);
 	free(sh->path);
-	free(sh->index);
+	shard_index_free(&sh->ix);
 	free(sh->names);
 	free(sh->name_rank);
 	free(sh->dict);
@@ -556,7 +620,7 @@ int ch_shard_has_dict(const struct ch_shard *sh) { return sh->dict_size > 0; }
 
 size_t ch_shard_memory(const struct ch_shard *sh)
 {
-	return sizeof(*sh) + sh->index_size + sh->dict_size +
+	return sizeof(*sh) + sh->index_memory + sh->dict_size +
 	       sh->nnames * (sizeof(*sh->names) + sizeof(*sh->name_rank));
 }
 
@@ -668,12 +732,11 @@ void ch_block_reader_free(struct ch_block_reader *r)
 	free(r);
 }
 
+/* Decodes the stored block in r->stored into dst (raw_size bytes). */
 static int decode_block(struct ch_block_reader *r, const struct ch_shard *sh,
 			uint32_t b, const struct ch_block_stat *st,
-			struct ch_error *err)
+			uint8_t *dst, struct ch_error *err)
 {
-	if (ch_buf_reserve(&r->raw, st->raw_size ? st->raw_size : 1, err) < 0)
-		return -1;
 	size_t n;
 	if (st->codec == CH_CODEC_ZSTD_DICT) {
 		if (!same_shard(r->ddict_shard, r->ddict_serial, sh)) {
@@ -685,11 +748,11 @@ static int decode_block(struct ch_block_reader *r, const struct ch_shard *sh,
 				return ch_error_set(err, "bad dictionary in '%s'",
 						    sh->path);
 		}
-		n = ZSTD_decompress_usingDDict(r->dctx, r->raw.data,
-					       st->raw_size, r->stored.data,
-					       st->stored_size, r->ddict);
+		n = ZSTD_decompress_usingDDict(r->dctx, dst, st->raw_size,
+					       r->stored.data, st->stored_size,
+					       r->ddict);
 	} else {
-		n = ZSTD_decompressDCtx(r->dctx, r->raw.data, st->raw_size,
+		n = ZSTD_decompressDCtx(r->dctx, dst, st->raw_size,
 					r->stored.data, st->stored_size);
 	}
 	if (ZSTD_isError(n) || n != st->raw_size)
@@ -713,6 +776,27 @@ static int read_checked(const struct ch_shard *sh, uint8_t *buf, size_t n,
 	return shard_read(sh, buf, n, off, err);
 }
 
+/* Block b's stored bytes, checked, in r->stored. */
+static int read_stored(struct ch_block_reader *r, const struct ch_shard *sh,
+		       uint32_t b, struct ch_block_stat *st,
+		       struct ch_error *err)
+{
+	if (b >= sh->nblocks)
+		return ch_error_set(err, "no block %u in '%s'", b, sh->path);
+	ch_shard_block(sh, b, st);
+	if (ch_buf_reserve(&r->stored, st->stored_size ? st->stored_size : 1,
+			   err) < 0 ||
+	    read_checked(sh, r->stored.data, st->stored_size, st->offset,
+			 st->hash, err) < 0)
+		return -1;
+	if (ch_hash64(r->stored.data, st->stored_size) != st->hash)
+		return ch_error_set(err, "checksum mismatch in block %u ('%s', "
+				    "byte %llu)%s", b, sh->path,
+				    (unsigned long long)st->offset,
+				    sh->src.read_at ? ", read twice" : "");
+	return 0;
+}
+
 int ch_block_read(struct ch_block_reader *r, const struct ch_shard *sh,
 		  uint32_t b, const uint8_t **data, size_t *size,
 		  struct ch_error *err)
@@ -724,24 +808,15 @@ int ch_block_read(struct ch_block_reader *r, const struct ch_shard *sh,
 		return 0;
 	}
 	r->cached_shard = NULL;
-	if (b >= sh->nblocks)
-		return ch_error_set(err, "no block %u in '%s'", b, sh->path);
 	struct ch_block_stat st;
-	ch_shard_block(sh, b, &st);
-	if (ch_buf_reserve(&r->stored, st.stored_size ? st.stored_size : 1,
-			   err) < 0 ||
-	    read_checked(sh, r->stored.data, st.stored_size, st.offset,
-			 st.hash, err) < 0)
+	if (read_stored(r, sh, b, &st, err) < 0)
 		return -1;
-	if (ch_hash64(r->stored.data, st.stored_size) != st.hash)
-		return ch_error_set(err, "checksum mismatch in block %u ('%s', "
-				    "byte %llu)%s", b, sh->path,
-				    (unsigned long long)st.offset,
-				    sh->src.read_at ? ", read twice" : "");
 	if (st.codec == CH_CODEC_RAW) {
 		r->cached_data = r->stored.data;
 	} else {
-		if (decode_block(r, sh, b, &st, err) < 0)
+		if (ch_buf_reserve(&r->raw, st.raw_size ? st.raw_size : 1,
+				   err) < 0 ||
+		    decode_block(r, sh, b, &st, r->raw.data, err) < 0)
 			return -1;
 		r->cached_data = r->raw.data;
 	}
@@ -754,12 +829,33 @@ int ch_block_read(struct ch_block_reader *r, const struct ch_shard *sh,
 	return 0;
 }
 
+int ch_block_read_owned(struct ch_block_reader *r, const struct ch_shard *sh,
+			uint32_t b, uint8_t **data, size_t *size,
+			struct ch_error *err)
+{
+	struct ch_block_stat st;
+	if (read_stored(r, sh, b, &st, err) < 0)
+		return -1;
+	uint8_t *out = malloc(st.raw_size ? st.raw_size : 1);
+	if (!out)
+		return ch_error_set(err, "out of memory (%llu bytes)",
+				    (unsigned long long)st.raw_size);
+	if (st.codec == CH_CODEC_RAW) {
+		memcpy(out, r->stored.data, st.raw_size);
+	} else if (decode_block(r, sh, b, &st, out, err) < 0) {
+		free(out);
+		return -1;
+	}
+	*data = out;
+	*size = st.raw_size;
+	return 0;
+}
+
 int ch_sample_read(struct ch_block_reader *r, const struct ch_shard *sh,
 		   uint64_t i, const uint8_t **data, struct ch_error *err)
 {
-	if (i >= sh->nsamples)
-		return ch_error_set(err, "no sample %llu in '%s'",
-				    (unsigned long long)i, sh->path);
+	if (ch_shard_prepare(sh, i, err) < 0)
+		return -1;
 	struct ch_sample_info si;
 	const uint8_t *block;
 	size_t size;
@@ -793,9 +889,8 @@ int ch_sample_fetch(struct ch_block_reader *r, const struct ch_shard *sh,
 {
 	struct ch_sample_info si;
 	struct ch_block_stat st;
-	if (i >= sh->nsamples)
-		return ch_error_set(err, "no sample %llu in '%s'",
-				    (unsigned long long)i, sh->path);
+	if (ch_shard_prepare(sh, i, err) < 0)
+		return -1;
 	ch_shard_sample(sh, i, &si);
 	ch_shard_block(sh, si.block, &st);
 	if (st.codec != CH_CODEC_RAW ||

@@ -93,7 +93,7 @@ static int open_slot(struct ch_shard_table *t, size_t k, struct ch_error *err)
 	struct ch_shard *sh = NULL;
 	sl->opening = 1;
 	pthread_mutex_unlock(&t->lock);
-	int rc = ch_dataset_open_shard(t->ds, k, &sh, err);
+	int rc = ch_dataset_open_shard(t->ds, k, CH_SHARD_LAZY, &sh, err);
 	pthread_mutex_lock(&t->lock);
 	sl->opening = 0;
 	pthread_cond_broadcast(&t->opened);

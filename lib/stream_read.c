@@ -280,6 +280,12 @@ static int read_one(struct ch_batch_reader *r, struct ch_batch_data *b,
 	struct ch_sample_info si;
 	const uint8_t *data;
 	int cached;
+	if (ch_shard_prepare(sh, sl->local, err) < 0) {
+		if (r->sh->skip_corrupt)
+			return 1;
+		b->data_error = 1;
+		return -1;
+	}
 	ch_shard_sample(sh, sl->local, &si);
 	if (fetch(r, sh, sl->local, &si, h, &data, &cached, err) < 0) {
 		if (r->sh->skip_corrupt)

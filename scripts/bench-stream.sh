@@ -132,7 +132,7 @@ cached "$IMG_DS.ok" "$VERSION, $IMG_SRC: $IMG_PARAMS" pack "$IMG_SRC" "$IMG_DS" 
 for n in 1000000 100000; do
 	cached "$WORK/tiny-$n.tar.ok" "tiny $n, seed 1" \
 		make_tar "$WORK/tiny-$n.tar" tiny-tar "$WORK/tiny-$n.tar" --count "$n" --seed 1
-	cached "$WORK/tiny-$n.ok" "$VERSION, 65536-sample shards, raw index literals, $(cat "$WORK/tiny-$n.tar.ok")" \
+	cached "$WORK/tiny-$n.ok" "$VERSION, 65536-sample shards, paged index (format 1.1), $(cat "$WORK/tiny-$n.tar.ok")" \
 		pack "$WORK/tiny-$n.tar" "$WORK/tiny-$n" "tiny$n"
 done
 
@@ -292,14 +292,16 @@ row "  --shuffle window (ms)" "$(int "${first_window[1000000]}")" \
 	"100,000 samples $(int "${first_window[100000]}")" "" "" ""
 echo
 echo "Memory is bounded by the options (chute-stream(1)): a global shuffle keeps every"
-echo "shard's index open (about 64 bytes a sample, within --index-memory, default"
+echo "shard's index open (at most about 64 bytes a sample, within --index-memory, default"
 echo "256M) and the decoded blocks (--cache, default 256M): from 100,000 to 1,000,000"
 echo "samples peak RSS grew by $growth bytes a sample.  With the small options of the"
 echo "second row, the 100,000-sample set (2 shards, 6 MB of index) fits in them whole,"
 echo "the 1,000,000-sample one does not: there the peak is the bound, 8M of index + 4M"
 echo "of blocks + a 4 MB shard per worker reading + batches + the program (~10 MB)."
-echo "A global shuffle's first batch decodes every shard's index (16 shards here); a"
-echo "window's, the shards of one window.  First batch: median of $FIRST_RUNS."
+echo "A global shuffle's first batch decodes the index pages that hold its samples"
+echo "(8 KiB each, a few per shard) and the blocks (1 MiB) that hold them, in every"
+echo "shard (16 here); a window's, the shards of one window.  First batch: median of"
+echo "$FIRST_RUNS, from process start to the first bytes in the reader."
 echo "The DataLoader is the better of 0 and 2 workers (persistent); the cat|cat"
 echo "baseline of row 2 runs behind the system's default pipe buffer of ${pipe_default} KiB."
 echo

@@ -38,6 +38,7 @@ MAGIC = b"\x89CHS\r\n\x1a\n"
 FOOTER_MAGIC = b"CHSFOOT1"
 HEADER_SIZE = FOOTER_SIZE = INDEX_HEADER_SIZE = 64
 BLOCK_ENTRY, SAMPLE_ENTRY, FIELD_ENTRY = 40, 32, 16
+PAGE_TABLE_HEADER, PAGE_ENTRY = 8, 16
 ZDICT_MAGIC = b"\x37\xa4\x30\xec"
 U64_MAX = (1 << 64) - 1
 
@@ -158,18 +159,58 @@ class Shard:
                       "%d, but the file has %d bytes"
                       % (self.index_offset, self.index_stored_size, end,
                          self.size))
-        if self.index_codec not in (0, 1):
+        if self.index_codec not in (0, 1, 2):
             self.fail(base + 44, "unknown index codec %d" % self.index_codec)
         if self.index_codec == 0 and \
                 self.index_stored_size != self.index_raw_size:
             self.fail(base + 16, "raw index: stored size %d != raw size %d"
                       % (self.index_stored_size, self.index_raw_size))
 
+    def read_paged_index(self, stored):
+        """Codec 2: a page table, then one zstd frame per page."""
+        off = self.index_offset
+        if len(stored) < PAGE_TABLE_HEADER:
+            self.fail(off, "paged index shorter than its page table")
+        page_size, count = struct.unpack_from("<II", stored, 0)
+        if page_size < 4096 or page_size > 1 << 20 or \
+                page_size & (page_size - 1):
+            self.fail(off, "index page size %d is not a power of two from "
+                      "4096 to 1048576" % page_size)
+        if count != -(-self.index_raw_size // page_size):
+            self.fail(off + 4, "%d index pages cannot hold %d bytes of %d"
+                      % (count, self.index_raw_size, page_size))
+        table = PAGE_TABLE_HEADER + PAGE_ENTRY * count
+        if table > len(stored):
+            self.fail(off + 4, "index page table runs past the index")
+        self.check_hash(self.size - 40, stored[:table], self.index_hash,
+                        "index hash (of the page table)")
+        pages, at = [], table
+        for p in range(count):
+            e = PAGE_TABLE_HEADER + PAGE_ENTRY * p
+            size, reserved, h = struct.unpack_from("<IIQ", stored, e)
+            if reserved:
+                self.fail(off + e + 4, "index page %d: reserved bytes are "
+                          "not zero" % p)
+            if at + size > len(stored):
+                self.fail(off + e, "index page %d runs past the index" % p)
+            frame = stored[at:at + size]
+            self.check_hash(off + e + 8, frame, h, "index page %d hash" % p)
+            raw = min(page_size, self.index_raw_size - p * page_size)
+            pages.append(self.decode_zstd(frame, raw, self.dctx_plain,
+                                          off + at, "index page %d" % p))
+            at += size
+        if at != len(stored):
+            self.fail(off + at, "%d bytes after the last index page"
+                      % (len(stored) - at))
+        self.index_page_size = page_size
+        return b"".join(pages)
+
     def read_index(self):
         off = self.index_offset
         stored = self.data[off:off + self.index_stored_size]
-        self.check_hash(self.size - 40, stored, self.index_hash,
-                        "index hash")
+        if self.index_codec != 2:
+            self.check_hash(self.size - 40, stored, self.index_hash,
+                            "index hash")
         if self.index_codec == 0:
             ix = bytes(stored)
         else:
@@ -179,8 +220,11 @@ class Shard:
                 self.fail(self.size - 48, "index raw size %d is implausible "
                           "for %d stored bytes" % (self.index_raw_size,
                                                    len(stored)))
-            ix = self.decode_zstd(stored, self.index_raw_size,
-                                  self.dctx_plain, off, "index")
+            if self.index_codec == 2:
+                ix = self.read_paged_index(stored)
+            else:
+                ix = self.decode_zstd(stored, self.index_raw_size,
+                                      self.dctx_plain, off, "index")
         self.ix = ix
         self.parse_index_header()
         self.parse_blocks()
@@ -482,6 +526,7 @@ def cmd_cat(sh, key, field, out):
 
 def cmd_info(sh, out):
     codecs = ("raw", "zstd", "zstd-dict")
+    index_codecs = ("raw", "zstd", "paged")
     lines = ["version %d.%d" % (sh.major, sh.minor),
              "file_size %d" % sh.size,
              "flags %d" % sh.flags,
@@ -492,7 +537,7 @@ def cmd_info(sh, out):
              "names %s" % b",".join(sh.names).decode(errors="replace"),
              "index %d %d %d %s" % (sh.index_offset, sh.index_stored_size,
                                     sh.index_raw_size,
-                                    codecs[sh.index_codec]),
+                                    index_codecs[sh.index_codec]),
              "key_order_identity %d" % (list(sh.order) ==
                                         list(range(sh.sample_count)))]
     for b, (offset, stored, raw, _, codec) in enumerate(sh.blocks):

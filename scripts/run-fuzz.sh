@@ -184,17 +184,23 @@ seed_fuzz_shard() {
 	make_samples "$src/dict" a 40
 	make_samples "$src/labels" cat 5
 	make_samples "$src/labels" dog 4
+	# an index of several pages, for lazy opens to decode a page at a time
+	make_samples "$src/many" a 300
 	pack_seed "$src/plain.ds" "$src/plain" || true
+	pack_seed "$src/many.ds" "$src/many" || true
 	pack_seed "$src/dict.ds" --dict "$src/dict" || true
 	pack_seed "$src/labels.ds" --label-from dir -s 3s -b 200 \
 		"$src/labels" || true
-	for ds in plain dict labels; do
+	for ds in plain dict labels many; do
 		for f in "$src/$ds.ds"/shards/*.chs; do
 			[ -f "$f" ] || continue
 			# fuzz_shard reads a mode byte first (bit 0: fix up the
-			# checksums after mutation): seed both modes
-			{ printf '\000'; cat "$f"; } >"$dir/$ds-0-$(basename "$f")"
-			{ printf '\001'; cat "$f"; } >"$dir/$ds-1-$(basename "$f")"
+			# checksums after mutation; bit 1: open lazily): seed
+			# every mode
+			for m in 0 1 2 3; do
+				{ printf "\\00$m"; cat "$f"; } \
+					>"$dir/$ds-$m-$(basename "$f")"
+			done
 		done
 	done
 	return 0

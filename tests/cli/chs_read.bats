@@ -129,21 +129,21 @@ check_shard() {
 	compare_fields "$shard" one/list one/dump ""
 }
 
-# mutate SRC OUT CASE: OUT is SRC with one change the page allows or
-# forbids, every checksum recomputed so that only the rule itself can
-# catch it.  The index is rewritten raw (index_codec 0) or zstd.
+# mutate SRC OUT CASE [paged]: OUT is SRC with one change the page allows
+# or forbids, every checksum recomputed so that only the rule itself can
+# catch it.  The index is rewritten raw (index_codec 0), as one zstd frame
+# (1), or with "paged" in 8 KiB pages (2).
 mutate() {
-	"$PYTHON" - "$@" <<'EOF2' || fail "cannot mutate $1 ($3)"
+	PYTHONPATH="$BATS_TEST_DIRNAME" "$PYTHON" - "$@" <<'EOF2' || fail "cannot mutate $1 ($3)"
 import struct, sys, xxhash, zstandard
+from shard_index import decoded_index
 h64 = xxhash.xxh3_64_intdigest
 src, out, case = sys.argv[1:4]
+paged = sys.argv[4:5] == ["paged"]
 d = open(src, "rb").read()
 hdr, foot = bytearray(d[:64]), d[-64:]
 ioff, isz, iraw, _, ns, nb, codec = struct.unpack_from("<QQQQQII", foot)
-ix = d[ioff:ioff + isz]
-if codec == 1:
-    ix = zstandard.ZstdDecompressor().decompress(ix, max_output_size=iraw)
-ix, body = bytearray(ix), bytearray(d[64:ioff])
+ix, body = bytearray(decoded_index(d)), bytearray(d[64:ioff])
 E, = struct.unpack_from("<Q", ix, 8)
 names_size, keys_size = struct.unpack_from("<QQ", ix, 24)
 ST = 64 + 40 * nb
@@ -156,7 +156,8 @@ u32 = lambda off, v: struct.pack_into("<I", ix, off, v)
 u64 = lambda off, v: struct.pack_into("<Q", ix, off, v)
 out_codec, trailer, gap, raw_size = 1, b"", b"", None
 if case == "raw-index": out_codec = 0
-elif case == "minor1": struct.pack_into("<H", hdr, 10, 1)
+elif case == "minor0": struct.pack_into("<H", hdr, 10, 0)
+elif case == "minor7": struct.pack_into("<H", hdr, 10, 7)
 elif case == "major2": struct.pack_into("<H", hdr, 8, 2)
 elif case == "flag2": hdr[12] |= 2
 elif case == "header-reserved": hdr[40] = 1
@@ -209,10 +210,18 @@ else:
     sys.exit("unknown case " + case)
 struct.pack_into("<Q", hdr, 56, h64(bytes(hdr[:56])))
 stored = bytes(ix) if out_codec == 0 else zstandard.ZstdCompressor().compress(bytes(ix))
+hashed = stored
+if paged and out_codec == 1:
+    P, out_codec = 8192, 2
+    frames = [zstandard.ZstdCompressor().compress(bytes(ix[a:a + P]))
+              for a in range(0, len(ix), P)]
+    hashed = struct.pack("<II", P, len(frames)) + b"".join(
+        struct.pack("<IIQ", len(fr), 0, h64(fr)) for fr in frames)
+    stored = hashed + b"".join(frames)
 stored += trailer
 f = bytearray(64)
 struct.pack_into("<QQQQQII", f, 0, 64 + len(body) + len(gap), len(stored),
-                 raw_size or len(ix), h64(stored), ns, nb, out_codec)
+                 raw_size or len(ix), h64(hashed), ns, nb, out_codec)
 struct.pack_into("<Q", f, 48, h64(bytes(f[:48])))
 f[56:] = b"CHSFOOT1"
 open(out, "wb").write(bytes(hdr) + bytes(body) + gap + stored + bytes(f))
@@ -236,7 +245,8 @@ block_codecs() {
 	run -0 chute pack src -o ds
 	check_dataset ds src
 	shard=$(shard_of ds)
-	assert_equal "$(info "$shard" version)" "1.0"
+	assert_equal "$(info "$shard" version)" "1.1"
+	assert_equal "$(info "$shard" index | cut -d' ' -f4)" "paged"
 	assert_equal "$(info "$shard" dict_size)" "0"
 }
 
@@ -364,7 +374,7 @@ with open(sys.argv[1], "r+b") as f:
     f.write(h)
 EOF
 	run -1 chs_read "$shard"
-	assert_output --partial "version 2.0"
+	assert_output --partial "version 2.1"
 }
 
 @test "chs_read: a file that is not a shard is refused" {
@@ -385,12 +395,23 @@ EOF
 	check_shard raw.chs
 }
 
-@test "chs_read: chute reads minor version 1 (only the major version gates)" {
+@test "chs_read: chute reads minor version 7 (only the major version gates)" {
 	mksamples src mixed
 	run -0 chute pack src -o ds
-	mutate "$(shard_of ds)" minor.chs minor1
-	assert_equal "$(info minor.chs version)" "1.1"
+	mutate "$(shard_of ds)" minor.chs minor7
+	assert_equal "$(info minor.chs version)" "1.7"
 	check_shard minor.chs
+}
+
+@test "chs_read: chute reads a 1.0 shard, its index one zstd frame (index_codec 1)" {
+	mksamples src mixed
+	run -0 chute pack -b 4K src -o ds
+	mutate "$(shard_of ds)" old.chs minor0
+	assert_equal "$(info old.chs version)" "1.0"
+	assert_equal "$(info old.chs index | cut -d' ' -f4)" "zstd"
+	check_shard old.chs
+	run -0 chute stream old.chs --format jsonl -e 1
+	assert_equal "${#lines[@]}" "$(chs_read old.chs | wc -l)"
 }
 
 @test "chs_read: chute and chs_read.py refuse every shard VALIDATION refuses" {
@@ -416,4 +437,54 @@ EOF
 		fi
 	done
 	[ -z "$accepted" ] || fail "chute ls accepted:$accepted"
+}
+
+# two_fields DIR N: N samples of a .bin and a .txt field, enough for an
+# index of several pages.
+two_fields() {
+	"$PYTHON" - "$@" <<'EOF' || fail "cannot generate $*"
+import os, sys
+root, n = sys.argv[1], int(sys.argv[2])
+os.makedirs(root)
+for i in range(n):
+    for name, data in (("bin", bytes([i % 251]) * 40), ("txt", b"t%d" % i)):
+        with open(os.path.join(root, "k%04d.%s" % (i, name)), "wb") as f:
+            f.write(data)
+EOF
+}
+
+@test "chs_read: a paged index checked page by page: stream refuses what it reads, ls all of it" {
+	two_fields src 600
+	run -0 chute pack -b 4K src -o ds
+	shard=$(shard_of ds)
+	assert_equal "$(info "$shard" index | cut -d' ' -f4)" "paged"
+	local c
+	for c in field-reserved fields-unsorted key-with-nul key-empty \
+		no-fields block-out-of-range name-id-out-of-range \
+		sample-past-block; do
+		mutate "$shard" "$c.chs" "$c" paged
+		run -1 chs_read "$c.chs"
+		run -2 chute ls "$c.chs"
+		# a stream opens its shards lazily and checks each sample it
+		# reads: the damage shows as a data error (exit 1) mid-stream
+		mkdir "$c" && cp -r ds/. "$c"/ && cp "$c.chs" "$c/shards/${shard##*/}"
+		run -1 chute stream "$c" --format jsonl -e 1
+		assert_output --partial "${shard##*/}"
+		assert_output --regexp "sample [0-9]+ (has|points|runs)"
+	done
+}
+
+@test "chs_read: a damaged index page is refused when a stream first reads it" {
+	two_fields src 600
+	run -0 chute pack -b 4K src -o ds
+	shard=$(shard_of ds)
+	# page 2 holds sample entries, not read at open; flip a byte in it
+	read -r off size < <(shard_layout "$shard" | awk '$1 == "page" && $2 == 2 { print $3, $4 }')
+	flip_byte "$shard" $((off + size / 2))
+	run -1 chute stream ds --format jsonl -e 1 --shuffle none
+	assert_output --partial "index page"
+	assert_output --partial "checksum mismatch"
+	run -2 chute ls "$shard"
+	assert_output --partial "index page"
+	assert_output --partial "checksum mismatch"
 }

@@ -110,22 +110,18 @@ for h in sorted(json.loads(l)["hash"] for l in sys.stdin):
 }
 
 # shard_layout SHARD: prints, from the footer and the index (an independent
-# reader of man/chute-shard.5), lines "index OFFSET SIZE" and
-# "block B OFFSET STORED_SIZE".
+# reader of man/chute-shard.5), lines "index OFFSET SIZE", "page P OFFSET
+# STORED_SIZE" for a paged index, and "block B OFFSET STORED_SIZE".
 shard_layout() {
-	"$PYTHON" - "$1" <<'EOF' || fail "cannot read the layout of $1"
-import struct, subprocess, sys
+	PYTHONPATH="$BATS_TEST_DIRNAME" "$PYTHON" - "$1" <<'EOF' || fail "cannot read the layout of $1"
+import struct, sys
+from shard_index import footer, pages, decoded_index
 data = open(sys.argv[1], "rb").read()
-foot = data[-64:]
-ioff, isize, iraw, _ih, _n, nblocks, codec = struct.unpack_from("<QQQQQII", foot)
-index = data[ioff:ioff + isize]
-if codec == 1:
-    try:
-        import zstandard
-        index = zstandard.ZstdDecompressor().decompress(index, max_output_size=iraw)
-    except ImportError:
-        index = subprocess.run(["zstd", "-dc"], input=index, stdout=subprocess.PIPE, check=True).stdout
+ioff, isize, _raw, _h, _n, nblocks, _codec = footer(data)
+index = decoded_index(data)
 print("index", ioff, isize)
+for p, at, n in pages(data):
+    print("page", p, at, n)
 for b in range(nblocks):
     off, stored = struct.unpack_from("<QQ", index, 64 + 40 * b)
     print("block", b, off, stored)

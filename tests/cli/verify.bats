@@ -160,8 +160,9 @@ assert any("'"${S0##*/}"'" in json.dumps(x) for x in p), p
 # recomputes the block hash, the index (stored raw), the index hash and the
 # footer hash, so that only the sample's content hash is wrong.
 forge_sample() {
-	"$PYTHON" - "$1" <<'EOF' || fail "cannot forge $1"
+	PYTHONPATH="$BATS_TEST_DIRNAME" "$PYTHON" - "$1" <<'EOF' || fail "cannot forge $1"
 import struct, subprocess, sys
+from shard_index import decoded_index
 def xxh3_64(b):
     out = subprocess.run(["xxhsum", "-H3", "-"], input=b, stdout=subprocess.PIPE, check=True).stdout
     return int(out.split()[-1], 16)
@@ -169,11 +170,7 @@ path = sys.argv[1]
 data = bytearray(open(path, "rb").read())
 foot = data[-64:]
 ioff, isize, iraw, _ih, nsamples, nblocks, codec = struct.unpack_from("<QQQQQII", foot)
-index = bytes(data[ioff:ioff + isize])
-if codec == 1:
-    import zstandard
-    index = zstandard.ZstdDecompressor().decompress(index, max_output_size=iraw)
-index = bytearray(index)
+index = bytearray(decoded_index(data))
 sample0 = 64 + 40 * nblocks
 _h, soff, sblock = struct.unpack_from("<QQI", index, sample0)
 bent = 64 + 40 * sblock

@@ -1,5 +1,7 @@
 /* test_shard.c - the shard writer and reader: round trip, lookup, and
  * that any damage to a shard is detected, never crashes the reader. */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -152,15 +154,143 @@ out:
 	free(path);
 }
 
+/* A shard of n one-field samples "kNNNNN", 8 to a block: an index of many
+ * pages. */
+static int write_many(const char *path, uint32_t n)
+{
+	struct ch_error err;
+	struct ch_shard_writer *w;
+	struct ch_block_encoder *enc = ch_block_encoder_new(3, NULL, 0);
+	if (ch_shard_writer_open(&w, path, NULL, 0, &err) < 0) {
+		unit_note("%s", err.msg);
+		return -1;
+	}
+	int rc = 0;
+	char keys[8][16];
+	for (uint32_t first = 0; rc == 0 && first < n; first += 8) {
+		uint8_t raw[8 * 16];
+		struct ch_sample_desc descs[8];
+		struct ch_field_desc fields[8];
+		uint32_t k = 0;
+		for (; k < 8 && first + k < n; k++) {
+			snprintf(keys[k], sizeof(keys[k]), "k%05u", first + k);
+			memset(raw + 16 * k, (int)((first + k) % 251), 16);
+			fields[k] = (struct ch_field_desc){ "bin", 16 };
+			descs[k] = (struct ch_sample_desc){
+				.key = keys[k], .key_len = strlen(keys[k]),
+				.offset = 16 * k, .nfields = 1,
+				.fields = &fields[k] };
+		}
+		const uint8_t *stored;
+		size_t stored_size;
+		uint32_t codec;
+		struct ch_encoded_block blk;
+		rc = ch_block_encode(enc, raw, 16 * k, &stored, &stored_size,
+				     &codec, &err);
+		blk = (struct ch_encoded_block){ stored, stored_size, 16 * k,
+						 codec, k, descs };
+		if (rc == 0)
+			rc = ch_shard_writer_add(w, &blk, &err);
+	}
+	struct ch_shard_summary sum;
+	if (rc == 0)
+		rc = ch_shard_writer_finish(w, &sum, &err);
+	if (rc < 0)
+		unit_note("%s", err.msg);
+	ch_shard_writer_free(w);
+	ch_block_encoder_free(enc);
+	return rc;
+}
+
+#define MANY 3001
+#define READERS 4
+
+struct lazy_reader {
+	const struct ch_shard *lazy, *whole;
+	uint32_t start;
+	int bad;
+};
+
+/* Prepares and reads every sample, in an order of its own, comparing
+ * with the shard opened whole. */
+static void *read_lazily(void *arg)
+{
+	struct lazy_reader *lr = arg;
+	struct ch_block_reader *r = ch_block_reader_new();
+	struct ch_error err;
+	for (uint32_t k = 0; k < MANY && !lr->bad; k++) {
+		uint64_t i = (lr->start + (uint64_t)k * 389) % MANY;
+		struct ch_sample_info a, b;
+		struct ch_field_info fa, fb;
+		const uint8_t *data;
+		if (ch_shard_prepare(lr->lazy, i, &err) < 0 ||
+		    ch_sample_read(r, lr->lazy, i, &data, &err) < 0) {
+			lr->bad = 1;
+			break;
+		}
+		ch_shard_sample(lr->lazy, i, &a);
+		ch_shard_sample(lr->whole, i, &b);
+		ch_shard_field(lr->lazy, i, 0, &fa);
+		ch_shard_field(lr->whole, i, 0, &fb);
+		lr->bad = a.key_len != b.key_len ||
+			  memcmp(a.key, b.key, a.key_len) || a.hash != b.hash ||
+			  a.block != b.block || a.offset != b.offset ||
+			  strcmp(fa.name, fb.name) || fa.size != fb.size ||
+			  data[0] != i % 251;
+	}
+	ch_block_reader_free(r);
+	return NULL;
+}
+
+/* A lazy open decodes index pages as samples are prepared, from several
+ * threads at once, and sees what a whole open sees. */
+static void lazy_open_reads_like_a_whole_one(void)
+{
+	struct ch_error err;
+	struct ch_shard *whole = NULL, *lazy = NULL;
+	char *path = path_in_dir("many.chs");
+	if (!CHECK(write_many(path, MANY) == 0) ||
+	    !CHECK(ch_shard_open(&whole, path, &err) == 0) ||
+	    !CHECK(ch_shard_open_flags(&lazy, path, NULL, CH_SHARD_LAZY,
+				       &err) == 0)) {
+		unit_note("%s", err.msg);
+		goto out;
+	}
+	CHECK_EQ_U64(ch_shard_sample_count(lazy), MANY);
+	CHECK(ch_shard_prepare(lazy, MANY, &err) < 0);
+	struct lazy_reader lr[READERS];
+	pthread_t t[READERS];
+	for (int k = 0; k < READERS; k++) {
+		lr[k] = (struct lazy_reader){ lazy, whole, (uint32_t)k * 977, 0 };
+		pthread_create(&t[k], NULL, read_lazily, &lr[k]);
+	}
+	for (int k = 0; k < READERS; k++) {
+		pthread_join(t[k], NULL);
+		CHECK(!lr[k].bad);
+	}
+	/* once all is checked, lookups by key work as on a whole open */
+	if (CHECK(ch_shard_load_index(lazy, &err) == 0))
+		CHECK_EQ_U64(ch_shard_find(lazy, "k01234", 6), 1234);
+out:
+	ch_shard_close(whole);
+	ch_shard_close(lazy);
+	unlink(path);
+	free(path);
+}
+
 /* Opens the shard and reads every block; 0 only if all of it is sound. */
-static int read_everything(const char *path)
+static int read_everything(const char *path, unsigned flags)
 {
 	struct ch_error err;
 	struct ch_shard *sh;
-	if (ch_shard_open(&sh, path, &err) < 0)
+	if (ch_shard_open_flags(&sh, path, NULL, flags, &err) < 0)
 		return -1;
 	struct ch_block_reader *r = ch_block_reader_new();
 	int rc = 0;
+	/* what a stream checks of a lazy shard: the samples it reads */
+	for (uint64_t i = 0; i < ch_shard_sample_count(sh); i++)
+		if (ch_shard_prepare(sh, i, &err) < 0)
+			rc = -1;
 	for (uint32_t b = 0; b < ch_shard_block_count(sh); b++) {
 		const uint8_t *data;
 		size_t size;
@@ -194,30 +324,41 @@ static void spit(const char *path, const uint8_t *p, size_t n)
 
 /* Every bit of a shard is covered by a checksum: flipping any one byte
  * makes opening or reading it fail (with a message, not a crash). */
-static void every_flipped_byte_is_detected(void)
+/* Flips each byte of the shard at path in turn: every flip must fail an
+ * open with these flags or a read of some block or sample. */
+static size_t flips_missed(const char *path, unsigned flags)
 {
-	char *path = path_in_dir("flip.chs"), *bad = path_in_dir("bad.chs");
+	char *bad = path_in_dir("bad.chs");
 	size_t n, missed = 0;
-	if (!CHECK(write_shard(path, NULL, 0) == 0))
-		goto out;
 	uint8_t *orig = slurp(path, &n);
-	CHECK(read_everything(path) == 0);
+	CHECK(read_everything(path, flags) == 0);
 	for (size_t i = 0; i < n; i++) {
 		orig[i] ^= 0x10;
 		spit(bad, orig, n);
 		orig[i] ^= 0x10;
-		if (read_everything(bad) == 0) {
-			if (missed++ < 5)
-				unit_note("flip at byte %zu went unnoticed", i);
-		}
+		if (read_everything(bad, flags) == 0 && missed++ < 5)
+			unit_note("flip at byte %zu went unnoticed", i);
 	}
-	CHECK_EQ_U64(missed, 0);
 	free(orig);
-out:
-	unlink(path);
 	unlink(bad);
-	free(path);
 	free(bad);
+	return missed;
+}
+
+static void every_flipped_byte_is_detected(void)
+{
+	char *path = path_in_dir("flip.chs"), *many = path_in_dir("pages.chs");
+	if (CHECK(write_shard(path, NULL, 0) == 0))
+		CHECK_EQ_U64(flips_missed(path, 0), 0);
+	/* an index of several pages, opened whole and lazily */
+	if (CHECK(write_many(many, 400) == 0)) {
+		CHECK_EQ_U64(flips_missed(many, 0), 0);
+		CHECK_EQ_U64(flips_missed(many, CH_SHARD_LAZY), 0);
+	}
+	unlink(path);
+	unlink(many);
+	free(path);
+	free(many);
 }
 
 static void every_truncation_is_detected(void)
@@ -229,7 +370,7 @@ static void every_truncation_is_detected(void)
 	uint8_t *orig = slurp(path, &n);
 	for (size_t len = 0; len < n; len += 7) {
 		spit(bad, orig, len);
-		missed += read_everything(bad) == 0;
+		missed += read_everything(bad, 0) == 0;
 	}
 	CHECK_EQ_U64(missed, 0);
 	free(orig);
@@ -307,6 +448,7 @@ int main(void)
 {
 	static const struct unit_test tests[] = {
 		UNIT(round_trip),
+		UNIT(lazy_open_reads_like_a_whole_one),
 		UNIT(every_flipped_byte_is_detected),
 		UNIT(every_truncation_is_detected),
 		UNIT(existing_file_is_not_overwritten),
