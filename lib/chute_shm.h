@@ -157,8 +157,14 @@ static inline int chute_shm_pidfd(uint32_t pid)
 static inline int chute_shm_alive(uint32_t pid, int pidfd)
 {
 	if (pidfd >= 0) {
+		/* a signal (the SIGINT that stops chute) is not a death */
 		struct pollfd p = { pidfd, POLLIN, 0 };
-		return poll(&p, 1, 0) == 0; /* readable once it exited */
+		int n;
+		do
+			n = poll(&p, 1, 0);
+		while (n < 0 && errno == EINTR);
+		if (n >= 0)
+			return n == 0; /* readable once it exited */
 	}
 	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
 		return 0;
