@@ -31,6 +31,7 @@ struct ch_shard {
 	uint64_t index_memory, keys_size;
 	unsigned flags;	   /* CH_SHARD_LAZY */
 	int all_checked;   /* every sample and key has been checked */
+	atomic_uchar *checked; /* lazy: a bit per sample prepared */
 	const uint8_t *blocks, *samples, *fields, *order, *keys;
 	const char **names; /* pointers into the index */
 	uint32_t *name_rank; /* position of each name id in byte order */
@@ -435,7 +436,7 @@ static int estimate_memory(struct ch_shard *sh, uint64_t *bytes,
 		return -1;
 	struct shard_index_loc loc = index_loc(&ft);
 	/* a shard from a byte source is opened holding its stored index */
-	*bytes = sizeof(*sh) + sh->dict_size +
+	*bytes = sizeof(*sh) + sh->dict_size + ft.nsamples / 8 + 1 +
 		 shard_index_memory(&loc, sh->src.read_at != NULL);
 	return 0;
 }
@@ -471,8 +472,10 @@ int ch_shard_open_memory_source(const char *name,
  * are checked one at a time by ch_shard_prepare. */
 static int check_index(struct ch_shard *sh, struct ch_error *err)
 {
-	if (atomic_load(&sh->ix.missing))
-		return 0;
+	if (atomic_load(&sh->ix.missing)) {
+		sh->checked = calloc(sh->nsamples / 8 + 1, 1);
+		return sh->checked ? 0 : ch_error_set(err, "out of memory");
+	}
 	if (check_samples(sh, err) < 0 || check_key_order(sh, err) < 0)
 		return -1;
 	sh->all_checked = 1;
@@ -581,9 +584,15 @@ int ch_shard_prepare(const struct ch_shard *sh, uint64_t i,
 				    (unsigned long long)i, sh->path);
 	if (sh->all_checked)
 		return 0;
+	/* once a sample's pages are in and its entry checked, it stays so */
+	atomic_uchar *byte = &sh->checked[i / 8];
+	unsigned char bit = (unsigned char)(1u << (i % 8));
+	if (atomic_load_explicit(byte, memory_order_acquire) & bit)
+		return 0;
 	if (need_sample(sh, i, err) < 0 || check_sample(sh, i, err) < 0 ||
 	    check_key(sh, i, err) < 0)
 		return -1;
+	atomic_fetch_or_explicit(byte, bit, memory_order_release);
 	return 0;
 }
 
@@ -606,6 +615,7 @@ void ch_shard_close(struct ch_shard *sh)
 		sh->src.release(sh->src.arg);
 	free(sh->path);
 	shard_index_free(&sh->ix);
+	free(sh->checked);
 	free(sh->names);
 	free(sh->name_rank);
 	free(sh->dict);
@@ -621,6 +631,7 @@ int ch_shard_has_dict(const struct ch_shard *sh) { return sh->dict_size > 0; }
 size_t ch_shard_memory(const struct ch_shard *sh)
 {
 	return sizeof(*sh) + sh->index_memory + sh->dict_size +
+	       (sh->checked ? sh->nsamples / 8 + 1 : 0) +
 	       sh->nnames * (sizeof(*sh->names) + sizeof(*sh->name_rank));
 }
 

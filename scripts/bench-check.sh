@@ -34,7 +34,6 @@ N=1000000
 die() { echo "bench-check: $*" >&2; exit 2; }
 command -v /usr/bin/time >/dev/null || die "'/usr/bin/time' is missing: apt-get install time"
 "$CHUTE" check --help >/dev/null 2>&1 || die "$CHUTE has no check command"
-VERSION=$("$CHUTE" --version)
 mkdir -p "$WORK" "$RUNS_DIR"
 
 # --- helpers --------------------------------------------------------------
@@ -42,6 +41,7 @@ mkdir -p "$WORK" "$RUNS_DIR"
 # calc, median, sum_sizes, cached
 # shellcheck source=scripts/bench-lib.sh
 . "$(dirname "$0")/bench-lib.sh"
+VERSION=$(pack_version "$CHUTE")
 
 # --- data, built once -----------------------------------------------------
 

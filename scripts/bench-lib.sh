@@ -1,6 +1,9 @@
 # bench-lib.sh - helpers the benchmark scripts share; sourced, not run.
 
 calc() { awk "BEGIN { printf \"%s\", $1 }"; }
+# pack_version CHUTE: what a dataset packed by CHUTE with the defaults
+# depends on; cached datasets are packed again when it changes.
+pack_version() { echo "$("$1" --version), shard format 1.1"; }
 median() { printf '%s\n' "$@" | sort -g | sed -n "$(($# / 2 + 1))p"; }
 sum_sizes() { stat -c %s "$@" | awk '{ s += $1 } END { printf "%d", s }'; }
 

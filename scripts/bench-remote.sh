@@ -60,11 +60,11 @@ die() { echo "bench-remote: $*" >&2; exit 2; }
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 [ -x "$NGINX" ] || die "nginx is missing: apt-get install nginx"
 command -v curl >/dev/null || die "curl is missing: apt-get install curl"
-VERSION=$("$CHUTE" --version)
 
 # calc, median, sum_sizes, cached, int, ratio
 # shellcheck source=scripts/bench-lib.sh
 . "$HERE/bench-lib.sh"
+VERSION=$(pack_version "$CHUTE")
 
 # --- data, built once -----------------------------------------------------
 

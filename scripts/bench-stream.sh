@@ -48,7 +48,6 @@ command -v /usr/bin/time >/dev/null || die "'/usr/bin/time' is missing: apt-get 
 for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz; do
 	[ -r "$IDX/$f" ] || die "$IDX/$f is missing (dataset-fashion-mnist, or set FMNIST_DIR)"
 done
-VERSION=$("$CHUTE" --version)
 mkdir -p "$WORK" "$RUNS_DIR"
 
 # --- helpers --------------------------------------------------------------
@@ -56,12 +55,14 @@ mkdir -p "$WORK" "$RUNS_DIR"
 # calc, median, sum_sizes, cached
 # shellcheck source=scripts/bench-lib.sh
 . "$(dirname "$0")/bench-lib.sh"
+VERSION=$(pack_version "$CHUTE")
 
 # pack SRC DS NAME: a fresh dataset DS from SRC (a folder or an archive).
+# pack SRC OUT NAME [OPTION...]
 pack() {
 	echo "bench-stream: packing $1 (once)"
 	rm -rf "$2"
-	"$CHUTE" pack -q "$1" -o "$2" -n "$3"
+	"$CHUTE" pack -q "$1" -o "$2" -n "$3" "${@:4}"
 }
 
 # peak_rss CMD...: the largest peak RSS (KB) of CMD over RUNS runs.
@@ -132,9 +133,12 @@ cached "$IMG_DS.ok" "$VERSION, $IMG_SRC: $IMG_PARAMS" pack "$IMG_SRC" "$IMG_DS" 
 for n in 1000000 100000; do
 	cached "$WORK/tiny-$n.tar.ok" "tiny $n, seed 1" \
 		make_tar "$WORK/tiny-$n.tar" tiny-tar "$WORK/tiny-$n.tar" --count "$n" --seed 1
-	cached "$WORK/tiny-$n.ok" "$VERSION, 65536-sample shards, paged index (format 1.1), $(cat "$WORK/tiny-$n.tar.ok")" \
+	cached "$WORK/tiny-$n.ok" "$VERSION, 65536-sample shards, $(cat "$WORK/tiny-$n.tar.ok")" \
 		pack "$WORK/tiny-$n.tar" "$WORK/tiny-$n" "tiny$n"
 done
+# the same million in 64 KiB blocks: a random sample costs less to decode
+cached "$WORK/tiny-1000000-b64k.ok" "$(cat "$WORK/tiny-1000000.ok"), -b 64K" \
+	pack "$WORK/tiny-1000000.tar" "$WORK/tiny-1000000-b64k" tiny1000000 -b 64K
 
 # --- 1. small records -----------------------------------------------------
 
@@ -249,6 +253,12 @@ for n in 1000000 100000; do
 	# shellcheck disable=SC2046
 	first_window[$n]=$(median $(cat "$RUNS_DIR/first_window.out"))
 done
+first_b64k() {
+	"$PYTHON" "$HELPER" first-byte "$CHUTE" stream -b "$BATCH" "$WORK/tiny-1000000-b64k"
+}
+RUNS=$FIRST_RUNS rounds first_b64k
+# shellcheck disable=SC2046
+first_b64k=$(median $(cat "$RUNS_DIR/first_b64k.out"))
 
 # bytes of peak RSS per sample added between 100,000 and 1,000,000 samples
 per_sample() { calc "sprintf(\"%.0f\", ($1 - $2) * 1024 / 900000)"; }
@@ -290,6 +300,7 @@ row "first batch, 1,000,000 (ms)" "$(int "${first[1000000]}")" \
 	"100,000 samples $(int "${first[100000]}")" "" "" ""
 row "  --shuffle window (ms)" "$(int "${first_window[1000000]}")" \
 	"100,000 samples $(int "${first_window[100000]}")" "" "" ""
+row "  packed with -b 64K (ms)" "$(int "$first_b64k")" "" "" "" ""
 echo
 echo "Memory is bounded by the options (chute-stream(1)): a global shuffle keeps every"
 echo "shard's index open (at most about 64 bytes a sample, within --index-memory, default"
@@ -299,9 +310,9 @@ echo "second row, the 100,000-sample set (2 shards, 6 MB of index) fits in them 
 echo "the 1,000,000-sample one does not: there the peak is the bound, 8M of index + 4M"
 echo "of blocks + a 4 MB shard per worker reading + batches + the program (~10 MB)."
 echo "A global shuffle's first batch decodes the index pages that hold its samples"
-echo "(8 KiB each, a few per shard) and the blocks (1 MiB) that hold them, in every"
-echo "shard (16 here); a window's, the shards of one window.  First batch: median of"
-echo "$FIRST_RUNS, from process start to the first bytes in the reader."
+echo "(8 KiB each, a few per shard) and the blocks (1 MiB; 64 KiB with -b 64K) that"
+echo "hold them, in every shard (16 here); a window's, the shards of one window.  First"
+echo "batch: median of $FIRST_RUNS, from process start to the first bytes in the reader."
 echo "The DataLoader is the better of 0 and 2 workers (persistent); the cat|cat"
 echo "baseline of row 2 runs behind the system's default pipe buffer of ${pipe_default} KiB."
 echo

@@ -52,13 +52,13 @@ die() { echo "bench-transform: $*" >&2; exit 2; }
 command -v cc >/dev/null || die "no C compiler 'cc' (build-essential)"
 "$CHUTE" stream --help | grep -q -- --transform ||
 	die "$CHUTE stream has no --transform"
-VERSION=$("$CHUTE" --version)
 mkdir -p "$WORK" "$RUNS_DIR"
 
 # calc, median, sum_sizes, cached, rounds, rate_of, expect_samples, int,
 # ratio
 # shellcheck source=scripts/bench-lib.sh
 . "$(dirname "$0")/bench-lib.sh"
+VERSION=$(pack_version "$CHUTE")
 
 # --- data, built once -----------------------------------------------------
 
