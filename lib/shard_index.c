@@ -55,6 +55,17 @@ fail:
 	return -1;
 }
 
+/* n bytes at offset off of the stored index: from ix->stored when it is
+ * held, else read. */
+static int stored_bytes(const struct shard_index *ix, void *buf, uint64_t n,
+			uint64_t off, struct ch_error *err)
+{
+	if (!ix->stored)
+		return read_at(ix, buf, n, off, err);
+	memcpy(buf, ix->stored + off, n);
+	return 0;
+}
+
 /* The page table: checked against the footer's hash, and to tile the
  * stored index exactly. */
 static int read_table(struct shard_index *ix,
@@ -63,7 +74,7 @@ static int read_table(struct shard_index *ix,
 	uint8_t h[CHS_PAGE_TABLE_HEADER];
 	if (loc->stored_size < CHS_PAGE_TABLE_HEADER)
 		goto bad;
-	if (read_at(ix, h, sizeof(h), 0, err) < 0)
+	if (stored_bytes(ix, h, sizeof(h), 0, err) < 0)
 		return -1;
 	uint32_t ps = ix->page_size = ld32(h);
 	ix->npages = ld32(h + 4);
@@ -77,7 +88,7 @@ static int read_table(struct shard_index *ix,
 	    !(ix->frame_at = malloc(((size_t)ix->npages + 1) *
 				    sizeof(*ix->frame_at))))
 		return ch_error_set(err, "out of memory");
-	if (read_at(ix, ix->table, size, 0, err) < 0)
+	if (stored_bytes(ix, ix->table, size, 0, err) < 0)
 		return -1;
 	if (ch_hash64(ix->table, size) != loc->hash)
 		return ch_error_set(err, "index checksum mismatch ('%s', byte "
@@ -149,6 +160,16 @@ static int load_page(struct shard_index *ix, uint32_t p, struct ch_error *err)
 static int open_paged(struct shard_index *ix, const struct shard_index_loc *loc,
 		      enum shard_index_mode mode, struct ch_error *err)
 {
+	/* all of it in one read (one request to a remote), unless pages are
+	 * to be read one by one */
+	if (mode != INDEX_LAZY_READ) {
+		if (!(ix->stored = malloc(loc->stored_size ? loc->stored_size
+							   : 1)))
+			return ch_error_set(err, "out of memory reading the "
+					    "index of '%s'", ix->path);
+		if (read_at(ix, ix->stored, loc->stored_size, 0, err) < 0)
+			return -1;
+	}
 	if (read_table(ix, loc, err) < 0)
 		return -1;
 	/* calloc: untouched pages of a lazy index cost no memory */
@@ -158,14 +179,6 @@ static int open_paged(struct shard_index *ix, const struct shard_index_loc *loc,
 		return ch_error_set(err, "out of memory reading the index of "
 				    "'%s'", ix->path);
 	atomic_init(&ix->missing, ix->npages);
-	uint64_t at = ix->frame_at[0], n = loc->stored_size - at;
-	if (mode != INDEX_LAZY_READ) {
-		if (!(ix->stored = malloc(loc->stored_size)))
-			return ch_error_set(err, "out of memory reading the "
-					    "index of '%s'", ix->path);
-		if (read_at(ix, ix->stored + at, n, at, err) < 0)
-			return -1;
-	}
 	if (mode != INDEX_WHOLE)
 		return 0;
 	for (uint32_t p = 0; p < ix->npages; p++)

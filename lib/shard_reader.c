@@ -472,10 +472,8 @@ int ch_shard_open_memory_source(const char *name,
  * are checked one at a time by ch_shard_prepare. */
 static int check_index(struct ch_shard *sh, struct ch_error *err)
 {
-	if (atomic_load(&sh->ix.missing)) {
-		sh->checked = calloc(sh->nsamples / 8 + 1, 1);
-		return sh->checked ? 0 : ch_error_set(err, "out of memory");
-	}
+	if (atomic_load(&sh->ix.missing))
+		return 0;
 	if (check_samples(sh, err) < 0 || check_key_order(sh, err) < 0)
 		return -1;
 	sh->all_checked = 1;
@@ -498,6 +496,10 @@ static int load_shard(struct ch_shard *sh, struct ch_error *err)
 	    map_sections(sh, &ft, err) < 0 || check_blocks(sh, &ft, err) < 0 ||
 	    check_index(sh, err) < 0)
 		return -1;
+	/* a lazy shard's samples are checked as they are prepared */
+	if (!sh->all_checked &&
+	    !(sh->checked = calloc(sh->nsamples / 8 + 1, 1)))
+		return ch_error_set(err, "out of memory");
 	return 0;
 }
 

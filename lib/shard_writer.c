@@ -231,14 +231,15 @@ static int build_index(struct ch_shard_writer *w, struct ch_buf *idx,
  * An index's literals are mostly content hashes, which entropy coding
  * cannot shrink: left raw, the index takes about 18 % more bytes and
  * decodes about 1.8x faster.  A libzstd without the parameter compresses
- * them as usual.  Returns the stored size, or 0 on error. */
+ * them as usual.  Returns the stored size, or 0 on error; *table is the
+ * page table's size. */
 static size_t compress_index(const struct ch_buf *idx, struct ch_buf *z,
-			     const char *path, struct ch_error *err)
+			     size_t *table, const char *path,
+			     struct ch_error *err)
 {
 	uint32_t npages = (uint32_t)((idx->len + INDEX_PAGE - 1) / INDEX_PAGE);
-	size_t table = CHS_PAGE_TABLE_HEADER + CHS_PAGE_ENTRY_SIZE *
-					       (size_t)npages;
-	size_t at = table;
+	size_t at = *table = CHS_PAGE_TABLE_HEADER + CHS_PAGE_ENTRY_SIZE *
+							(size_t)npages;
 	size_t bound = at + (size_t)npages * ZSTD_compressBound(INDEX_PAGE);
 	ZSTD_CCtx *c = ZSTD_createCCtx();
 	if (!c || ch_buf_reserve(z, bound, err) < 0) {
@@ -282,16 +283,15 @@ int ch_shard_writer_finish(struct ch_shard_writer *w,
 	struct ch_buf idx = { 0 }, z = { 0 };
 	if (build_index(w, &idx, err) < 0)
 		goto out;
-	size_t zn = compress_index(&idx, &z, w->path, err);
+	size_t table;
+	size_t zn = compress_index(&idx, &z, &table, w->path, err);
 	if (!zn)
 		goto out;
 	int packed = zn < idx.len;
 	const uint8_t *stored = packed ? z.data : idx.data;
 	size_t stored_size = packed ? zn : idx.len;
 	/* a paged index's frames are vouched for by the page table */
-	size_t hashed = packed ? CHS_PAGE_TABLE_HEADER + CHS_PAGE_ENTRY_SIZE *
-					(size_t)ld32(z.data + 4)
-			       : stored_size;
+	size_t hashed = packed ? table : stored_size;
 	uint8_t f[CHS_FOOTER_SIZE] = { 0 };
 	st64(f, w->offset);
 	st64(f + 8, stored_size);
