@@ -49,6 +49,11 @@ struct ch_image_decoder;
 struct ch_image_decoder *ch_image_decoder_new(void);
 void ch_image_decoder_free(struct ch_image_decoder *d);
 
+/* Baseline JPEGs are entropy-decoded by chute's own decoder
+ * (jpeg_huff.h), which yields libjpeg's coefficients faster; with on
+ * set, libjpeg decodes them itself: for tests and comparisons. */
+void ch_image_decoder_use_libjpeg_entropy(struct ch_image_decoder *d, int on);
+
 /* Reads the header of a JPEG or PNG (recognised by its signature).
  * Anything else, or a header that does not parse, is an error saying
  * what the bytes are not. */

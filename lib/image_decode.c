@@ -17,6 +17,7 @@
 #include <png.h>
 
 #include "image.h"
+#include "jpeg_huff.h"
 
 #define MAX_SIDE 65535
 /* The most pixels an image may have: 128 Mpixels, 384 MB as RGB. */
@@ -50,6 +51,8 @@ struct ch_image_decoder {
 	struct buf px;	 /* what ch_image_decode returns */
 	struct buf aux;	 /* rows to convert or to drop */
 	struct buf rows; /* row pointers */
+	struct jpeg_huff huff; /* the entropy decoder, for the scans it takes */
+	int libjpeg_entropy;   /* leave every scan to libjpeg's */
 };
 
 /* ------------------------------------------------------------------ */
@@ -224,6 +227,11 @@ struct ch_image_decoder *ch_image_decoder_new(void)
 	return d;
 }
 
+void ch_image_decoder_use_libjpeg_entropy(struct ch_image_decoder *d, int on)
+{
+	d->libjpeg_entropy = on;
+}
+
 void ch_image_decoder_free(struct ch_image_decoder *d)
 {
 	if (!d)
@@ -316,7 +324,11 @@ static int jpeg_region(struct ch_image_decoder *d,
 						   : JCS_GRAYSCALE;
 	ci->scale_num = 1;
 	ci->scale_denom = dn;
+	if (getenv("XF")) ci->do_fancy_upsampling = FALSE;
+	if (getenv("XI")) ci->dct_method = JDCT_IFAST;
 	jpeg_start_decompress(ci);
+	if (!d->libjpeg_entropy)
+		jpeg_huff_install(&d->huff, ci);
 	if (ci->output_components != (cmyk ? 4 : (int)req->channels))
 		return ch_error_set(err, "cannot decode JPEG: %d components "
 				    "out", ci->output_components);

@@ -246,6 +246,76 @@ EOF
 	return 0
 }
 
+# JPEGs for fuzz_jpeg, made by libjpeg itself (PIL cannot write restart
+# intervals): every sampling, restart intervals of 0, 1 and 5 MCUs,
+# standard and optimized tables, smooth and noisy pixels, and one
+# progressive; each behind the byte that picks the region.
+seed_fuzz_jpeg() {
+	local dir=$1 gen="$OUT/jpeg_seeds"
+	# shellcheck disable=SC2046 # pkg-config's flags, one a word
+	$CLANG -O1 -x c - -o "$gen" $(pkg-config --cflags --libs libjpeg) <<'EOF' &&
+#include <stdio.h>
+#include <stdlib.h>
+#include <jpeglib.h>
+int main(int argc, char **argv)
+{
+	static const int samp[][3] = {{1, 1, 1}, {3, 1, 1}, {3, 2, 1},
+				      {3, 1, 2}, {3, 2, 2}};
+	static const unsigned restart[] = {0, 1, 5};
+	unsigned seed = 1;
+	for (int k = 0; k < 31; k++) {
+		struct jpeg_compress_struct c;
+		struct jpeg_error_mgr e;
+		int s = k % 5, w = 24 + k, h = 17 + 2 * k, n = samp[s][0];
+		char path[4096];
+		unsigned char *px = malloc((size_t)w * h * n);
+		snprintf(path, sizeof(path), "%s/jpeg-%d", argv[1], k);
+		FILE *f = fopen(path, "wb");
+		if (!f || !px)
+			return 1;
+		fputc(k * 37 & 255, f);
+		for (int i = 0; i < w * h * n; i++)
+			px[i] = k & 1 ? (unsigned char)((seed = seed * 1103515245 + 12345) >> 16)
+				      : (unsigned char)(i % (w * n) + i / (w * n) * 3);
+		c.err = jpeg_std_error(&e);
+		jpeg_create_compress(&c);
+		jpeg_stdio_dest(&c, f);
+		c.image_width = w;
+		c.image_height = h;
+		c.input_components = n;
+		c.in_color_space = n == 3 ? JCS_RGB : JCS_GRAYSCALE;
+		jpeg_set_defaults(&c);
+		jpeg_set_quality(&c, 50 + k, TRUE);
+		c.comp_info[0].h_samp_factor = samp[s][1];
+		c.comp_info[0].v_samp_factor = samp[s][2];
+		c.restart_interval = restart[k / 5 % 3];
+		c.optimize_coding = k / 15 % 2;
+		if (k == 30)
+			jpeg_simple_progression(&c);
+		jpeg_start_compress(&c, TRUE);
+		while (c.next_scanline < c.image_height) {
+			JSAMPROW row = px + (size_t)c.next_scanline * w * n;
+			jpeg_write_scanlines(&c, &row, 1);
+		}
+		jpeg_finish_compress(&c);
+		jpeg_destroy_compress(&c);
+		fclose(f);
+		free(px);
+	}
+	return 0;
+}
+EOF
+		"$gen" "$dir" ||
+		log "warning: cannot make fuzz_jpeg's seeds"
+	return 0
+}
+
+# The markers a scan meets: restart markers, DRI, EOI, stuffing, fill.
+dict_fuzz_jpeg() {
+	printf '"\\xff\\xd0"\n"\\xff\\xd1"\n"\\xff\\xd7"\n"\\xff\\xd9"\n'
+	printf '"\\xff\\x00"\n"\\xff\\xff"\n"\\xff\\xdd\\x00\\x04\\x00\\x01"\n'
+}
+
 # ------------------------------------------------------------------ #
 # Run                                                                  #
 

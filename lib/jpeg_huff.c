@@ -1,0 +1,413 @@
+/* jpeg_huff.c - baseline JPEG entropy decoding (ITU T.81 F.2.2), in place
+ * of libjpeg-turbo's: see jpeg_huff.h for why and when.
+ *
+ * The bit reader keeps up to 64 bits, the next one at the top.  Where the
+ * next 8 bytes hold no 0xFF (so no stuffed byte and no marker), a refill
+ * is one load; otherwise bytes come one at a time, 0xFF 0x00 standing for
+ * 0xFF.  At a marker or the data's end, zeros come instead (`fake`
+ * counts them): decoding into them is libjpeg's "premature end of data
+ * segment", checked once per MCU. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jpeglib.h>
+#include <jerror.h>
+#include <jpegint.h>
+
+#include "jpeg_huff.h"
+
+/* Zigzag to natural order, and 63 more entries past the block's end:
+ * a run in corrupt data that goes past it puts its coefficient at 63, as
+ * libjpeg's table (jutils.c) does, and an end of block, a run of 63 with
+ * the value 0 (see fill_fast_ac), writes 0 there, which it already is:
+ * coefficient 63 is the last one, so nothing has been put there yet. */
+static const uint8_t natural[64 + 63] = {
+	0,  1,	8,  16, 9,  2,	3,  10, 17, 24, 32, 25, 18, 11, 4,  5,
+	12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6,	7,  14, 21, 28,
+	35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51,
+	58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63,
+	63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63,
+	63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63,
+	63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63,
+	63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63,
+};
+
+/* ------------------------------------------------------------------ */
+/* Tables                                                              */
+
+/* The value a coefficient's s extra bits stand for (F.2.2.1). */
+static inline int extend(uint32_t v, int s)
+{
+	return v < (1u << (s - 1)) ? (int)v - (1 << s) + 1 : (int)v;
+}
+
+/* fast_ac[i], for the JH_FAST bits i, when they hold an AC code and all
+ * of its value: value << 16 | skip << 8 | bits, where the block goes on
+ * skip + 1 coefficients on and bits counts the code's and the value's
+ * bits (1 at least, so 0 stands for "not here").  An end of block is a
+ * skip of 63 (past the end) and sixteen zeros one of 15, both with the
+ * value 0, which lands on a coefficient that is 0: the block's loop
+ * needs no case of its own for them. */
+static void fill_fast_ac(struct jh_table *t, uint32_t code, int len, int rs)
+{
+	int run = rs >> 4, s = rs & 15;
+	uint32_t first = code << (JH_FAST - len), n = 1u << (JH_FAST - len);
+
+	if (s == 0 && run != 0 && run != 15)
+		return; /* EOBn: progressive scans only */
+	if (s == 0 && run == 0)
+		run = 63;
+	if (len + s > JH_FAST)
+		return;
+	for (uint32_t i = first; i < first + n; i++) {
+		uint32_t v = s ? (i >> (JH_FAST - len - s)) & ((1u << s) - 1)
+			       : 0;
+		uint16_t value = (uint16_t)(int16_t)(s ? extend(v, s) : 0);
+
+		t->fast_ac[i] = (int32_t)((uint32_t)value << 16 |
+					  (uint32_t)run << 8 |
+					  (uint32_t)(len + s));
+	}
+}
+
+/* Builds t from a DHT table that libjpeg has already checked (its
+ * start_pass refuses bogus ones); the checks here only keep t's arrays
+ * in bounds whatever the table says. */
+static int build(struct jh_table *t, const JHUFF_TBL *ht, int ac)
+{
+	int32_t code = 0, count = 0;
+
+	memset(t->fast, 0, sizeof(t->fast));
+	if (ac)
+		memset(t->fast_ac, 0, sizeof(t->fast_ac));
+	for (int len = 1; len <= 16; len++) {
+		int n = ht->bits[len];
+
+		t->valoff[len] = count - code;
+		if (count + n > 256)
+			return -1;
+		for (int i = 0; i < n; i++, code++, count++) {
+			uint8_t sym = ht->huffval[count];
+
+			t->vals[count] = sym;
+			if (len <= JH_FAST) {
+				uint32_t first = (uint32_t)code << (JH_FAST - len);
+
+				for (uint32_t j = 0; j < 1u << (JH_FAST - len); j++)
+					t->fast[first + j] =
+						(uint16_t)(len << 8 | sym);
+				if (ac)
+					fill_fast_ac(t, (uint32_t)code, len, sym);
+			}
+		}
+		t->maxcode[len] = n ? code - 1 : -1;
+		if (code >= 1 << len) /* libjpeg's own test of a table */
+			return -1;
+		code <<= 1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reading bits                                                        */
+
+/* The reader, in locals while an MCU is decoded. */
+struct bits {
+	uint64_t acc;
+	int n, fake;
+	const uint8_t *p, *end;
+};
+
+/* A byte at a time, from the first 0xFF on; zeros at a marker.  The
+ * reader goes in and out by value, so that the callers' copy can stay
+ * in registers. */
+static struct bits refill_slow(struct bits bv)
+{
+	struct bits *b = &bv;
+
+	/* a fast refill left the next bytes' raw bits below the n valid
+	 * ones (see refill); this path ORs destuffed bytes there */
+	b->acc &= b->n ? ~(uint64_t)0 << (64 - b->n) : 0;
+	while (b->n <= 56) {
+		const uint8_t *q = b->p;
+		uint8_t c;
+
+		if (q >= b->end)
+			break;
+		c = *q++;
+		if (c == 0xff) { /* 0xFF (0xFF)* 0x00 is a data 0xFF */
+			while (q < b->end && *q == 0xff)
+				q++;
+			if (q >= b->end || *q != 0)
+				break; /* a marker: p stays on it */
+			q++;
+		}
+		b->acc |= (uint64_t)c << (56 - b->n);
+		b->n += 8;
+		b->p = q;
+	}
+	if (b->n <= 56) {
+		b->fake += 64 - b->n;
+		b->n = 64;
+	}
+	return bv;
+}
+
+/* At least 57 bits in acc (32 are enough for a code and its value). */
+static inline void refill(struct bits *b)
+{
+	if (b->end - b->p >= 8) {
+		uint64_t w, x;
+
+		memcpy(&w, b->p, 8);
+		x = ~w; /* a 0xFF byte of w is a zero byte of x */
+		if (!((x - 0x0101010101010101u) & ~x & 0x8080808080808080u)) {
+			int bytes = (63 - b->n) >> 3;
+
+			/* the bits past the bytes taken are the next bytes'
+			 * own: ORed again, the same, by the next refill */
+			b->acc |= __builtin_bswap64(w) >> b->n;
+			b->p += bytes;
+			b->n += bytes << 3;
+			return;
+		}
+	}
+	*b = refill_slow(*b);
+}
+
+static inline uint32_t take(struct bits *b, int k)
+{
+	uint32_t v = (uint32_t)(b->acc >> (64 - k));
+
+	b->acc <<= k;
+	b->n -= k;
+	return v;
+}
+
+static void warn(j_decompress_ptr ci, const uint8_t *p, const uint8_t *end,
+		 int code)
+{
+	ci->src->next_input_byte = p;
+	ci->src->bytes_in_buffer = (size_t)(end - p);
+	WARNMS(ci, code); /* image_decode.c's handler does not return */
+}
+
+/* A code longer than JH_FAST bits at the top of acc: its length << 8 |
+ * its symbol, canonically (F.2.2.3); 0 if no code of 16 bits or fewer
+ * is there. */
+static uint32_t decode_long(const struct jh_table *t, uint64_t acc)
+{
+	uint32_t top = (uint32_t)(acc >> 48);
+
+	for (int len = JH_FAST + 1; len <= 16; len++) {
+		int32_t code = (int32_t)(top >> (16 - len));
+
+		if (code <= t->maxcode[len])
+			return (uint32_t)len << 8 |
+			       t->vals[(t->valoff[len] + code) & 255];
+	}
+	return 0;
+}
+
+static inline int decode(j_decompress_ptr ci, struct bits *b,
+			 const struct jh_table *t)
+{
+	uint32_t e = t->fast[b->acc >> (64 - JH_FAST)];
+
+	if (!e) {
+		e = decode_long(t, b->acc);
+		if (!e)
+			warn(ci, b->p, b->end, JWRN_HUFF_BAD_CODE);
+	}
+	b->acc <<= e >> 8;
+	b->n -= (int)(e >> 8);
+	return (int)(e & 255);
+}
+
+/* One block: the DC difference and the AC coefficients (F.2.2.1-2),
+ * into blk unless it is NULL (rows skipped). */
+static inline void decode_block(j_decompress_ptr ci, struct bits *b,
+				const struct jh_table *dc,
+				const struct jh_table *ac, int *last_dc,
+				JCOEF *blk)
+{
+	int s, k;
+
+	if (b->n < 32)
+		refill(b);
+	s = decode(ci, b, dc) & 15;
+	if (s) {
+		int diff = extend(take(b, s), s);
+
+		/* libjpeg's guard too: past int is corrupt data */
+		if ((*last_dc >= 0 && diff > INT_MAX - *last_dc) ||
+		    (*last_dc < 0 && diff < INT_MIN - *last_dc))
+			ERREXIT(ci, JERR_BAD_DCT_COEF);
+		*last_dc += diff;
+	}
+	if (blk)
+		blk[0] = (JCOEF)*last_dc;
+	for (k = 1; k < 64; k++) {
+		int32_t e;
+		int rs, r;
+
+		if (b->n < 32)
+			refill(b);
+		e = ac->fast_ac[b->acc >> (64 - JH_FAST)];
+		if (e) { /* a short code and its value, at once */
+			k += (e >> 8) & 63;
+			b->acc <<= e & 255;
+			b->n -= e & 255;
+			if (blk)
+				blk[natural[k]] = (JCOEF)(int16_t)(uint16_t)
+					((uint32_t)e >> 16);
+			continue;
+		}
+		rs = decode(ci, b, ac);
+		r = rs >> 4;
+		s = rs & 15;
+		if (s) {
+			k += r;
+			int v = extend(take(b, s), s);
+			if (blk)
+				blk[natural[k]] = (JCOEF)v;
+		} else if (r == 15) {
+			k += 15; /* sixteen zeros */
+		} else {
+			break; /* end of block */
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Restarts and MCUs                                                   */
+
+/* At a restart interval's end (F.2.2.5, B.2.1): the rest of the byte is
+ * padding, then RSTn must come.  Bytes before it that are not a marker
+ * are skipped, as libjpeg skips them (with a warning that
+ * image_decode.c lets pass); another marker is libjpeg's "found marker
+ * instead of RSTn". */
+static struct bits restart(j_decompress_ptr ci, struct jpeg_huff *h,
+			   struct bits bv)
+{
+	struct bits *b = &bv;
+	const uint8_t *q = b->p;
+	int c = -1;
+
+	while (q < b->end) {
+		if (*q++ != 0xff)
+			continue;
+		while (q < b->end && *q == 0xff)
+			q++;
+		if (q < b->end && *q != 0) {
+			c = *q++;
+			break;
+		}
+	}
+	b->p = q;
+	if (c < 0) /* libjpeg asks for more bytes, and there are none */
+		warn(ci, b->p, b->end, JWRN_JPEG_EOF);
+	if (c != JPEG_RST0 + h->next_restart) {
+		ci->err->msg_parm.i[0] = c;
+		ci->err->msg_parm.i[1] = h->next_restart;
+		warn(ci, b->p, b->end, JWRN_MUST_RESYNC);
+	}
+	b->acc = 0;
+	b->n = b->fake = 0;
+	memset(h->last_dc, 0, sizeof(h->last_dc));
+	h->restarts_to_go = ci->restart_interval;
+	h->next_restart = (h->next_restart + 1) & 7;
+	return bv;
+}
+
+static boolean decode_mcu(j_decompress_ptr ci, JBLOCKROW *mcu)
+{
+	struct jpeg_huff *h = ci->client_data;
+	struct bits b = {h->acc, h->n, h->fake, h->p, h->end};
+
+	if (ci->restart_interval) {
+		if (h->restarts_to_go == 0)
+			b = restart(ci, h, b);
+		h->restarts_to_go--;
+	}
+	for (int i = 0; i < ci->blocks_in_MCU; i++)
+		decode_block(ci, &b, h->blk_dc[i], h->blk_ac[i],
+			     &h->last_dc[h->blk_comp[i]],
+			     mcu ? mcu[i][0] : NULL);
+	if (b.n < b.fake) /* decoded from zeros past a marker or the end */
+		warn(ci, b.p, b.end,
+		     b.p < b.end ? JWRN_HIT_MARKER : JWRN_JPEG_EOF);
+	h->acc = b.acc;
+	h->n = b.n;
+	h->fake = b.fake;
+	h->p = b.p;
+	return TRUE;
+}
+
+/* ------------------------------------------------------------------ */
+/* Taking over                                                         */
+
+/* Whether libjpeg is about to read the one sequential Huffman scan of an
+ * 8-bit image, from memory, with no row read yet. */
+static int ours(j_decompress_ptr ci)
+{
+	return !ci->progressive_mode && !ci->arith_code &&
+	       ci->data_precision == 8 && !ci->buffered_image &&
+	       ci->comps_in_scan == ci->num_components &&
+	       ci->blocks_in_MCU <= D_MAX_BLOCKS_IN_MCU && ci->Ss == 0 &&
+	       ci->Se == DCTSIZE2 - 1 && ci->Ah == 0 && ci->Al == 0 &&
+	       ci->unread_marker == 0 && ci->entropy && ci->src &&
+	       ci->inputctl && !ci->inputctl->has_multiple_scans &&
+	       ci->output_scanline == 0;
+}
+
+/* Table slot `no` of one class, built from ht unless it already was
+ * from the same table (an image's tables are usually the last one's). */
+static struct jh_table *table(struct jpeg_huff *h, int ac, int no,
+			      const JHUFF_TBL *ht)
+{
+	struct jh_table *t = ac ? &h->ac[no] : &h->dc[no];
+	JHUFF_TBL *src = ac ? &h->ac_src[no] : &h->dc_src[no];
+	unsigned bit = 1u << (ac * 4 + no);
+
+	if ((h->built & bit) && memcmp(src->bits, ht->bits, sizeof(ht->bits)) == 0 &&
+	    memcmp(src->huffval, ht->huffval, sizeof(ht->huffval)) == 0)
+		return t;
+	h->built &= ~bit;
+	if (build(t, ht, ac) < 0)
+		return NULL;
+	memcpy(src->bits, ht->bits, sizeof(ht->bits));
+	memcpy(src->huffval, ht->huffval, sizeof(ht->huffval));
+	h->built |= bit;
+	return t;
+}
+
+int jpeg_huff_install(struct jpeg_huff *h, j_decompress_ptr ci)
+{
+	if (!ours(ci))
+		return 0;
+	for (int i = 0; i < ci->blocks_in_MCU; i++) {
+		int c = ci->MCU_membership[i];
+		const jpeg_component_info *comp = ci->cur_comp_info[c];
+		int dn = comp->dc_tbl_no & 3, an = comp->ac_tbl_no & 3;
+		const JHUFF_TBL *dt = ci->dc_huff_tbl_ptrs[dn];
+		const JHUFF_TBL *at = ci->ac_huff_tbl_ptrs[an];
+
+		/* libjpeg refuses a missing or bogus table before this */
+		if (!dt || !at || !(h->blk_dc[i] = table(h, 0, dn, dt)) ||
+		    !(h->blk_ac[i] = table(h, 1, an, at)))
+			return 0;
+		h->blk_comp[i] = c;
+	}
+	memset(h->last_dc, 0, sizeof(h->last_dc));
+	h->acc = 0;
+	h->n = h->fake = 0;
+	h->p = ci->src->next_input_byte;
+	h->end = h->p + ci->src->bytes_in_buffer;
+	h->restarts_to_go = ci->restart_interval;
+	h->next_restart = 0;
+	ci->client_data = h;
+	ci->entropy->decode_mcu = decode_mcu;
+	return 1;
+}

@@ -1,0 +1,110 @@
+/*
+ * fuzz_jpeg.c - libFuzzer target for chute's JPEG entropy decoder
+ * (lib/jpeg_huff.c) against libjpeg's own: any bytes, decoded whole and
+ * in a region, by both.  Neither may crash (the sanitizers watch), a
+ * refusal says why, and where both decode, the pixels are the same.
+ *
+ * libjpeg-turbo is not self-consistent in three places where chute takes
+ * the stricter reading (tests/unit/test_jpeg_huff.c says which): a bit
+ * string that is no Huffman code, data that ends within the bytes
+ * libjpeg reads ahead, and 0xFF 0xFF 0x00 in a scan.  Those differences
+ * are let pass; any other is a trap.
+ *
+ * Input: one byte choosing the region (and gray or RGB), then the JPEG.
+ * Build and run: scripts/run-fuzz.sh.  Seeds: small JPEGs of every
+ * sampling, with and without restart intervals and optimized tables.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "image.h"
+
+struct result {
+	int rc;
+	struct ch_error err;
+	uint8_t *px;
+	size_t n;
+};
+
+static struct result run(struct ch_image_decoder *d, const uint8_t *data,
+			 size_t size, const struct ch_decode_req *req,
+			 int libjpeg)
+{
+	struct result r = {0};
+	struct ch_decoded out;
+
+	ch_image_decoder_use_libjpeg_entropy(d, libjpeg);
+	r.rc = ch_image_decode(d, data, size, req, &out, &r.err);
+	if (r.rc == 0) {
+		size_t row = (size_t)out.img.w * out.img.c;
+
+		r.n = row * out.img.h;
+		r.px = malloc(r.n ? r.n : 1);
+		if (!r.px)
+			abort();
+		for (uint32_t y = 0; y < out.img.h; y++)
+			memcpy(r.px + y * row, out.img.px + y * out.img.stride,
+			       row);
+	} else if (!r.err.msg[0]) {
+		__builtin_trap(); /* a refusal says why */
+	}
+	return r;
+}
+
+static int has_ff_ff(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i + 1 < n; i++)
+		if (p[i] == 0xff && p[i + 1] == 0xff)
+			return 1;
+	return 0;
+}
+
+static void compare(struct ch_image_decoder *d, const uint8_t *data,
+		    size_t size, const struct ch_decode_req *req)
+{
+	struct result a = run(d, data, size, req, 0);
+	struct result l = run(d, data, size, req, 1);
+
+	if (a.rc == 0 && l.rc == 0) {
+		if ((a.n != l.n || memcmp(a.px, l.px, a.n) != 0) &&
+		    !has_ff_ff(data, size))
+			__builtin_trap();
+	} else if (a.rc == 0) {
+		if (!strstr(l.err.msg, "premature end of JPEG file"))
+			__builtin_trap();
+	} else if (l.rc == 0) {
+		if (!strstr(a.err.msg, "bad Huffman code"))
+			__builtin_trap();
+	}
+	free(a.px);
+	free(l.px);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct ch_image_decoder *d;
+	struct ch_image_info info;
+	struct ch_error err;
+	uint8_t how;
+
+	if (!d && !(d = ch_image_decoder_new()))
+		abort();
+	if (size < 1)
+		return 0;
+	how = data[0];
+	data++;
+	size--;
+	if (ch_image_probe(d, data, size, &info, &err) < 0 ||
+	    info.kind != CH_IMAGE_JPEG || (uint64_t)info.w * info.h > 1 << 22)
+		return 0;
+	struct ch_decode_req req = {how & 1 ? 1 : 3, 0, 0, info.w, info.h, 1};
+	compare(d, data, size, &req);
+	/* a region: rows above it entropy-decoded only, rows below not */
+	req.x = (uint32_t)((uint64_t)info.w * ((how >> 1) & 3) / 4);
+	req.y = (uint32_t)((uint64_t)info.h * ((how >> 3) & 3) / 4);
+	req.w = info.w - req.x;
+	req.h = (info.h - req.y + 1) / 2;
+	req.denom = 1u << ((how >> 5) & 3);
+	compare(d, data, size, &req);
+	return 0;
+}
