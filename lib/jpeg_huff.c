@@ -17,10 +17,14 @@
 
 #include "jpeg_huff.h"
 
+/* The hot helpers are inlined into each variant of decode_mcu, so that
+ * the BMI2 one is BMI2 throughout (see decode_mcu_bmi2). */
+#define HOT static inline __attribute__((always_inline))
+
 /* Zigzag to natural order, and 63 more entries past the block's end:
  * a run in corrupt data that goes past it puts its coefficient at 63, as
  * libjpeg's table (jutils.c) does, and an end of block, a run of 63 with
- * the value 0 (see fill_fast_ac), writes 0 there, which it already is:
+ * the value 0 (see ac_symbol), writes 0 there, which it already is:
  * coefficient 63 is the last one, so nothing has been put there yet. */
 static const uint8_t natural[64 + 63] = {
 	0,  1,	8,  16, 9,  2,	3,  10, 17, 24, 32, 25, 18, 11, 4,  5,
@@ -37,37 +41,71 @@ static const uint8_t natural[64 + 63] = {
 /* Tables                                                              */
 
 /* The value a coefficient's s extra bits stand for (F.2.2.1). */
-static inline int extend(uint32_t v, int s)
+HOT int extend(uint32_t v, int s)
 {
 	return v < (1u << (s - 1)) ? (int)v - (1 << s) + 1 : (int)v;
 }
 
-/* fast_ac[i], for the JH_FAST bits i, when they hold an AC code and all
- * of its value: value << 16 | skip << 8 | bits, where the block goes on
- * skip + 1 coefficients on and bits counts the code's and the value's
- * bits (1 at least, so 0 stands for "not here").  An end of block is a
- * skip of 63 (past the end) and sixteen zeros one of 15, both with the
- * value 0, which lands on a coefficient that is 0: the block's loop
- * needs no case of its own for them. */
-static void fill_fast_ac(struct jh_table *t, uint32_t code, int len, int rs)
+/* The AC symbol at the top of the nbits bits of `bits`, with its value,
+ * if all of it is there: what it takes (used bits), the coefficients it
+ * moves on by before its own (run) and its value.  An end of block is a
+ * run of 63 with the value 0: past the block's end, onto coefficient 63,
+ * which is 0 (the last one, nothing has been put there yet); sixteen
+ * zeros are a run of 15 with the value 0, put on a zero likewise.  An
+ * EOBn (run 1-14, no value), which libjpeg also takes for an end of
+ * block, is left to the slow path. */
+static int ac_symbol(const struct jh_table *t, uint32_t bits, int nbits,
+		     int *used, int *run, int *value)
 {
-	int run = rs >> 4, s = rs & 15;
-	uint32_t first = code << (JH_FAST - len), n = 1u << (JH_FAST - len);
+	for (int len = 1; len <= nbits && len <= 16; len++) {
+		int32_t code = (int32_t)(bits >> (nbits - len));
+		int rs, r, s;
 
-	if (s == 0 && run != 0 && run != 15)
-		return; /* EOBn: progressive scans only */
-	if (s == 0 && run == 0)
-		run = 63;
-	if (len + s > JH_FAST)
-		return;
-	for (uint32_t i = first; i < first + n; i++) {
-		uint32_t v = s ? (i >> (JH_FAST - len - s)) & ((1u << s) - 1)
-			       : 0;
-		uint16_t value = (uint16_t)(int16_t)(s ? extend(v, s) : 0);
+		if (code > t->maxcode[len])
+			continue;
+		rs = t->vals[(t->valoff[len] + code) & 255];
+		r = rs >> 4;
+		s = rs & 15;
+		if ((s == 0 && r != 0 && r != 15) || len + s > nbits)
+			return 0;
+		*used = len + s;
+		*run = s == 0 && r == 0 ? 63 : r;
+		*value = s ? extend((bits >> (nbits - len - s)) & ((1u << s) - 1),
+				    s)
+			   : 0;
+		return 1;
+	}
+	return 0;
+}
 
-		t->fast_ac[i] = (int32_t)((uint32_t)value << 16 |
-					  (uint32_t)run << 8 |
-					  (uint32_t)(len + s));
+/* pair[i], for the JH_PAIR bits i: one AC symbol and, where it fits and
+ * the first is not an end of block, the next one too (see jpeg_huff.h
+ * for the fields).  A pair halves the lookups, whose latency is what
+ * bounds entropy decoding. */
+static void fill_pairs(struct jh_table *t)
+{
+	const uint32_t all = 1u << JH_PAIR;
+
+	for (uint32_t i = 0; i < all; i++) {
+		int u1, r1, v1, u2, r2, v2, step2 = 0, tot;
+
+		t->pair[i] = 0;
+		if (!ac_symbol(t, i, JH_PAIR, &u1, &r1, &v1))
+			continue;
+		tot = u1;
+		v2 = v1;
+		if (r1 != 63 && u1 < JH_PAIR &&
+		    ac_symbol(t, i & ((1u << (JH_PAIR - u1)) - 1),
+			      JH_PAIR - u1, &u2, &r2, &v2)) {
+			step2 = 1 + r2;
+			tot += u2;
+		} else {
+			v2 = v1; /* the second store puts v1 again */
+		}
+		t->pair[i] = (uint64_t)tot | (uint64_t)u1 << 6 |
+			     (uint64_t)r1 << 12 | (uint64_t)step2 << 18 |
+			     (uint64_t)(uint16_t)(int16_t)v1 << 32 |
+			     (uint64_t)(uint16_t)(int16_t)v2 << 48;
 	}
 }
 
@@ -79,8 +117,6 @@ static int build(struct jh_table *t, const JHUFF_TBL *ht, int ac)
 	int32_t code = 0, count = 0;
 
 	memset(t->fast, 0, sizeof(t->fast));
-	if (ac)
-		memset(t->fast_ac, 0, sizeof(t->fast_ac));
 	for (int len = 1; len <= 16; len++) {
 		int n = ht->bits[len];
 
@@ -97,8 +133,6 @@ static int build(struct jh_table *t, const JHUFF_TBL *ht, int ac)
 				for (uint32_t j = 0; j < 1u << (JH_FAST - len); j++)
 					t->fast[first + j] =
 						(uint16_t)(len << 8 | sym);
-				if (ac)
-					fill_fast_ac(t, (uint32_t)code, len, sym);
 			}
 		}
 		t->maxcode[len] = n ? code - 1 : -1;
@@ -106,6 +140,8 @@ static int build(struct jh_table *t, const JHUFF_TBL *ht, int ac)
 			return -1;
 		code <<= 1;
 	}
+	if (ac)
+		fill_pairs(t);
 	return 0;
 }
 
@@ -155,7 +191,7 @@ static struct bits refill_slow(struct bits bv)
 }
 
 /* At least 57 bits in acc (32 are enough for a code and its value). */
-static inline void refill(struct bits *b)
+HOT void refill(struct bits *b)
 {
 	if (b->end - b->p >= 8) {
 		uint64_t w, x;
@@ -176,7 +212,7 @@ static inline void refill(struct bits *b)
 	*b = refill_slow(*b);
 }
 
-static inline uint32_t take(struct bits *b, int k)
+HOT uint32_t take(struct bits *b, int k)
 {
 	uint32_t v = (uint32_t)(b->acc >> (64 - k));
 
@@ -210,8 +246,7 @@ static uint32_t decode_long(const struct jh_table *t, uint64_t acc)
 	return 0;
 }
 
-static inline int decode(j_decompress_ptr ci, struct bits *b,
-			 const struct jh_table *t)
+HOT int decode(j_decompress_ptr ci, struct bits *b, const struct jh_table *t)
 {
 	uint32_t e = t->fast[b->acc >> (64 - JH_FAST)];
 
@@ -227,10 +262,9 @@ static inline int decode(j_decompress_ptr ci, struct bits *b,
 
 /* One block: the DC difference and the AC coefficients (F.2.2.1-2),
  * into blk unless it is NULL (rows skipped). */
-static inline void decode_block(j_decompress_ptr ci, struct bits *b,
-				const struct jh_table *dc,
-				const struct jh_table *ac, int *last_dc,
-				JCOEF *blk)
+HOT void decode_block(j_decompress_ptr ci, struct bits *b,
+		      const struct jh_table *dc, const struct jh_table *ac,
+		      int *last_dc, JCOEF *blk)
 {
 	int s, k;
 
@@ -249,19 +283,28 @@ static inline void decode_block(j_decompress_ptr ci, struct bits *b,
 	if (blk)
 		blk[0] = (JCOEF)*last_dc;
 	for (k = 1; k < 64; k++) {
-		int32_t e;
+		uint64_t e;
 		int rs, r;
 
 		if (b->n < 32)
 			refill(b);
-		e = ac->fast_ac[b->acc >> (64 - JH_FAST)];
-		if (e) { /* a short code and its value, at once */
-			k += (e >> 8) & 63;
-			b->acc <<= e & 255;
-			b->n -= e & 255;
+		e = ac->pair[b->acc >> (64 - JH_PAIR)];
+		if (e) { /* one or two symbols, values and all, at once */
+			k += (e >> 12) & 63;
 			if (blk)
-				blk[natural[k]] = (JCOEF)(int16_t)(uint16_t)
-					((uint32_t)e >> 16);
+				blk[natural[k]] = (JCOEF)(int16_t)(uint16_t)(e >> 32);
+			if (k >= 63 && ((e >> 18) & 127)) {
+				/* the block ends at the first: the rest of
+				 * the bits are the next block's */
+				b->acc <<= (e >> 6) & 63;
+				b->n -= (int)((e >> 6) & 63);
+				continue;
+			}
+			k += (e >> 18) & 127;
+			if (blk)
+				blk[natural[k]] = (JCOEF)(int16_t)(uint16_t)(e >> 48);
+			b->acc <<= e & 63;
+			b->n -= (int)(e & 63);
 			continue;
 		}
 		rs = decode(ci, b, ac);
@@ -321,7 +364,7 @@ static struct bits restart(j_decompress_ptr ci, struct jpeg_huff *h,
 	return bv;
 }
 
-static boolean decode_mcu(j_decompress_ptr ci, JBLOCKROW *mcu)
+HOT boolean decode_mcu_with(j_decompress_ptr ci, JBLOCKROW *mcu)
 {
 	struct jpeg_huff *h = ci->client_data;
 	struct bits b = {h->acc, h->n, h->fake, h->p, h->end};
@@ -344,6 +387,25 @@ static boolean decode_mcu(j_decompress_ptr ci, JBLOCKROW *mcu)
 	h->p = b.p;
 	return TRUE;
 }
+
+static boolean decode_mcu(j_decompress_ptr ci, JBLOCKROW *mcu)
+{
+	return decode_mcu_with(ci, mcu);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HAVE_BMI2 1
+/* The same, where the CPU has BMI2: a shift by a register's count is then
+ * one instruction (shlx) instead of three, and every symbol's lookup
+ * waits on the shift before it; about 1.2x as fast. */
+__attribute__((target("bmi2"))) static boolean
+decode_mcu_bmi2(j_decompress_ptr ci, JBLOCKROW *mcu)
+{
+	return decode_mcu_with(ci, mcu);
+}
+#else
+#define HAVE_BMI2 0
+#endif
 
 /* ------------------------------------------------------------------ */
 /* Taking over                                                         */
@@ -409,5 +471,9 @@ int jpeg_huff_install(struct jpeg_huff *h, j_decompress_ptr ci)
 	h->next_restart = 0;
 	ci->client_data = h;
 	ci->entropy->decode_mcu = decode_mcu;
+#if HAVE_BMI2
+	if (__builtin_cpu_supports("bmi2"))
+		ci->entropy->decode_mcu = decode_mcu_bmi2;
+#endif
 	return 1;
 }

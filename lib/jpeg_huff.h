@@ -6,8 +6,9 @@
  * row must be decoded to find where the next one starts.  libjpeg-turbo
  * reads a code, then its value, then extends its sign, refilling its bit
  * buffer a byte at a time; this decoder reads the commonest coefficients
- * (a short code and a small value) in one table lookup, and refills eight
- * bytes at a time where no 0xFF byte is among them.  It yields the same
+ * (short codes and small values) two at a time in one table lookup, and
+ * refills eight bytes at a time where no 0xFF byte is among them.  The
+ * lookups' latency is what bounds it.  It yields the same
  * coefficients as libjpeg, and takes libjpeg's warnings for the same
  * damage (a bad code, data cut short by a marker, a wrong restart marker):
  * image_decode.c's handler makes those errors.
@@ -26,13 +27,18 @@
 
 #include <jpeglib.h>
 
-#define JH_FAST 10 /* bits a table lookup takes */
+#define JH_FAST 10 /* bits a code lookup takes */
+#define JH_PAIR 11 /* bits an AC symbols lookup takes */
 
 /* One Huffman table: codes of up to JH_FAST bits by lookup, longer ones
  * the canonical way. */
 struct jh_table {
 	uint16_t fast[1 << JH_FAST];	/* len << 8 | symbol; 0: longer code */
-	int32_t fast_ac[1 << JH_FAST];	/* AC only: see jpeg_huff.c */
+	/* AC only: the next one or two symbols with their values: bits
+	 * 0-5 all they take, 6-11 what the first takes, 12-17 the first's
+	 * run, 18-24 the step from the first's coefficient to the second's
+	 * (0: no second), 32-47 and 48-63 the values; 0: decode slowly */
+	uint64_t pair[1 << JH_PAIR];
 	int32_t maxcode[17];		/* largest code of each length; -1 */
 	int32_t valoff[17];		/* vals index of a length's code 0 */
 	uint8_t vals[256];
