@@ -13,7 +13,30 @@
 
 #include <jpeglib.h>
 #include <jerror.h>
+#if defined(__has_include) && !defined(CH_NO_JPEGINT)
+#if __has_include(<jpegint.h>)
 #include <jpegint.h>
+#define HAVE_JPEGINT_H 1
+#endif
+#endif
+#ifndef HAVE_JPEGINT_H
+/* Debian installs libjpeg-turbo's jpegint.h, upstream does not: the two
+ * structs used here, as libjpeg 6b laid them out and libjpeg-turbo (ABI
+ * 6.2) keeps them. */
+struct jpeg_entropy_decoder {
+	void (*start_pass)(j_decompress_ptr cinfo);
+	boolean (*decode_mcu)(j_decompress_ptr cinfo, JBLOCKROW *MCU_data);
+	boolean insufficient_data;
+};
+struct jpeg_input_controller {
+	int (*consume_input)(j_decompress_ptr cinfo);
+	void (*reset_input_controller)(j_decompress_ptr cinfo);
+	void (*start_input_pass)(j_decompress_ptr cinfo);
+	void (*finish_input_pass)(j_decompress_ptr cinfo);
+	boolean has_multiple_scans;
+	boolean eoi_reached;
+};
+#endif
 
 #include "jpeg_huff.h"
 
