@@ -19,6 +19,10 @@
 #         >= 1x: cropping before decoding must pay for the rest).
 #  2. evaluation: 'jpg: decode | resize 256 | center-crop 224 | layout chw'
 #     in --mode eval, against the full decode (for information).
+#  3. JPEG decoding on one thread through ch_image_decode, chute's entropy
+#     decoder (lib/jpeg_huff.c) against libjpeg-turbo's, on 1,000 of the
+#     JPEGs (tests/bench/entropy_decode.c, for information): whole images,
+#     and only each image's last row (the rows above entropy-decoded).
 #  Then chute's --stats of the last run of each: where the time went
 #  (transform time: decode, resize/crop, other).
 #
@@ -87,6 +91,21 @@ cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra \
 	$(pkg-config --cflags libturbojpeg 2>/dev/null) \
 	-o "$FULL_DECODE" "$ROOT/tests/bench/full_decode.c" -lturbojpeg -lpthread ||
 	die "cannot build tests/bench/full_decode.c (libturbojpeg0-dev)"
+# chute's entropy decoder against libjpeg-turbo's, through libchute.a
+# (the build folder of CHUTE_BINARY has it; without it, no section 3)
+ENTROPY_DECODE=$WORK/entropy_decode
+LIBCHUTE=$(dirname "$CHUTE")/libchute.a
+if [ -f "$LIBCHUTE" ]; then
+	# shellcheck disable=SC2046 # pkg-config's flags, one a word
+	cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -I"$ROOT/lib" \
+		$(pkg-config --cflags libjpeg libpng 2>/dev/null) \
+		-o "$ENTROPY_DECODE" "$ROOT/tests/bench/entropy_decode.c" \
+		"$LIBCHUTE" $(pkg-config --libs libarchive libzstd libxxhash \
+		jansson libjpeg libpng) -lpthread -lm -ldl ||
+		die "cannot build tests/bench/entropy_decode.c"
+else
+	ENTROPY_DECODE=
+fi
 find "$IMG" -name '*.jpg' | sort >"$WORK/images.list"
 [ "$(wc -l <"$WORK/images.list")" -eq "$N" ] ||
 	die "$IMG holds $(wc -l <"$WORK/images.list") JPEGs, expected $N"
@@ -193,6 +212,13 @@ r_dl=$(rate_of train_dl 1 2)
 r_decode=$(rate_of decode_all 1 2)
 # shellcheck disable=SC2046 # one rate a word
 mp_decode=$(median $(awk '{ printf "%f\n", $3 / $2 }' "$RUNS_DIR/decode_all.out"))
+# 3. the entropy decoders, on 1,000 of the JPEGs, one thread
+if [ -n "$ENTROPY_DECODE" ]; then
+	echo "bench-transform: chute's and libjpeg-turbo's entropy decoders"
+	head -n 1000 "$WORK/images.list" >"$WORK/images-1000.list"
+	"$ENTROPY_DECODE" -r "$RUNS" "$WORK/images-1000.list" \
+		>"$RUNS_DIR/entropy.out" || die "entropy_decode failed"
+fi
 load_after=$(cut -d' ' -f1 /proc/loadavg)
 
 # --- report ---------------------------------------------------------------
@@ -220,6 +246,18 @@ row "  full decode, MP/s" "" "$(int "$mp_decode")" "" "" ""
 echo "2. evaluation, --mode eval: '$EVAL'"
 row "stream | chute_batch.py reader" "$(int "$r_eval")" "full decode $WORKERS thr $(int "$r_decode")" \
 	"$(ratio "$r_eval" "$r_decode")" "" ""
+if [ -n "$ENTROPY_DECODE" ]; then
+	echo "3. JPEG decoding on 1 thread, chute's entropy decoder against" \
+		"libjpeg-turbo's (the same pixels)"
+	while read -r way n t_chute t_lib; do
+		row "  $way" "$(int "$(calc "$n * $RUNS / $t_chute")")" \
+			"libjpeg-turbo $(int "$(calc "$n * $RUNS / $t_lib")")" \
+			"$(ratio "$t_lib" "$t_chute")" "" ""
+	done <"$RUNS_DIR/entropy.out"
+	echo "  (whole: every image to RGB; entropy: only each image's last" \
+		"row, every row above"
+	echo "  it entropy-decoded and skipped)"
+fi
 echo
 echo "chute's figures are timed by its Python reader, from after its imports"
 echo "to the last batch (chute's start-up and first batch included); the"
