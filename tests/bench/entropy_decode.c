@@ -106,9 +106,15 @@ int main(int argc, char **argv)
 		struct ch_error err;
 
 		line[strcspn(line, "\n")] = '\0';
-		if (n == cap && !(js = realloc(js, (cap = 2 * cap + 64) *
-							  sizeof(*js))))
-			return 2;
+		if (n == cap) {
+			struct jpeg *more = realloc(js, (2 * cap + 64) *
+							    sizeof(*js));
+
+			if (!more)
+				return 2;
+			js = more;
+			cap = 2 * cap + 64;
+		}
 		if (load(line, &js[n]) < 0) {
 			fprintf(stderr, "entropy_decode: cannot read %s\n", line);
 			return 2;
@@ -124,7 +130,7 @@ int main(int argc, char **argv)
 	fclose(list);
 	for (int last_row = 0; last_row < 2; last_row++) {
 		double t[2] = {0, 0};
-		uint64_t sum[2];
+		uint64_t sum[2] = {0, 0};
 
 		for (int r = 0; r < rounds; r++)
 			for (int lib = 0; lib < 2; lib++)
