@@ -47,7 +47,7 @@ struct jpeg_input_controller {
 /* Zigzag to natural order, and 63 more entries past the block's end:
  * a run in corrupt data that goes past it puts its coefficient at 63, as
  * libjpeg's table (jutils.c) does, and an end of block, a run of 63 with
- * the value 0 (see ac_symbol), writes 0 there, which it already is:
+ * the value 0 (see fill_single), writes 0 there, which it already is:
  * coefficient 63 is the last one, so nothing has been put there yet. */
 static const uint8_t natural[64 + 63] = {
 	0,  1,	8,  16, 9,  2,	3,  10, 17, 24, 32, 25, 18, 11, 4,  5,
@@ -69,66 +69,62 @@ HOT int extend(uint32_t v, int s)
 	return v < (1u << (s - 1)) ? (int)v - (1 << s) + 1 : (int)v;
 }
 
-/* The AC symbol at the top of the nbits bits of `bits`, with its value,
- * if all of it is there: what it takes (used bits), the coefficients it
- * moves on by before its own (run) and its value.  An end of block is a
- * run of 63 with the value 0: past the block's end, onto coefficient 63,
- * which is 0 (the last one, nothing has been put there yet); sixteen
- * zeros are a run of 15 with the value 0, put on a zero likewise.  An
- * EOBn (run 1-14, no value), which libjpeg also takes for an end of
- * block, is left to the slow path. */
-static int ac_symbol(const struct jh_table *t, uint32_t bits, int nbits,
-		     int *used, int *run, int *value)
+/* single[i], for the JH_PAIR bits i, when they begin with an AC symbol
+ * and all of its value: used bits | run << 8 | value << 16 (used is 1 at
+ * least, so 0 stands for "not here").  An end of block is a run of 63
+ * with the value 0: past the block's end, onto coefficient 63, which is
+ * 0 (the last one, nothing has been put there yet); sixteen zeros are a
+ * run of 15 with the value 0, put on a zero likewise.  An EOBn (run
+ * 1-14, no value), which libjpeg also takes for an end of block, is left
+ * to the slow path. */
+static void fill_single(uint32_t *single, uint32_t code, int len, int rs)
 {
-	for (int len = 1; len <= nbits && len <= 16; len++) {
-		int32_t code = (int32_t)(bits >> (nbits - len));
-		int rs, r, s;
+	int run = rs >> 4, s = rs & 15;
+	uint32_t first = code << (JH_PAIR - len), n = 1u << (JH_PAIR - len);
 
-		if (code > t->maxcode[len])
-			continue;
-		rs = t->vals[(t->valoff[len] + code) & 255];
-		r = rs >> 4;
-		s = rs & 15;
-		if ((s == 0 && r != 0 && r != 15) || len + s > nbits)
-			return 0;
-		*used = len + s;
-		*run = s == 0 && r == 0 ? 63 : r;
-		*value = s ? extend((bits >> (nbits - len - s)) & ((1u << s) - 1),
-				    s)
-			   : 0;
-		return 1;
+	if ((s == 0 && run != 0 && run != 15) || len + s > JH_PAIR)
+		return;
+	if (s == 0 && run == 0)
+		run = 63;
+	for (uint32_t i = first; i < first + n; i++) {
+		uint32_t v = s ? (i >> (JH_PAIR - len - s)) & ((1u << s) - 1)
+			       : 0;
+		uint16_t value = (uint16_t)(int16_t)(s ? extend(v, s) : 0);
+
+		single[i] = (uint32_t)value << 16 | (uint32_t)run << 8 |
+			    (uint32_t)(len + s);
 	}
-	return 0;
 }
 
 /* pair[i], for the JH_PAIR bits i: one AC symbol and, where it fits and
  * the first is not an end of block, the next one too (see jpeg_huff.h
  * for the fields).  A pair halves the lookups, whose latency is what
- * bounds entropy decoding. */
-static void fill_pairs(struct jh_table *t)
+ * bounds entropy decoding.  The second symbol is looked up in single
+ * with zeros for the bits past i, and taken only if it ends before them:
+ * then they do not matter. */
+static void fill_pairs(struct jh_table *t, const uint32_t *single)
 {
 	const uint32_t all = 1u << JH_PAIR;
 
 	for (uint32_t i = 0; i < all; i++) {
-		int u1, r1, v1, u2, r2, v2, step2 = 0, tot;
+		uint32_t e1 = single[i], e2;
+		uint32_t u1 = e1 & 31, r1 = (e1 >> 8) & 63, tot = u1;
+		uint32_t step2 = 0, v1 = e1 >> 16, v2 = v1;
 
 		t->pair[i] = 0;
-		if (!ac_symbol(t, i, JH_PAIR, &u1, &r1, &v1))
+		if (!e1)
 			continue;
-		tot = u1;
-		v2 = v1;
-		if (r1 != 63 && u1 < JH_PAIR &&
-		    ac_symbol(t, i & ((1u << (JH_PAIR - u1)) - 1),
-			      JH_PAIR - u1, &u2, &r2, &v2)) {
-			step2 = 1 + r2;
-			tot += u2;
-		} else {
-			v2 = v1; /* the second store puts v1 again */
+		if (r1 != 63 && u1 < JH_PAIR) {
+			e2 = single[(i << u1) & (all - 1)];
+			if (e2 && (e2 & 31) <= JH_PAIR - u1) {
+				step2 = 1 + ((e2 >> 8) & 63);
+				tot += e2 & 31;
+				v2 = e2 >> 16;
+			}
 		}
 		t->pair[i] = (uint64_t)tot | (uint64_t)u1 << 6 |
 			     (uint64_t)r1 << 12 | (uint64_t)step2 << 18 |
-			     (uint64_t)(uint16_t)(int16_t)v1 << 32 |
-			     (uint64_t)(uint16_t)(int16_t)v2 << 48;
+			     (uint64_t)v1 << 32 | (uint64_t)v2 << 48;
 	}
 }
 
@@ -137,9 +133,12 @@ static void fill_pairs(struct jh_table *t)
  * in bounds whatever the table says. */
 static int build(struct jh_table *t, const JHUFF_TBL *ht, int ac)
 {
+	uint32_t single[1 << JH_PAIR];
 	int32_t code = 0, count = 0;
 
 	memset(t->fast, 0, sizeof(t->fast));
+	if (ac)
+		memset(single, 0, sizeof(single));
 	for (int len = 1; len <= 16; len++) {
 		int n = ht->bits[len];
 
@@ -157,6 +156,8 @@ static int build(struct jh_table *t, const JHUFF_TBL *ht, int ac)
 					t->fast[first + j] =
 						(uint16_t)(len << 8 | sym);
 			}
+			if (ac && len <= JH_PAIR)
+				fill_single(single, (uint32_t)code, len, sym);
 		}
 		t->maxcode[len] = n ? code - 1 : -1;
 		if (code >= 1 << len) /* libjpeg's own test of a table */
@@ -164,7 +165,7 @@ static int build(struct jh_table *t, const JHUFF_TBL *ht, int ac)
 		code <<= 1;
 	}
 	if (ac)
-		fill_pairs(t);
+		fill_pairs(t, single);
 	return 0;
 }
 
