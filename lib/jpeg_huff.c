@@ -96,6 +96,25 @@ static void fill_single(uint32_t *single, uint32_t code, int len, int rs)
 	}
 }
 
+/* For a DC table, pair[i] is the difference the JH_PAIR bits i begin
+ * with, code and value, when all of it is there: used bits | the
+ * difference << 32; 0: decode slowly. */
+static void fill_dc(struct jh_table *t, uint32_t code, int len, int sym)
+{
+	int s = sym & 15;
+	uint32_t first = code << (JH_PAIR - len), n = 1u << (JH_PAIR - len);
+
+	if (len + s > JH_PAIR)
+		return;
+	for (uint32_t i = first; i < first + n; i++) {
+		uint32_t v = s ? (i >> (JH_PAIR - len - s)) & ((1u << s) - 1)
+			       : 0;
+		uint16_t diff = (uint16_t)(int16_t)(s ? extend(v, s) : 0);
+
+		t->pair[i] = (uint64_t)diff << 32 | (uint64_t)(len + s);
+	}
+}
+
 /* pair[i], for the JH_PAIR bits i: one AC symbol and, where it fits and
  * the first is not an end of block, the next one too (see jpeg_huff.h
  * for the fields).  A pair halves the lookups, whose latency is what
@@ -139,6 +158,8 @@ static int build(struct jh_table *t, const JHUFF_TBL *ht, int ac)
 	memset(t->fast, 0, sizeof(t->fast));
 	if (ac)
 		memset(single, 0, sizeof(single));
+	else
+		memset(t->pair, 0, sizeof(t->pair));
 	for (int len = 1; len <= 16; len++) {
 		int n = ht->bits[len];
 
@@ -158,6 +179,8 @@ static int build(struct jh_table *t, const JHUFF_TBL *ht, int ac)
 			}
 			if (ac && len <= JH_PAIR)
 				fill_single(single, (uint32_t)code, len, sym);
+			else if (len <= JH_PAIR)
+				fill_dc(t, (uint32_t)code, len, sym);
 		}
 		t->maxcode[len] = n ? code - 1 : -1;
 		if (code >= 1 << len) /* libjpeg's own test of a table */
@@ -290,24 +313,28 @@ HOT void decode_block(j_decompress_ptr ci, struct bits *b,
 		      const struct jh_table *dc, const struct jh_table *ac,
 		      int *last_dc, JCOEF *blk)
 {
-	int s, k;
+	uint64_t e;
+	int s, k, diff;
 
 	if (b->n < 32)
 		refill(b);
-	s = decode(ci, b, dc) & 15;
-	if (s) {
-		int diff = extend(take(b, s), s);
-
-		/* libjpeg's guard too: past int is corrupt data */
-		if ((*last_dc >= 0 && diff > INT_MAX - *last_dc) ||
-		    (*last_dc < 0 && diff < INT_MIN - *last_dc))
-			ERREXIT(ci, JERR_BAD_DCT_COEF);
-		*last_dc += diff;
+	e = dc->pair[b->acc >> (64 - JH_PAIR)];
+	if (e) { /* the code and its value at once */
+		diff = (int16_t)(uint16_t)(e >> 32);
+		b->acc <<= e & 63;
+		b->n -= (int)(e & 63);
+	} else {
+		s = decode(ci, b, dc) & 15;
+		diff = s ? extend(take(b, s), s) : 0;
 	}
+	/* libjpeg's guard too: past int is corrupt data */
+	if ((*last_dc >= 0 && diff > INT_MAX - *last_dc) ||
+	    (*last_dc < 0 && diff < INT_MIN - *last_dc))
+		ERREXIT(ci, JERR_BAD_DCT_COEF);
+	*last_dc += diff;
 	if (blk)
 		blk[0] = (JCOEF)*last_dc;
 	for (k = 1; k < 64; k++) {
-		uint64_t e;
 		int rs, r;
 
 		if (b->n < 32)

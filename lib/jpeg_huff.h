@@ -34,7 +34,8 @@
  * the canonical way. */
 struct jh_table {
 	uint16_t fast[1 << JH_FAST];	/* len << 8 | symbol; 0: longer code */
-	/* AC only: the next one or two symbols with their values: bits
+	/* DC: the next difference, see fill_dc in jpeg_huff.c.
+	 * AC: the next one or two symbols with their values: bits
 	 * 0-5 all they take, 6-11 what the first takes, 12-17 the first's
 	 * run, 18-24 the step from the first's coefficient to the second's
 	 * (0: no second), 32-47 and 48-63 the values; 0: decode slowly */
