@@ -49,10 +49,17 @@ struct ch_image_decoder;
 struct ch_image_decoder *ch_image_decoder_new(void);
 void ch_image_decoder_free(struct ch_image_decoder *d);
 
-/* Baseline JPEGs are entropy-decoded by chute's own decoder
- * (jpeg_huff.h), which yields libjpeg's coefficients faster; with on
- * set, libjpeg decodes them itself: for tests and comparisons. */
-void ch_image_decoder_use_libjpeg_entropy(struct ch_image_decoder *d, int on);
+/* Who entropy-decodes a baseline JPEG's scan: chute's own decoder
+ * (jpeg_huff.h), which yields libjpeg's coefficients faster, built for
+ * the CPU (the default) or portable, or libjpeg itself.  For tests and
+ * comparisons. */
+enum ch_entropy {
+	CH_ENTROPY_CHUTE,
+	CH_ENTROPY_CHUTE_PORTABLE,
+	CH_ENTROPY_LIBJPEG,
+};
+void ch_image_decoder_set_entropy(struct ch_image_decoder *d,
+				  enum ch_entropy who);
 
 /* Reads the header of a JPEG or PNG (recognised by its signature).
  * Anything else, or a header that does not parse, is an error saying

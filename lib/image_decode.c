@@ -52,7 +52,7 @@ struct ch_image_decoder {
 	struct buf aux;	 /* rows to convert or to drop */
 	struct buf rows; /* row pointers */
 	struct jpeg_huff huff; /* the entropy decoder, for the scans it takes */
-	int libjpeg_entropy;   /* leave every scan to libjpeg's */
+	enum ch_entropy entropy; /* who decodes a baseline scan */
 };
 
 /* ------------------------------------------------------------------ */
@@ -227,9 +227,10 @@ struct ch_image_decoder *ch_image_decoder_new(void)
 	return d;
 }
 
-void ch_image_decoder_use_libjpeg_entropy(struct ch_image_decoder *d, int on)
+void ch_image_decoder_set_entropy(struct ch_image_decoder *d,
+				  enum ch_entropy who)
 {
-	d->libjpeg_entropy = on;
+	d->entropy = who;
 }
 
 void ch_image_decoder_free(struct ch_image_decoder *d)
@@ -327,8 +328,9 @@ static int jpeg_region(struct ch_image_decoder *d,
 	if (getenv("XF")) ci->do_fancy_upsampling = FALSE;
 	if (getenv("XI")) ci->dct_method = JDCT_IFAST;
 	jpeg_start_decompress(ci);
-	if (!d->libjpeg_entropy)
-		jpeg_huff_install(&d->huff, ci);
+	if (d->entropy != CH_ENTROPY_LIBJPEG)
+		jpeg_huff_install(&d->huff, ci,
+				  d->entropy == CH_ENTROPY_CHUTE_PORTABLE);
 	if (ci->output_components != (cmyk ? 4 : (int)req->channels))
 		return ch_error_set(err, "cannot decode JPEG: %d components "
 				    "out", ci->output_components);

@@ -496,7 +496,7 @@ static struct jh_table *table(struct jpeg_huff *h, int ac, int no,
 	return t;
 }
 
-int jpeg_huff_install(struct jpeg_huff *h, j_decompress_ptr ci)
+int jpeg_huff_install(struct jpeg_huff *h, j_decompress_ptr ci, int portable)
 {
 	if (!ours(ci))
 		return 0;
@@ -522,8 +522,9 @@ int jpeg_huff_install(struct jpeg_huff *h, j_decompress_ptr ci)
 	h->next_restart = 0;
 	ci->client_data = h;
 	ci->entropy->decode_mcu = decode_mcu;
+	(void)portable;
 #if HAVE_BMI2
-	if (__builtin_cpu_supports("bmi2"))
+	if (!portable && __builtin_cpu_supports("bmi2"))
 		ci->entropy->decode_mcu = decode_mcu_bmi2;
 #endif
 	return 1;

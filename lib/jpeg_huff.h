@@ -66,7 +66,8 @@ struct jpeg_huff {
 /* Takes over ci's entropy decoding if the scan is one this decoder
  * handles; returns 1 if it did, 0 if libjpeg keeps it.  Call after
  * jpeg_start_decompress and before reading the first row; h lives as
- * long as that decompression. */
-int jpeg_huff_install(struct jpeg_huff *h, j_decompress_ptr ci);
+ * long as that decompression.  The build for the CPU (BMI2) is used
+ * where it runs, unless portable is set (for tests). */
+int jpeg_huff_install(struct jpeg_huff *h, j_decompress_ptr ci, int portable);
 
 #endif

@@ -64,7 +64,8 @@ static double pass(struct ch_image_decoder *d, const struct jpeg *js,
 {
 	double t0 = cpu_now();
 
-	ch_image_decoder_use_libjpeg_entropy(d, libjpeg);
+	ch_image_decoder_set_entropy(d, libjpeg ? CH_ENTROPY_LIBJPEG
+					       : CH_ENTROPY_CHUTE);
 	*sum = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct ch_decode_req req = {3, 0, last_row ? js[i].h - 1 : 0,

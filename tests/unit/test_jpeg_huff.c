@@ -96,12 +96,12 @@ struct outcome {
 };
 
 static struct outcome decode(struct ch_image_decoder *d, struct blob b,
-			     const struct ch_decode_req *req, int libjpeg)
+			     const struct ch_decode_req *req, enum ch_entropy who)
 {
 	struct outcome o = {0};
 	struct ch_decoded dec;
 
-	ch_image_decoder_use_libjpeg_entropy(d, libjpeg);
+	ch_image_decoder_set_entropy(d, who);
 	o.rc = ch_image_decode(d, b.p, b.n, req, &dec, &o.err);
 	if (o.rc == 0) {
 		o.n = (size_t)dec.img.w * dec.img.h * dec.img.c;
@@ -126,6 +126,15 @@ static int has_ff_ff(struct blob b)
 	return 0;
 }
 
+/* Both builds of chute's decoder (for the CPU, portable) against each
+ * other: the same verdict, message and pixels. */
+static int builds_agree(const struct outcome *a, const struct outcome *p)
+{
+	return a->rc == p->rc &&
+	       (a->rc ? strcmp(a->err.msg, p->err.msg) == 0
+		      : a->n == p->n && memcmp(a->px, p->px, a->n) == 0);
+}
+
 /* Both decoders on req: the same verdict, and the same pixels.  Where
  * libjpeg-turbo is not self-consistent, chute goes with the stricter
  * reading:
@@ -138,7 +147,9 @@ static int has_ff_ff(struct blob b)
 static int same(struct ch_image_decoder *d, struct blob b,
 		const struct ch_decode_req *req, const char *what)
 {
-	struct outcome a = decode(d, b, req, 0), l = decode(d, b, req, 1);
+	struct outcome a = decode(d, b, req, CH_ENTROPY_CHUTE);
+	struct outcome p = decode(d, b, req, CH_ENTROPY_CHUTE_PORTABLE);
+	struct outcome l = decode(d, b, req, CH_ENTROPY_LIBJPEG);
 	int ok = a.rc == l.rc &&
 		 (a.rc != 0 || (a.n == l.n && memcmp(a.px, l.px, a.n) == 0));
 
@@ -154,7 +165,12 @@ static int same(struct ch_image_decoder *d, struct blob b,
 			  "libjpeg %s", what, req->w, req->h, req->x, req->y,
 			  req->denom, a.rc ? a.err.msg : "decodes",
 			  l.rc ? l.err.msg : "decodes");
+	if (!builds_agree(&a, &p)) {
+		unit_note("%s: chute's two builds differ", what);
+		ok = 0;
+	}
 	free(a.px);
+	free(p.px);
 	free(l.px);
 	return ok;
 }
@@ -273,7 +289,7 @@ static void damaged_scans_are_judged_like_libjpeg(void)
 		for (int t = 0; t < 400; t++) {
 			struct blob m = damage(b, from);
 			struct ch_decode_req q = whole(&bases[i], 3);
-			struct outcome o = decode(d, m, &q, 0);
+			struct outcome o = decode(d, m, &q, CH_ENTROPY_CHUTE);
 			char what[64];
 
 			refused += o.rc != 0;
@@ -296,7 +312,7 @@ static int refused_with(struct ch_image_decoder *d, struct blob b,
 			const struct spec *s, const char *msg)
 {
 	struct ch_decode_req q = whole(s, 3);
-	struct outcome o = decode(d, b, &q, 0);
+	struct outcome o = decode(d, b, &q, CH_ENTROPY_CHUTE);
 	int ok = o.rc != 0 && strstr(o.err.msg, msg) != NULL;
 
 	if (!ok)
