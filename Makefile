@@ -55,7 +55,7 @@ $(BUILD)/chute: $(CMD_OBJ) $(BUILD)/libchute.a
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(BUILD)/libchute.a $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(BUILD)/libchute.a
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h tests/jpeg_compare.h $(BUILD)/libchute.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libchute.a $(LDLIBS)
 
