@@ -1,8 +1,8 @@
 /* image_decode.c - JPEG (libjpeg-turbo's libjpeg API) and PNG (libpng)
  * into 8-bit gray or RGB pixels, one region at a time.
  *
- * A decoder is one worker's: a libjpeg decompressor created once and
- * reset between images, and pixel and row buffers that only ever grow.
+ * A decoder is one worker's: a libjpeg decompressor, made afresh for
+ * each image, and pixel and row buffers that only ever grow.
  * Both libraries report errors by longjmp: each entry point below sets
  * its jump with setjmp and does its work in helpers, so that nothing
  * but the decoder (on the heap) is read after a jump. */
@@ -397,6 +397,15 @@ static int jpeg_run(struct ch_image_decoder *d, const uint8_t *data,
 		    struct ch_decoded *out, struct ch_image_info *info,
 		    struct ch_error *err)
 {
+	/* libjpeg keeps the quantization and Huffman tables of one image
+	 * for the next (for abbreviated streams): a JPEG lacking its own
+	 * would decode with whatever this worker decoded before, so that
+	 * its pixels would depend on --workers.  A new decompressor costs
+	 * a quarter of a microsecond. */
+	jpeg_destroy_decompress(&d->jpeg);
+	if (jpeg_init(d) < 0)
+		return ch_error_errno(err, ENOMEM, "cannot decode JPEG: no "
+				      "memory for a decompressor");
 	d->jfail.err = err;
 	d->jfail.data = data;
 	d->jfail.size = size;

@@ -421,6 +421,51 @@ static void jpeg_corruption_is_an_error(void)
 	ch_image_decoder_free(d);
 }
 
+/* b without its DQT segments, in a malloc'd blob. */
+static struct blob without_dqt(struct blob b)
+{
+	struct blob o = {malloc(b.n), 0};
+	size_t i = 2;
+
+	memcpy(o.p, b.p, 2); /* SOI */
+	o.n = 2;
+	while (i + 4 <= b.n && b.p[i] == 0xff && b.p[i + 1] != 0xda) {
+		size_t len = 2 + ((size_t)b.p[i + 2] << 8 | b.p[i + 3]);
+
+		if (b.p[i + 1] != 0xdb) {
+			memcpy(o.p + o.n, b.p + i, len);
+			o.n += len;
+		}
+		i += len;
+	}
+	memcpy(o.p + o.n, b.p + i, b.n - i); /* the scan and EOI */
+	o.n += b.n - i;
+	return o;
+}
+
+/* libjpeg keeps an image's tables for the next one: a JPEG without its
+ * own must be refused whatever the decoder decoded before, or a sample's
+ * pixels would depend on which worker took it. */
+static void jpeg_tables_do_not_carry_over(void)
+{
+	struct ch_image_decoder *d = ch_image_decoder_new();
+	struct blob b = jcase_jpeg(&jcases[0], 3);
+	struct blob bare = without_dqt(b);
+	struct ch_decoded o;
+	struct ch_error err;
+
+	CHECK(bare.n < b.n);
+	if (!CHECK(decode_all(d, b, 3, &o, &err) == 0))
+		unit_note("%s", err.msg);
+	CHECK(decode_all(d, bare, 3, &o, &err) < 0);
+	if (!CHECK(strstr(err.msg, "quantization table 0x00 was not "
+				"defined") != NULL))
+		unit_note("%s", err.msg);
+	free(bare.p);
+	free(b.p);
+	ch_image_decoder_free(d);
+}
+
 /* PIL's CMYK to RGB of what Adobe stores: 255 - ink. */
 static void cmyk_expect(const uint8_t *s, uint8_t *rgb)
 {
@@ -1257,6 +1302,7 @@ int main(void)
 		UNIT(jpeg_whole_decode_equals_turbojpeg),
 		UNIT(jpeg_regions_equal_whole_decode_at_every_scale),
 		UNIT(jpeg_corruption_is_an_error),
+		UNIT(jpeg_tables_do_not_carry_over),
 		UNIT(cmyk_jpeg_converts_like_pil),
 		UNIT(png_color_variants_decode_like_pil),
 		UNIT(png_gray_variants_decode_like_pil),
