@@ -3,15 +3,33 @@
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
-PYTHON ?= $(shell for p in /usr/bin/python3 python3; do $$p -c 'import numpy' 2>/dev/null && { echo $$p; break; }; done)
-export PYTHON
+# An interpreter that imports numpy: Debian's python3 sees Debian's
+# packages, the python3 first on PATH may be another build.  Computed in
+# each make, not inherited from a parent make that ran before `deps`.
+PYTHON := $(or $(PYTHON),$(shell for p in /usr/bin/python3 python3; do \
+	$$p -c 'import numpy' 2>/dev/null && { echo $$p; break; }; done),python3)
+
+# What deps, tour and check run; tests/cli/makefile.bats puts stand-ins here.
+INSTALL_DEPS ?= ./scripts/install-deps.sh
+DEMO ?= ./scripts/demo.sh
+RUN_TESTS ?= ./scripts/run-tests.sh --no-deps
 
 CC ?= cc
 PKGS = libarchive libzstd libxxhash jansson libturbojpeg libjpeg libpng libcurl
+# pkg-config runs when make starts: on a fresh machine that is before
+# `deps` has installed anything, so demo and test build in a second make,
+# started after `deps`, which asks again.
+PKG_MISSING := $(shell pkg-config --exists $(PKGS) 2>/dev/null || \
+	for p in $(PKGS); do pkg-config --exists $$p 2>/dev/null || printf '%s ' $$p; done)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # libcurl is loaded when a remote is first used (lib/curl_shim.c), not
 # linked: its 27 libraries would slow the start of every command.
 PKG_LIBS := $(shell pkg-config --libs $(filter-out libcurl,$(PKGS)) 2>/dev/null)
+# Stops a compile or a link that would fail on a missing library with a
+# screen of undefined references; expanded only when such a rule runs.
+need_pkgs = $(if $(strip $(PKG_MISSING)),$(error pkg-config cannot find \
+	$(strip $(PKG_MISSING)) (is pkg-config installed?): run 'make deps' \
+	or scripts/install-deps.sh as root first))
 
 WERROR ?= -Werror
 CFLAGS ?= -O2 -g
@@ -44,7 +62,7 @@ MAN_PAGES := $(wildcard man/*.1 man/*.5 man/*.7)
 all: $(BUILD)/chute $(BUILD)/tests/store_tool
 
 $(BUILD)/%.o: %.c lib/chute.h $(wildcard lib/*.h cmd/*.h)
-	@mkdir -p $(dir $@)
+	$(need_pkgs)@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
@@ -52,7 +70,7 @@ $(BUILD)/libchute.a: $(LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/chute: $(CMD_OBJ) $(BUILD)/libchute.a
-	@$(if $(Q),echo "  LD      $@")
+	$(need_pkgs)@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(BUILD)/libchute.a $(LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h tests/jpeg_compare.h $(BUILD)/libchute.a
@@ -66,37 +84,41 @@ $(BUILD)/tests/store_tool: tests/store_tool.c $(BUILD)/libchute.a
 
 ## deps: install the Debian packages chute needs (as root)
 deps:
-	./scripts/install-deps.sh
+	$(INSTALL_DEPS)
 
 ## test: install dependencies, build, run unit, CLI and sanitizer tests
 test: deps
-	./scripts/run-tests.sh --no-deps
+	+$(MAKE) --no-print-directory check
 
 ## check: run the tests without installing dependencies
 check: all $(UNIT_BIN)
-	./scripts/run-tests.sh --no-deps
+	PYTHON=$(PYTHON) $(RUN_TESTS)
 
 ## unit: build and run the unit tests
 unit: $(UNIT_BIN)
 	@for t in $(UNIT_BIN); do $$t || exit 1; done
 
 ## demo: install dependencies, build, tour a sample dataset (pack, verify, split, check, stream)
-demo: deps all
-	./scripts/demo.sh $(BUILD)/chute
+demo: deps
+	+$(MAKE) --no-print-directory tour
+
+## tour: the demo without installing dependencies
+tour: all
+	PYTHON=$(PYTHON) $(DEMO) $(BUILD)/chute
 
 ## bench: pack/verify vs tar|zstd, xxhsum, cat; stream vs DataLoader, numpy, cat; transforms vs DataLoader, TurboJPEG; --shm vs pipe
 bench: all
-	./scripts/bench-pack.sh $(BUILD)/chute
-	./scripts/bench-stream.sh $(BUILD)/chute
-	./scripts/bench-check.sh $(BUILD)/chute
-	./scripts/bench-transform.sh $(BUILD)/chute
-	./scripts/bench-shm.sh $(BUILD)/chute
-	./scripts/bench-remote.sh $(BUILD)/chute
+	PYTHON=$(PYTHON) ./scripts/bench-pack.sh $(BUILD)/chute
+	PYTHON=$(PYTHON) ./scripts/bench-stream.sh $(BUILD)/chute
+	PYTHON=$(PYTHON) ./scripts/bench-check.sh $(BUILD)/chute
+	PYTHON=$(PYTHON) ./scripts/bench-transform.sh $(BUILD)/chute
+	PYTHON=$(PYTHON) ./scripts/bench-shm.sh $(BUILD)/chute
+	PYTHON=$(PYTHON) ./scripts/bench-remote.sh $(BUILD)/chute
 
 ## fuzz: run each libFuzzer target for FUZZ_SECONDS (default 60)
 FUZZ_SECONDS ?= 60
 fuzz:
-	./scripts/run-fuzz.sh $(FUZZ_SECONDS)
+	PYTHON=$(PYTHON) ./scripts/run-fuzz.sh $(FUZZ_SECONDS)
 
 ## install: install the binary and man pages under $(DESTDIR)$(PREFIX)
 install: all
@@ -120,4 +142,4 @@ clean:
 help:
 	@sed -n 's/^## //p' Makefile
 
-.PHONY: all deps test check unit demo bench fuzz install uninstall clean help
+.PHONY: all deps test check unit demo tour bench fuzz install uninstall clean help
