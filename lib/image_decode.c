@@ -325,8 +325,6 @@ static int jpeg_region(struct ch_image_decoder *d,
 						   : JCS_GRAYSCALE;
 	ci->scale_num = 1;
 	ci->scale_denom = dn;
-	if (getenv("XF")) ci->do_fancy_upsampling = FALSE;
-	if (getenv("XI")) ci->dct_method = JDCT_IFAST;
 	jpeg_start_decompress(ci);
 	if (d->entropy != CH_ENTROPY_LIBJPEG)
 		jpeg_huff_install(&d->huff, ci,

@@ -331,9 +331,13 @@ run_target() {
 		"dict_$t" >"$OUT/$t.dict"
 		dict="-dict=$OUT/$t.dict"
 	fi
-	# crashes found before are regression tests: each must run clean
+	# crashes found before are regression tests: each must run clean.
+	# They replay in name order in one process, as libFuzzer ran them
+	# when they crashed: a crash that needs an earlier input (a decoder
+	# that kept the tables of the JPEG before) is kept as NAME-1-prior,
+	# NAME-2-crash.
 	local old
-	old=$(find tests/fuzz/regressions -type f -name "$t-*" 2>/dev/null)
+	old=$(find tests/fuzz/regressions -type f -name "$t-*" 2>/dev/null | LC_ALL=C sort)
 	if [ -n "$old" ]; then
 		log "$t: replaying $(echo "$old" | wc -l) regression inputs"
 		# shellcheck disable=SC2086
