@@ -36,7 +36,12 @@ import sys
 import tarfile
 import time
 
-import numpy as np
+try:
+    import debian_python  # next to this file when run or imported from scripts/
+    debian_python.require("numpy")
+except ModuleNotFoundError:
+    pass
+import numpy as np  # noqa: E402
 
 IMAGE_MAGIC, LABEL_MAGIC = 0x803, 0x801
 BATCH = 256

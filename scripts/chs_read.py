@@ -26,7 +26,12 @@ import os
 import struct
 import sys
 
-import zstandard
+try:
+    import debian_python  # next to this file when run or imported from scripts/
+    debian_python.require("zstandard")
+except ModuleNotFoundError:
+    pass
+import zstandard  # noqa: E402
 
 try:
     import xxhash

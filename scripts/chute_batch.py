@@ -21,6 +21,8 @@ As a command:
 
     chute stream DATASET | chute_batch.py [FILE]     one line per frame:
                                  EPOCH BATCH NSAMPLES FLAGS CURSOR
+    chute stream DATASET | chute_batch.py --shapes   the same, then each
+                                 field's type and shape: jpg=u8(64,3,224,224)
     chute stream DATASET | chute_batch.py --check    validate only
     chute_batch.py --shm NAME [--check]              the same, from the
                                  ring of chute stream --shm NAME
@@ -56,7 +58,12 @@ import time
 
 from collections.abc import Sequence
 
-import numpy as np
+try:
+    import debian_python  # next to this file when run or imported from scripts/
+    debian_python.require("numpy")
+except ModuleNotFoundError:
+    pass
+import numpy as np  # noqa: E402
 
 MAGIC = b"CHB1"
 HEADER = struct.Struct("<4sIQQQIIIIQQ")
@@ -685,6 +692,18 @@ def shm_frames(name, timeout=60.0, alive=None):
         ring.close()
 
 
+DTYPE_NAMES = {np.dtype(np.uint8): "u8", np.dtype(np.int64): "i64",
+               np.dtype(np.float16): "f16", np.dtype(np.float32): "f32"}
+
+
+def shape_of(field):
+    """u8(64,3,224,224) for an array, bytes[64] for raw samples."""
+    if isinstance(field, np.ndarray):
+        return "%s(%s)" % (DTYPE_NAMES.get(field.dtype, str(field.dtype)),
+                           ",".join(str(n) for n in field.shape))
+    return "bytes[%d]" % len(field)
+
+
 def main():
     ap = argparse.ArgumentParser(
         prog="chute_batch.py",
@@ -699,6 +718,9 @@ def main():
                     help="--shm: seconds to wait for the ring (default 60)")
     ap.add_argument("--limit", type=int, metavar="N",
                     help="stop after N frames (--shm: chute then stops)")
+    ap.add_argument("--shapes", action="store_true",
+                    help="also print each field's type and shape "
+                         "(jpg=u8(64,3,224,224); bytes[64] for raw fields)")
     ap.add_argument("--copy-to", metavar="FILE",
                     help="also write the frames' bytes to FILE, as a pipe "
                          "carries them")
@@ -720,9 +742,10 @@ def main():
             if copy:
                 copy.write(fr.buffer)
             if not args.check:
-                out.write("%d %d %d %d %s\n" % (fr.epoch, fr.batch,
-                                                  fr.nsamples, fr.flags,
-                                                  fr.cursor))
+                out.write("%d %d %d %d %s%s\n" % (
+                    fr.epoch, fr.batch, fr.nsamples, fr.flags, fr.cursor,
+                    "".join(" %s=%s" % (k, shape_of(v)) for k, v in
+                            fr.fields.items()) if args.shapes else ""))
         out.flush()
         if copy:
             copy.close()

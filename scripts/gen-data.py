@@ -2,14 +2,17 @@
 """Seeded sample-data generator for chute's tests, demo and benchmarks.
 
 Same arguments, same bytes: every file's content depends only on the seed
-and the sample's number, never on time, order of work or the machine.
-Standard library only, so any python3 >= 3.9 runs it.
+and the sample's number, never on time, order of work or the machine (the
+images: nor on anything but PIL's libjpeg).  The standard library, and
+PIL (Debian's python3-pil) for images.
 
   gen-data.py images DIR --count N --size BYTES --classes K --seed S [--with-cls]
-      DIR/cNN/imgNNNNNNN.jpg: incompressible bytes behind a JPEG SOI marker,
-      sizes BYTES +-20 %, sample i in class i mod K (ImageFolder layout,
-      for `chute pack --label-from dir`).  --with-cls also writes
-      KEY.cls holding the class index as text.
+      DIR/cNN/imgNNNNNNN.jpg: real JPEGs (quality 90) of seeded RGB noise,
+      which decode and barely compress, sizes BYTES +-20 % (never under
+      the ~700 bytes of a JPEG's headers and one 8x8 block), sample i in
+      class i mod K (ImageFolder layout, for `chute pack --label-from
+      dir`).  --with-cls also writes KEY.cls holding the class index as
+      text.
   gen-data.py text DIR --count N --seed S
       DIR/NNNN/txtNNNNNNN.txt (an English-like sentence, 50-400 chars) and
       .cls (0-9 as text); 500 samples (1000 files) per folder.
@@ -19,11 +22,16 @@ Standard library only, so any python3 >= 3.9 runs it.
 """
 
 import argparse
+import io
 import json
+import math
 import os
 import random
 import sys
 from concurrent.futures import ProcessPoolExecutor
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import debian_python  # noqa: E402  (found next to this script)
 
 JPEG_SOI = b"\xff\xd8\xff\xe0"
 TEXT_PER_DIR = 500  # samples per folder: two files each
@@ -46,11 +54,38 @@ def class_name(c, k):
     return "c%0*d" % (max(2, len(str(k - 1))), c)
 
 
-def image_sample(seed, i, size):
-    """Size and bytes of image i: depends on (seed, i) alone."""
-    rng = random.Random("image:%d:%d" % (seed, i))
-    n = max(len(JPEG_SOI), size + rng.randint(-size // 5, size // 5))
-    return JPEG_SOI + rng.randbytes(n - len(JPEG_SOI))
+class NoiseJpeg:
+    """JPEGs of seeded RGB noise, sized to a byte target.
+
+    A noise JPEG's size is close to linear in its pixel count: two probe
+    encodes give the line, and an image of N bytes gets the 4:3 frame of
+    the pixel count that the line says."""
+
+    QUALITY = 90
+
+    def __init__(self):
+        debian_python.require("PIL", program="gen-data.py images")
+        from PIL import Image
+        self.Image = Image
+        small, big = (16, 12), (160, 120)
+        a, b = (len(self.encode(random.Random("probe"), *wh)) for wh in (small, big))
+        self.per_pixel = (b - a) / (big[0] * big[1] - small[0] * small[1])
+        self.fixed = a - self.per_pixel * small[0] * small[1]
+
+    def encode(self, rng, w, h):
+        im = self.Image.frombytes("RGB", (w, h), rng.randbytes(w * h * 3))
+        out = io.BytesIO()
+        im.save(out, "JPEG", quality=self.QUALITY)
+        return out.getvalue()
+
+    def sample(self, seed, i, size):
+        """Image i: depends on (seed, i, size) alone."""
+        rng = random.Random("image:%d:%d" % (seed, i))
+        n = size + rng.randint(-size // 5, size // 5)
+        pixels = max(64.0, (n - self.fixed) / self.per_pixel)
+        w = max(8, round(math.sqrt(pixels * 4 / 3)))
+        h = max(8, round(pixels / w))
+        return self.encode(rng, w, h)
 
 
 def write(path, data):
@@ -60,8 +95,9 @@ def write(path, data):
 
 
 def gen_images(a):
-    if a.classes < 1 or a.count < 0 or a.size < len(JPEG_SOI):
-        sys.exit("gen-data images: need --classes >= 1, --count >= 0, --size >= 4")
+    if a.classes < 1 or a.count < 0 or a.size < 1:
+        sys.exit("gen-data images: need --classes >= 1, --count >= 0, --size >= 1")
+    jpeg = NoiseJpeg()
     dirs = [os.path.join(a.dir, class_name(c, a.classes)) for c in range(a.classes)]
     for d in dirs:
         os.makedirs(d, exist_ok=True)
@@ -69,7 +105,7 @@ def gen_images(a):
     for i in range(a.count):
         c = i % a.classes
         base = os.path.join(dirs[c], "img%07d" % i)
-        total += write(base + ".jpg", image_sample(a.seed, i, a.size))
+        total += write(base + ".jpg", jpeg.sample(a.seed, i, a.size))
         if a.with_cls:
             total += write(base + ".cls", b"%d" % c)
     return a.count, total
@@ -153,7 +189,7 @@ def main(argv):
         prog="gen-data.py", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 2)[2])
     sub = p.add_subparsers(dest="cmd", required=True)
-    im = sub.add_parser("images", help="ImageFolder-like incompressible 'jpg' files")
+    im = sub.add_parser("images", help="ImageFolder-like JPEGs of noise")
     im.add_argument("--count", type=int, default=100)
     im.add_argument("--size", type=int, default=110_000, help="mean bytes per file")
     im.add_argument("--classes", type=int, default=4)

@@ -53,7 +53,12 @@ fi
 # tests then say they were skipped, and why.
 if [ ! -d "$ROOT/.deps/node_modules/s3rver" ]; then
 	echo "install-deps: installing s3rver@3 into .deps/"
-	npm install --silent --prefix "$ROOT/.deps" s3rver@3 >/dev/null ||
-		echo "install-deps: could not install s3rver (npm): the S3" \
-			"tests will be skipped" >&2
+	npmlog=$(mktemp "${TMPDIR:-/tmp}/chute-npm.XXXXXX")
+	if ! npm install --no-audit --no-fund --prefix "$ROOT/.deps" s3rver@3 \
+		>"$npmlog" 2>&1; then
+		tail -n 15 "$npmlog" >&2
+		echo "install-deps: could not install s3rver (npm, above): the" \
+			"S3 tests will be skipped" >&2
+	fi
+	rm -f "$npmlog"
 fi

@@ -54,12 +54,15 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-import torch
-from torch import nn
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import chute_batch  # noqa: E402  (found next to this script)
+import debian_python  # noqa: E402  (found next to this script)
+
+debian_python.require("numpy", "torch")
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+import chute_batch  # noqa: E402
 
 PROG = "train_fashion_mnist.py"
 PIXELS = 28 * 28
