@@ -117,8 +117,10 @@ static const struct cmd_spec stream_spec = {
 		 "resize N|WxH, center-crop N|WxH, random-resized-crop N\n"
 		 "[scale=A,B] [ratio=A,B], flip [P], normalize MEAN STD|imagenet,\n"
 		 "layout hwc|chw, dtype u8|f16|f32, int, npy [SHAPE],\n"
-		 "random-crop N, pad N [VALUE].  Example:\n"
-		 "  --transform 'jpg: decode | random-resized-crop 224 | flip'\n",
+		 "bytes u8|i64|f16|f32 [SHAPE], random-crop N, pad N [VALUE].\n"
+		 "Examples:\n"
+		 "  --transform 'jpg: decode | random-resized-crop 224 | flip'\n"
+		 "  --transform 'img: bytes u8 28x28'\n",
 };
 
 /* chute bench takes the options that shape and feed the stream, and
@@ -612,6 +614,17 @@ static int open_dataset(const struct stream_args *a, struct ch_dataset *ds,
 	return rc;
 }
 
+/* A file an option replaces as the stream goes (ch_write_file_atomic)
+ * that could not be written is refused before the first batch, not
+ * after it. */
+static int check_replaceable(const char *opt, const char *path)
+{
+	struct ch_error err;
+	if (!path || ch_check_file_atomic(path, &err) == 0)
+		return 0;
+	return cmd_error("cannot write %s '%s': %s", opt, path, err.msg);
+}
+
 static int run_stream(struct stream_args *a)
 {
 	struct ch_dataset ds;
@@ -621,6 +634,10 @@ static int run_stream(struct stream_args *a)
 	ch_batch_sink put = a->shm.name ? shm_sink_put : to_sink;
 	void *put_arg = a->shm.name ? (void *)&a->shm : &sink;
 	int status = 0;
+	if (check_replaceable("--state", a->state) ||
+	    check_replaceable("--stats-json", a->stats_json) ||
+	    check_replaceable("--record", a->rec.record))
+		return EXIT_USAGE;
 	if (shm_sink_check(&a->shm, a->output, a->o.format) != 0)
 		return EXIT_USAGE;
 	if (open_dataset(a, &ds, &err) < 0)

@@ -978,6 +978,13 @@ int ch_parse_size(const char *s, uint64_t *out);
  * one, never a part of either. */
 int ch_write_file_atomic(const char *path, const char *data, size_t len,
 			 struct ch_error *err);
+/* Whether ch_write_file_atomic can replace path, as far as can be told
+ * without writing: its folder exists and may be written in, and path is
+ * no folder.  For options checked before a long run starts.  Returns 0,
+ * or -1 with the reason alone in err (the caller names the path):
+ * strerror's words, followed by " (its folder)" when the folder is at
+ * fault. */
+int ch_check_file_atomic(const char *path, struct ch_error *err);
 /* Length of the well-formed UTF-8 sequence at p (overlong forms,
  * surrogates and code points past U+10FFFF refused), 0 if there is none;
  * the code point goes to *cp. */

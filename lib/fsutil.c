@@ -149,15 +149,35 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+/* The folder holding path ("dir/" or "."), or NULL: no memory. */
+static char *parent_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? strndup(path, (size_t)(slash - path) + 1) : strdup(".");
+}
+
 /* Makes a rename in the folder holding path durable. */
 static int sync_parent(const char *path, struct ch_error *err)
 {
-	const char *slash = strrchr(path, '/');
-	char *dir = slash ? strndup(path, (size_t)(slash - path) + 1)
-			  : strdup(".");
+	char *dir = parent_of(path);
 	if (!dir)
 		return ch_error_set(err, "out of memory");
 	int rc = ch_fsync_dir(dir, err);
+	free(dir);
+	return rc;
+}
+
+int ch_check_file_atomic(const char *path, struct ch_error *err)
+{
+	struct stat st;
+	char *dir = parent_of(path);
+	int rc = 0;
+	if (!dir)
+		return ch_error_set(err, "out of memory");
+	if (stat(dir, &st) < 0 || access(dir, W_OK | X_OK) < 0)
+		rc = ch_error_set(err, "%s (its folder)", strerror(errno));
+	else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		rc = ch_error_set(err, "%s", strerror(EISDIR));
 	free(dir);
 	return rc;
 }

@@ -15,7 +15,7 @@
 enum ch_op_kind {
 	CH_OP_DECODE, CH_OP_RESIZE, CH_OP_CENTER_CROP, CH_OP_RRC, CH_OP_FLIP,
 	CH_OP_NORMALIZE, CH_OP_LAYOUT, CH_OP_DTYPE, CH_OP_INT, CH_OP_NPY,
-	CH_OP_RANDOM_CROP, CH_OP_PAD
+	CH_OP_RANDOM_CROP, CH_OP_PAD, CH_OP_BYTES
 };
 
 struct ch_op {
@@ -27,9 +27,9 @@ struct ch_op {
 	float mean[4], std[4];	/* normalize, nchan values */
 	uint32_t nchan;
 	int chw;	    /* layout */
-	uint32_t dtype;	    /* dtype */
+	uint32_t dtype;	    /* dtype, bytes */
 	double value;	    /* pad */
-	struct ch_field_type want; /* npy: shape to check (ndim 0: any) */
+	struct ch_field_type want; /* npy, bytes: shape (ndim 0: any, 1-D) */
 };
 
 struct ch_pipeline {
@@ -121,6 +121,11 @@ int ch_array_int(const uint8_t *in, size_t size, struct ch_buf *out,
 int ch_array_npy(const struct ch_op *op, const uint8_t *in, size_t size,
 		 struct ch_buf *out, struct ch_field_type *t,
 		 struct ch_error *err);
+/* bytes: the type that a field of size bytes has as op's array (the
+ * bytes themselves are the array's, little-endian: nothing to convert),
+ * or an error when size does not fit it. */
+int ch_array_bytes(const struct ch_op *op, size_t size,
+		   struct ch_field_type *t, struct ch_error *err);
 /* random-crop (start: the first item kept) and pad, on 1-D arrays. */
 int ch_array_window(const struct ch_buf *in, struct ch_field_type *t,
 		    uint64_t start, uint64_t n, struct ch_buf *out,
@@ -132,4 +137,6 @@ int ch_array_pad(const struct ch_buf *in, struct ch_field_type *t,
 int ch_value_convert(const struct ch_buf *in, struct ch_field_type *t,
 		     uint32_t dtype, struct ch_buf *out, struct ch_error *err);
 uint16_t ch_f32_to_f16(float f);
+/* "u8", "i64", "f16", "f32" (chute-batch(5)); "bytes" for 0. */
+const char *ch_dtype_name(uint32_t dtype);
 #endif

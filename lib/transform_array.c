@@ -1,5 +1,5 @@
-/* transform_array.c - labels and arrays: int, npy, random-crop, pad and
- * the dtype conversions. */
+/* transform_array.c - labels and arrays: int, npy, bytes, random-crop,
+ * pad and the dtype conversions. */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -214,6 +214,43 @@ int ch_array_npy(const struct ch_op *op, const uint8_t *in, size_t size,
 }
 
 /* ------------------------------------------------------------------ */
+/* bytes: a raw field of known size                                     */
+
+/* "u8 28x28", as the spec said it. */
+static void type_text(const struct ch_field_type *t, char *s, size_t n)
+{
+	int k = snprintf(s, n, "%s", ch_dtype_name(t->dtype));
+	for (uint32_t d = 0; d < t->ndim && k > 0 && (size_t)k < n; d++)
+		k += snprintf(s + k, n - (size_t)k, "%c%llu", d ? 'x' : ' ',
+			      (unsigned long long)t->shape[d]);
+}
+
+int ch_array_bytes(const struct ch_op *op, size_t size,
+		   struct ch_field_type *t, struct ch_error *err)
+{
+	size_t item = ch_dtype_size(op->dtype);
+	*t = op->want;
+	t->dtype = op->dtype;
+	if (!t->ndim) {
+		if (size % item)
+			return ch_error_set(err, "has %zu bytes; %s needs a "
+					    "multiple of %zu", size,
+					    ch_dtype_name(t->dtype), item);
+		t->ndim = 1;
+		t->shape[0] = size / item;
+		return 0;
+	}
+	uint64_t need = count_of(t) * item; /* the parser saw it fits */
+	if (size != need) {
+		char what[128];
+		type_text(t, what, sizeof(what));
+		return ch_error_set(err, "has %zu bytes; %s needs %llu", size,
+				    what, (unsigned long long)need);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* 1-D arrays                                                           */
 
 int ch_array_window(const struct ch_buf *in, struct ch_field_type *t,
@@ -313,6 +350,13 @@ uint16_t ch_f32_to_f16(float f)
 	if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
 		h++; /* may carry into the exponent: still right */
 	return (uint16_t)(sign | h);
+}
+
+const char *ch_dtype_name(uint32_t dtype)
+{
+	static const char *const names[] = { "bytes", "u8", "i64", "f16",
+					     "f32" };
+	return dtype < 5 ? names[dtype] : "?";
 }
 
 static double load(uint32_t dtype, const uint8_t *p)

@@ -177,13 +177,34 @@ static int parse_shape(const char *s, struct ch_field_type *t)
 
 static int parse_dtype(const char *s, uint32_t *out)
 {
-	static const char *const names[] = { "u8", "i64", "f16", "f32" };
-	for (uint32_t i = 0; i < 4; i++)
-		if (!strcmp(s, names[i])) {
-			*out = i + 1;
+	for (uint32_t d = CH_DTYPE_U8; d <= CH_DTYPE_F32; d++)
+		if (!strcmp(s, ch_dtype_name(d))) {
+			*out = d;
 			return 0;
 		}
 	return -1;
+}
+
+/* bytes DTYPE [SHAPE]: dimensions of at least 1, whose bytes a uint64_t
+ * holds (so that the size check cannot overflow). */
+static int parse_bytes(const struct op_text *t, struct ch_op *op,
+		       struct ch_error *err)
+{
+	if (t->nargs < 1 || t->nargs > 2)
+		return bad(err, t, "takes DTYPE [SHAPE], such as u8 28x28");
+	if (parse_dtype(t->arg[0], &op->dtype) < 0)
+		return bad(err, t, "the dtype is u8, i64, f16 or f32");
+	if (t->nargs == 1)
+		return 0;
+	uint64_t bytes = ch_dtype_size(op->dtype);
+	int ok = parse_shape(t->arg[1], &op->want) == 0;
+	for (uint32_t d = 0; ok && d < op->want.ndim; d++) {
+		uint64_t n = op->want.shape[d];
+		ok = n && n <= UINT64_MAX / bytes;
+		bytes *= ok ? n : 1;
+	}
+	return ok ? 0 : bad(err, t, "the shape is 1 to 4 sizes of at least "
+			    "1 joined by x, such as 784 or 28x28");
 }
 
 /* The args of ops whose args are simple. */
@@ -259,6 +280,7 @@ static const struct {
 	{ "dtype", CH_OP_DTYPE, PIXELS },
 	{ "int", CH_OP_INT, BYTES },
 	{ "npy", CH_OP_NPY, BYTES },
+	{ "bytes", CH_OP_BYTES, BYTES },
 	{ "random-crop", CH_OP_RANDOM_CROP, ARRAY },
 	{ "pad", CH_OP_PAD, ARRAY },
 };
@@ -272,16 +294,18 @@ static int check_stage(const struct op_text *t, enum stage in,
 		 (kind == CH_OP_DTYPE && *at == ARRAY);
 	if (!ok)
 		return bad(err, t, *at == BYTES
-			   ? "needs a decoded value: start with decode, int "
-			     "or npy"
+			   ? "needs a decoded value: start with decode, int, "
+			     "npy or bytes"
 			   : in == BYTES ? "must come first"
 			   : in == IMAGE ? "needs an image, before normalize, "
 					   "layout and dtype"
-			   : in == ARRAY ? "needs an array (from npy or int)"
+			   : in == ARRAY ? "needs an array (from npy, int or "
+					   "bytes)"
 					 : "needs an image");
 	if (kind == CH_OP_DECODE)
 		*at = IMAGE;
-	else if (kind == CH_OP_INT || kind == CH_OP_NPY)
+	else if (kind == CH_OP_INT || kind == CH_OP_NPY ||
+		 kind == CH_OP_BYTES)
 		*at = ARRAY;
 	else if (in == PIXELS && *at == IMAGE)
 		*at = PIXELS;
@@ -321,6 +345,8 @@ static int parse_op(const char *spec, char *text, struct ch_op *op,
 		return parse_rrc(&t, op, err);
 	if (op->kind == CH_OP_NORMALIZE)
 		return parse_normalize(&t, op, err);
+	if (op->kind == CH_OP_BYTES)
+		return parse_bytes(&t, op, err);
 	return parse_simple(&t, op, err);
 }
 

@@ -267,7 +267,7 @@ static const char *op_name(enum ch_op_kind k)
 	static const char *const names[] = {
 		"decode", "resize", "center-crop", "random-resized-crop",
 		"flip", "normalize", "layout", "dtype", "int", "npy",
-		"random-crop", "pad" };
+		"random-crop", "pad", "bytes" };
 	return names[k];
 }
 
@@ -304,16 +304,29 @@ static int run_image(struct run *r, const struct ch_pipeline *p,
 	return -1;
 }
 
+/* The op that makes an array of the field's bytes.  bytes copies them
+ * once: straight where the caller wants them when no op follows. */
+static int first_array_op(struct run *r, const struct ch_pipeline *p,
+			  const uint8_t *in, size_t size, struct ch_error *err)
+{
+	const struct ch_op *op = &p->ops[0];
+	if (op->kind == CH_OP_INT)
+		return ch_array_int(in, size, r->cur, &r->t, err);
+	if (op->kind == CH_OP_NPY)
+		return ch_array_npy(op, in, size, r->cur, &r->t, err);
+	if (ch_array_bytes(op, size, &r->t, err) < 0)
+		return -1;
+	r->in_out = p->nops == 1;
+	r->cur->len = 0;
+	return ch_buf_append(r->in_out ? r->out : r->cur, in, size, err);
+}
+
 static int run_array(struct run *r, const struct ch_pipeline *p,
 		     const struct ch_transform_key *k, const uint8_t *in,
 		     size_t size, struct ch_error *err)
 {
 	double t0 = now();
-	int rc = p->ops[0].kind == CH_OP_INT
-			 ? ch_array_int(in, size, r->cur, &r->t, err)
-			 : ch_array_npy(&p->ops[0], in, size, r->cur, &r->t,
-					err);
-	if (rc < 0)
+	if (first_array_op(r, p, in, size, err) < 0)
 		return 0;
 	for (size_t i = 1; i < p->nops; i++)
 		if (value_op(r, p, i, k, err) < 0)

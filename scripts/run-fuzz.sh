@@ -206,13 +206,17 @@ seed_fuzz_shard() {
 	return 0
 }
 
-# Images, arrays and labels behind the two bytes fuzz_transform reads
-# first (the pipeline: 0-4 images, 5-6 .npy, 7 a label, +128 eval; then a
-# seed).  Made by Python with PIL and numpy when it has them.
+# Images, arrays, labels and raw fields behind the two bytes fuzz_transform
+# reads first (the pipeline: 0-4 images, 5-6 .npy, 7 a label, 8-10 bytes,
+# +128 eval; then a seed).  Made by Python with PIL and numpy when it has them.
 seed_fuzz_transform() {
 	local dir=$1 py=${PYTHON:-/usr/bin/python3}
 	printf '\007\001 42\n' >"$dir/label"
 	printf '\207\002-7' >"$dir/label-eval"
+	# raw fields for the three bytes pipelines (8-10): 16 bytes each
+	printf '\010\001%016d' 0 >"$dir/bytes-u8"
+	printf '\011\001%016d' 7 >"$dir/bytes-f16"
+	printf '\012\001%016d' 9 >"$dir/bytes-i64"
 	"$py" - "$dir" <<'EOF' 2>/dev/null ||
 import io, sys
 import numpy as np

@@ -195,6 +195,23 @@ EOF
 	assert_output ""
 }
 
+@test "stream: a --state or --stats-json in no folder exits 2 before the first batch" {
+	run -2 chute stream -b 4 --state nosuch/dir/cursor -o out ds
+	assert_one_line_error stream
+	assert_output "chute stream: cannot write --state 'nosuch/dir/cursor': No such file or directory (its folder)"
+	assert_file_not_exists out
+	run -2 chute stream -b 4 --state nosuch/cursor ds
+	assert_output "chute stream: cannot write --state 'nosuch/cursor': No such file or directory (its folder)"
+	touch file
+	run -2 chute stream -b 4 --stats-json file/st.json -o out ds
+	assert_output "chute stream: cannot write --stats-json 'file/st.json': Not a directory (its folder)"
+	assert_file_not_exists out
+	mkdir adir
+	run -2 chute stream -b 4 --state adir -o out ds
+	assert_output "chute stream: cannot write --state 'adir': Is a directory"
+	assert_file_not_exists out
+}
+
 @test "stream: --state after a reader stopped early resumes with the rest of the stream" {
 	local c end
 	mkdata big 200 2000

@@ -6,7 +6,9 @@
  * either refuses the bytes with a message or yields a value of exactly
  * the declared type.
  *
- * Input: one byte choosing the pipeline and one byte of seed, then the
+ * Input: one byte choosing the pipeline (its top bit: eval; the rest
+ * modulo the number of pipelines, so that the seeds of the first eight
+ * keep their pipelines as more are added) and one byte of seed, then the
  * field's bytes.  The sanitizers turn a broken promise into a crash; the
  * target also traps when a value's size is not its type's.
  *
@@ -17,7 +19,9 @@
  *     tests/fuzz/fuzz_transform.c lib/\*.c -o build-fuzz/fuzz_transform \
  *     $(pkg-config --libs ...) -lpthread -lm
  * Seeds: small JPEGs (4:2:0, 4:4:4, gray, progressive) and PNGs (RGB,
- * palette, 16-bit, interlaced), .npy files and labels.
+ * palette, 16-bit, interlaced), .npy files and labels.  The bytes
+ * pipelines (i to k) take any input as a field of some size; the fuzzer
+ * reaches them by changing a seed's first byte.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +37,9 @@ static const char *const specs[] = {
 	"f: npy | pad 16 -1 | random-crop 8",
 	"g: npy",
 	"h: int",
+	"i: bytes u8 4x4 | dtype f32",
+	"j: bytes f16",
+	"k: bytes i64 | dtype f16 | pad 8 | random-crop 4",
 };
 #define NSPECS (sizeof(specs) / sizeof(specs[0]))
 
@@ -61,7 +68,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (size < 2)
 		return 0;
-	const struct ch_pipeline *p = &tx[data[0] >> 7]->p[data[0] % NSPECS];
+	const struct ch_pipeline *p =
+		&tx[data[0] >> 7]->p[(data[0] & 0x7f) % NSPECS];
 	struct ch_transform_key k = { data[1], data[0] & 1, data[1] >> 3 };
 	struct ch_buf out = { 0 };
 	struct ch_field_type type;

@@ -1,5 +1,6 @@
 /* test_transform.c - the --transform pipelines: parsing, random numbers,
- * random-resized-crop boxes, the planned geometry, arrays and dtypes.
+ * random-resized-crop boxes, the planned geometry, arrays (raw bytes
+ * among them) and dtypes.
  *
  *	test_transform                      runs the tests (TAP)
  *	test_transform boxes W H N SEED [scale=A,B] [ratio=A,B]
@@ -69,6 +70,16 @@ static void bad_specs_are_refused(void)
 		"x: npy | pad",			  /* pad needs N */
 		"jpg: decode | random-resized-crop 224 scale=1,0.5",
 		"jpg: decode | dtype i64",
+		"x: bytes",			  /* no dtype */
+		"x: bytes u16",			  /* no such dtype */
+		"x: bytes u8 0",		  /* an empty shape */
+		"x: bytes u8 28x0",
+		"x: bytes u8 28x",
+		"x: bytes u8 1x1x1x1x1",	  /* 5 dimensions */
+		"x: bytes u8 28 28",
+		"x: bytes i64 2305843009213693952", /* 2^64 bytes */
+		"x: npy | bytes u8",		  /* not first */
+		"x: bytes u8 | resize 8",	  /* not an image */
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		struct ch_error err = { { 0 } };
@@ -221,6 +232,68 @@ static void npy_arrays(void)
 	ch_buf_release(&pad);
 }
 
+/* A pipeline run over one field, as a worker runs it. */
+static int run1(const char *spec, const void *in, size_t size,
+		struct ch_buf *out, struct ch_field_type *t,
+		struct ch_error *err)
+{
+	struct ch_transformer tr;
+	struct ch_transform_key k = { 1, 0, 0 };
+	struct ch_transforms *tx = parse1(spec, 0, err);
+	int rc = tx ? ch_transformer_init(&tr, err) : -1;
+	if (rc == 0) {
+		out->len = 0;
+		rc = ch_transform_run(&tr, &tx->p[0], &k, in, size, out, t,
+				      err);
+		ch_transformer_release(&tr);
+	}
+	ch_transforms_free(tx);
+	return rc;
+}
+
+static void raw_bytes(void)
+{
+	struct ch_buf out = { 0 };
+	struct ch_field_type t;
+	struct ch_error err = { { 0 } };
+	uint8_t img[784];
+	for (size_t i = 0; i < sizeof(img); i++)
+		img[i] = (uint8_t)(i * 7);
+	if (!CHECK(run1("img: bytes u8 28x28", img, 784, &out, &t, &err) == 0))
+		unit_note("%s", err.msg);
+	CHECK(t.dtype == CH_DTYPE_U8 && t.ndim == 2 && t.shape[0] == 28 &&
+	      t.shape[1] == 28);
+	CHECK(out.len == 784 && !memcmp(out.data, img, 784));
+	/* no shape: 1-D, items little-endian */
+	CHECK(run1("img: bytes i64", img, 784, &out, &t, &err) == 0);
+	int64_t v;
+	memcpy(&v, img + 8, 8);
+	CHECK(t.dtype == CH_DTYPE_I64 && t.ndim == 1 && t.shape[0] == 98 &&
+	      out.len == 784 && !memcmp(out.data + 8, &v, 8));
+	/* then dtype: u8 to [0, 1] floats */
+	CHECK(run1("img: bytes u8 784 | dtype f32", img, 784, &out, &t,
+		   &err) == 0);
+	float f;
+	memcpy(&f, out.data + 4 * 3, 4);
+	CHECK(t.dtype == CH_DTYPE_F32 && t.ndim == 1 && out.len == 784 * 4 &&
+	      f == 21.0f / 255.0f);
+	/* sizes that do not fit: the message says which and what */
+	CHECK(run1("img: bytes u8 28x28", img, 783, &out, &t, &err) < 0);
+	CHECK_STR(err.msg, "field 'img': bytes: has 783 bytes; u8 28x28 "
+		  "needs 784");
+	CHECK(out.len == 0);
+	CHECK(run1("img: bytes f16 3x2", img, 13, &out, &t, &err) < 0);
+	CHECK_STR(err.msg, "field 'img': bytes: has 13 bytes; f16 3x2 needs "
+		  "12");
+	CHECK(run1("img: bytes f32", img, 783, &out, &t, &err) < 0);
+	CHECK_STR(err.msg, "field 'img': bytes: has 783 bytes; f32 needs a "
+		  "multiple of 4");
+	/* an empty field is an empty array */
+	CHECK(run1("img: bytes f32", img, 0, &out, &t, &err) == 0);
+	CHECK(t.ndim == 1 && t.shape[0] == 0 && out.len == 0);
+	ch_buf_release(&out);
+}
+
 static void half_floats(void)
 {
 	CHECK_EQ_U64(ch_f32_to_f16(0.0f), 0);
@@ -315,6 +388,7 @@ int main(int argc, char **argv)
 		UNIT(rrc_boxes_fit_and_follow_the_ranges),
 		UNIT(int_labels),
 		UNIT(npy_arrays),
+		UNIT(raw_bytes),
 		UNIT(half_floats),
 		UNIT(geometry_maps_crops_to_the_source),
 		UNIT(layout_and_dtype),
