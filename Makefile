@@ -106,7 +106,7 @@ demo: deps
 tour: all
 	PYTHON=$(PYTHON) $(DEMO) $(BUILD)/chute
 
-## bench: pack/verify vs tar|zstd, xxhsum, cat; stream vs DataLoader, numpy, cat; transforms vs DataLoader, TurboJPEG; --shm vs pipe
+## bench: pack/verify vs tar|zstd, xxhsum, cat; stream vs DataLoader, numpy, cat; transforms vs DataLoader, TurboJPEG; --shm vs pipe; chute.Stream from Python
 bench: all
 	PYTHON=$(PYTHON) ./scripts/bench-pack.sh $(BUILD)/chute
 	PYTHON=$(PYTHON) ./scripts/bench-stream.sh $(BUILD)/chute
@@ -114,25 +114,35 @@ bench: all
 	PYTHON=$(PYTHON) ./scripts/bench-transform.sh $(BUILD)/chute
 	PYTHON=$(PYTHON) ./scripts/bench-shm.sh $(BUILD)/chute
 	PYTHON=$(PYTHON) ./scripts/bench-remote.sh $(BUILD)/chute
+	PYTHON=$(PYTHON) ./scripts/bench-python.sh $(BUILD)/chute
 
 ## fuzz: run each libFuzzer target for FUZZ_SECONDS (default 60)
 FUZZ_SECONDS ?= 60
 fuzz:
 	PYTHON=$(PYTHON) ./scripts/run-fuzz.sh $(FUZZ_SECONDS)
 
-## install: install the binary and man pages under $(DESTDIR)$(PREFIX)
+# Where `make install` puts the Python package: Debian's python3 looks in
+# PREFIX/lib/python3.X/dist-packages (3.X: the version of $(PYTHON)).
+PY_SRC := $(wildcard python/chute/*.py)
+PYTHONDIR ?= $(PREFIX)/lib/python$(shell $(PYTHON) -c \
+	'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || echo 3)/dist-packages
+
+## install: install the binary, the man pages and the Python package (PYTHONDIR) under $(DESTDIR)$(PREFIX)
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5
 	install -m 755 $(BUILD)/chute $(DESTDIR)$(BINDIR)/chute
 	for m in $(MAN_PAGES); do \
 		s=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s; \
 		install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done
+	install -d $(DESTDIR)$(PYTHONDIR)/chute
+	install -m 644 $(PY_SRC) $(DESTDIR)$(PYTHONDIR)/chute/
 
 ## uninstall: remove what install put in place
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/chute
 	for m in $(MAN_PAGES); do s=$${m##*.}; \
 		rm -f $(DESTDIR)$(MANDIR)/man$$s/$${m##*/}; done
+	rm -rf $(DESTDIR)$(PYTHONDIR)/chute
 
 ## clean: remove build outputs
 clean:

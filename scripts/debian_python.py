@@ -80,3 +80,12 @@ def require(*modules, program=None):
         print(msg, file=sys.stderr)
         sys.exit(2)
     raise ImportError(msg)
+
+
+def use_repo_package():
+    """Makes `import chute` work for a script run from the repository:
+    the installed package (make install, pip install ./python) when there
+    is one, else the one in python/ beside this scripts/ folder."""
+    if importlib.util.find_spec("chute") is None:
+        here = os.path.dirname(os.path.abspath(__file__))
+        sys.path.insert(0, os.path.join(os.path.dirname(here), "python"))

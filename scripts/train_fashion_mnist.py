@@ -2,46 +2,49 @@
 """train_fashion_mnist.py - train a small model on batches from chute stream.
 
 An example trainer, and the test of chute stream's promise that a training
-run can stop anywhere and resume exactly.  It starts
+run can stop anywhere and resume exactly.  It reads its batches through the
+chute Python package (python/chute: make install, or found beside this
+script's folder):
 
-    chute stream TRAIN --epochs E --seed S --batch-size B [--resume CURSOR]
+    chute.Stream(TRAIN, batch_size=B, seed=S, epochs=E,
+                 transforms={"img": "bytes u8 784", "cls": "int"})
 
-itself, reads its frames with chute_batch.py (next to this script), trains
-an MLP (784-256-128-10, dropout) with Adam on one CPU thread, and after
-each epoch evaluates on every sample of TEST once:
-
-    chute stream TEST --mode eval --batch-size 1000
+which runs `chute stream` and hands out the images as one (B, 784) uint8
+array and the labels as int64, trains an MLP (784-256-128-10, dropout) with
+Adam on one CPU thread, and after each epoch evaluates on every sample of
+TEST once (mode="eval", batch size 1000):
 
 printing "epoch E: eval accuracy X.XX %" (epochs numbered from 0, as in
 chute's cursors).  At the end it prints "final weights sha256 HEX", a hash
 of the parameters, so that runs can be compared.
 
-With --shm NAME the batches come through shared-memory rings (chute stream
---shm NAME.train and NAME.eval) instead of pipes: the same frames, read in
-place (chute_batch.shm_frames), the same weights.
+With --shm the batches come through shared-memory rings (chute stream
+--shm) instead of pipes: the same frames, read in place, the same weights.
 
 With --device cuda (the default when torch sees a GPU) the model trains on
 the GPU.  Frames from a ring are then copied straight from the ring: the
-ring is registered with CUDA as pinned memory (ShmRing.pin, through
-cudaHostRegister), each batch is copied with .to("cuda",
+ring is registered with CUDA as pinned memory (Stream(pin_memory=True),
+through cudaHostRegister), each batch is copied with .to("cuda",
 non_blocking=True), and the copy is waited for before the frame's slot is
 handed back.  On a machine without CUDA everything stays on the CPU.
 
 The datasets come from scripts/fashion_mnist.py and chute pack: samples with
 an "img" field of 784 bytes (28 x 28 uint8) and a "cls" field (the label as
-decimal text).
+decimal text).  A sample of another size, or a label that is not a number,
+stops chute stream with a message naming the sample.
 
 Reproducible: the same arguments give the same weights, bit for bit.  The
 seed sets both chute's shuffle and torch's initialisation and dropout; torch
 runs on one thread with deterministic algorithms.
 
 Checkpoints (--checkpoint FILE) hold the model, the optimizer, torch's RNG
-state, the counters and the cursor of the last batch trained on.  They are
+state, the counters and the stream's state_dict() (the cursor of the last
+batch trained on, and what a stream must match to resume from it).  They are
 written every --checkpoint-every batches and at the end, atomically (FILE.tmp
 then a rename), and after each one the line "checkpoint after CURSOR" is
-printed.  --resume-from FILE restores all of it and restarts chute stream
-with --resume CURSOR: the run goes on with the very batch that followed, and
-ends with the weights an uninterrupted run has.
+printed.  --resume-from FILE restores all of it (Stream.load_state_dict):
+the run goes on with the very batch that followed, and ends with the
+weights an uninterrupted run has.
 
 Exit status: 0 done, 1 chute stream failed or sent data that is not
 Fashion-MNIST, 2 usage error or a checkpoint that cannot be read or written.
@@ -50,7 +53,6 @@ Fashion-MNIST, 2 usage error or a checkpoint that cannot be read or written.
 import argparse
 import hashlib
 import os
-import subprocess
 import sys
 import time
 
@@ -58,16 +60,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import debian_python  # noqa: E402  (found next to this script)
 
 debian_python.require("numpy", "torch")
-import numpy as np  # noqa: E402
+debian_python.use_repo_package()
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-import chute_batch  # noqa: E402
+import chute  # noqa: E402
 
 PROG = "train_fashion_mnist.py"
 PIXELS = 28 * 28
 CLASSES = 10
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2
+# each image as 784 bytes of one (n, 784) array, each label as an int64
+TRANSFORMS = {"img": "bytes u8 %d" % PIXELS, "cls": "int"}
 
 
 class Failure(Exception):
@@ -87,107 +91,46 @@ def make_model():
 
 # ----------------------------------------------------------------- batches
 
-def decode(fr, what, device="cpu"):
+def tensors(batch, what, device="cpu"):
     """(images as float tensor (n, 784) in [0, 1], labels as int64 tensor),
-    on device.
-
-    Every image has 784 bytes, so the "img" column, all the images back to
-    back in the frame's buffer, is already an (n, 784) uint8 array: a view,
-    no copy until the conversion to float (on the CPU), or until the
-    non-blocking copy to the GPU (a DMA transfer from a pinned ring)."""
-    n = fr.nsamples
+    on device.  chute has made them arrays ("bytes u8 784", "int"): the
+    images are a view of the frame until the conversion to float (on the
+    CPU), or until the non-blocking copy to the GPU (a DMA transfer from
+    a pinned ring)."""
     for name in ("img", "cls"):
-        if name not in fr.columns:
+        if name not in batch:
             raise Failure("%s: batch %d of epoch %d has no field %r (fields: "
-                          "%s)" % (what, fr.batch, fr.epoch, name,
-                                   ", ".join(sorted(fr.columns)) or "none"))
-    values, offsets = fr.columns["img"]
-    sizes = np.diff(offsets)
-    bad = np.flatnonzero(sizes != PIXELS)
-    if bad.size:
+                          "%s)" % (what, batch.batch, batch.epoch, name,
+                                   ", ".join(sorted(batch.fields)) or "none"))
+    images, labels = batch["img"], batch["cls"]
+    bad = ((labels < 0) | (labels >= CLASSES)).nonzero()
+    if len(bad):
         i = int(bad[0])
-        raise Failure("%s: sample '%s' (batch %d of epoch %d) has %d bytes "
-                      "of img, expected %d" % (what, fr.keys[i], fr.batch,
-                                               fr.epoch, sizes[i], PIXELS))
-    images = torch.from_numpy(values.reshape(n, PIXELS))
+        raise Failure("%s: sample '%s' has cls %d, not a label 0-%d"
+                      % (what, batch.keys[i], int(labels[i]), CLASSES - 1))
     if device != "cpu":
         images = images.to(device, non_blocking=True)
-    images = images.float().div_(255)
-    labels = []
-    for key, text in zip(fr.keys, fr.fields["cls"]):
-        try:
-            label = int(bytes(text).decode("ascii"))
-        except (UnicodeDecodeError, ValueError):
-            label = -1
-        if not 0 <= label < CLASSES:
-            raise Failure("%s: sample '%s' has cls %r, not a label 0-%d"
-                          % (what, key, bytes(text)[:20], CLASSES - 1))
-        labels.append(label)
-    return images, torch.tensor(labels, dtype=torch.int64).to(device)
+        labels = labels.to(device, non_blocking=True)
+    return images.float().div_(255), labels
 
 
-class Stream:
-    """A `chute stream` child process and the frames it writes, through a
-    pipe or, with shm (a ring name), through shared memory (frames are
-    views of the ring, each released when the next is asked for).
+def stream(args, dataset, what, **options):
+    """The batches of dataset as chute.Stream hands them out; chute's
+    failures become a Failure naming what was streamed."""
+    try:
+        return chute.Stream(dataset, transforms=TRANSFORMS, chute=args.chute,
+                            shm=args.shm, as_torch=True,
+                            pin_memory=args.device != "cpu", **options)
+    except chute.Error as e:
+        raise Failure("%s: %s" % (what, e))
 
-    Iterate for the frames; close() stops chute (closing the pipe or the
-    ring ends it quietly) and raises if it failed."""
 
-    def __init__(self, chute, dataset, options, what, shm=None,
-                 device="cpu"):
-        self.what, self.shm, self.frames = what, shm, None
-        self.device = device
-        cmd = [chute, "stream"] + options + [dataset]
-        if shm:
-            cmd[2:2] = ["--shm", shm]
-        try:
-            self.proc = subprocess.Popen(
-                cmd, stdout=subprocess.DEVNULL if shm else subprocess.PIPE)
-        except OSError as e:
-            raise Failure("cannot run '%s': %s" % (chute, e.strerror or e), 2)
-
-    def __iter__(self):
-        proc = self.proc
-        if self.shm:
-            self.frames = self._ring(proc)
-        else:
-            self.frames = chute_batch.frames(proc.stdout)
-        try:
-            yield from self.frames
-        except (ValueError, chute_batch.ShmError) as e:
-            self.close(check=False)
-            raise Failure("%s: bad frame from chute stream: %s"
-                          % (self.what, e))
-        self.close()
-
-    def _ring(self, proc):
-        """The ring's frames; on a GPU, from pinned memory, each copy done
-        before its slot goes back."""
-        ring = chute_batch.ShmRing(self.shm,
-                                   alive=lambda: proc.poll() is None)
-        try:
-            pinned = self.device != "cpu" and ring.pin(torch)
-            for fr in ring:
-                yield fr
-                if pinned:  # the non-blocking copies read the slot
-                    torch.cuda.current_stream().synchronize()
-                fr.release()
-        finally:
-            ring.close()
-
-    def close(self, check=True):
-        if self.proc is None:
-            return
-        proc, self.proc = self.proc, None
-        if self.frames is not None:
-            self.frames.close()  # a ring closed early stops chute
-        if proc.stdout:
-            proc.stdout.close()
-        status = proc.wait()
-        if check and status != 0:
-            raise Failure("%s: chute stream exited with status %d"
-                          % (self.what, status))
+def batches(s, what):
+    try:
+        yield from s
+    except chute.StreamError as e:
+        status = 2 if e.status == 2 or "cannot run" in str(e) else 1
+        raise Failure("%s: %s" % (what, e), status)
 
 
 # ------------------------------------------------------------ checkpoints
@@ -235,6 +178,7 @@ class Trainer:
         self.loss_fn = nn.CrossEntropyLoss()
         self.steps = 0            # batches trained on, all epochs
         self.cursor = None        # of the last of them
+        self.stream_state = None  # the train stream's state_dict() after it
         self.epoch_loss = 0.0     # summed over the samples of this epoch
         self.epoch_samples = 0
         self.log = None
@@ -247,7 +191,7 @@ class Trainer:
             "optimizer": self.opt.state_dict(),
             "rng": torch.get_rng_state(),
             "steps": self.steps,
-            "cursor": self.cursor,
+            "stream": self.stream_state,
             "epoch_loss": self.epoch_loss,
             "epoch_samples": self.epoch_samples,
             "seed": self.args.seed,
@@ -265,7 +209,8 @@ class Trainer:
         self.opt.load_state_dict(state["optimizer"])
         torch.set_rng_state(state["rng"])
         self.steps = state["steps"]
-        self.cursor = state["cursor"]
+        self.stream_state = state["stream"]
+        self.cursor = self.stream_state["cursor"]
         self.epoch_loss = state["epoch_loss"]
         self.epoch_samples = state["epoch_samples"]
         if self.args.checkpoint and os.path.abspath(self.args.checkpoint) \
@@ -280,8 +225,8 @@ class Trainer:
 
     # ------------------------------------------------------------ training
 
-    def step(self, fr):
-        images, labels = decode(fr, "train", self.device)
+    def step(self, fr, state):
+        images, labels = tensors(fr, "train", self.device)
         self.model.train()
         self.opt.zero_grad()
         loss = self.loss_fn(self.model(images), labels)
@@ -289,6 +234,7 @@ class Trainer:
         self.opt.step()
         self.steps += 1
         self.cursor = fr.cursor
+        self.stream_state = state
         self.epoch_loss += loss.item() * fr.nsamples
         self.epoch_samples += fr.nsamples
         if self.log:
@@ -304,23 +250,18 @@ class Trainer:
 
     def evaluate(self, epoch):
         args = self.args
-        stream = Stream(args.chute, args.test,
-                        ["--mode", "eval", "--batch-size",
-                         str(args.eval_batch_size)], "eval",
-                        args.shm and args.shm + ".eval", self.device)
         correct = total = 0
         self.model.eval()
-        try:
-            with torch.no_grad():
-                for fr in stream:
-                    if fr.nsamples == 0:
-                        continue
-                    images, labels = decode(fr, "eval", self.device)
-                    pred = self.model(images).argmax(dim=1)
-                    correct += int((pred == labels).sum())
-                    total += fr.nsamples
-        finally:
-            stream.close(check=False)
+        evaluation = stream(args, args.test, "eval", mode="eval",
+                            batch_size=args.eval_batch_size)
+        with torch.no_grad():
+            for fr in batches(evaluation, "eval"):
+                if fr.nsamples == 0:
+                    continue
+                images, labels = tensors(fr, "eval", self.device)
+                pred = self.model(images).argmax(dim=1)
+                correct += int((pred == labels).sum())
+                total += fr.nsamples
         if total == 0:
             raise Failure("eval: no samples in '%s'" % args.test)
         print("epoch %d: eval accuracy %.2f %%"
@@ -328,27 +269,25 @@ class Trainer:
 
     def train(self):
         args = self.args
-        options = ["--epochs", str(args.epochs), "--seed", str(args.seed),
-                   "--batch-size", str(args.batch_size)]
-        if self.cursor is not None:
-            options += ["--resume", self.cursor]
-        stream = Stream(args.chute, args.train, options, "train",
-                        args.shm and args.shm + ".train", self.device)
-        try:
-            for fr in stream:
-                if fr.nsamples:
-                    self.step(fr)
-                # after the evaluation, so that a checkpoint of an epoch's
-                # last batch never needs one on resume
-                if fr.last:
-                    self.end_epoch(fr.epoch)
-                if fr.nsamples and args.checkpoint_every and \
-                        self.steps % args.checkpoint_every == 0:
-                    self.checkpoint()
-                if args.sleep:
-                    time.sleep(args.sleep)
-        finally:
-            stream.close(check=False)
+        train = stream(args, args.train, "train", batch_size=args.batch_size,
+                       seed=args.seed, epochs=args.epochs)
+        if self.stream_state is not None:
+            try:
+                train.load_state_dict(self.stream_state)
+            except chute.StateError as e:
+                raise Failure("checkpoint '%s': %s" % (args.resume_from, e), 2)
+        for fr in batches(train, "train"):
+            if fr.nsamples:
+                self.step(fr, train.state_dict())
+            # after the evaluation, so that a checkpoint of an epoch's
+            # last batch never needs one on resume
+            if fr.last:
+                self.end_epoch(fr.epoch)
+            if fr.nsamples and args.checkpoint_every and \
+                    self.steps % args.checkpoint_every == 0:
+                self.checkpoint()
+            if args.sleep:
+                time.sleep(args.sleep)
         self.checkpoint()
 
     def weights_sha256(self):
@@ -399,10 +338,10 @@ def parse_args():
                     help="restore a checkpoint and continue after its batch")
     ap.add_argument("--seed", type=int, default=0, metavar="S",
                     help="seed of the shuffle and of torch (default 0)")
-    ap.add_argument("--shm", metavar="NAME",
-                    help="read batches from shared-memory rings NAME.train "
-                         "and NAME.eval (chute stream --shm) instead of "
-                         "pipes; the same batches, the same weights")
+    ap.add_argument("--shm", action="store_true",
+                    help="read batches from shared-memory rings (chute "
+                         "stream --shm) instead of pipes; the same batches, "
+                         "the same weights")
     ap.add_argument("--sleep", type=float, default=0.0, metavar="SECONDS",
                     help="pause after each batch (for tests that interrupt "
                          "a run)")

@@ -1,0 +1,637 @@
+"""chute.Dataset - random access to a local chute dataset, without chute.
+
+    import chute
+    ds = chute.Dataset("ds", split="train")   # a folder, or its manifest.json
+    len(ds)                                   # samples in the split
+    s = ds[0]                                 # a chute.Sample
+    s.key, s.fields["jpg"], s.index           # str, bytes, int
+    ds.get("n01440764/n01440764_10026")       # by key; KeyError if absent
+    "some/key" in ds, ds.keys(), ds.fields, ds.classes, ds.id
+
+A Dataset reads the manifest (man chute-manifest(5)) and the shards
+(man chute-shard(5)) itself, with the standard library, python3-zstandard
+and python3-xxhash: no chute binary, no numpy, no torch.  It is a
+map-style dataset (__getitem__ and __len__) for torch.utils.data.DataLoader
+with any sampler; it pickles without its open files and caches, and opens
+its shards again lazily in each worker process (also after a fork).
+
+Memory stays bounded: a shard is opened when a sample in it is first
+read, and only the parts of its index that are needed are decoded (a page
+at a time in a format 1.1 shard); the decoded blocks of the last reads are
+kept in a least-recently-used cache of cache_bytes; open shards are kept
+within max_open files and index_bytes of decoded index, least recently
+used released first.  Each DataLoader worker has its own caches.
+
+Checks, with verify=True (the default): at open, the manifest's rules
+(counts, first samples, sizes, paths, splits) and each shard file's size
+against the manifest (one stat(2) each); when a shard is first read, its
+header, footer, index and page hashes and the index's bounds, and its
+sample count against the manifest's; each block's hash when it is read;
+each sample's content hash when it is returned.  A failure raises
+chute.DataError whose message names the file and the byte offset (and the
+sample's key when known); its attributes path, offset and key say the
+same.  Not checked: a shard's whole-file XXH3-128 and the manifest's id
+(chute verify checks them).  verify=False skips the hashes, not the
+bounds.
+
+A path that does not exist, or a folder without manifest.json, raises
+chute.dataset.NotFoundError: both a chute.Error and a FileNotFoundError.
+A shard or split file that the manifest lists but that is missing or of
+another size raises chute.DataError.
+"""
+
+import array
+import bisect
+import collections
+import errno
+import json
+import os
+import re
+import sys
+
+from .errors import DataError, Error
+from . import shard as _shard
+from .shard import MAGIC, Shard
+
+__all__ = ["Dataset", "NotFoundError", "Sample"]
+
+_MAX_INT = (1 << 63) - 1
+_HASH = re.compile(r"\A[0-9a-f]{32}\Z")
+_SPLIT_NAME = re.compile(r"\A[a-z0-9_-]{1,32}\Z")
+_MANIFEST_MAX = 1 << 30
+
+
+class NotFoundError(Error, FileNotFoundError):
+    """No dataset at the path given: it does not exist, or it is a folder
+    without manifest.json.  Both a chute.Error and a FileNotFoundError
+    (errno ENOENT, filename the path)."""
+
+    def __init__(self, message, path):
+        super().__init__(errno.ENOENT, message, path)
+        self.message = message
+
+    def __str__(self):
+        return self.message
+
+    def __reduce__(self):
+        return (type(self), (self.message, self.filename))
+
+
+class Sample(collections.namedtuple("Sample", "key fields index number")):
+    """One sample of a Dataset, as ds[i] returns it.
+
+    key     the sample's key (str; bytes that are not UTF-8 are kept as
+            surrogate escapes, as os.fsdecode does)
+    fields  dict: field name (str) -> the field's bytes, in name order
+    index   its position in the Dataset: ds[s.index] == s
+    number  its dataset-wide sample number (the manifest's first_sample
+            counts them; equal to index without a split)
+
+    s["jpg"] is short for s.fields["jpg"].  A named tuple: it pickles,
+    and torch's default collate turns a batch of them into one Sample of
+    a tuple (keys), a dict of lists (fields) and tensors (index, number)
+    when every sample of the batch has the same fields.
+    """
+
+    __slots__ = ()
+
+    def __getitem__(self, item):
+        """s["jpg"] is s.fields["jpg"]; s[0] is s.key (a tuple's item)."""
+        if isinstance(item, str):
+            return self.fields[item]
+        return tuple.__getitem__(self, item)
+
+
+def _key_bytes(key):
+    if isinstance(key, str):
+        return key.encode("utf-8", "surrogateescape")
+    if isinstance(key, (bytes, bytearray, memoryview)):
+        return bytes(key)
+    raise TypeError("a sample key is a str or bytes, not %s"
+                    % type(key).__name__)
+
+
+def _text(b):
+    return b.decode("utf-8", "surrogateescape")
+
+
+def _no_duplicates(pairs):
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError("duplicate key %r" % k)
+        out[k] = v
+    return out
+
+
+class _Manifest:
+    """Reads and checks a manifest.json; errors name the key."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def fail(self, where, what):
+        e = DataError("%s: %s (%s)" % (where, what, self.path))
+        e.path, e.offset, e.key = self.path, None, None
+        raise e
+
+    def load(self):
+        try:
+            with open(self.path, "rb") as f:
+                data = f.read(_MANIFEST_MAX + 1)
+        except FileNotFoundError:
+            raise NotFoundError("no chute dataset at '%s': no such file"
+                                % self.path, self.path) from None
+        if len(data) > _MANIFEST_MAX:
+            self.fail("manifest", "larger than 1 GiB")
+        try:
+            m = json.loads(data.decode("utf-8"),
+                           object_pairs_hook=_no_duplicates,
+                           parse_constant=_refuse_constant)
+        except UnicodeDecodeError as e:
+            self.fail("manifest", "not UTF-8 (byte %d)" % e.start)
+        except json.JSONDecodeError as e:
+            e2 = DataError("invalid JSON: %s (%s:%d:%d)" % (
+                e.msg, self.path, e.lineno, e.colno))
+            e2.path, e2.offset, e2.key = self.path, e.pos, None
+            raise e2 from None
+        except ValueError as e:
+            self.fail("manifest", str(e))
+        self.check(m)
+        return m
+
+    def need(self, obj, key, kind, where=""):
+        name = where + key
+        if key not in obj:
+            self.fail(name, "missing")
+        v = obj[key]
+        if kind == "int":
+            if type(v) is not int or not 0 <= v <= _MAX_INT:
+                self.fail(name, "expected a non-negative integer")
+        elif kind == "hash":
+            if not isinstance(v, str) or not _HASH.match(v):
+                self.fail(name, "expected 32 lowercase hexadecimal digits")
+        elif kind == "name":
+            if not isinstance(v, str) or not v:
+                self.fail(name, "expected a string, not empty")
+        elif not isinstance(v, kind):
+            self.fail(name, "expected %s" % {
+                dict: "an object", list: "an array", str: "a string"}.get(
+                    kind, kind.__name__))
+        return v
+
+    def check(self, m):
+        if not isinstance(m, dict):
+            self.fail("manifest", "expected a JSON object")
+        if m.get("format") != "chute-manifest":
+            self.fail("format", "expected \"chute-manifest\"")
+        v = m.get("format_version")
+        if v != 1 or type(v) is not int:
+            self.fail("format_version", "unsupported version %s (this reader"
+                      " reads version 1)" % json.dumps(v))
+        self.need(m, "id", "hash")
+        self.need(m, "name", "name")
+        total = self.need(m, "samples", "int")
+        self.need(m, "bytes", "int")
+        shard_bytes = self.need(m, "shard_bytes", "int")
+        shards = self.need(m, "shards", list)
+        paths = set()
+        at = size = 0
+        for i, s in enumerate(shards):
+            w = "shards[%d]" % i
+            if not isinstance(s, dict):
+                self.fail(w, "expected an object")
+            path = self.need(s, "path", str, w + ".")
+            self.check_path(w + ".path", path)
+            if path in paths:
+                self.fail(w + ".path", "'%s' listed twice" % path)
+            paths.add(path)
+            size += self.need(s, "bytes", "int", w + ".")
+            self.need(s, "xxh3_128", "hash", w + ".")
+            n = self.need(s, "samples", "int", w + ".")
+            first = self.need(s, "first_sample", "int", w + ".")
+            if first != at:
+                self.fail(w + ".first_sample", "expected %d, where the "
+                          "previous shard ends" % at if i else
+                          "expected 0")
+            at += n
+        if at != total:
+            self.fail("samples", "%d, but the shards hold %d" % (total, at))
+        if size != shard_bytes:
+            self.fail("shard_bytes", "%d, but the shards have %d bytes"
+                      % (shard_bytes, size))
+        schema = self.need(m, "schema", dict)
+        fields = self.need(schema, "fields", dict, "schema.")
+        for name, f in fields.items():
+            w = "schema.fields.%s" % name
+            if not name or not isinstance(f, dict):
+                self.fail(w, "expected an object named by a field")
+            if self.need(f, "count", "int", w + ".") > total:
+                self.fail(w + ".count", "more than the %d samples" % total)
+            self.need(f, "bytes", "int", w + ".")
+        classes = self.need(m, "classes", list)
+        if any(not isinstance(c, str) or not c for c in classes) or \
+                any(a.encode() >= b.encode()
+                    for a, b in zip(classes, classes[1:])):
+            self.fail("classes", "expected strings, not empty, sorted and "
+                      "unique")
+        splits = self.need(m, "splits", dict)
+        if splits:
+            sets = self.need(splits, "sets", dict, "splits.")
+            if not sets:
+                self.fail("splits.sets", "expected at least one split")
+            n = 0
+            for name, sp in sets.items():
+                w = "splits.sets.%s" % name
+                if not _SPLIT_NAME.match(name) or not isinstance(sp, dict):
+                    self.fail(w, "expected a split name of 1 to 32 of a-z, "
+                              "0-9, _ and -, mapped to an object")
+                path = self.need(sp, "path", str, w + ".")
+                self.check_path(w + ".path", path)
+                count = self.need(sp, "samples", "int", w + ".")
+                if self.need(sp, "bytes", "int", w + ".") != 8 * count:
+                    self.fail(w + ".bytes", "expected 8 bytes a sample")
+                self.need(sp, "hash", "hash", w + ".")
+                n += count
+            if n != total:
+                self.fail("splits.sets", "the splits hold %d samples, the "
+                          "dataset %d" % (n, total))
+
+    def check_path(self, where, path):
+        parts = path.split("/")
+        if not path or path.startswith("/") or \
+                any(p in ("", ".", "..") for p in parts) or "\0" in path:
+            self.fail(where, "'%s' is not a relative path inside the "
+                      "dataset's folder" % path)
+
+
+def _refuse_constant(name):
+    raise ValueError("%s is not a JSON number" % name)
+
+
+_ShardInfo = collections.namedtuple("_ShardInfo",
+                                    "path name bytes samples first")
+
+
+class Dataset:
+    """A local chute dataset, read sample by sample.
+
+    Dataset(path, *, split=None, verify=True, cache_bytes=32 MiB,
+            index_bytes=256 MiB, max_open=64)
+
+    path         a dataset folder (holding manifest.json and shards/), its
+                 manifest.json (or another manifest file: shard paths are
+                 relative to its folder), or a lone .chs shard (no
+                 manifest: no id, no classes, no splits).
+    split        the name of a split of the manifest (chute split makes
+                 them: train, val, test): the Dataset then holds the
+                 samples of that split alone, in dataset order.  An
+                 unknown name raises chute.Error listing the splits there
+                 are.
+    verify       check hashes (see the module's documentation); needs
+                 python3-xxhash.
+    cache_bytes  bytes of decoded blocks kept, least recently used
+                 dropped first; 0 keeps none (at least the block being
+                 read is decoded, whatever its size).
+    index_bytes  bytes of decoded shard indexes kept, least recently
+                 used shard released first.
+    max_open     shard files kept open at most.
+
+    A Dataset is not safe to share between threads (each thread can have
+    its own); worker processes are fine, each with its own copy.
+
+    Raises NotFoundError (a chute.Error and a FileNotFoundError) when
+    there is no dataset at path, chute.DataError when the manifest, a
+    split file or a shard's size fails a check, chute.Error for a bad
+    split name, OSError when a file cannot be read.
+
+    Attributes: path (as given), root (the folder shard paths are relative
+    to), manifest (the parsed manifest, a dict; {} for a lone shard), id
+    (the manifest's id, or None), name, split, fields, classes.
+    """
+
+    def __init__(self, path, *, split=None, verify=True,
+                 cache_bytes=32 << 20, index_bytes=256 << 20, max_open=64):
+        if verify and _shard.xxhash is None:
+            raise Error("chute.Dataset(verify=True) needs python3-xxhash "
+                        "(apt-get install python3-xxhash), or verify=False")
+        for what, v, least in (("cache_bytes", cache_bytes, 0),
+                               ("index_bytes", index_bytes, 0),
+                               ("max_open", max_open, 1)):
+            if not isinstance(v, int) or v < least:
+                raise ValueError("%s must be an integer >= %d, not %r"
+                                 % (what, least, v))
+        self.path = os.fspath(path)
+        if isinstance(self.path, bytes):
+            self.path = os.fsdecode(self.path)
+        self.split = split
+        self.verify = verify
+        self.cache_bytes = cache_bytes
+        self.index_bytes = index_bytes
+        self.max_open = max_open
+        self._ids = None
+        self._open_path()
+        self._starts = [s.first for s in self._shards]
+        if split is not None:
+            self._ids = self._load_split(split)
+        self._len = (len(self._ids) if self._ids is not None
+                     else self._total)
+        self._runtime()
+
+    # -- opening ---------------------------------------------------------
+
+    def _open_path(self):
+        p = self.path
+        if os.path.isdir(p):
+            self.root = p
+            mpath = os.path.join(p, "manifest.json")
+            if not os.path.exists(mpath):
+                raise NotFoundError("'%s' is not a chute dataset: it has no "
+                                    "manifest.json" % p, mpath)
+        elif os.path.exists(p):
+            with open(p, "rb") as f:
+                head = f.read(len(MAGIC))
+            if head == MAGIC:
+                self._open_lone_shard(p)
+                return
+            mpath = p
+            self.root = os.path.dirname(p) or "."
+        else:
+            raise NotFoundError("no chute dataset at '%s': no such file or "
+                                "folder" % p, p)
+        self.manifest_path = mpath
+        m = self.manifest = _Manifest(mpath).load()
+        self.id, self.name = m["id"], m["name"]
+        self.fields = sorted(m["schema"]["fields"], key=str.encode)
+        self.classes = list(m["classes"])
+        self._total = m["samples"]
+        self._shards = []
+        for i, s in enumerate(m["shards"]):
+            full = os.path.join(self.root, *s["path"].split("/"))
+            self._shards.append(_ShardInfo(full, full, s["bytes"],
+                                           s["samples"], s["first_sample"]))
+            try:
+                size = os.stat(full).st_size
+            except FileNotFoundError:
+                self._fail(full, "missing: shards[%d] of %s lists it"
+                           % (i, mpath))
+            if size != s["bytes"]:
+                self._fail(full, "%d bytes, the manifest says %d: run chute "
+                           "verify" % (size, s["bytes"]))
+
+    def _open_lone_shard(self, p):
+        sh = Shard(p, verify=self.verify)
+        try:
+            self.root = os.path.dirname(p) or "."
+            self.manifest_path = None
+            self.manifest = {}
+            self.id = None
+            self.name = os.path.basename(p)
+            self.fields = sorted(_text(n) for n in sh.names)
+            self.classes = []
+            self._total = sh.sample_count
+            self._shards = [_ShardInfo(p, p, sh.size, sh.sample_count, 0)]
+        finally:
+            sh.close()
+
+    @staticmethod
+    def _fail(path, what, offset=None):
+        e = DataError("'%s': %s" % (path, what))
+        e.path, e.offset, e.key = path, offset, None
+        raise e
+
+    def _load_split(self, name):
+        sets = self.manifest.get("splits", {}).get("sets", {})
+        where = self.path
+        if name not in sets:
+            if not sets:
+                raise Error("'%s' has no splits: %s" % (
+                    where, "make them with chute split" if self.manifest
+                    else "a lone shard has no manifest to record them"))
+            raise Error("'%s' has no split '%s'; its splits: %s"
+                        % (where, name, ", ".join(sorted(sets))))
+        sp = sets[name]
+        path = os.path.join(self.root, *sp["path"].split("/"))
+        try:
+            with open(path, "rb") as f:
+                data = f.read(sp["bytes"] + 1)
+        except FileNotFoundError:
+            self._fail(path, "missing: split '%s' of %s lists it"
+                       % (name, self.manifest_path))
+        if len(data) != sp["bytes"]:
+            self._fail(path, "%s bytes, the manifest says %d: run chute "
+                       "verify" % ("more" if len(data) > sp["bytes"]
+                                   else len(data), sp["bytes"]))
+        if self.verify:
+            got = _shard.xxhash.xxh3_128_hexdigest(data)
+            if got != sp["hash"]:
+                self._fail(path, "does not match the manifest's hash: run "
+                           "chute verify")
+        ids = array.array("Q")
+        ids.frombytes(data)
+        if sys.byteorder != "little":
+            ids.byteswap()
+        prev = -1
+        for i, v in enumerate(ids):
+            if v <= prev or v >= self._total:
+                self._fail(path, "sample number %d is %s" % (
+                    v, "past the dataset's end" if v >= self._total
+                    else "not above the previous one"), 8 * i)
+            prev = v
+        return ids
+
+    # -- state that is not pickled -----------------------------------------
+
+    def _runtime(self):
+        self._pid = os.getpid()
+        self._readers = {}                        # shard -> Shard
+        self._open = collections.OrderedDict()    # shard -> Shard, LRU
+        self._blocks = collections.OrderedDict()  # (shard, block) -> bytes
+        self._block_bytes = 0
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        for k in ("_pid", "_readers", "_open", "_blocks", "_block_bytes"):
+            state.pop(k, None)
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._runtime()
+
+    def close(self):
+        """Closes the shard files and drops the caches.  The Dataset can
+        still be read: it opens what it needs again."""
+        for r in self._readers.values():
+            r.close()
+        self._runtime()
+
+    def __enter__(self):
+        """with chute.Dataset(path) as ds: ... closes ds at the end."""
+        return self
+
+    def __exit__(self, *exc):
+        """Closes the Dataset (see close)."""
+        self.close()
+        return False
+
+    def _reader(self, s):
+        if self._pid != os.getpid():
+            # forked (a DataLoader worker): the parent's descriptors and
+            # caches are the parent's
+            for r in self._readers.values():
+                r.close()
+            self._runtime()
+        r = self._readers.get(s)
+        info = self._shards[s]
+        if r is None:
+            r = Shard(info.path, verify=self.verify, name=info.name)
+            if r.size != info.bytes:
+                r.close()
+                r.fail(None, "%d bytes, the manifest says %d: run chute "
+                       "verify" % (r.size, info.bytes))
+            if r.sample_count != info.samples:
+                r.close()
+                r.fail(r.size - 32, "the shard holds %d samples, the "
+                       "manifest says %d" % (r.sample_count, info.samples))
+            self._readers[s] = r
+        self._open[s] = r
+        self._open.move_to_end(s)
+        return r
+
+    def _trim(self, keep):
+        """Releases the least recently used shards beyond max_open or
+        index_bytes, never `keep`."""
+        opened = self._open
+        while len(opened) > 1:
+            if len(opened) <= self.max_open and \
+                    sum(r.index_memory for r in opened.values()) <= \
+                    self.index_bytes:
+                return
+            s = next(iter(opened))
+            if s == keep:
+                opened.move_to_end(s)
+                s = next(iter(opened))
+            opened.pop(s).release()
+
+    def _block(self, s, r, b, key):
+        k = (s, b)
+        raw = self._blocks.get(k)
+        if raw is not None:
+            self._blocks.move_to_end(k)
+            return raw
+        raw = r.block(b, key)
+        self._blocks[k] = raw
+        self._block_bytes += len(raw)
+        while self._block_bytes > self.cache_bytes and self._blocks:
+            _, old = self._blocks.popitem(last=False)
+            self._block_bytes -= len(old)
+        return raw
+
+    def _locate(self, number):
+        s = bisect.bisect_right(self._starts, number) - 1
+        return s, number - self._starts[s]
+
+    def _sample(self, index, number):
+        s, local = self._locate(number)
+        r = self._reader(s)
+        e = r.entry(local)
+        raw = self._block(s, r, e.block, e.key)
+        fields = r.sample_fields(e, raw)
+        r.check_sample(local, e, fields)
+        self._trim(s)
+        return Sample(_text(e.key), {_text(n): d for n, d in fields},
+                      index, number)
+
+    # -- the sequence ----------------------------------------------------
+
+    def __len__(self):
+        """The number of samples (of the split, with split)."""
+        return self._len
+
+    def __getitem__(self, i):
+        """ds[i]: the Sample at position i (negative counts from the end);
+        IndexError outside.  ds[a:b:c]: a list of Samples."""
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._len))]
+        try:
+            i = i.__index__()
+        except AttributeError:
+            raise TypeError("Dataset indices must be integers or slices, "
+                            "not %s" % type(i).__name__) from None
+        n = self._len
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("sample index %d out of range (%d samples)"
+                             % (i if i >= 0 else i - n, n))
+        return self._sample(i, self._ids[i] if self._ids is not None else i)
+
+    def __iter__(self):
+        """The samples in dataset order (the split's, with split)."""
+        for i in range(self._len):
+            yield self[i]
+
+    def _number_to_index(self, number):
+        if self._ids is None:
+            return number
+        j = bisect.bisect_left(self._ids, number)
+        if j < len(self._ids) and self._ids[j] == number:
+            return j
+        return None
+
+    def _find(self, key):
+        kb = _key_bytes(key)
+        for s in range(len(self._shards)):
+            if not self._shards[s].samples:
+                continue
+            r = self._reader(s)
+            local = r.find(kb)
+            self._trim(s)
+            if local >= 0:
+                number = self._starts[s] + local
+                index = self._number_to_index(number)
+                if index is not None:
+                    return index, number
+        return None
+
+    def get(self, key):
+        """The Sample whose key is `key` (str, or bytes as stored); raises
+        KeyError when the Dataset (the split, with split) has none.  It
+        searches each shard's key order table in turn: the first search
+        in a shard reads and checks its whole index."""
+        found = self._find(key)
+        if found is None:
+            raise KeyError(key)
+        return self._sample(*found)
+
+    def __contains__(self, key):
+        """key in ds: whether get(key) finds a sample."""
+        if not isinstance(key, (str, bytes, bytearray, memoryview)):
+            return False
+        return self._find(key) is not None
+
+    def index(self, key):
+        """The position of the sample whose key is `key`, as ds[i] takes
+        it; KeyError when absent."""
+        found = self._find(key)
+        if found is None:
+            raise KeyError(key)
+        return found[0]
+
+    def keys(self):
+        """The keys (str) of every sample, in dataset order: a list.  It
+        reads the index entries, not the blocks."""
+        out = []
+        for i in range(self._len):
+            number = self._ids[i] if self._ids is not None else i
+            s, local = self._locate(number)
+            r = self._reader(s)
+            out.append(_text(r.key(local)))
+            self._trim(s)
+        return out
+
+    def __repr__(self):
+        return "<chute.Dataset %r%s: %d samples%s>" % (
+            self.path, " split %r" % self.split if self.split else "",
+            self._len, ", id %s" % self.id if self.id else "")
