@@ -168,7 +168,7 @@ def img_dataloader(a):
     from torchvision.datasets import ImageFolder
 
     def to_chw(im):
-        return torch.from_numpy(np.asarray(im, dtype=np.uint8)).permute(2, 0, 1)
+        return torch.from_numpy(np.array(im, dtype=np.uint8)).permute(2, 0, 1)
 
     tf = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), to_chw])
 

@@ -162,6 +162,16 @@ class _Stderr:
         return b"".join(self._chunks)[-STDERR_KEEP:].decode("utf-8", "replace")
 
 
+def _widen_pipe(fd, size=1 << 20):
+    """A 1 MiB pipe instead of 64 KiB: a frame of a few hundred KB then
+    crosses in one or two reads (chute asks the same of its end)."""
+    try:
+        import fcntl
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
+    except OSError:
+        pass  # over /proc/sys/fs/pipe-max-size: the default will do
+
+
 def _stop(proc, timeout=5.0):
     """Stops chute if it still runs and reaps it: SIGTERM (chute then
     removes its ring and temporary files), SIGKILL after timeout."""
@@ -375,6 +385,8 @@ class Stream(_Base):
         except OSError as e:
             raise StreamError("cannot run %r: %s" % (self.chute, e.strerror or e))
         self._procs.add(proc)
+        if proc.stdout is not None:
+            _widen_pipe(proc.stdout.fileno())
         return proc
 
     def _failure(self, proc, err, why):
