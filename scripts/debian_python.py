@@ -87,5 +87,5 @@ def use_repo_package():
     the installed package (make install, pip install ./python) when there
     is one, else the one in python/ beside this scripts/ folder."""
     if importlib.util.find_spec("chute") is None:
-        here = os.path.dirname(os.path.abspath(__file__))
+        here = os.path.dirname(os.path.realpath(__file__))  # scripts/ may be a link
         sys.path.insert(0, os.path.join(os.path.dirname(here), "python"))

@@ -535,8 +535,16 @@ EOF
 
 # ---------------------------------------------------------------- progress
 
-@test "pack: on a terminal a progress line shows files, MB and MB/s" {
+# need_pty: script(1), and a pseudo-terminal for it (a chroot without
+# /dev/pts has none).
+need_pty() {
 	command -v script >/dev/null || skip "script(1) is not installed"
+	script -qec true /dev/null >/dev/null 2>&1 ||
+		skip "script(1) cannot open a pseudo-terminal (is /dev/pts mounted?)"
+}
+
+@test "pack: on a terminal a progress line shows files, MB and MB/s" {
+	need_pty
 	"$PYTHON" "$REPO_ROOT/scripts/gen-data.py" images src --count 300 \
 		--size 100000 --classes 3 --seed 1 -q
 	# script(1) gives chute a terminal; -l 19 -j 1 keeps it busy long
@@ -547,7 +555,7 @@ EOF
 }
 
 @test "pack: --quiet, or a stderr that is not a terminal, draws no progress line" {
-	command -v script >/dev/null || skip "script(1) is not installed"
+	need_pty
 	mkfixture src
 	run -0 script -qec "chute pack -q src -o ds" /dev/null
 	refute_output --partial "packing:"

@@ -66,7 +66,8 @@ setup() {
 	sed -e 's|fashion_mnist.py fm |fashion_mnist.py fm --limit-train 2000 --limit-test 500 |' \
 		-e 's|make-images imgs 1000|make-images imgs 64|' commands.txt |
 		as_script >tour.sh
-	run -0 bash tour.sh
+	run bash tour.sh
+	[ "$status" -eq 0 ] || fail "the tour failed (exit $status): $output"
 	# what the README says the commands print
 	assert_output --partial "PASS field-types"
 	assert_output --regexp "check: 9 rules, 9 passed"
