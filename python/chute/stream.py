@@ -456,6 +456,15 @@ class Stream(_Base):
                 except OSError:
                     pass
 
+    def __getstate__(self):  # a DataLoader worker started by spawn
+        state = self.__dict__.copy()
+        state["_procs"] = None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._procs = weakref.WeakSet()
+
     def close(self):
         """Stops and reaps every chute this Stream started that still runs."""
         for proc in list(self._procs):
