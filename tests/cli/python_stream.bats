@@ -27,8 +27,11 @@ CHUTE = os.environ['CHUTE_BIN']
 def children():
     out = []
     for t in os.listdir('/proc/self/task'):
-        with open('/proc/self/task/%s/children' % t) as f:
-            out += f.read().split()
+        try:
+            with open('/proc/self/task/%s/children' % t) as f:
+                out += f.read().split()
+        except FileNotFoundError:
+            pass  # a thread that ended since the listing (its children go to another)
     return out
 def stream(ds='ds', **kw):
     kw.setdefault('batch_size', 3)
