@@ -43,6 +43,11 @@ _SYS_FUTEX = {"x86_64": 202, "aarch64": 98, "arm64": 98, "ppc64le": 221,
               "s390x": 238, "riscv64": 98}
 
 
+def ring_path(name):
+    """The file of ring NAME: /dev/shm/chute-NAME."""
+    return os.path.join(SHM_DIR, SHM_PREFIX + name)
+
+
 class ShmError(StreamError, RuntimeError):
     """chute stream failed or died, the ring is taken or corrupt."""
 
@@ -125,7 +130,7 @@ class ShmRing:
             raise ValueError("invalid ring name %r: 1 to 200 of A-Z a-z 0-9"
                              " . _ -, not starting with a dot" % (name,))
         self.name = name
-        self.path = os.path.join(SHM_DIR, SHM_PREFIX + name)
+        self.path = ring_path(name)
         self._fd = self._pidfd = self._mm = None
         self.buffer = None
         self._seq = 0

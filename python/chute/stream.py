@@ -318,8 +318,8 @@ class Stream(_Base):
             a += ["--resume", self._cursor]
         if self.record is not None:
             a += ["--record", self.record]
-        return a + self.extra_args + ["--", self.dataset] \
-            if self.dataset.startswith("-") else a + self.extra_args + [self.dataset]
+        # "--": a dataset named -x is not an option
+        return a + self.extra_args + ["--", self.dataset]
 
     # -- checkpoints
 
@@ -451,8 +451,9 @@ class Stream(_Base):
                 ring.close()
             _stop(proc)
             if name is not None:  # chute removes it; not when killed
+                from .shm import ring_path
                 try:
-                    os.unlink("/dev/shm/chute-" + name)
+                    os.unlink(ring_path(name))
                 except OSError:
                     pass
 
