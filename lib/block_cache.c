@@ -203,6 +203,37 @@ int ch_block_cache_get(struct ch_block_cache *c, struct ch_block_reader *r,
 	return 0;
 }
 
+/* Decodes block b unless it is cached or another thread is decoding it:
+ * threads that need the same blocks warm different ones side by side
+ * instead of queueing on each in turn.  0 when the block is cached or
+ * being decoded, 1 when it is not cached and the budget is spent, -1 on
+ * error. */
+int ch_block_cache_warm(struct ch_block_cache *c, struct ch_block_reader *r,
+			const struct ch_shard *sh, uint32_t b, size_t budget,
+			struct ch_error *err)
+{
+	int mine = 0;
+	struct entry *e = NULL;
+	pthread_mutex_lock(&c->lock);
+	int present = find(c, sh, b) != NULL, full = c->used >= budget;
+	if (!present && !full)
+		e = claim(c, sh, b, &mine);
+	pthread_mutex_unlock(&c->lock);
+	if (present || full)
+		return present ? 0 : 1;
+	if (!e)
+		return ch_error_set(err, "out of memory");
+	int rc = load(c, r, sh, e, err);
+	if (rc == 0)
+		ch_block_cache_unpin(c, e);
+	return rc;
+}
+
+size_t ch_block_cache_capacity(const struct ch_block_cache *c)
+{
+	return c->capacity;
+}
+
 void ch_block_cache_unpin(struct ch_block_cache *c, void *pin)
 {
 	struct entry *e = pin;

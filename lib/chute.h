@@ -210,6 +210,12 @@ int ch_block_cache_get(struct ch_block_cache *c, struct ch_block_reader *r,
 		       const struct ch_shard *sh, uint32_t b,
 		       const uint8_t **data, void **pin, struct ch_error *err);
 void ch_block_cache_unpin(struct ch_block_cache *c, void *pin);
+/* Decodes block b into the cache, unpinned, unless it is there or being
+ * decoded, or the cache already holds `budget` bytes (returns 1). */
+int ch_block_cache_warm(struct ch_block_cache *c, struct ch_block_reader *r,
+			const struct ch_shard *sh, uint32_t b, size_t budget,
+			struct ch_error *err);
+size_t ch_block_cache_capacity(const struct ch_block_cache *c);
 /* Drops the blocks of a shard about to be closed: entries are keyed by
  * the shard's address, which a later shard may reuse.  None may be
  * pinned. */

@@ -74,6 +74,8 @@ struct ch_batch_reader {
 	const char *seen[NAME_CACHE], *interned[NAME_CACHE];
 	int nseen;
 	struct ch_transformer tr; /* with --transform */
+	uint32_t *warm; /* the blocks a group needs (warm_group) */
+	size_t warm_cap;
 };
 
 int ch_batch_reader_new(struct ch_batch_reader **out,
@@ -107,6 +109,7 @@ void ch_batch_reader_free(struct ch_batch_reader *r)
 	if (!r)
 		return;
 	ch_block_reader_free(r->blocks);
+	free(r->warm);
 	if (r->sh && r->sh->tx)
 		ch_transformer_release(&r->tr);
 	free(r);
@@ -325,6 +328,59 @@ static int read_one(struct ch_batch_reader *r, struct ch_batch_data *b,
 	return rc;
 }
 
+/* The compressed block of slot order[i] of a group, or UINT32_MAX when
+ * it has none (a raw block, or an index region not readable: the read
+ * that follows reports that). */
+static uint32_t slot_block(struct ch_batch_data *b,
+			   const struct ch_shard *sh, size_t i)
+{
+	struct ch_error ignored;
+	struct ch_sample_info si;
+	struct ch_block_stat st;
+	uint64_t local = b->slots[b->order[i]].local;
+	if (ch_shard_prepare(sh, local, &ignored) < 0)
+		return UINT32_MAX;
+	ch_shard_sample(sh, local, &si);
+	ch_shard_block(sh, si.block, &st);
+	return st.codec == CH_CODEC_RAW ? UINT32_MAX : si.block;
+}
+
+/* Decodes the blocks a group needs before reading its samples, this
+ * worker starting at its share of them (index / nworkers of the way in)
+ * and passing over those another worker is decoding.  The first batches
+ * of a global shuffle need nearly every block of a shard; read in block
+ * order, the workers would queue on each block in turn.  Up to half the
+ * cache, so that what it decodes stays for the reads.  Errors are left to
+ * the reads, which know what to do with them. */
+static void warm_group(struct ch_batch_reader *r, struct ch_batch_data *b,
+		       const struct ch_shard *sh, size_t from, size_t to)
+{
+	struct ch_block_cache *c = r->sh->cache;
+	if (!c || r->sh->nworkers < 2)
+		return;
+	if (r->warm_cap < to - from) {
+		uint32_t *w = realloc(r->warm, (to - from) * sizeof(*w));
+		if (!w)
+			return; /* only slower */
+		r->warm = w;
+		r->warm_cap = to - from;
+	}
+	size_t n = 0;
+	for (size_t i = from; i < to; i++) {
+		uint32_t blk = slot_block(b, sh, i);
+		if (blk != UINT32_MAX && (n == 0 || r->warm[n - 1] != blk))
+			r->warm[n++] = blk;
+	}
+	size_t start = n * (size_t)r->index / (size_t)r->sh->nworkers;
+	size_t budget = ch_block_cache_capacity(c) / 2;
+	for (size_t k = 0; k < n; k++) {
+		struct ch_error ignored;
+		if (ch_block_cache_warm(c, r->blocks, sh, r->warm[(start + k) % n],
+					budget, &ignored) == 1)
+			return;
+	}
+}
+
 /* Reads the TODO slots of one shard (order[from, to)); returns 0 when
  * done, 1 when another worker is opening the shard and wait is 0. */
 static int read_group(struct ch_batch_reader *r, struct ch_batch_data *b,
@@ -335,6 +391,7 @@ static int read_group(struct ch_batch_reader *r, struct ch_batch_data *b,
 	int rc = ch_shard_table_pin(r->sh->shards, k, wait, &sh, err);
 	if (rc <= 0)
 		return rc < 0 ? -1 : 1;
+	warm_group(r, b, sh, from, to);
 	struct held_block held = { 0 };
 	r->nseen = 0; /* name pointers are the pinned shard's */
 	for (size_t i = from; i < to && rc >= 0; i++) {
