@@ -44,105 +44,9 @@ static int take(struct cmd_parser *p, int c, void *ctx)
 /* ------------------------------------------------------------------ */
 /* What changed: short phrases                                          */
 
-static int has_shard(const struct ch_manifest *m, struct ch_hash128 h)
+static void add_change(void *arg, const char *phrase)
 {
-	for (size_t i = 0; i < m->nshards; i++)
-		if (m->shards[i].hash.high == h.high &&
-		    m->shards[i].hash.low == h.low)
-			return 1;
-	return 0;
-}
-
-static const struct ch_manifest_split *find_split(const struct ch_manifest *m,
-						  const char *name)
-{
-	for (size_t i = 0; i < m->nsplits; i++)
-		if (strcmp(m->splits[i].name, name) == 0)
-			return &m->splits[i];
-	return NULL;
-}
-
-static int has_string(char *const *v, size_t n, const char *s)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(v[i], s) == 0)
-			return 1;
-	return 0;
-}
-
-static int has_field(const struct ch_manifest *m, const char *name)
-{
-	for (size_t i = 0; i < m->nfields; i++)
-		if (strcmp(m->fields[i].name, name) == 0)
-			return 1;
-	return 0;
-}
-
-static void add(json_t *changes, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void add(json_t *changes, const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	json_array_append_new(changes, cmd_json_bytes(buf, strlen(buf)));
-}
-
-/* "split val/train added": the names of a's splits that pass `keep`. */
-static void split_phrase(json_t *changes, const struct ch_manifest *a,
-			 const struct ch_manifest *b, int changed,
-			 const char *what)
-{
-	char names[400] = "";
-	size_t used = 0;
-
-	for (size_t i = 0; i < a->nsplits; i++) {
-		const struct ch_manifest_split *o = find_split(b, a->splits[i].name);
-		int hit = changed ? o && (o->hash.high != a->splits[i].hash.high ||
-					  o->hash.low != a->splits[i].hash.low)
-				  : !o;
-		if (hit && used < sizeof names)
-			used += (size_t)snprintf(names + used, sizeof names - used,
-						 "%s%s", used ? "/" : "",
-						 a->splits[i].name);
-	}
-	if (used)
-		add(changes, "split %s %s", names, what);
-}
-
-static void count_phrase(json_t *changes, uint64_t plus, uint64_t minus,
-			 const char *what)
-{
-	if (plus && minus)
-		add(changes, "+%" PRIu64 "/-%" PRIu64 " %s", plus, minus, what);
-	else if (plus || minus)
-		add(changes, "%c%" PRIu64 " %s", plus ? '+' : '-',
-		    plus ? plus : minus, what);
-}
-
-static void field_phrases(json_t *changes, const struct ch_manifest *v,
-			  const struct ch_manifest *p)
-{
-	for (size_t i = 0; i < v->nfields; i++)
-		if (!has_field(p, v->fields[i].name))
-			add(changes, "field %s added", v->fields[i].name);
-	for (size_t i = 0; i < p->nfields; i++)
-		if (!has_field(v, p->fields[i].name))
-			add(changes, "field %s removed", p->fields[i].name);
-}
-
-static int same_options(const struct ch_manifest_options *a,
-			const struct ch_manifest_options *b)
-{
-	return a->shard_bytes == b->shard_bytes &&
-	       a->shard_samples == b->shard_samples &&
-	       a->block_size == b->block_size && a->level == b->level &&
-	       a->dict == b->dict && a->keep_order == b->keep_order &&
-	       !a->label_from == !b->label_from;
+	json_array_append_new(arg, cmd_json_bytes(phrase, strlen(phrase)));
 }
 
 /* Version v against its parent p. */
@@ -150,36 +54,7 @@ static json_t *changes_of(const struct ch_manifest *v,
 			  const struct ch_manifest *p)
 {
 	json_t *c = json_array();
-	uint64_t new_shards = 0, gone_shards = 0, plus = 0, minus = 0;
-
-	if (!p) {
-		add(c, "first version");
-		return c;
-	}
-	if (v->samples != p->samples)
-		add(c, "%c%" PRIu64 " samples", v->samples > p->samples ? '+' : '-',
-		    v->samples > p->samples ? v->samples - p->samples :
-					      p->samples - v->samples);
-	for (size_t i = 0; i < v->nshards; i++)
-		new_shards += !has_shard(p, v->shards[i].hash);
-	for (size_t i = 0; i < p->nshards; i++)
-		gone_shards += !has_shard(v, p->shards[i].hash);
-	count_phrase(c, new_shards, gone_shards, "shards");
-	split_phrase(c, v, p, 0, "added");
-	split_phrase(c, p, v, 0, "removed");
-	split_phrase(c, v, p, 1, "changed");
-	field_phrases(c, v, p);
-	for (size_t i = 0; i < v->nclasses; i++)
-		plus += !has_string(p->classes, p->nclasses, v->classes[i]);
-	for (size_t i = 0; i < p->nclasses; i++)
-		minus += !has_string(v->classes, v->nclasses, p->classes[i]);
-	count_phrase(c, plus, minus, "classes");
-	if (!same_options(&v->options, &p->options))
-		add(c, "pack options changed");
-	if (strcmp(v->name, p->name) != 0)
-		add(c, "renamed from %s", p->name);
-	if (!json_array_size(c))
-		add(c, "same content");
+	ch_version_changes(v, p, add_change, c);
 	return c;
 }
 

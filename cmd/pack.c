@@ -14,6 +14,9 @@
 
 enum {
 	OPT_DICT = CMD_LONG_ONLY,
+	OPT_EXCLUDE,
+	OPT_FORCE,
+	OPT_INCLUDE,
 	OPT_KEEP_ORDER,
 	OPT_LABEL_FROM,
 };
@@ -26,7 +29,13 @@ static const char *const pack_usage[] = {
 static const struct cmd_opt pack_opts[] = {
 	{'b', "block-size", "SIZE", "raw bytes per block (default 1M; 16K with --dict)"},
 	{OPT_DICT, "dict", NULL, "train a zstd dictionary per shard"},
+	{OPT_EXCLUDE, "exclude", "GLOB",
+	 "leave out files and folders GLOB matches (repeatable)"},
+	{OPT_FORCE, "force", NULL,
+	 "replace a dataset even if its fields, labels or splits are lost"},
 	CMD_HELP_OPT,
+	{OPT_INCLUDE, "include", "GLOB",
+	 "pack only files GLOB matches (repeatable)"},
 	{'j', "jobs", "N", "parallel workers (default: all cores)"},
 	{OPT_KEEP_ORDER, "keep-order", NULL,
 	 "keep input order instead of sorting by key"},
@@ -53,7 +62,10 @@ static const struct cmd_spec pack_spec = {
 		 "archive (tar, tar.gz, tar.zst, zip), the http(s):// or s3://\n"
 		 "URL of an archive or a file (read while it downloads), or -\n"
 		 "for a list of file paths on standard input.  SIZE takes K, M\n"
-		 "and G suffixes.\n",
+		 "and G suffixes.  Hidden files and folders (.name) and the\n"
+		 "output folder are never packed.  A GLOB without / matches a\n"
+		 "file's or a folder's name, one with / the path from the\n"
+		 "source's top.\n",
 };
 
 /* ------------------------------------------------------------------ */
@@ -126,6 +138,8 @@ struct pack_args {
 	struct ch_pack_opts o;
 	const char **sources;
 	size_t nsources, stdin_lists;
+	const char **exclude, **include; /* argc long each */
+	size_t nexclude, ninclude;
 	int null_sep, quiet;
 };
 
@@ -179,6 +193,15 @@ static int take_option(struct pack_args *a, int c, const char *arg)
 		return 0;
 	case OPT_DICT:
 		a->o.dict = 1;
+		return 0;
+	case OPT_EXCLUDE:
+		a->exclude[a->nexclude++] = arg;
+		return 0;
+	case OPT_INCLUDE:
+		a->include[a->ninclude++] = arg;
+		return 0;
+	case OPT_FORCE:
+		a->o.force = 1;
 		return 0;
 	case OPT_KEEP_ORDER:
 		a->o.keep_order = 1;
@@ -280,6 +303,11 @@ static int run_pack(struct pack_args *a)
 	printf("packed %" PRIu64 " samples (%" PRIu64 " bytes) into %zu "
 	       "shards, id %s\n",
 	       res.samples, res.bytes, res.shards, res.id);
+	if (res.old_id[0] && strcmp(res.old_id, res.id) == 0)
+		printf("%s: unchanged\n", a->o.out_dir);
+	else if (res.old_id[0])
+		printf("replaced %s: %.12s -> %.12s (%s)\n", a->o.out_dir,
+		       res.old_id, res.id, res.changes);
 	return 0;
 }
 
@@ -292,8 +320,14 @@ int cmd_pack(int argc, char **argv)
 	memset(&a, 0, sizeof a);
 	ch_pack_opts_init(&a.o);
 	a.sources = calloc((size_t)argc + 1, sizeof *a.sources);
-	if (!a.sources)
-		return cmd_error("out of memory");
+	a.exclude = calloc((size_t)argc + 1, sizeof *a.exclude);
+	a.include = calloc((size_t)argc + 1, sizeof *a.include);
+	if (!a.sources || !a.exclude || !a.include) {
+		status = cmd_error("out of memory");
+		goto done;
+	}
+	a.o.exclude = a.exclude;
+	a.o.include = a.include;
 	status = parse_args(&a, argc, argv);
 	if (status != 0)
 		goto done;
@@ -303,9 +337,13 @@ int cmd_pack(int argc, char **argv)
 			goto done;
 		a.o.name = name;
 	}
+	a.o.nexclude = a.nexclude;
+	a.o.ninclude = a.ninclude;
 	status = run_pack(&a);
 done:
 	free(name);
 	free(a.sources);
+	free(a.exclude);
+	free(a.include);
 	return status < 0 ? 0 : status;
 }

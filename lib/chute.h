@@ -402,7 +402,34 @@ struct ch_entry {
 	uint8_t *inline_data;
 };
 
+/* Which files of a source pack takes (source_filter.c). */
+#define CH_STRAYS_SHOWN 5
+struct ch_source_filter {
+	const char *const *exclude; /* globs: never packed */
+	size_t nexclude;
+	const char *const *include; /* globs: if any, only these are packed */
+	size_t ninclude;
+	int skip_set;		    /* the output folder, never packed */
+	dev_t skip_dev;
+	ino_t skip_ino;
+	/* files without a KEY.FIELD name: counted, the first few kept */
+	uint64_t nstrays;
+	char *strays[CH_STRAYS_SHOWN];
+};
+void ch_source_filter_release(struct ch_source_filter *f);
+/* 1 to pack the file (or enter the folder) at rel, 0 to pass over it: a
+ * hidden name (unless listed on standard input), an --exclude match, a
+ * file no --include matches, or a file with no KEY.FIELD name (kept as
+ * a stray under the name origin); -1 on error.  f may be NULL. */
+int ch_source_filter_admit(struct ch_source_filter *f, const char *rel,
+			   int is_dir, int listed, const char *origin,
+			   struct ch_error *err);
+/* -1 naming the strays (the first few and a count) if there were any. */
+int ch_source_filter_check(const struct ch_source_filter *f,
+			   struct ch_error *err);
+
 struct ch_catalog {
+	struct ch_source_filter *filter; /* NULL: every file (not owned) */
 	struct ch_entry *entries;
 	size_t n, cap;
 	/* the entries' strings and inline data, packed in large chunks: a
@@ -585,6 +612,12 @@ struct ch_pack_opts {
 	uint64_t memory;	/* bytes of file list held before spilling
 				 * sorted runs to disk */
 	const char *label_from; /* NULL or "dir" */
+	const char *const *exclude; /* --exclude globs */
+	size_t nexclude;
+	const char *const *include; /* --include globs */
+	size_t ninclude;
+	int force;		/* replace a dataset even if fields, labels
+				 * or splits would be lost */
 	int list_fd;		/* for source "-" */
 	int list_sep;		/* '\n' or 0 */
 	volatile sig_atomic_t *cancel; /* set asynchronously to stop */
@@ -596,7 +629,20 @@ struct ch_pack_result {
 	uint64_t samples, bytes, shard_bytes;
 	size_t shards;
 	char id[33];
+	char old_id[33];   /* the version replaced; "" for none */
+	char changes[512]; /* what changed against it, ", "-separated */
 };
+
+/* What version v changed against p (NULL: a first version), one short
+ * phrase at a time ("+120 samples", "field cls removed"); "same content"
+ * when nothing did. */
+typedef void (*ch_change_fn)(void *arg, const char *phrase);
+void ch_version_changes(const struct ch_manifest *v,
+			const struct ch_manifest *p, ch_change_fn fn, void *arg);
+/* 1 and a list in buf ("field cls, the labels (10 classes), split val")
+ * when v lacks fields, labels or splits that old has; else 0. */
+int ch_version_losses(const struct ch_manifest *old,
+		      const struct ch_manifest *v, char *buf, size_t size);
 
 void ch_pack_opts_init(struct ch_pack_opts *o);
 /* Packs the sources into o->out_dir atomically: everything is written in a

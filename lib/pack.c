@@ -440,6 +440,8 @@ static int scan_sources(struct ch_catalog *c, const char *const *sources,
 		if (o->cancel && *o->cancel)
 			return ch_error_set(err, "interrupted");
 	}
+	if (ch_source_filter_check(c->filter, err) < 0)
+		return -1;
 	if (c->added == 0)
 		return ch_error_set(err, "no input files");
 	return 0;
@@ -683,6 +685,56 @@ static void read_previous(const char *out_dir, int exists,
 	free(man);
 }
 
+/* A replacement that loses fields, labels or splits of the version it
+ * replaces is refused without --force: a repack of a labelled, split
+ * dataset must not quietly give an unlabelled one.  v is the new version,
+ * or what is already known of it before the scan. */
+static int refuse_losses(const struct ch_pack_opts *o,
+			 const struct ch_manifest *old,
+			 const struct ch_manifest *v, struct ch_error *err)
+{
+	char lost[600];
+	if (o->force || !old->id[0] ||
+	    !ch_version_losses(old, v, lost, sizeof(lost)))
+		return 0;
+	return ch_error_set(err, "refusing to replace '%s' (version %.12s): "
+			    "the new version would lose %s; pack with "
+			    "--force to replace it anyway",
+			    o->out_dir, old->id, lost);
+}
+
+/* Before the scan: pack writes no splits, and labels only with
+ * --label-from. */
+static int refuse_known_losses(const struct ch_pack_opts *o,
+			       const struct ch_manifest *old,
+			       struct ch_error *err)
+{
+	struct ch_manifest known = { .fields = old->fields,
+				     .nfields = old->nfields,
+				     .nclasses = o->label_from ? old->nclasses
+							       : 0 };
+	return refuse_losses(o, old, &known, err);
+}
+
+static void add_change(void *arg, const char *phrase)
+{
+	struct ch_pack_result *res = arg;
+	size_t used = strlen(res->changes);
+	snprintf(res->changes + used, sizeof(res->changes) - used, "%s%s",
+		 used ? ", " : "", phrase);
+}
+
+/* The output folder, if it exists, is never packed into itself. */
+static void skip_output(struct ch_source_filter *f, const char *out_dir)
+{
+	struct stat st;
+	if (stat(out_dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+		f->skip_set = 1;
+		f->skip_dev = st.st_dev;
+		f->skip_ino = st.st_ino;
+	}
+}
+
 /* 1 MiB blocks compress well and cost little to decode; with a dictionary
  * (small samples, fast random access) 16 KiB blocks are the point of it. */
 #define BLOCK_DEFAULT (1u << 20)
@@ -721,13 +773,25 @@ int ch_pack(const char *const *sources, size_t nsources,
 		free(tmp);
 		return -1;
 	}
+	struct ch_source_filter filter = {
+		.exclude = o->exclude, .nexclude = o->nexclude,
+		.include = o->include, .ninclude = o->ninclude,
+	};
+	skip_output(&filter, o->out_dir);
 	ch_catalog_init(&cat, tmp);
 	cat.cancel = o->cancel;
+	cat.filter = &filter;
 	read_previous(o->out_dir, exists, &old);
-	if (pack_into(tmp, sources, nsources, o, &m, &old, &cat, err) < 0 ||
+	if (refuse_known_losses(o, &old, err) < 0 ||
+	    pack_into(tmp, sources, nsources, o, &m, &old, &cat, err) < 0 ||
+	    refuse_losses(o, &old, &m, err) < 0 ||
 	    check_replaceable(o->out_dir, &exists, err) < 0 ||
 	    swap_into_place(tmp, o->out_dir, exists, err) < 0)
 		goto out;
+	if (old.id[0]) {
+		memcpy(res->old_id, old.id, sizeof(res->old_id));
+		ch_version_changes(&m, &old, add_change, res);
+	}
 	res->samples = m.samples;
 	res->bytes = m.bytes;
 	res->shard_bytes = m.shard_bytes;
@@ -742,6 +806,7 @@ out:
 	ch_manifest_release(&m);
 	ch_manifest_release(&old);
 	ch_catalog_release(&cat);
+	ch_source_filter_release(&filter);
 	free(tmp);
 	return rc;
 }

@@ -12,6 +12,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
+#include <locale.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,12 +332,46 @@ static la_ssize_t feed_read(struct archive *ar, void *arg, const void **out)
 	return n;
 }
 
+/* Member names are read as UTF-8 whatever the process's locale: a zip
+ * with the UTF-8 flag (Python, Java, 7-Zip) or a pax header gives its
+ * names in UTF-8, and libarchive converts them to the calling thread's
+ * charset, which in the C locale cannot hold a non-ASCII name.  The
+ * locale is the thread's own (uselocale), so nothing else changes. */
+struct utf8_names {
+	locale_t utf8, before;
+};
+
+static void utf8_names_begin(struct utf8_names *u)
+{
+	u->utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+	u->before = u->utf8 ? uselocale(u->utf8) : (locale_t)0;
+}
+
+static void utf8_names_end(struct utf8_names *u)
+{
+	if (!u->utf8)
+		return;
+	uselocale(u->before);
+	freelocale(u->utf8);
+}
+
 /* Reads every member of the opened s->ar into the catalog. */
 static int scan_members(struct scan *s, struct ch_error *err)
 {
 	struct archive_entry *ae;
 	int r;
 	while ((r = next_member(s, &ae, err)) == 0) {
+		char *origin = NULL;
+		if (asprintf(&origin, "%s:%s", s->path, s->member) < 0)
+			return ch_error_set(err, "out of memory");
+		r = ch_source_filter_admit(
+			s->cat->filter, s->member,
+			archive_entry_filetype(ae) == AE_IFDIR, 0, origin, err);
+		free(origin);
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			continue;
 		r = member_kind(s, ae, err);
 		if (r < 0)
 			return -1;
@@ -352,7 +387,9 @@ int ch_source_archive_scan_from(struct ch_catalog *cat, const char *name,
 {
 	struct scan s = {.cat = cat, .path = name};
 	struct feed f = {.read = read, .arg = arg};
+	struct utf8_names u;
 	int rc = -1;
+	utf8_names_begin(&u);
 	s.buf = malloc(COPY_CHUNK);
 	f.buf = malloc(COPY_CHUNK);
 	s.ar = reader_new();
@@ -371,6 +408,7 @@ int ch_source_archive_scan_from(struct ch_catalog *cat, const char *name,
 	free(s.member);
 	free(s.buf);
 	free(f.buf);
+	utf8_names_end(&u);
 	return rc;
 }
 
@@ -407,8 +445,10 @@ int ch_source_archive_scan(struct ch_catalog *cat, const char *path,
 			   struct ch_error *err)
 {
 	struct scan s = {.cat = cat, .path = path};
+	struct utf8_names u;
 	int rc = -1;
 
+	utf8_names_begin(&u);
 	s.buf = malloc(COPY_CHUNK);
 	s.ar = reader_new();
 	if (!s.buf || !s.ar) {
@@ -426,5 +466,6 @@ out:
 		archive_read_free(s.ar);
 	free(s.member);
 	free(s.buf);
+	utf8_names_end(&u);
 	return rc;
 }

@@ -82,6 +82,48 @@ static int list_names(const char *dir, char ***names, size_t *n,
 }
 
 static int scan(struct ch_catalog *c, const char *dir, size_t root_len,
+		struct ch_error *err);
+
+/* The output folder inside a source is passed over: packing into
+ * photos/ds must not pack photos/ds's previous version too; nor another
+ * chute dataset (manifest.json beside shards/), whose shards would
+ * become samples. */
+static int is_dataset(const struct ch_catalog *c, const char *path,
+		      const struct stat *st)
+{
+	const struct ch_source_filter *f = c->filter;
+	if (!f)
+		return 0;
+	if (f->skip_set && st->st_dev == f->skip_dev &&
+	    st->st_ino == f->skip_ino)
+		return 1;
+	char *man = ch_path_join(path, "manifest.json");
+	char *shards = ch_path_join(path, "shards");
+	struct stat sst;
+	int yes = man && shards && access(man, F_OK) == 0 &&
+		  stat(shards, &sst) == 0 && S_ISDIR(sst.st_mode);
+	free(man);
+	free(shards);
+	return yes;
+}
+
+static int scan_entry(struct ch_catalog *c, const char *path, size_t root_len,
+		      const struct stat *st, struct ch_error *err)
+{
+	const char *rel = path + root_len;
+	while (*rel == '/')
+		rel++;
+	int is_dir = S_ISDIR(st->st_mode);
+	if (is_dir && is_dataset(c, path, st))
+		return 0;
+	int rc = ch_source_filter_admit(c->filter, rel, is_dir, 0, path, err);
+	if (rc <= 0)
+		return rc;
+	return is_dir ? scan(c, path, root_len, err)
+		      : add_file(c, path, rel, st, err);
+}
+
+static int scan(struct ch_catalog *c, const char *dir, size_t root_len,
 		struct ch_error *err)
 {
 	char **names = NULL;
@@ -103,13 +145,8 @@ static int scan(struct ch_catalog *c, const char *dir, size_t root_len,
 			rc = ch_error_set(err, "out of memory");
 		} else if (fstatat(dfd, names[i], &st, 0) < 0) {
 			rc = ch_error_errno(err, errno, "cannot read '%s'", path);
-		} else if (S_ISDIR(st.st_mode)) {
-			rc = scan(c, path, root_len, err);
 		} else {
-			const char *rel = path + root_len;
-			while (*rel == '/')
-				rel++;
-			rc = add_file(c, path, rel, &st, err);
+			rc = scan_entry(c, path, root_len, &st, err);
 		}
 		free(path);
 	}
@@ -131,8 +168,12 @@ int ch_source_dir_scan(struct ch_catalog *c, const char *root,
 	uint64_t before = c->added;
 	if (scan(c, root, strlen(root), err) < 0)
 		return -1;
-	if (c->added == before)
-		return ch_error_set(err, "no files in '%s'", root);
+	if (c->added == before && !(c->filter && c->filter->nstrays))
+		return ch_error_set(err, "no files to pack in '%s'%s", root,
+				    c->filter && (c->filter->nexclude ||
+						  c->filter->ninclude)
+					    ? " (after --exclude and --include)"
+					    : "");
 	return 0;
 }
 
@@ -151,7 +192,8 @@ static int add_listed(struct ch_catalog *c, char *path, struct ch_error *err)
 		else
 			break;
 	}
-	return add_file(c, path, rel, &st, err);
+	int rc = ch_source_filter_admit(c->filter, rel, 0, 1, path, err);
+	return rc <= 0 ? rc : add_file(c, path, rel, &st, err);
 }
 
 int ch_source_list_scan(struct ch_catalog *c, int fd, int sep,

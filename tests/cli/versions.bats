@@ -13,9 +13,10 @@ images() {
 		fail "scripts/gen-data.py images $1 failed"
 }
 
-# packed DS SRC: SRC packed with classes into shards of 20 samples.
+# packed DS SRC [OPTION...]: SRC packed with classes into shards of 20
+# samples.
 packed() {
-	chute pack -q --label-from dir -s 20s -o "$1" "$2" >/dev/null ||
+	chute pack -q --label-from dir -s 20s "${@:3}" -o "$1" "$2" >/dev/null ||
 		fail "chute pack $2 -o $1 failed"
 }
 
@@ -410,7 +411,7 @@ print(r if not isinstance(r, (list, dict)) else json.dumps(r, sort_keys=True))
 	v2=$(id ds)
 	assert_equal "$(mjson ds 'm["parent"]')" "$v1"
 	images src 40
-	packed ds src
+	packed ds src --force # the splits go
 	assert_equal "$(mjson ds 'm["parent"]')" "$v2"
 	# the history came along with the repack
 	assert_file_exists "ds/.chute/versions/$v1.json"
@@ -424,7 +425,7 @@ print(r if not isinstance(r, (list, dict)) else json.dumps(r, sort_keys=True))
 	chute split ds --val 0.2 >/dev/null
 	local split_id
 	split_id=$(id ds)
-	packed ds src # drops the splits: a new version
+	packed ds src --force # drops the splits: a new version
 	cp ds/manifest.json first.json
 	assert_equal "$(mjson ds 'm["parent"]')" "$split_id"
 	packed ds src
@@ -443,7 +444,7 @@ print(r if not isinstance(r, (list, dict)) else json.dumps(r, sort_keys=True))
 	chute split ds --val 0.2 >/dev/null
 	v2=$(id ds)
 	images src 80
-	packed ds src
+	packed ds src --force
 	v3=$(id ds)
 	run -0 chute log ds
 	assert_equal "${#lines[@]}" 3
