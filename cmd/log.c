@@ -106,16 +106,32 @@ static int walk(const struct ch_ref *ref, struct ch_manifest *m, int json)
 	char missing[33] = "";
 	int rc = 0, found;
 
+	/* a history edited by hand, or written before ids named content,
+	 * may loop: each version is shown once */
+	char (*seen)[33] = NULL;
+	size_t nseen = 0;
 	for (;;) {
+		char (*more)[33] = realloc(seen, (nseen + 1) * sizeof(*seen));
+		if (!more) {
+			rc = cmd_error("out of memory");
+			break;
+		}
+		seen = more;
+		memcpy(seen[nseen++], m->id, sizeof(*seen));
+		int loops = 0;
+		for (size_t i = 0; m->parent && i < nseen; i++)
+			loops |= strcmp(seen[i], m->parent) == 0;
 		memset(&parent, 0, sizeof parent);
-		found = m->parent ? ch_ref_load_version(ref, m->parent, &parent,
-							&err) : 1;
+		found = m->parent && !loops
+				? ch_ref_load_version(ref, m->parent, &parent,
+						      &err)
+				: 1;
 		if (found < 0) {
 			rc = cmd_error("%s", err.msg);
 			break;
 		}
 		json_t *o = entry(m, found == 0 ? &parent : NULL);
-		if (found == 1 && m->parent) {
+		if (found == 1 && m->parent && !loops) {
 			json_array_set_new(json_object_get(o, "changes"), 0,
 					   json_string("parent not stored here"));
 			snprintf(missing, sizeof missing, "%s", m->parent);
@@ -130,6 +146,7 @@ static int walk(const struct ch_ref *ref, struct ch_manifest *m, int json)
 		*m = parent;
 	}
 	ch_manifest_release(m);
+	free(seen);
 	if (continues && !json)
 		printf("history continues at %s (not stored here)\n", continues);
 	json_object_set_new(doc, "versions", versions);

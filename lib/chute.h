@@ -364,6 +364,9 @@ struct ch_manifest {
 	size_t nsplits;
 	struct ch_manifest_split_rule split_rule; /* meaningful if nsplits */
 	int id_ok; /* set by ch_manifest_read: 1 if "id" matches the content */
+	/* as read (1 or 2), kept when the manifest is written again so that
+	 * its id stays; 0 for a new version, written in the current format */
+	int format_version;
 };
 
 /* Computes m->id from the content (everything but "id"). */

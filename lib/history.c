@@ -75,6 +75,32 @@ out:
 	return rc;
 }
 
+int ch_history_set_parent(const char *dataset_dir,
+			  const struct ch_manifest *current,
+			  struct ch_manifest *m, struct ch_error *err)
+{
+	struct ch_manifest known = { 0 };
+	struct ch_error ignored;
+	const char *parent = NULL;
+	int has_current = current && current->id[0];
+	free(m->parent);
+	m->parent = NULL;
+	if (ch_manifest_compute_id(m, err) < 0)
+		return -1;
+	if (has_current && strcmp(m->id, current->id) == 0)
+		parent = current->parent;
+	else if (dataset_dir &&
+		 ch_history_load(dataset_dir, m->id, &known, &ignored) == 0)
+		parent = known.parent;
+	else if (has_current)
+		parent = current->id;
+	int rc = 0;
+	if (parent && !(m->parent = strdup(parent)))
+		rc = ch_error_set(err, "out of memory");
+	ch_manifest_release(&known);
+	return rc;
+}
+
 int ch_history_load(const char *dataset_dir, const char *id,
 		    struct ch_manifest *m, struct ch_error *err)
 {

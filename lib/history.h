@@ -27,12 +27,20 @@
 
 /* Saves m (its id computed first) as DIR/.chute/versions/ID.json,
  * through a temporary file; a version already there is left as it is
- * (same id, same content). */
+ * (same id, same content; the first name and sources stay). */
 int ch_history_save(const char *dataset_dir, struct ch_manifest *m,
 		    struct ch_error *err);
 /* Reads version id (32 hex digits) of the folder's history into m and
  * checks that its content has that id.  Returns 0, 1 when the folder has
  * no such version (err says so), -1 on any other failure. */
+/* Computes new version m's id and sets its parent.  A version is its
+ * content: one that comes back to content the dataset has had (the
+ * current version, or one in dataset_dir's history) is that version
+ * again, with the parent it had, so that the history never loops; any
+ * other descends from current (NULL or no id: a first version). */
+int ch_history_set_parent(const char *dataset_dir,
+			  const struct ch_manifest *current,
+			  struct ch_manifest *m, struct ch_error *err);
 int ch_history_load(const char *dataset_dir, const char *id,
 		    struct ch_manifest *m, struct ch_error *err);
 

@@ -28,7 +28,10 @@
 #include "internal.h"
 
 #define FORMAT_NAME "chute-manifest"
-#define FORMAT_VERSION 1
+/* Version 2: the id names the content only (THE ID in chute-manifest(5));
+ * version 1 manifests are read, and written again, under their own rule. */
+#define FORMAT_VERSION 2
+#define FORMAT_VERSION_OLDEST 1
 
 /* Manifests are small (about 200 bytes a shard); anything bigger than this
  * is not one, and reading it whole would only exhaust memory. */
@@ -119,11 +122,36 @@ static void free_strings(char **v, size_t n)
 	free(v);
 }
 
+/* From version 2 the id leaves out where and by what a version was
+ * written: its name (the output folder's, by default), the shard and
+ * split file paths (which carry the name), the sources as given, the
+ * parent and the chute version.  The same inputs and options give the
+ * same id on every machine. */
+static void strip_locations(json_t *copy)
+{
+	static const char *const top[] = { "name", "parent", "chute_version",
+					   "sources", NULL };
+	for (size_t i = 0; top[i]; i++)
+		json_object_del(copy, top[i]);
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(copy, "shards"), i, v)
+		json_object_del(v, "path");
+	const char *name;
+	json_t *sets = json_object_get(json_object_get(copy, "splits"), "sets");
+	json_object_foreach(sets, name, v)
+		json_object_del(v, "path");
+}
+
 /* XXH3-128 of the canonical form: the document without "id", compact and
- * with sorted keys.  json_copy is shallow: the members are shared. */
+ * with sorted keys; from version 2 without the locations too. */
 static int canonical_id(json_t *doc, char out[33], struct ch_error *err)
 {
-	json_t *copy = json_copy(doc);
+	json_t *version = json_object_get(doc, "format_version");
+	int content_only = !json_is_integer(version) ||
+			   json_integer_value(version) >= 2;
+	/* json_copy is shallow (members shared): enough to drop "id" */
+	json_t *copy = content_only ? json_deep_copy(doc) : json_copy(doc);
 	char *text = NULL;
 	int ret = -1;
 
@@ -132,6 +160,8 @@ static int canonical_id(json_t *doc, char out[33], struct ch_error *err)
 		goto out;
 	}
 	json_object_del(copy, "id"); /* absent is fine */
+	if (content_only)
+		strip_locations(copy);
 	text = json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS | REAL_FLAGS);
 	if (!text) {
 		ch_error_set(err, "out of memory computing the manifest id");
@@ -433,7 +463,9 @@ static json_t *encode(const struct ch_manifest *m, struct ch_error *err)
 	const char *version = m->chute_version ? m->chute_version : CH_VERSION;
 
 	if (set_new(doc, "format", json_string(FORMAT_NAME), err) < 0 ||
-	    set_new(doc, "format_version", json_integer(FORMAT_VERSION),
+	    set_new(doc, "format_version",
+		    json_integer(m->format_version ? m->format_version
+						   : FORMAT_VERSION),
 		    err) < 0 ||
 	    put_str(doc, "", "name", m->name, err) < 0 ||
 	    put(doc, "parent", str_or_null(m->parent, "parent", err),
@@ -599,11 +631,13 @@ static int check_format(json_t *doc, struct dec *d)
 		return -1;
 	if (!json_is_integer(v))
 		return bad(d, "", "format_version", "expected an integer");
-	if (json_integer_value(v) != FORMAT_VERSION) {
+	if (json_integer_value(v) < FORMAT_VERSION_OLDEST ||
+	    json_integer_value(v) > FORMAT_VERSION) {
 		snprintf(what, sizeof(what),
 			 "unsupported version %" JSON_INTEGER_FORMAT
-			 " (this chute reads version %d)",
-			 json_integer_value(v), FORMAT_VERSION);
+			 " (this chute reads versions %d to %d)",
+			 json_integer_value(v), FORMAT_VERSION_OLDEST,
+			 FORMAT_VERSION);
 		return bad(d, "", "format_version", what);
 	}
 	return 0;
@@ -1049,7 +1083,11 @@ static int decode(json_t *doc, struct ch_manifest *m, struct dec *d)
 		return bad(d, "", NULL, "expected a JSON object");
 	/* The version first: a newer manifest fails on that, not on the
 	 * first key it added. */
-	if (check_format(doc, d) < 0 || check_keys(doc, "", keys, d) < 0 ||
+	if (check_format(doc, d) < 0)
+		return -1;
+	m->format_version =
+		(int)json_integer_value(json_object_get(doc, "format_version"));
+	if (check_keys(doc, "", keys, d) < 0 ||
 	    get_hex(doc, "", "id", m->id, d) < 0 ||
 	    get_str(doc, "", "name", 0, &m->name, d) < 0 ||
 	    get_str(doc, "", "chute_version", 0, &m->chute_version, d) < 0 ||

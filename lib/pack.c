@@ -593,26 +593,6 @@ out:
 	return rc;
 }
 
-/* A repack that gives the manifest already there keeps its parent, and
- * so its id: repacking is idempotent.  Anything else is a new version
- * whose parent is the one it replaces. */
-static int set_parent(struct ch_manifest *m, const struct ch_manifest *old,
-		      struct ch_error *err)
-{
-	if (!old->id[0])
-		return 0; /* a first version */
-	if (old->parent && !(m->parent = strdup(old->parent)))
-		return ch_error_set(err, "out of memory");
-	if (ch_manifest_compute_id(m, err) < 0)
-		return -1;
-	if (strcmp(m->id, old->id) == 0)
-		return 0;
-	free(m->parent);
-	if (!(m->parent = strdup(old->id)))
-		return ch_error_set(err, "out of memory");
-	return 0;
-}
-
 /* The output's history goes with it (.chute/versions, the old version
  * included), the new version is added and the stat cache made: all in
  * the temporary folder, swapped in with the rest. */
@@ -652,7 +632,8 @@ static int pack_into(const char *tmp, const char *const *sources,
 	if (scan_sources(cat, sources, nsources, o, err) < 0 ||
 	    fill_manifest(m, cat, name, o, err) < 0 ||
 	    pack_entries(tmp, name, o, m, cat, &runs, err) < 0 ||
-	    ch_fsync_dir(shards, err) < 0 || set_parent(m, old, err) < 0 ||
+	    ch_fsync_dir(shards, err) < 0 ||
+	    ch_history_set_parent(o->out_dir, old, m, err) < 0 ||
 	    keep_history(tmp, o->out_dir, m, old, err) < 0 ||
 	    ch_manifest_write(m, man, err) < 0 ||
 	    ch_statcache_record(tmp, m, err) < 0 || ch_fsync_dir(tmp, err) < 0)

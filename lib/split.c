@@ -522,13 +522,13 @@ static int write_manifest(struct splitter *sp, struct ch_error *err)
 		return ch_error_set(err, "'%s' changed while it was being "
 				    "split: nothing written",
 				    sp->manifest_path);
-	free(m->parent);
 	free(m->chute_version);
-	m->parent = strdup(sp->ds.manifest.id);
 	m->chute_version = strdup(CH_VERSION);
-	if (!m->parent || !m->chute_version)
+	m->format_version = 0; /* a new version: the current format */
+	if (!m->chute_version)
 		return ch_error_set(err, "out of memory");
-	if (record_splits(sp, m, err) < 0)
+	if (record_splits(sp, m, err) < 0 ||
+	    ch_history_set_parent(sp->ds.root, &sp->ds.manifest, m, err) < 0)
 		return -1;
 	/* History first (the old version too, for folders packed before
 	 * there was any), so that a failure leaves the old manifest. */

@@ -17,10 +17,11 @@ from .errors import DataError, Error, StateError, StreamError
 
 __version__ = "0.1.0"
 __all__ = ["Batch", "DataError", "Dataset", "Error", "Sample", "StateError",
-           "Stream", "StreamError", "__version__"]
+           "Stream", "StreamError", "__version__", "manifest_id"]
 
 _LAZY = {"Stream": "stream", "Batch": "stream",
-         "Dataset": "dataset", "Sample": "dataset"}
+         "Dataset": "dataset", "Sample": "dataset",
+         "manifest_id": "dataset"}
 
 
 def __getattr__(name):

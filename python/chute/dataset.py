@@ -31,7 +31,8 @@ each sample's content hash when it is returned.  A failure raises
 chute.DataError whose message names the file and the byte offset (and the
 sample's key when known); its attributes path, offset and key say the
 same.  Not checked: a shard's whole-file XXH3-128 and the manifest's id
-(chute verify checks them).  verify=False skips the hashes, not the
+(chute verify checks them; chute.manifest_id(ds.manifest) computes the
+id, to compare with ds.id).  verify=False skips the hashes, not the
 bounds.
 
 A path that does not exist, or a folder without manifest.json, raises
@@ -53,7 +54,7 @@ from .errors import DataError, Error
 from . import shard as _shard
 from .shard import MAGIC, Shard
 
-__all__ = ["Dataset", "NotFoundError", "Sample"]
+__all__ = ["Dataset", "NotFoundError", "Sample", "manifest_id"]
 
 _MAX_INT = (1 << 63) - 1
 _HASH = re.compile(r"\A[0-9a-f]{32}\Z")
@@ -124,6 +125,37 @@ def _no_duplicates(pairs):
     return out
 
 
+_LOCATIONS = ("name", "parent", "chute_version", "sources")
+
+
+def manifest_id(m):
+    """The id a manifest (a parsed dict) should carry, by THE ID rules of
+    chute-manifest(5): XXH3-128 of its canonical JSON without "id"; from
+    format_version 2 also without where and by what it was written (name,
+    parent, chute_version, sources, shard and split file paths).  Compare
+    it with m["id"] to tell a manifest edited by hand.  Needs xxhash."""
+    if _shard.xxhash is None:
+        raise Error("chute.manifest_id needs python3-xxhash")
+    doc = {k: v for k, v in m.items() if k != "id"}
+    if m.get("format_version") != 1:
+        for k in _LOCATIONS:
+            doc.pop(k, None)
+        doc["shards"] = [{k: v for k, v in s.items() if k != "path"}
+                         for s in doc.get("shards", [])]
+        splits = doc.get("splits")
+        if isinstance(splits, dict) and isinstance(splits.get("sets"), dict):
+            splits = dict(splits)
+            splits["sets"] = {n: {k: v for k, v in s.items() if k != "path"}
+                              for n, s in splits["sets"].items()}
+            doc["splits"] = splits
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False, allow_nan=False)
+    # the man page's control escapes: \u001F, upper case hexadecimal
+    text = re.sub(r'(?<!\\)((?:\\\\)*)\\u00([0-9a-f]{2})',
+                  lambda g: g.group(1) + "\\u00" + g.group(2).upper(), text)
+    return _shard.xxhash.xxh3_128_hexdigest(text.encode("utf-8"))
+
+
 class _Manifest:
     """Reads and checks a manifest.json; errors name the key."""
 
@@ -186,9 +218,9 @@ class _Manifest:
         if m.get("format") != "chute-manifest":
             self.fail("format", "expected \"chute-manifest\"")
         v = m.get("format_version")
-        if v != 1 or type(v) is not int:
+        if v not in (1, 2) or type(v) is not int:
             self.fail("format_version", "unsupported version %s (this reader"
-                      " reads version 1)" % json.dumps(v))
+                      " reads versions 1 and 2)" % json.dumps(v))
         self.need(m, "id", "hash")
         self.need(m, "name", "name")
         total = self.need(m, "samples", "int")

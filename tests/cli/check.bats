@@ -79,7 +79,7 @@ flat_ds() {
 repack() {
 	local ds=$1
 	shift
-	pack_ds "$ds" src "$@"
+	pack_ds "$ds" src --force "$@" # the old splits go; split again below
 	split_ds "$ds"
 }
 
@@ -100,15 +100,13 @@ pick() {
 # set_classes DS JSON: replaces the manifest's class map by JSON (a list)
 # and records the id that matches the new content (chute-manifest(5), THE ID).
 set_classes() {
-	"$PYTHON" - "$1" "$2" <<'EOF' || fail "cannot set the classes of $1"
-import json, subprocess, sys
+	PYTHONPATH=$REPO_ROOT/python "$PYTHON" - "$@" <<'EOF' || fail "cannot set the classes of $1"
+import json, sys
+import chute
 path = sys.argv[1] + "/manifest.json"
 m = json.load(open(path))
 m["classes"] = json.loads(sys.argv[2])
-del m["id"]
-canon = json.dumps(m, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-m["id"] = subprocess.run(["xxhsum", "-H2", "-"], input=canon, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, check=True).stdout.split()[0].decode()
+m["id"] = chute.manifest_id(m)
 json.dump(m, open(path, "w"), indent=2, sort_keys=True)
 EOF
 }

@@ -88,10 +88,11 @@ print(r if not isinstance(r, (list, dict)) else json.dumps(r, sort_keys=True))
 @test "manifest: a manifest edited by hand is shown, and said not to match" {
 	images src 10
 	packed ds src
-	sed -i 's/"name": "ds"/"name": "other"/' ds/manifest.json
+	# the id covers the content, pack options included (not the name)
+	sed -i 's/"level": 3/"level": 4/' ds/manifest.json
 	run -0 chute manifest ds
 	assert_line "id:        DOES NOT MATCH the content (edited?)"
-	assert_line "name:      other"
+	assert_line --partial ", level 4, "
 }
 
 @test "manifest: a folder without a manifest is a one-line error, exit 2" {
@@ -227,7 +228,7 @@ print(r if not isinstance(r, (list, dict)) else json.dumps(r, sort_keys=True))
 @test "status: an edited manifest is reported" {
 	images src 10
 	packed ds src
-	sed -i 's/"name": "ds"/"name": "other"/' ds/manifest.json
+	sed -i 's/"level": 3/"level": 4/' ds/manifest.json
 	run -1 chute status ds
 	assert_line --index 0 "manifest manifest.json (its id does not match its content (edited?))"
 }
@@ -422,18 +423,43 @@ print(r if not isinstance(r, (list, dict)) else json.dumps(r, sort_keys=True))
 @test "parents: repacking the same files is idempotent (same manifest, same id, same parent)" {
 	images src 30
 	packed ds src
-	chute split ds --val 0.2 >/dev/null
-	local split_id
-	split_id=$(id ds)
-	packed ds src --force # drops the splits: a new version
 	cp ds/manifest.json first.json
-	assert_equal "$(mjson ds 'm["parent"]')" "$split_id"
-	packed ds src
+	local v1
+	v1=$(id ds)
+	chute split ds --val 0.2 >/dev/null
+	# without the splits the content is the first version's again: the
+	# version is that one, parent and all, and the history does not loop
+	packed ds src --force
 	cmp first.json ds/manifest.json
 	packed ds src
 	cmp first.json ds/manifest.json
 	run -0 ls ds/.chute/versions
-	assert_equal "${#lines[@]}" 3
+	assert_equal "${#lines[@]}" 2
+	run -0 chute log ds
+	assert_output "$v1  30 samples, 2 shards, no splits: first version"
+	# splitting again the same way gives the split version again
+	chute split ds --val 0.2 >/dev/null
+	run -0 chute log ds
+	assert_equal "${#lines[@]}" 2
+}
+
+@test "ids name the content: the same files packed anywhere, under any name, from any path, get one id" {
+	images src 20
+	packed n1 src
+	mkdir -p elsewhere && cp -r src elsewhere/photos
+	packed n2 "$PWD/elsewhere/photos"
+	assert_equal "$(id n1)" "$(id n2)"
+	assert_equal "$(mjson n2 'm["name"]')" n2
+	run -0 chute diff n1 n2
+	assert_line "equal: same samples, splits and schema"
+	# splits too: the split files' paths carry the name, their hashes the
+	# content
+	chute split n1 --val 0.25 >/dev/null
+	chute split n2 --val 0.25 >/dev/null
+	assert_equal "$(id n1)" "$(id n2)"
+	# other options, other content
+	chute pack -q --label-from dir -s 20s -l 9 -o n3 src >/dev/null
+	[ "$(id n3)" != "$(id n1)" ]
 }
 
 @test "log: pack, split, repack with more samples: newest first, what changed each time" {
@@ -498,7 +524,7 @@ print(r if not isinstance(r, (list, dict)) else json.dumps(r, sort_keys=True))
 	local v1
 	v1=$(id ds)
 	chute split ds --val 0.2 >/dev/null
-	sed -i 's/"name": "ds"/"name": "forged"/' "ds/.chute/versions/$v1.json"
+	sed -i 's/"level": 3/"level": 4/' "ds/.chute/versions/$v1.json"
 	run -2 chute log ds
 	assert_line --partial "chute log: "
 	assert_line --partial "another id"

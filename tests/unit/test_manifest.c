@@ -343,13 +343,22 @@ static void id_is_hash_of_canonical_form(void)
 		json_t *doc = json_load_file(tmp_path("c.json"), 0, NULL);
 		char *canon;
 
+		size_t i;
+		json_t *v;
+
 		CHECK_STR(json_string_value(json_object_get(doc, "id")), id);
+		/* version 2: the content, not where or by what it was written */
 		json_object_del(doc, "id");
+		json_object_del(doc, "name");
+		json_object_del(doc, "parent");
+		json_object_del(doc, "chute_version");
+		json_object_del(doc, "sources");
+		json_array_foreach(json_object_get(doc, "shards"), i, v)
+			json_object_del(v, "path");
 		canon = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
 		ch_hash128_hex(ch_hash128(canon, strlen(canon)), again);
 		CHECK_STR(again, id);
-		CHECK(strncmp(canon, "{\"bytes\":1234,\"chute_version\":",
-			      30) == 0);
+		CHECK(strncmp(canon, "{\"bytes\":1234,\"classes\":", 24) == 0);
 		free(canon);
 		json_decref(doc);
 	}
@@ -357,19 +366,61 @@ out:
 	ch_manifest_release(&m);
 }
 
-/* Changes sample_manifest in way `k`; returns 0 when there is none. */
+/* A version 1 manifest (written before ids named content) is read with
+ * its own rule, whole document but "id", and written again unchanged:
+ * the versions that name it as parent still find it. */
+static void version_1_keeps_its_rule(void)
+{
+	struct ch_manifest m, r;
+	struct ch_error err;
+	char old_id[33];
+
+	sample_manifest(&m);
+	if (!CHECK(ch_manifest_write(&m, tmp_path("v1.json"), &err) == 0))
+		goto out;
+	json_t *doc = json_load_file(tmp_path("v1.json"), 0, NULL);
+	json_object_set_new(doc, "format_version", json_integer(1));
+	json_object_del(doc, "id");
+	char *canon = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+	ch_hash128_hex(ch_hash128(canon, strlen(canon)), old_id);
+	json_object_set_new(doc, "id", json_string(old_id));
+	CHECK(json_dump_file(doc, tmp_path("v1.json"), JSON_SORT_KEYS) == 0);
+	free(canon);
+	json_decref(doc);
+	if (!CHECK(ch_manifest_read(&r, tmp_path("v1.json"), &err) == 0))
+		goto out;
+	CHECK(r.id_ok == 1);
+	CHECK(r.format_version == 1);
+	CHECK_STR(r.id, old_id);
+	CHECK(ch_manifest_write(&r, tmp_path("v1again.json"), &err) == 0);
+	CHECK_STR(r.id, old_id);
+	ch_manifest_release(&r);
+	if (CHECK(ch_manifest_read(&r, tmp_path("v1again.json"), &err) == 0)) {
+		CHECK(r.id_ok == 1 && r.format_version == 1);
+		CHECK_STR(r.id, old_id);
+		ch_manifest_release(&r);
+	}
+	/* the same content as a new version: the content-only id */
+	CHECK(strcmp(m.id, old_id) != 0);
+out:
+	ch_manifest_release(&m);
+}
+
+/* Changes sample_manifest in way `k`: returns 1 for a change of content,
+ * which changes the id, 2 for one of where or by what the manifest was
+ * written, which does not; 0 when there is no way k. */
 static int mutate(struct ch_manifest *m, int k)
 {
 	switch (k) {
-	case 0: free(m->name); m->name = xstrdup("dt"); return 1;
+	case 0: free(m->name); m->name = xstrdup("dt"); return 2;
 	case 1: m->parent = xstrdup("0123456789abcdef0123456789abcdef");
-		return 1;
+		return 2;
 	case 2: free(m->chute_version); m->chute_version = xstrdup("0.1.1");
-		return 1;
+		return 2;
 	case 3: m->samples++; return 1;
 	case 4: m->bytes++; return 1;
 	case 5: m->shard_bytes++; return 1;
-	case 6: m->shards[1].path[0] = 'S'; return 1;
+	case 6: m->shards[1].path[0] = 'S'; return 2;
 	case 7: m->shards[1].bytes++; return 1;
 	case 8: m->shards[0].hash.low ^= 1; return 1;
 	case 9: m->shards[0].hash.high ^= 1ULL << 63; return 1;
@@ -380,7 +431,7 @@ static int mutate(struct ch_manifest *m, int k)
 	case 14: m->fields[1].bytes--; return 1;
 	case 15: m->classes[1][0] = 'h'; return 1;
 	case 16: m->nclasses = 1; free(m->classes[1]); return 1;
-	case 17: m->sources[1][0] = '+'; return 1;
+	case 17: m->sources[1][0] = '+'; return 2;
 	case 18: m->options.shard_bytes++; return 1;
 	case 19: m->options.shard_samples++; return 1;
 	case 20: m->options.block_size++; return 1;
@@ -410,7 +461,7 @@ static void id_changes_with_any_field(void)
 		sample_manifest(&m);
 		more = mutate(&m, k);
 		if (more && (!CHECK(ch_manifest_compute_id(&m, &err) == 0) ||
-			     !CHECK(strcmp(m.id, base) != 0)))
+			     !CHECK((strcmp(m.id, base) != 0) == (more == 1))))
 			unit_note("mutation %d", k);
 		ch_manifest_release(&m);
 		if (!more)
@@ -536,8 +587,10 @@ static const struct edit type_edits[] = {
 	{ "\"classes\": [", "\"classes\": {\"a\": [", "invalid JSON" },
 	{ "\"sources\": [\n    \"photos/\",\n    \"-\"\n  ]",
 	  "\"sources\": \"photos/\"", "sources: expected an array" },
-	{ "\"format_version\": 1", "\"format_version\": 2",
-	  "format_version: unsupported version 2" },
+	{ "\"format_version\": 2", "\"format_version\": 3",
+	  "format_version: unsupported version 3" },
+	{ "\"format_version\": 2", "\"format_version\": 0",
+	  "format_version: unsupported version 0" },
 	{ "\"format\": \"chute-manifest\"", "\"format\": \"other\"",
 	  "format: expected \"chute-manifest\"" },
 	{ "\"name\": \"ds\",", "", "name: missing key" },
@@ -774,8 +827,9 @@ static void id_changes_with_any_split_field(void)
 		case 7: sp->fraction = 0.5; break;
 		case 8: sp->name[0] = 's'; break;
 		}
+		/* a split file's path says where, not what */
 		if (!CHECK(ch_manifest_compute_id(&m, &err) == 0) ||
-		    !CHECK(strcmp(m.id, base) != 0))
+		    !CHECK((strcmp(m.id, base) != 0) == (k != 3)))
 			unit_note("split mutation %d", k);
 		ch_manifest_release(&m);
 	}
@@ -870,6 +924,7 @@ int main(void)
 		UNIT(splits_round_trip),
 		UNIT(splits_sorted_by_name),
 		UNIT(id_changes_with_any_split_field),
+		UNIT(version_1_keeps_its_rule),
 		UNIT(bad_splits_refused),
 		UNIT(write_refuses_invalid_manifest),
 		UNIT(read_errors_name_the_file),
