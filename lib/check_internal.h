@@ -21,11 +21,16 @@ enum check_type check_type_of(const char *field);
 /* Per-thread decoding state: a TurboJPEG handle and a scratch buffer for
  * decoded pixels, reused from one image to the next. */
 struct check_decoder {
-	void *tj; /* tjhandle, NULL until the first JPEG */
+	void *tj; /* tjhandle of the last JPEG, or NULL */
 	uint8_t *pixels;
 	size_t cap;
 };
 void check_decoder_release(struct check_decoder *d);
+/* A new TurboJPEG handle in d->tj for the next image: libjpeg keeps the
+ * tables of one image for the next, so that a JPEG without its own would
+ * decode or not by what its thread decoded before; -1 when none can be
+ * made. */
+int check_decoder_fresh_jpeg(struct check_decoder *d);
 /* Room for n bytes of pixels in d->pixels; -1 when out of memory. */
 int check_decoder_room(struct check_decoder *d, size_t n);
 

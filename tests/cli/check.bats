@@ -346,6 +346,88 @@ EOF
 	jq_ok 'by["field-types"]["count"] == 2'
 }
 
+# damage_jpegs DIR: breaks five of the JPEGs DIR/sNNNN.jpg (from mkimages
+# --flat) in the ways a scrape or a copy does: s0002 cut in half, s0005 the
+# start-of-image marker then 300 bytes that hold no marker, s0008 nothing
+# but the start-of-image marker, s0011 a frame header that says 0 lines,
+# s0014 its entropy-coded data overwritten (bad Huffman codes); s0017 is
+# 0 bytes long.
+damage_jpegs() {
+	"$PYTHON" - "$1" <<'PY' || fail "cannot damage the JPEGs of $1"
+import random, struct, sys
+d = sys.argv[1]
+rng = random.Random(11)
+def path(i): return "%s/s%04d.jpg" % (d, i)
+def read(i): return bytearray(open(path(i), "rb").read())
+def write(i, b): open(path(i), "wb").write(bytes(b))
+def segment(b, marker):
+    i = 2
+    while b[i + 1] != marker:
+        assert b[i] == 0xFF, "not a marker at %d" % i
+        i += 2 + struct.unpack(">H", b[i + 2:i + 4])[0]
+    return i
+b = read(2); write(2, b[:len(b) // 2])
+write(5, b"\xff\xd8" + bytes(rng.randrange(255) for _ in range(300)))
+write(8, b"\xff\xd8")
+b = read(11); i = segment(b, 0xC0); b[i + 5:i + 7] = b"\0\0"; write(11, b)
+b = read(14); i = segment(b, 0xDA); i += 2 + struct.unpack(">H", b[i + 2:i + 4])[0]
+for k in range(i + 4, len(b) - 2, 5):
+    b[k] = rng.randrange(255)
+write(14, b)
+write(17, b"")
+PY
+}
+
+@test "check: corrupt JPEGs get the same report on every run, text and --json" {
+	mkimages src 24 --flat
+	damage_jpegs src
+	# a block a sample: what the stack held before each JPEG's header was
+	# read differed from block to block and from run to run
+	pack_ds ds src -b 1K
+	check 1 ds
+	first=$output
+	check 1 ds --json
+	first_json=$output
+	for i in 2 3 4 5 6; do
+		check 1 ds
+		assert_equal "$output" "$first"
+		check 1 ds --json
+		assert_equal "$output" "$first_json"
+	done
+	json_rule field-types fail s0002 s0005 s0008 s0011 s0014
+	jq_ok 'by["field-types"]["count"] == 5'
+	check 1 ds
+	assert_rule FAIL field-types s0002 s0005 s0008 s0011 s0014
+	assert_rule FAIL empty s0017
+	assert_line '  s0005.jpg: not a JPEG: no image before the end of the data (shards/ds-000000.chs)'
+	assert_line '  s0008.jpg: not a JPEG: no image before the end of the data (shards/ds-000000.chs)'
+	refute_output --regexp 'size of|too large'
+}
+
+@test "check: a JPEG without quantization tables fails field-types after JPEGs that have them" {
+	mkimages src 24 --flat
+	# s0009 without its DQT segments: libjpeg would take the tables of the
+	# JPEG decoded before it, so that it passed or not by what its thread
+	# had read
+	"$PYTHON" - src/s0009.jpg <<'PY' || fail "cannot strip the tables of s0009"
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+out, i = bytearray(b[:2]), 2
+while b[i + 1] != 0xDA:
+    n = 2 + struct.unpack(">H", b[i + 2:i + 4])[0]
+    if b[i + 1] != 0xDB:
+        out += b[i:i + n]
+    i += n
+open(sys.argv[1], "wb").write(bytes(out + b[i:]))
+PY
+	pack_ds ds src
+	check 1 ds --allow-no-eval --jobs 1
+	assert_rule FAIL field-types s0009
+	assert_line --regexp '^  s0009.jpg: .*[Qq]uantization table'
+	check 1 ds --allow-no-eval --jobs 1 --json
+	jq_ok 'by["field-types"]["count"] == 1'
+}
+
 @test "check: a truncated PNG fails field-types" {
 	mkimages src 24 --flat --png
 	head -c 300 src/s0005.png >cut.png
