@@ -43,7 +43,7 @@ static const struct cmd_opt check_opts[] = {
 	{OPT_NEAR, "near-duplicates", NULL,
 	 "also look for near-identical images across splits"},
 	{OPT_RULES, "rules", "FILE",
-	 "levels, thresholds and required fields from a JSON file"},
+	 "levels, thresholds, required and label fields from a JSON file"},
 	{0, NULL, NULL, NULL},
 };
 
@@ -53,9 +53,9 @@ static const struct cmd_spec check_spec = {
 	.usage = check_usage,
 	.opts = check_opts,
 	.extra = "rules: readable, required-fields, empty, field-types, "
-		 "duplicates, leakage,\nnear-duplicates, eval-split, labels, "
-		 "size-outliers, corruption.  exit status:\n0 no rule failed, "
-		 "1 a rule failed, 2 usage or I/O error\n",
+		 "duplicates, leakage,\nconflicting-labels, near-duplicates, "
+		 "eval-split, labels, size-outliers,\ncorruption.  exit status: "
+		 "0 no rule failed, 1 a rule failed, 2 usage or\nI/O error\n",
 };
 
 struct check_args {
@@ -250,6 +250,8 @@ static json_t *rule_json(int r, const struct ch_check_rule_result *rr)
 	json_object_set_new(o, "rule", json_string(ch_check_rule_name(r)));
 	json_object_set_new(o, "status", json_string(status_name(rr->status)));
 	json_object_set_new(o, "count", json_integer((json_int_t)rr->count));
+	json_object_set_new(o, "unexamined",
+			    json_integer((json_int_t)rr->unexamined));
 	json_object_set_new(o, "message", str_or_null(rr->message));
 	for (size_t i = 0; i < rr->nexamples; i++)
 		json_array_append_new(ex, example_json(r, &rr->examples[i]));
