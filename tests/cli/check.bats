@@ -423,6 +423,56 @@ ALL_RULES="readable required-fields empty field-types duplicates leakage conflic
 	assert_equal "$output" "$text"
 }
 
+@test "check: a dataset with every kind of problem gets the same bytes with --jobs 1, 2 and 4, text and --json" {
+	mkimages src 64 --flat
+	damage_jpegs src
+	cp src/s0020.jpg src/s0021.jpg # the same image under two classes
+	cp src/s0030.jpg src/s0033.jpg # the same image, the same class
+	head -c 5000 /dev/urandom >src/s0040.txt
+	pack_ds ds src -b 1K
+	split_ds ds
+	s2=$(shard_of ds 2)
+	flip_byte "$s2" "$(block_middle "$s2" 1)"
+	for j in 1 2 4; do
+		check 1 ds --near-duplicates --jobs "$j"
+		printf '%s\n' "$output" >"text-$j"
+		check 1 ds --near-duplicates --jobs "$j" --json
+		printf '%s\n' "$output" >"json-$j"
+	done
+	for j in 2 4; do
+		cmp text-1 "text-$j" || fail "--jobs $j: $(diff text-1 "text-$j")"
+		cmp json-1 "json-$j" || fail "--jobs $j: $(diff json-1 "json-$j")"
+	done
+	# what was planted is in the report
+	output=$(cat text-1)
+	for r in readable empty field-types duplicates conflicting-labels labels; do
+		grep -q "^FAIL $r: " text-1 || fail "$r does not fail: $output"
+	done
+}
+
+@test "check: the text report lists the rules that failed first, then those that warned, then those that passed" {
+	mkimages src 24 --flat
+	for i in $(seq -w 0 23); do printf 'text %d' "$((10#$i))" >"src/s00$i.txt"; done
+	head -c 5000 /dev/zero | tr '\0' y >src/s0009.txt
+	cp src/s0003.jpg src/s0017.jpg
+	cp src/s0003.txt src/s0017.txt
+	cp src/s0003.cls src/s0017.cls
+	repack ds
+	# a duplicate (fail) and a field over its median size (warn)
+	check 1 ds
+	assert_equal "$(printf '%s\n' "$output" | grep -v '^ ' | sed '$d' | cut -d: -f1)" \
+		"$(printf '%s\n' 'FAIL duplicates' 'WARN size-outliers' 'PASS readable' \
+			'PASS required-fields' 'PASS empty' 'PASS field-types' 'PASS leakage' \
+			'PASS conflicting-labels' 'PASS eval-split' 'PASS labels')"
+	# the examples stay under their rule
+	assert_rule FAIL duplicates s0003 s0017
+	assert_rule WARN size-outliers s0009
+	assert_summary 10 8 1 1
+	# --json keeps the rules' order
+	check 1 ds --json
+	jq_ok '[x["rule"] for x in r["rules"]] == "'"$DEFAULT_RULES"'".split()'
+}
+
 # ------------------------------------------------------------ field types
 
 @test "check: a JPEG with a valid header and garbage after it fails field-types" {
