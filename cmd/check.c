@@ -43,7 +43,7 @@ static const struct cmd_opt check_opts[] = {
 	{OPT_NEAR, "near-duplicates", NULL,
 	 "also look for near-identical images across splits"},
 	{OPT_RULES, "rules", "FILE",
-	 "levels, thresholds and required fields from a JSON file"},
+	 "levels, thresholds, required and label fields from a JSON file"},
 	{0, NULL, NULL, NULL},
 };
 
@@ -53,9 +53,10 @@ static const struct cmd_spec check_spec = {
 	.usage = check_usage,
 	.opts = check_opts,
 	.extra = "rules: readable, required-fields, empty, field-types, "
-		 "duplicates, leakage,\nnear-duplicates, eval-split, labels, "
-		 "size-outliers, corruption.  exit status:\n0 no rule failed, "
-		 "1 a rule failed, 2 usage or I/O error\n",
+		 "duplicates, leakage,\nconflicting-labels, near-duplicates, "
+		 "eval-split, labels, size-outliers,\ncorruption.  the rules "
+		 "that failed are printed first.  exit status:\n0 no rule "
+		 "failed, 1 a rule failed, 2 usage or I/O error\n",
 };
 
 struct check_args {
@@ -176,16 +177,24 @@ static void print_example(int rule, const struct ch_check_example *ex)
 	putchar('\n');
 }
 
+/* The rules that failed, then those that warned, then those that
+ * passed, each in the rules' order: a CI log shows what failed first. */
 static void print_text(const struct ch_check_report *rep)
 {
-	for (int r = 0; r < CH_RULE_COUNT; r++) {
-		const struct ch_check_rule_result *rr = &rep->rules[r];
-		if (rr->status == CH_STATUS_OFF)
-			continue;
-		printf("%s %s: %s\n", status_word(rr->status),
-		       ch_check_rule_name(r), rr->message ? rr->message : "");
-		for (size_t i = 0; i < rr->nexamples; i++)
-			print_example(r, &rr->examples[i]);
+	static const enum ch_check_status order[] = {
+		CH_STATUS_FAIL, CH_STATUS_WARN, CH_STATUS_PASS,
+	};
+	for (int k = 0; k < 3; k++) {
+		for (int r = 0; r < CH_RULE_COUNT; r++) {
+			const struct ch_check_rule_result *rr = &rep->rules[r];
+			if (rr->status != order[k])
+				continue;
+			printf("%s %s: %s\n", status_word(rr->status),
+			       ch_check_rule_name(r),
+			       rr->message ? rr->message : "");
+			for (size_t i = 0; i < rr->nexamples; i++)
+				print_example(r, &rr->examples[i]);
+		}
 	}
 	printf("check: %u rules, %u passed, %u warned, %u failed\n",
 	       rep->passed + rep->warned + rep->failed, rep->passed,
@@ -250,6 +259,8 @@ static json_t *rule_json(int r, const struct ch_check_rule_result *rr)
 	json_object_set_new(o, "rule", json_string(ch_check_rule_name(r)));
 	json_object_set_new(o, "status", json_string(status_name(rr->status)));
 	json_object_set_new(o, "count", json_integer((json_int_t)rr->count));
+	json_object_set_new(o, "unexamined",
+			    json_integer((json_int_t)rr->unexamined));
 	json_object_set_new(o, "message", str_or_null(rr->message));
 	for (size_t i = 0; i < rr->nexamples; i++)
 		json_array_append_new(ex, example_json(r, &rr->examples[i]));

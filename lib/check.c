@@ -265,12 +265,32 @@ static int has_manifest_field(const struct ch_manifest *m, const char *name)
 	return 0;
 }
 
+/* The label fields: cls and the rules file's label-fields. */
+static int pick_labels(struct checker *c, struct ch_error *err)
+{
+	const struct ch_manifest *m = &c->ds.manifest;
+	if (!(c->is_label = calloc(m->nfields + 1, 1)))
+		return ch_error_set(err, "out of memory");
+	for (size_t k = 0; k < m->nfields; k++) {
+		const char *name = m->fields[k].name;
+		int label = strcmp(name, "cls") == 0;
+		for (size_t j = 0; j < c->o->nlabel_fields; j++)
+			label |= strcmp(c->o->label_fields[j], name) == 0;
+		c->is_label[k] = (uint8_t)label;
+		c->has_label_fields |= label;
+	}
+	return 0;
+}
+
 static int alloc_tables(struct checker *c, struct ch_error *err)
 {
 	const struct ch_manifest *m = &c->ds.manifest;
 	uint64_t n = c->total;
 	int ok = 1;
-	if (c->run[CH_RULE_DUPLICATES] || c->run[CH_RULE_LEAKAGE])
+	if (pick_labels(c, err) < 0)
+		return -1;
+	if (c->run[CH_RULE_DUPLICATES] || c->run[CH_RULE_LEAKAGE] ||
+	    c->run[CH_RULE_CONFLICTING_LABELS])
 		ok &= !!(c->recs = alloc_filled(n, sizeof(*c->recs), 0xff));
 	if (c->run[CH_RULE_SIZE_OUTLIERS] && m->nfields) {
 		ok &= !!(c->sizes = calloc(m->nfields, sizeof(*c->sizes)));
@@ -291,13 +311,27 @@ static int alloc_tables(struct checker *c, struct ch_error *err)
 	return 0;
 }
 
-/* Records of shards that did not open say so, rather than hold garbage. */
+/* The samples of shards that did not open: their records say so rather
+ * than hold garbage, and the rules that look at samples count them as
+ * not examined (the hash rules count their records). */
 static void mark_absent(struct checker *c)
 {
-	for (size_t s = 0; c->recs && s < c->nshards; s++)
-		for (uint64_t n = c->first[s]; !c->sh[s] && n < c->first[s + 1];
+	static const int per_sample[] = {
+		CH_RULE_REQUIRED, CH_RULE_EMPTY, CH_RULE_TYPES,
+		CH_RULE_SIZE_OUTLIERS, CH_RULE_CORRUPTION,
+	};
+	for (size_t s = 0; s < c->nshards; s++) {
+		uint64_t lost = c->first[s + 1] - c->first[s];
+		if (c->sh[s])
+			continue;
+		for (uint64_t n = c->first[s]; c->recs && n < c->first[s + 1];
 		     n++)
 			c->recs[n].tag = (uint64_t)SPLIT_ABSENT << 56 | n;
+		for (size_t r = 0; r < sizeof(per_sample) / sizeof(int); r++)
+			c->unexamined[per_sample[r]] += lost;
+		c->unexamined[CH_RULE_LABELS] += c->cls ? lost : 0;
+		c->unexamined[CH_RULE_NEAR_DUPLICATES] += c->phash ? lost : 0;
+	}
 }
 
 static void free_checker(struct checker *c)
@@ -312,6 +346,7 @@ static void free_checker(struct checker *c)
 	free(c->split_of);
 	free(c->recs);
 	free(c->required);
+	free(c->is_label);
 	free(c->cls);
 	free(c->phash);
 	free(c->phash_ok);
@@ -359,19 +394,37 @@ static void required_names(const struct checker *c, char *buf, size_t size)
 	}
 }
 
+/* "2 shards or split files and 1 block cannot be read" */
+static void settle_readable(struct checker *c)
+{
+	unsigned long long blocks = c->bad_blocks;
+	unsigned long long files = c->rep->rules[CH_RULE_READABLE].count -
+				   blocks;
+	char msg[128];
+	int used = 0;
+	if (!files && !blocks) {
+		check_settle(c, CH_RULE_READABLE, "%zu shards, %llu samples",
+			     c->nshards, (unsigned long long)c->total);
+		return;
+	}
+	if (files)
+		used = snprintf(msg, sizeof(msg), "%llu %s", files,
+				check_plural(files, "shard or split file",
+					     "shards or split files"));
+	if (blocks)
+		snprintf(msg + used, sizeof(msg) - (size_t)used, "%s%llu %s",
+			 files ? " and " : "", blocks,
+			 check_plural(blocks, "block", "blocks"));
+	check_settle(c, CH_RULE_READABLE, "%s cannot be read", msg);
+}
+
 static void settle_index_rules(struct checker *c)
 {
 	const struct ch_check_rule_result *r = c->rep->rules;
 	unsigned long long bad;
 	char names[256];
-	bad = r[CH_RULE_READABLE].count;
-	if (c->run[CH_RULE_READABLE] && bad)
-		check_settle(c, CH_RULE_READABLE, "%llu %s cannot be read",
-			     bad, check_plural(bad, "shard or split file",
-					       "shards or split files"));
-	else if (c->run[CH_RULE_READABLE])
-		check_settle(c, CH_RULE_READABLE, "%zu shards, %llu samples",
-			     c->nshards, (unsigned long long)c->total);
+	if (c->run[CH_RULE_READABLE])
+		settle_readable(c);
 	bad = r[CH_RULE_REQUIRED].count;
 	if (c->run[CH_RULE_REQUIRED])
 		required_names(c, names, sizeof(names));

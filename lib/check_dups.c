@@ -1,6 +1,7 @@
-/* check_dups.c - samples that are the same: duplicates within a split and
- * leakage from train into the other splits, over one table of (content
- * hash, size, split, sample number) sorted so that identical samples sit
+/* check_dups.c - samples that are the same: duplicates within a split,
+ * leakage from train into the other splits and the same inputs under
+ * other labels, over one table of (inputs' hash, size, split, sample
+ * number, labels' hash) sorted so that samples of the same inputs sit
  * together; and near-duplicate images by perceptual hash. */
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,24 @@ static void group_leakage(struct checker *c, const struct check_rec *g,
 	}
 }
 
+/* Every labelled sample of a group whose labels differ from those of the
+ * group's first labelled sample (by number), which it is reported with. */
+static void group_conflicts(struct checker *c, const struct check_rec *g,
+			    size_t n)
+{
+	const struct check_rec *first = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (g[i].label && (!first || number_of(&g[i]) < number_of(first)))
+			first = &g[i];
+	for (size_t i = 0; first && i < n; i++) {
+		if (!g[i].label || g[i].label == first->label)
+			continue;
+		struct check_hit h = { .sample = number_of(&g[i]),
+				       .other = (int64_t)number_of(first) };
+		check_note(c, CH_RULE_CONFLICTING_LABELS, &h);
+	}
+}
+
 /* "3 samples of val and 2 of test": how many of each split leaked. */
 static void leak_message(struct checker *c, const uint64_t *per_split)
 {
@@ -83,9 +102,27 @@ static void leak_message(struct checker *c, const uint64_t *per_split)
 		used += w > 0 ? (size_t)w : 0;
 		k++;
 	}
-	check_settle(c, CH_RULE_LEAKAGE, "%s %s identical to samples of train",
-		     msg, c->rep->rules[CH_RULE_LEAKAGE].count == 1 ? "is" :
-		     "are");
+	check_settle(c, CH_RULE_LEAKAGE, "%s %s the inputs of samples of "
+		     "train", msg, c->rep->rules[CH_RULE_LEAKAGE].count == 1 ?
+		     "has" : "have");
+}
+
+static void settle_conflicts(struct checker *c)
+{
+	uint64_t bad = c->rep->rules[CH_RULE_CONFLICTING_LABELS].count;
+	if (!c->run[CH_RULE_CONFLICTING_LABELS])
+		return;
+	if (!c->has_label_fields)
+		check_settle(c, CH_RULE_CONFLICTING_LABELS, "no cls or label "
+			     "field: nothing to compare");
+	else if (bad)
+		check_settle(c, CH_RULE_CONFLICTING_LABELS, "%llu %s the "
+			     "inputs of an earlier sample with other labels",
+			     (unsigned long long)bad,
+			     check_plural(bad, "sample has", "samples have"));
+	else
+		check_settle(c, CH_RULE_CONFLICTING_LABELS, "no two samples "
+			     "with the same inputs have different labels");
 }
 
 static void settle_hash_rules(struct checker *c, const uint64_t *per_split)
@@ -93,15 +130,16 @@ static void settle_hash_rules(struct checker *c, const uint64_t *per_split)
 	int splits = c->split_of != NULL;
 	uint64_t dups = c->rep->rules[CH_RULE_DUPLICATES].count;
 	if (c->run[CH_RULE_DUPLICATES] && dups)
-		check_settle(c, CH_RULE_DUPLICATES, "%llu %s identical to an "
+		check_settle(c, CH_RULE_DUPLICATES, "%llu %s the inputs of an "
 			     "earlier sample of %s %s",
 			     (unsigned long long)dups,
-			     check_plural(dups, "sample is", "samples are"),
+			     check_plural(dups, "sample has", "samples have"),
 			     check_plural(dups, "its", "their"),
 			     splits ? "split" : "dataset");
 	else if (c->run[CH_RULE_DUPLICATES])
-		check_settle(c, CH_RULE_DUPLICATES, "no two samples of %s are "
-			     "identical", splits ? "a split" : "the dataset");
+		check_settle(c, CH_RULE_DUPLICATES, "no two samples of %s have "
+			     "the same inputs", splits ? "a split" :
+			     "the dataset");
 	if (!c->run[CH_RULE_LEAKAGE])
 		return;
 	if (!splits)
@@ -113,8 +151,8 @@ static void settle_hash_rules(struct checker *c, const uint64_t *per_split)
 	else if (c->rep->rules[CH_RULE_LEAKAGE].count)
 		leak_message(c, per_split);
 	else
-		check_settle(c, CH_RULE_LEAKAGE, "no sample of another split is "
-			     "identical to one of train");
+		check_settle(c, CH_RULE_LEAKAGE, "no sample of another split "
+			     "has the inputs of one of train");
 }
 
 int check_hash_rules(struct checker *c, struct ch_error *err)
@@ -123,11 +161,21 @@ int check_hash_rules(struct checker *c, struct ch_error *err)
 	size_t n = 0;
 	if (!c->recs)
 		return 0;
+	uint64_t absent = 0;
+	int leaks = c->split_of && c->train >= 0;
 	(void)err;
-	/* the samples of shards that did not open drop out */
-	for (uint64_t i = 0; i < c->total; i++)
-		if (split_of(&c->recs[i]) != SPLIT_ABSENT)
+	/* the samples of shards and blocks that did not read drop out and
+	 * are counted; those of label fields alone have nothing to compare */
+	for (uint64_t i = 0; i < c->total; i++) {
+		unsigned s = split_of(&c->recs[i]);
+		absent += s == SPLIT_ABSENT;
+		if (s != SPLIT_ABSENT && s != SPLIT_NOINPUT)
 			c->recs[n++] = c->recs[i];
+	}
+	c->unexamined[CH_RULE_DUPLICATES] += absent;
+	c->unexamined[CH_RULE_LEAKAGE] += leaks ? absent : 0;
+	c->unexamined[CH_RULE_CONFLICTING_LABELS] +=
+		c->has_label_fields ? absent : 0;
 	qsort(c->recs, n, sizeof(*c->recs), cmp_rec);
 	for (size_t a = 0, b; a < n; a = b) {
 		for (b = a + 1; b < n && c->recs[b].hash == c->recs[a].hash &&
@@ -137,10 +185,13 @@ int check_hash_rules(struct checker *c, struct ch_error *err)
 			continue;
 		if (c->run[CH_RULE_DUPLICATES])
 			group_duplicates(c, c->recs + a, b - a);
-		if (c->run[CH_RULE_LEAKAGE] && c->split_of && c->train >= 0)
+		if (c->run[CH_RULE_LEAKAGE] && leaks)
 			group_leakage(c, c->recs + a, b - a, per_split);
+		if (c->run[CH_RULE_CONFLICTING_LABELS])
+			group_conflicts(c, c->recs + a, b - a);
 	}
 	settle_hash_rules(c, per_split);
+	settle_conflicts(c);
 	return 0;
 }
 

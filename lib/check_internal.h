@@ -21,11 +21,16 @@ enum check_type check_type_of(const char *field);
 /* Per-thread decoding state: a TurboJPEG handle and a scratch buffer for
  * decoded pixels, reused from one image to the next. */
 struct check_decoder {
-	void *tj; /* tjhandle, NULL until the first JPEG */
+	void *tj; /* tjhandle of the last JPEG, or NULL */
 	uint8_t *pixels;
 	size_t cap;
 };
 void check_decoder_release(struct check_decoder *d);
+/* A new TurboJPEG handle in d->tj for the next image: libjpeg keeps the
+ * tables of one image for the next, so that a JPEG without its own would
+ * decode or not by what its thread decoded before; -1 when none can be
+ * made. */
+int check_decoder_fresh_jpeg(struct check_decoder *d);
 /* Room for n bytes of pixels in d->pixels; -1 when out of memory. */
 int check_decoder_room(struct check_decoder *d, size_t n);
 
@@ -48,14 +53,19 @@ int check_phash(struct check_decoder *d, enum check_type type,
 /* ------------------------------------------------------------------ */
 /* The checker                                                          */
 
-#define SPLIT_NONE 0xfeu   /* a sample in no split (or no splits) */
-#define SPLIT_ABSENT 0xffu /* a sample of a shard that did not open */
-#define SPLIT_MAX 250u	   /* splits a check can tell apart */
+#define SPLIT_NOINPUT 0xfdu /* a sample of label fields alone */
+#define SPLIT_NONE 0xfeu    /* a sample in no split (or no splits) */
+#define SPLIT_ABSENT 0xffu  /* a sample whose shard or block did not read */
+#define SPLIT_MAX 250u	    /* splits a check can tell apart */
 
-/* One sample for the duplicate and leakage tables: 24 bytes. */
+/* One sample for the duplicate, leakage and label tables: 32 bytes.
+ * Its identity is its inputs: every field but the label fields, hashed
+ * as the index hashes a sample (the index's hash itself when the sample
+ * has no label field). */
 struct check_rec {
-	uint64_t hash, size;
-	uint64_t tag; /* split << 56 | dataset-wide sample number */
+	uint64_t hash, size; /* of the inputs */
+	uint64_t tag;	     /* split << 56 | dataset-wide sample number */
+	uint64_t label;	     /* hash of the label fields; 0: none */
 };
 
 /* A problem found, before it is resolved to keys and paths (which is
@@ -86,11 +96,14 @@ struct checker {
 	struct check_rec *recs; /* per sample; NULL unless hash rules run */
 	uint64_t **sizes;	/* [manifest field][sample]; NULL: no outliers */
 	uint8_t *required;	/* per manifest field: required */
+	uint8_t *is_label;	/* per manifest field: a label field */
+	int has_label_fields;	/* the manifest lists one */
 	size_t nreq, nreq_known; /* required; of those, in the manifest */
 	int64_t *cls;		/* per sample; NULL without a cls field */
 	uint64_t *phash;	/* per sample; NULL without near-duplicates */
 	uint8_t *phash_ok;
-	uint64_t typed_fields, blocks_read, samples_hashed;
+	uint64_t typed_fields, blocks_read, samples_hashed, bad_blocks;
+	uint64_t unexamined[CH_RULE_COUNT]; /* samples each rule missed */
 	struct check_task {
 		size_t shard;
 		uint64_t begin, end; /* samples */

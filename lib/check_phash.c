@@ -82,13 +82,12 @@ static tjscalingfactor pick_scale(int w, int h)
 static int phash_jpeg(struct check_decoder *d, const uint8_t *data,
 		      size_t size, uint64_t *out)
 {
-	int w, h, sub, space;
+	int w = 0, h = 0, sub = 0, space = 0; /* see check_jpeg */
 	unsigned char *in = (unsigned char *)(uintptr_t)data;
-	if (!d->tj && !(d->tj = tjInitDecompress()))
-		return -1;
-	if (tjDecompressHeader3(d->tj, in, size, &w, &h, &sub, &space) < 0 ||
+	if (check_decoder_fresh_jpeg(d) < 0 ||
+	    tjDecompressHeader3(d->tj, in, size, &w, &h, &sub, &space) < 0 ||
 	    w <= 0 || h <= 0)
-		goto fail;
+		return -1;
 	tjscalingfactor sf = pick_scale(w, h);
 	int sw = TJSCALED(w, sf), sh = TJSCALED(h, sf);
 	if ((size_t)sw * (size_t)sh > MAX_PIXELS ||
@@ -96,14 +95,9 @@ static int phash_jpeg(struct check_decoder *d, const uint8_t *data,
 		return -1;
 	if (tjDecompress2(d->tj, in, size, d->pixels, sw, 0, sh, TJPF_GRAY,
 			  0) < 0 && tjGetErrorCode(d->tj) != TJERR_WARNING)
-		goto fail;
+		return -1;
 	*out = dhash(d->pixels, (size_t)sw, (size_t)sh);
 	return 0;
-fail:
-	/* a handle that failed starts afresh (see check_types.c) */
-	tjDestroy(d->tj);
-	d->tj = NULL;
-	return -1;
 }
 
 static int phash_png(struct check_decoder *d, const uint8_t *data,

@@ -140,6 +140,22 @@ out:
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* "...; 50 samples could not be examined": a rule that did not see
+ * every sample does not pass as if it had. */
+static void say_unexamined(struct ch_check_rule_result *r)
+{
+	char *more;
+	if (!r->unexamined || !r->message)
+		return;
+	if (asprintf(&more, "%s; %llu %s not be examined", r->message,
+		     (unsigned long long)r->unexamined,
+		     check_plural(r->unexamined, "sample could",
+				  "samples could")) < 0)
+		return;
+	free(r->message);
+	r->message = more;
+}
+
 void check_settle(struct checker *c, int rule, const char *fmt, ...)
 {
 	struct ch_check_rule_result *r = &c->rep->rules[rule];
@@ -149,7 +165,9 @@ void check_settle(struct checker *c, int rule, const char *fmt, ...)
 	if (vasprintf(&r->message, fmt, ap) < 0)
 		r->message = NULL;
 	va_end(ap);
-	if (r->count == 0)
+	r->unexamined = c->unexamined[rule];
+	say_unexamined(r);
+	if (r->count == 0 && r->unexamined == 0)
 		r->status = CH_STATUS_PASS;
 	else
 		r->status = c->o->level[rule] == CH_LEVEL_WARN ?

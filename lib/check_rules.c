@@ -9,8 +9,8 @@
 
 static const char *const rule_names[CH_RULE_COUNT] = {
 	"readable", "required-fields", "empty", "field-types", "duplicates",
-	"leakage", "near-duplicates", "eval-split", "labels",
-	"size-outliers", "corruption",
+	"leakage", "conflicting-labels", "near-duplicates", "eval-split",
+	"labels", "size-outliers", "corruption",
 };
 
 const char *ch_check_rule_name(int rule)
@@ -38,18 +38,19 @@ void ch_check_opts_init(struct ch_check_opts *o)
 	o->examples = 5;
 }
 
-static void free_required(struct ch_check_opts *o)
+static void free_names(char ***names, size_t *n)
 {
-	for (size_t i = 0; i < o->nrequired; i++)
-		free(o->required[i]);
-	free(o->required);
-	o->required = NULL;
-	o->nrequired = 0;
+	for (size_t i = 0; i < *n; i++)
+		free((*names)[i]);
+	free(*names);
+	*names = NULL;
+	*n = 0;
 }
 
 void ch_check_opts_release(struct ch_check_opts *o)
 {
-	free_required(o);
+	free_names(&o->required, &o->nrequired);
+	free_names(&o->label_fields, &o->nlabel_fields);
 }
 
 /* ------------------------------------------------------------------ */
@@ -156,8 +157,9 @@ static int parse_rule(struct rules_file *f, const char *name, json_t *v)
 	snprintf(key, sizeof(key), "rules.%s", name);
 	if (rule < 0)
 		return bad(f, key, "a rule: readable, required-fields, empty, "
-			   "field-types, duplicates, leakage, near-duplicates, "
-			   "eval-split, labels, size-outliers or corruption");
+			   "field-types, duplicates, leakage, conflicting-labels, "
+			   "near-duplicates, eval-split, labels, size-outliers "
+			   "or corruption");
 	if (json_is_string(v))
 		return parse_level(f, key, v, &f->o->level[rule]) < 0 ? -1 :
 		       ask_opt_in(f->o, rule);
@@ -181,23 +183,25 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int parse_required(struct rules_file *f, json_t *v)
+/* "required", "label-fields": field names, sorted. */
+static int parse_names(struct rules_file *f, const char *key, json_t *v,
+		       char ***names, size_t *count)
 {
 	size_t i, n = json_array_size(v);
 	json_t *item;
 	if (!json_is_array(v))
-		return bad(f, "required", "an array of field names");
-	free_required(f->o);
-	if (!(f->o->required = calloc(n ? n : 1, sizeof(char *))))
+		return bad(f, key, "an array of field names");
+	free_names(names, count);
+	if (!(*names = calloc(n ? n : 1, sizeof(char *))))
 		return ch_error_set(f->err, "out of memory");
 	json_array_foreach(v, i, item) {
 		const char *s = json_string_value(item);
 		if (!s || !*s)
-			return bad(f, "required", "an array of field names");
-		if (!(f->o->required[f->o->nrequired++] = strdup(s)))
+			return bad(f, key, "an array of field names");
+		if (!((*names)[(*count)++] = strdup(s)))
 			return ch_error_set(f->err, "out of memory");
 	}
-	qsort(f->o->required, n, sizeof(char *), cmp_str);
+	qsort(*names, n, sizeof(char *), cmp_str);
 	return 0;
 }
 
@@ -205,7 +209,11 @@ static int parse_top(struct rules_file *f, const char *key, json_t *v)
 {
 	double x;
 	if (strcmp(key, "required") == 0)
-		return parse_required(f, v);
+		return parse_names(f, key, v, &f->o->required,
+				   &f->o->nrequired);
+	if (strcmp(key, "label-fields") == 0)
+		return parse_names(f, key, v, &f->o->label_fields,
+				   &f->o->nlabel_fields);
 	if (strcmp(key, "examples") == 0) {
 		if (parse_number(f, key, v, 0, 1000, 1, &x) < 0)
 			return -1;
@@ -222,7 +230,8 @@ static int parse_top(struct rules_file *f, const char *key, json_t *v)
 				return -1;
 		return 0;
 	}
-	return bad(f, key, "one of \"required\", \"examples\", \"rules\"");
+	return bad(f, key, "one of \"required\", \"label-fields\", "
+		   "\"examples\", \"rules\"");
 }
 
 int ch_check_rules_read(struct ch_check_opts *o, const char *path,

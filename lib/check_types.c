@@ -68,27 +68,36 @@ int check_decoder_room(struct check_decoder *d, size_t n)
 /* ------------------------------------------------------------------ */
 /* Images                                                               */
 
-/* After a failure a TurboJPEG handle may keep state that misleads the
- * next header it reads: start the next image with a fresh one. */
+int check_decoder_fresh_jpeg(struct check_decoder *d)
+{
+	if (d->tj)
+		tjDestroy(d->tj);
+	d->tj = tjInitDecompress();
+	return d->tj ? 0 : -1;
+}
+
 static int jpeg_failed(struct check_decoder *d, char *why, size_t why_size,
 		       const char *what)
 {
-	why_set(why, why_size, "%s: %s", what, tjGetErrorStr2(d->tj));
-	tjDestroy(d->tj);
-	d->tj = NULL;
-	return -1;
+	return why_set(why, why_size, "%s: %s", what, tjGetErrorStr2(d->tj));
 }
 
 static int check_jpeg(struct check_decoder *d, const uint8_t *data,
 		      size_t size, char *why, size_t why_size)
 {
-	int w, h, sub, space;
-	if (!d->tj && !(d->tj = tjInitDecompress()))
+	/* a stream that ends before its frame header (SOI and garbage, a
+	 * tables-only stream) "succeeds" without setting the size: it is
+	 * read as 0x0, never as whatever the stack held */
+	int w = 0, h = 0, sub = 0, space = 0;
+	if (check_decoder_fresh_jpeg(d) < 0)
 		return why_set(why, why_size, "cannot start TurboJPEG");
 	/* TurboJPEG takes a non-const buffer but does not write to it */
 	unsigned char *in = (unsigned char *)(uintptr_t)data;
 	if (tjDecompressHeader3(d->tj, in, size, &w, &h, &sub, &space) < 0)
 		return jpeg_failed(d, why, why_size, "not a JPEG");
+	if (w == 0 && h == 0)
+		return why_set(why, why_size, "not a JPEG: no image before the "
+			       "end of the data");
 	if (w <= 0 || h <= 0)
 		return why_set(why, why_size, "JPEG header gives a size of "
 			       "%dx%d", w, h);

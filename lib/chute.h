@@ -765,12 +765,14 @@ int ch_split_load(const struct ch_dataset *ds, const char *name,
 /* The rules, in the order they are run and reported; ids are stable
  * (chute-check(1)). */
 enum ch_check_rule {
-	CH_RULE_READABLE,	 /* shards open, indexes valid, counts agree */
+	CH_RULE_READABLE,	 /* shards open, indexes valid, counts agree,
+				  * blocks read match their hashes */
 	CH_RULE_REQUIRED,	 /* every sample has the required fields */
 	CH_RULE_EMPTY,		 /* no field of 0 bytes */
 	CH_RULE_TYPES,		 /* jpg/jpeg/png decode, cls, json, npy hold */
-	CH_RULE_DUPLICATES,	 /* identical samples within a split */
+	CH_RULE_DUPLICATES,	 /* samples of the same inputs in a split */
 	CH_RULE_LEAKAGE,	 /* train samples identical to others' */
+	CH_RULE_CONFLICTING_LABELS, /* the same inputs, other labels */
 	CH_RULE_NEAR_DUPLICATES, /* near-identical train and eval images */
 	CH_RULE_EVAL_SPLIT,	 /* a held-out split exists */
 	CH_RULE_LABELS,		 /* class counts; drift from a baseline */
@@ -793,6 +795,9 @@ struct ch_check_opts {
 	char **required;  /* required field names (owned), or NULL: every
 			   * field more than half the samples have */
 	size_t nrequired;
+	char **label_fields; /* fields that hold labels besides cls (owned):
+			      * left out of a sample's inputs */
+	size_t nlabel_fields;
 	int deep;	     /* run corruption: decode and hash everything */
 	int near_duplicates; /* run near-duplicates (decodes images) */
 	int distance;	     /* near-duplicates: Hamming distance, 0..64 */
@@ -838,6 +843,9 @@ struct ch_check_example {
 struct ch_check_rule_result {
 	enum ch_check_status status; /* OFF: not run */
 	uint64_t count;		     /* problems found */
+	uint64_t unexamined;	     /* samples the rule could not look at (a
+				      * shard or block that does not read):
+				      * not 0 fails the rule at its level */
 	char *message;		     /* one line, always set when run */
 	struct ch_check_example *examples; /* the first (by sample number) */
 	size_t nexamples;
@@ -870,10 +878,11 @@ struct ch_check_report {
 /* Runs the rules of o over the dataset at path (a folder or manifest).
  * Returns 0 when the check ran, whatever it found (see the statuses);
  * -1 when it could not: no such dataset, a lone shard (no manifest), an
- * unreadable baseline, out of memory, interrupted.  Hash rules read only
- * the indexes; typed fields, cls and --deep read blocks.  Memory: about
- * 24 bytes a sample, 8 more per field (median sizes) and per sample with
- * cls or near-duplicates. */
+ * unreadable baseline, out of memory, interrupted.  Hash rules read the
+ * indexes, and the blocks of samples with label fields (their inputs are
+ * hashed without them); typed fields, cls and --deep read blocks.
+ * Memory: about 32 bytes a sample, 8 more per field (median sizes) and
+ * per sample with cls or near-duplicates. */
 int ch_check(const char *path, const struct ch_check_opts *o,
 	     struct ch_check_report *rep, struct ch_error *err);
 void ch_check_report_release(struct ch_check_report *rep);

@@ -195,8 +195,8 @@ assert eval(sys.argv[1])
 EOF
 }
 
-DEFAULT_RULES="readable required-fields empty field-types duplicates leakage eval-split labels size-outliers"
-ALL_RULES="readable required-fields empty field-types duplicates leakage near-duplicates eval-split labels size-outliers corruption"
+DEFAULT_RULES="readable required-fields empty field-types duplicates leakage conflicting-labels eval-split labels size-outliers"
+ALL_RULES="readable required-fields empty field-types duplicates leakage conflicting-labels near-duplicates eval-split labels size-outliers corruption"
 
 # ------------------------------------------------------------ a clean dataset
 
@@ -207,7 +207,7 @@ ALL_RULES="readable required-fields empty field-types duplicates leakage near-du
 		"$(printf 'PASS %s\n' $DEFAULT_RULES)"
 	refute_line --regexp '^(WARN|FAIL) '
 	assert_text_shape
-	assert_summary 9 9 0 0
+	assert_summary 10 10 0 0
 }
 
 @test "check: a clean dataset passes with --deep and --near-duplicates too" {
@@ -215,7 +215,7 @@ ALL_RULES="readable required-fields empty field-types duplicates leakage near-du
 	check 0 ds --deep --near-duplicates
 	assert_equal "$(printf '%s\n' "$output" | grep -v '^ ' | sed '$d' | cut -d: -f1)" \
 		"$(printf 'PASS %s\n' $ALL_RULES)"
-	assert_summary 11 11 0 0
+	assert_summary 12 12 0 0
 }
 
 @test "check: --json on a clean dataset: one object with the dataset, every rule and the labels" {
@@ -227,7 +227,7 @@ ALL_RULES="readable required-fields empty field-types duplicates leakage near-du
 	jq_ok 'r["samples"] == 48 and r["shards"] == 3'
 	jq_ok '[x["rule"] for x in r["rules"]] == "'"$DEFAULT_RULES"'".split()'
 	jq_ok 'all(x["status"] == "pass" for x in r["rules"])'
-	jq_ok '(r["passed"], r["warned"], r["failed"]) == (9, 0, 0)'
+	jq_ok '(r["passed"], r["warned"], r["failed"]) == (10, 0, 0)'
 	# labels: the whole dataset and each split, by class index
 	jq_ok 'r["labels"]["all"] == {"0": 16, "1": 16, "2": 16}'
 	jq_ok 'sorted(r["labels"]) == ["all", "train", "val"]'
@@ -246,6 +246,40 @@ ALL_RULES="readable required-fields empty field-types duplicates leakage near-du
 	check 1 ds --json
 	json_rule readable fail
 	jq_ok 'any(e.get("shard") == "shards/'"${s1##*/}"'" for e in by["readable"]["examples"])'
+	# its 16 samples are missing from every rule that looks at samples
+	jq_ok 'all(by[x]["unexamined"] == 16 and by[x]["status"] == "fail" for x in ("required-fields", "empty", "field-types", "duplicates", "leakage", "conflicting-labels", "labels"))'
+	jq_ok 'by["size-outliers"]["unexamined"] == 16 and by["size-outliers"]["status"] == "warn"'
+	jq_ok 'by["eval-split"]["unexamined"] == 0 and by["eval-split"]["status"] == "pass"'
+}
+
+@test "check: a flipped byte in a block fails readable, naming shard, block and offset; the rules that needed the block say how many samples they missed" {
+	mkimages src 48
+	pack_ds ds src --label-from dir -b 2K
+	split_ds ds
+	s0=$(shard_of ds 0)
+	at=$(shard_layout "$s0" | awk '$1 == "block" && $2 == 1 { print $3 }')
+	[ -n "$at" ] || fail "shard $s0 has no block 1: $(shard_layout "$s0")"
+	flip_byte "$s0" "$(block_middle "$s0" 1)"
+	check 1 ds
+	assert_rule FAIL readable "shards/${s0##*/}" "block 1" "byte $at"
+	assert_line --regexp '^FAIL readable: 1 block cannot be read$'
+	# cls and jpg are read from the block (labels, field-types, and the
+	# inputs of samples with a label field): none passes as if it had seen
+	# every sample
+	for r in field-types duplicates leakage conflicting-labels labels; do
+		assert_line --regexp "^FAIL $r: .*; [0-9]+ samples? could not be examined\$"
+	done
+	# the index alone answers these
+	for r in required-fields empty eval-split size-outliers; do
+		assert_line --regexp "^PASS $r: "
+	done
+	check 1 ds --json
+	json_rule readable fail
+	jq_ok 'any(e["shard"] == "shards/'"${s0##*/}"'" and "block 1" in e["message"] and "byte '"$at"'" in e["message"] for e in by["readable"]["examples"])'
+	# each sample is counted or said to be missed: none vanishes
+	jq_ok 'by["labels"]["unexamined"] > 0 and sum(r["labels"]["all"].values()) + by["labels"]["unexamined"] == 48'
+	jq_ok 'all(by[x]["unexamined"] == by["labels"]["unexamined"] for x in ("field-types", "duplicates", "leakage", "conflicting-labels"))'
+	jq_ok 'all(by[x]["unexamined"] == 0 for x in ("readable", "required-fields", "empty", "eval-split", "size-outliers"))'
 }
 
 # ------------------------------------------------------------ duplicates, leakage
@@ -259,7 +293,7 @@ ALL_RULES="readable required-fields empty field-types duplicates leakage near-du
 	check 1 ds
 	assert_rule FAIL duplicates "$a" "$b"
 	assert_rule PASS leakage
-	assert_summary 9 8 0 1
+	assert_summary 10 9 0 1
 	check 1 ds --json
 	json_rule duplicates fail "$a" "$b"
 	jq_ok 'by["duplicates"]["count"] >= 1 and by["leakage"]["status"] == "pass"'
@@ -288,12 +322,87 @@ ALL_RULES="readable required-fields empty field-types duplicates leakage near-du
 	assert_rule FAIL leakage "$v" "$t"
 	# a pair across two splits is a leak, not a duplicate within a split
 	assert_rule PASS duplicates
-	assert_summary 9 8 0 1
+	assert_summary 10 9 0 1
 	check 1 ds --json
 	json_rule leakage fail "$v" "$t"
 	jq_ok 'by["leakage"]["count"] == 1'
 	jq_ok '{(e["key"], e["split"]) for e in by["leakage"]["examples"]} | {(e["other"]["key"], e["other"]["split"]) for e in by["leakage"]["examples"]} == {("'"$v"'", "val"), ("'"$t"'", "train")}'
 	jq_ok 'all(e["shard"].startswith("shards/ds-") and e["other"]["shard"].startswith("shards/ds-") for e in by["leakage"]["examples"])'
+}
+
+@test "check: the same image in train and val under two labels fails leakage and conflicting-labels" {
+	clean_ds ds
+	v=$(pick ds val c1/)
+	t=$(pick ds train c2/)
+	# the picture of a train sample of class 2 as a val sample of class 1:
+	# the inputs are the same, the samples are not (their cls differ)
+	cp "src/$t.jpg" "src/$v.jpg"
+	repack ds --label-from dir
+	check 1 ds
+	assert_rule FAIL leakage "$v" "$t"
+	assert_rule FAIL conflicting-labels "$v" "$t"
+	assert_rule PASS duplicates
+	assert_summary 10 8 0 2
+	check 1 ds --json
+	json_rule leakage fail "$v" "$t"
+	json_rule conflicting-labels fail "$v" "$t"
+	jq_ok 'by["leakage"]["count"] == 1 and by["conflicting-labels"]["count"] == 1'
+	# keys sort c1/ before c2/: the train sample comes later, and is named
+	# with the earlier sample it conflicts with
+	jq_ok '[(e["key"], e["split"], e["other"]["key"], e["other"]["split"]) for e in by["conflicting-labels"]["examples"]] == [("'"$t"'", "train", "'"$v"'", "val")]'
+}
+
+@test "check: the same image twice in one split under two labels fails duplicates and conflicting-labels" {
+	clean_ds ds
+	a=$(pick ds train c0/ 0)
+	b=$(pick ds train c1/ 0)
+	cp "src/$a.jpg" "src/$b.jpg"
+	repack ds --label-from dir
+	check 1 ds
+	assert_rule FAIL duplicates "$a" "$b"
+	assert_rule FAIL conflicting-labels "$a" "$b"
+	assert_rule PASS leakage
+	check 1 ds --json
+	json_rule conflicting-labels fail "$a" "$b"
+	jq_ok 'by["duplicates"]["count"] == 1 and by["conflicting-labels"]["count"] == 1'
+}
+
+@test "check: the rules file's label-fields are left out of a sample's inputs, as cls is" {
+	mkimages src 24 --flat
+	for i in $(seq -w 0 23); do printf 'caption %d' "$((10#$i))" >"src/s00$i.txt"; done
+	# s0017: the picture and class of s0003, another caption
+	cp src/s0003.jpg src/s0017.jpg
+	cp src/s0003.cls src/s0017.cls
+	repack ds
+	# the caption is an input: the samples differ
+	check 0 ds
+	assert_rule PASS duplicates
+	assert_rule PASS conflicting-labels
+	# the caption is a label: the same inputs under two labels
+	echo '{"label-fields": ["txt"]}' >rules.json
+	check 1 ds --rules rules.json
+	assert_rule FAIL duplicates s0003 s0017
+	assert_rule FAIL conflicting-labels s0003 s0017
+	check 1 ds --rules rules.json --json
+	json_rule conflicting-labels fail s0003 s0017
+	jq_ok 'by["conflicting-labels"]["count"] == 1'
+	# the same caption as well: a duplicate, and no conflict
+	cp src/s0003.txt src/s0017.txt
+	repack ds
+	check 1 ds --rules rules.json
+	assert_rule FAIL duplicates s0003 s0017
+	assert_rule PASS conflicting-labels
+	echo '{"label-fields": "txt"}' >rules.json
+	check 2 ds --rules rules.json
+	[[ $stderr == *label-fields* ]] || fail "stderr does not name 'label-fields': $stderr"
+}
+
+@test "check: without cls or label fields, conflicting-labels passes and says why" {
+	mkimages src 12 --flat
+	rm src/*.cls
+	repack ds
+	check 0 ds
+	assert_line --regexp '^PASS conflicting-labels: no cls or label field'
 }
 
 @test "check: the report is the same whatever --jobs" {
@@ -310,6 +419,56 @@ ALL_RULES="readable required-fields empty field-types duplicates leakage near-du
 	text=$output
 	check 1 ds --jobs 1
 	assert_equal "$output" "$text"
+}
+
+@test "check: a dataset with every kind of problem gets the same bytes with --jobs 1, 2 and 4, text and --json" {
+	mkimages src 64 --flat
+	damage_jpegs src
+	cp src/s0020.jpg src/s0021.jpg # the same image under two classes
+	cp src/s0030.jpg src/s0033.jpg # the same image, the same class
+	head -c 5000 /dev/urandom >src/s0040.txt
+	pack_ds ds src -b 1K
+	split_ds ds
+	s2=$(shard_of ds 2)
+	flip_byte "$s2" "$(block_middle "$s2" 1)"
+	for j in 1 2 4; do
+		check 1 ds --near-duplicates --jobs "$j"
+		printf '%s\n' "$output" >"text-$j"
+		check 1 ds --near-duplicates --jobs "$j" --json
+		printf '%s\n' "$output" >"json-$j"
+	done
+	for j in 2 4; do
+		cmp text-1 "text-$j" || fail "--jobs $j: $(diff text-1 "text-$j")"
+		cmp json-1 "json-$j" || fail "--jobs $j: $(diff json-1 "json-$j")"
+	done
+	# what was planted is in the report
+	output=$(cat text-1)
+	for r in readable empty field-types duplicates conflicting-labels labels; do
+		grep -q "^FAIL $r: " text-1 || fail "$r does not fail: $output"
+	done
+}
+
+@test "check: the text report lists the rules that failed first, then those that warned, then those that passed" {
+	mkimages src 24 --flat
+	for i in $(seq -w 0 23); do printf 'text %d' "$((10#$i))" >"src/s00$i.txt"; done
+	head -c 5000 /dev/zero | tr '\0' y >src/s0009.txt
+	cp src/s0003.jpg src/s0017.jpg
+	cp src/s0003.txt src/s0017.txt
+	cp src/s0003.cls src/s0017.cls
+	repack ds
+	# a duplicate (fail) and a field over its median size (warn)
+	check 1 ds
+	assert_equal "$(printf '%s\n' "$output" | grep -v '^ ' | sed '$d' | cut -d: -f1)" \
+		"$(printf '%s\n' 'FAIL duplicates' 'WARN size-outliers' 'PASS readable' \
+			'PASS required-fields' 'PASS empty' 'PASS field-types' 'PASS leakage' \
+			'PASS conflicting-labels' 'PASS eval-split' 'PASS labels')"
+	# the examples stay under their rule
+	assert_rule FAIL duplicates s0003 s0017
+	assert_rule WARN size-outliers s0009
+	assert_summary 10 8 1 1
+	# --json keeps the rules' order
+	check 1 ds --json
+	jq_ok '[x["rule"] for x in r["rules"]] == "'"$DEFAULT_RULES"'".split()'
 }
 
 # ------------------------------------------------------------ field types
@@ -338,10 +497,92 @@ EOF
 	repack ds --label-from dir
 	check 1 ds
 	assert_rule FAIL field-types "$k" "$j"
-	assert_summary 9 8 0 1
+	assert_summary 10 9 0 1
 	check 1 ds --json
 	json_rule field-types fail "$k" "$j"
 	jq_ok 'by["field-types"]["count"] == 2'
+}
+
+# damage_jpegs DIR: breaks five of the JPEGs DIR/sNNNN.jpg (from mkimages
+# --flat) in the ways a scrape or a copy does: s0002 cut in half, s0005 the
+# start-of-image marker then 300 bytes that hold no marker, s0008 nothing
+# but the start-of-image marker, s0011 a frame header that says 0 lines,
+# s0014 its entropy-coded data overwritten (bad Huffman codes); s0017 is
+# 0 bytes long.
+damage_jpegs() {
+	"$PYTHON" - "$1" <<'PY' || fail "cannot damage the JPEGs of $1"
+import random, struct, sys
+d = sys.argv[1]
+rng = random.Random(11)
+def path(i): return "%s/s%04d.jpg" % (d, i)
+def read(i): return bytearray(open(path(i), "rb").read())
+def write(i, b): open(path(i), "wb").write(bytes(b))
+def segment(b, marker):
+    i = 2
+    while b[i + 1] != marker:
+        assert b[i] == 0xFF, "not a marker at %d" % i
+        i += 2 + struct.unpack(">H", b[i + 2:i + 4])[0]
+    return i
+b = read(2); write(2, b[:len(b) // 2])
+write(5, b"\xff\xd8" + bytes(rng.randrange(255) for _ in range(300)))
+write(8, b"\xff\xd8")
+b = read(11); i = segment(b, 0xC0); b[i + 5:i + 7] = b"\0\0"; write(11, b)
+b = read(14); i = segment(b, 0xDA); i += 2 + struct.unpack(">H", b[i + 2:i + 4])[0]
+for k in range(i + 4, len(b) - 2, 5):
+    b[k] = rng.randrange(255)
+write(14, b)
+write(17, b"")
+PY
+}
+
+@test "check: corrupt JPEGs get the same report on every run, text and --json" {
+	mkimages src 24 --flat
+	damage_jpegs src
+	# a block a sample: what the stack held before each JPEG's header was
+	# read differed from block to block and from run to run
+	pack_ds ds src -b 1K
+	check 1 ds
+	first=$output
+	check 1 ds --json
+	first_json=$output
+	for i in 2 3 4 5 6; do
+		check 1 ds
+		assert_equal "$output" "$first"
+		check 1 ds --json
+		assert_equal "$output" "$first_json"
+	done
+	json_rule field-types fail s0002 s0005 s0008 s0011 s0014
+	jq_ok 'by["field-types"]["count"] == 5'
+	check 1 ds
+	assert_rule FAIL field-types s0002 s0005 s0008 s0011 s0014
+	assert_rule FAIL empty s0017
+	assert_line '  s0005.jpg: not a JPEG: no image before the end of the data (shards/ds-000000.chs)'
+	assert_line '  s0008.jpg: not a JPEG: no image before the end of the data (shards/ds-000000.chs)'
+	refute_output --regexp 'size of|too large'
+}
+
+@test "check: a JPEG without quantization tables fails field-types after JPEGs that have them" {
+	mkimages src 24 --flat
+	# s0009 without its DQT segments: libjpeg would take the tables of the
+	# JPEG decoded before it, so that it passed or not by what its thread
+	# had read
+	"$PYTHON" - src/s0009.jpg <<'PY' || fail "cannot strip the tables of s0009"
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+out, i = bytearray(b[:2]), 2
+while b[i + 1] != 0xDA:
+    n = 2 + struct.unpack(">H", b[i + 2:i + 4])[0]
+    if b[i + 1] != 0xDB:
+        out += b[i:i + n]
+    i += n
+open(sys.argv[1], "wb").write(bytes(out + b[i:]))
+PY
+	pack_ds ds src
+	check 1 ds --allow-no-eval --jobs 1
+	assert_rule FAIL field-types s0009
+	assert_line --regexp '^  s0009.jpg: .*[Qq]uantization table'
+	check 1 ds --allow-no-eval --jobs 1 --json
+	jq_ok 'by["field-types"]["count"] == 1'
 }
 
 @test "check: a truncated PNG fails field-types" {
@@ -477,12 +718,12 @@ EOF
 	pack_ds ds src --label-from dir
 	check 1 ds
 	assert_rule FAIL eval-split
-	assert_summary 9 8 0 1
+	assert_summary 10 9 0 1
 	check 1 ds --json
 	json_rule eval-split fail
 	check 0 ds --allow-no-eval
 	assert_rule WARN eval-split
-	assert_summary 9 8 1 0
+	assert_summary 10 9 1 0
 	check 0 ds --allow-no-eval --json
 	json_rule eval-split warn
 	jq_ok 'r["labels"]["all"] == {"0": 8, "1": 8, "2": 8} and sorted(r["labels"]) == ["all"]'
@@ -516,7 +757,7 @@ drift_pair() {
 	drift_pair
 	check 1 ds --allow-no-eval --baseline base
 	assert_rule FAIL labels
-	assert_summary 9 7 1 1
+	assert_summary 10 8 1 1
 	check 1 ds --allow-no-eval --baseline base --json
 	json_rule labels fail
 	jq_ok 'r["labels"]["all"] == {"0": 28, "1": 12}'
@@ -567,7 +808,7 @@ drift_pair() {
 	repack ds
 	check 0 ds
 	assert_rule WARN size-outliers s0009
-	assert_summary 9 8 1 0
+	assert_summary 10 9 1 0
 	check 0 ds --json
 	json_rule size-outliers warn s0009
 	jq_ok 'by["size-outliers"]["count"] == 1'
@@ -595,15 +836,19 @@ EOF
 	[ -n "$off" ] || fail "shard $s0 has no block 1: $(shard_layout "$s0")"
 	flip_byte "$s0" "$off"
 	check 0 ds
-	assert_summary 9 9 0 0
+	assert_summary 10 10 0 0
 	refute_line --regexp 'corruption'
 	check 1 ds --deep
-	assert_rule FAIL corruption "shards/${s0##*/}"
-	assert_summary 10 9 0 1
+	# the block is readable's to name; corruption could not hash its samples
+	assert_rule FAIL readable "shards/${s0##*/}" "block 1"
+	assert_line --regexp '^FAIL corruption: .*[0-9]+ samples? could not be examined$'
+	assert_summary 11 9 0 2
 	check 1 ds --deep --json
+	json_rule readable fail
 	json_rule corruption fail
-	jq_ok 'any(e.get("shard") == "shards/'"${s0##*/}"'" for e in by["corruption"]["examples"])'
-	jq_ok 'not any(e.get("shard") != "shards/'"${s0##*/}"'" for e in by["corruption"]["examples"])'
+	jq_ok 'any(e.get("shard") == "shards/'"${s0##*/}"'" for e in by["readable"]["examples"])'
+	jq_ok 'not any(e.get("shard") != "shards/'"${s0##*/}"'" for e in by["readable"]["examples"])'
+	jq_ok 'by["corruption"]["count"] == 0 and by["corruption"]["unexamined"] > 0'
 }
 
 # ------------------------------------------------------------ near-duplicates
@@ -628,7 +873,7 @@ EOF
 	refute_line --regexp 'near-duplicates'
 	check 1 ds --near-duplicates
 	assert_rule FAIL near-duplicates "$v" "$t"
-	assert_summary 10 9 0 1
+	assert_summary 11 10 0 1
 	check 1 ds --near-duplicates --json
 	json_rule near-duplicates fail "$v" "$t"
 	# the 47 other pictures differ: the planted pair is the only one
@@ -645,7 +890,7 @@ EOF
 	repack ds
 	check 0 ds --near-duplicates
 	assert_line --regexp '^PASS near-duplicates: .+'
-	assert_summary 10 10 0 0
+	assert_summary 11 11 0 0
 }
 
 # ------------------------------------------------------------ rules file
@@ -669,7 +914,7 @@ dup_ds() {
 	echo '{"rules": {"duplicates": "warn"}}' >rules.json
 	check 0 ds --rules rules.json
 	assert_rule WARN duplicates
-	assert_summary 9 8 1 0
+	assert_summary 10 9 1 0
 	check 0 ds --rules rules.json --json
 	json_rule duplicates warn
 	echo '{"rules": {"duplicates": {"level": "warn"}}}' >rules.json
@@ -683,9 +928,9 @@ dup_ds() {
 	check 0 ds --rules rules.json
 	refute_line --regexp 'duplicates'
 	refute_line --regexp 'size-outliers'
-	assert_summary 7 7 0 0
+	assert_summary 8 8 0 0
 	check 0 ds --rules rules.json --json
-	jq_ok '"duplicates" not in by and "size-outliers" not in by and len(r["rules"]) == 7'
+	jq_ok '"duplicates" not in by and "size-outliers" not in by and len(r["rules"]) == 8'
 }
 
 @test "check: the rules file sets an opt-in rule's level and parameter; the command line wins" {
@@ -694,10 +939,10 @@ dup_ds() {
 	echo '{"rules": {"near-duplicates": {"level": "warn", "distance": 64}}}' >rules.json
 	check 0 ds --near-duplicates --rules rules.json
 	assert_rule WARN near-duplicates
-	assert_summary 10 9 1 0
+	assert_summary 11 10 1 0
 	check 0 ds --near-duplicates --rules rules.json --distance 4
 	assert_rule PASS near-duplicates
-	assert_summary 10 10 0 0
+	assert_summary 11 11 0 0
 }
 
 @test "check: an unknown rule, a bad level or a bad parameter in the rules file is exit 2, naming it" {

@@ -70,7 +70,7 @@ setup() {
 	[ "$status" -eq 0 ] || fail "the tour failed (exit $status): $output"
 	# what the README says the commands print
 	assert_output --partial "PASS field-types"
-	assert_output --regexp "check: 9 rules, 9 passed"
+	assert_output --regexp "check: 10 rules, 10 passed"
 	assert_output --partial "cls=i64(64) jpg=u8(64,3,224,224)"
 	assert_output --partial "split 200 samples into 2 splits"
 	refute_output --partial "Traceback"
