@@ -64,8 +64,8 @@ static int find_sample(struct ch_dataset *ds, const char *which,
 		rc = ch_dataset_locate(ds, n, &shard, &t->sample, err);
 	else
 		rc = ch_dataset_find(ds, which, &shard, &t->sample, err);
-	if (rc < 0 || ch_dataset_shard(ds, shard, &t->sh, err) < 0)
-		return -1;
+	if (rc < 0 || (rc = ch_dataset_shard(ds, shard, &t->sh, err)) < 0)
+		return rc;
 	ch_shard_sample(t->sh, t->sample, &t->info);
 	return 0;
 }
@@ -122,8 +122,9 @@ static int write_field(const struct cat_target *t)
 
 	if (!r)
 		return cmd_error("out of memory");
-	if (ch_sample_read(r, t->sh, t->sample, &data, &err) < 0) {
-		status = cmd_error("%s", err.msg);
+	int rc = ch_sample_read(r, t->sh, t->sample, &data, &err);
+	if (rc < 0) {
+		status = cmd_fail(rc, err.msg);
 		goto done;
 	}
 	if (cmd_write_all(STDOUT_FILENO, data + t->field.offset,
@@ -176,10 +177,11 @@ int cmd_cat(int argc, char **argv)
 		return status < 0 ? 0 : status;
 	memset(&ds, 0, sizeof ds);
 	memset(&t, 0, sizeof t);
-	if (ch_dataset_open(&ds, a.path, &err) < 0)
-		return cmd_error("%s", err.msg);
-	if (find_sample(&ds, a.which, &t, &err) < 0)
-		status = cmd_error("%s", err.msg);
+	int rc = ch_dataset_open(&ds, a.path, &err);
+	if (rc < 0)
+		return cmd_fail(rc, err.msg);
+	if ((rc = find_sample(&ds, a.which, &t, &err)) < 0)
+		status = cmd_fail(rc, err.msg);
 	else if (pick_field(&t, a.field) == 0)
 		status = write_field(&t);
 	else

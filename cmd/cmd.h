@@ -112,6 +112,11 @@ const char *cmd_name(void);
 /* Prints "chute CMD: MESSAGE" on stderr and returns EXIT_USAGE. */
 int cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Prints msg, the error of a lib call that returned rc, like cmd_error,
+ * and returns its exit status: EXIT_CHECK when the data failed a check
+ * (rc is CH_DATA_ERROR), else EXIT_USAGE. */
+int cmd_fail(int rc, const char *msg);
+
 /* Parses a whole number in [min, max] given to option `opt`; reports and
  * returns -1 on anything else. */
 int cmd_parse_int(const char *opt, const char *s, long min, long max,

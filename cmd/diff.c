@@ -330,12 +330,13 @@ int cmd_diff(int argc, char **argv)
 		return status < 0 ? 0 : status;
 	memset(ds, 0, sizeof ds);
 	o.cancel = cmd_catch_signals();
+	int rc = 0;
 	for (; opened < 2; opened++)
-		if (open_version(a.refs[opened], &ds[opened], &err) < 0)
+		if ((rc = open_version(a.refs[opened], &ds[opened], &err)) < 0)
 			break;
-	if (opened < 2 || ch_diff(&ds[0], &ds[1], &o, &d, &err) < 0) {
+	if (opened < 2 || (rc = ch_diff(&ds[0], &ds[1], &o, &d, &err)) < 0) {
 		status = cmd_signal_status() ? cmd_signal_status() :
-					       cmd_error("%s", err.msg);
+					       cmd_fail(rc, err.msg);
 		goto out;
 	}
 	if (a.json)

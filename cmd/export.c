@@ -79,12 +79,14 @@ int cmd_export(int argc, char **argv)
 	if (status != 0)
 		return status < 0 ? 0 : status;
 	memset(&ds, 0, sizeof ds);
-	if (ch_dataset_open(&ds, path, &err) < 0)
-		return cmd_error("%s", err.msg);
+	int rc = ch_dataset_open(&ds, path, &err);
+	if (rc < 0)
+		return cmd_fail(rc, err.msg);
 	o.cancel = cmd_catch_signals();
-	if (ch_export(&ds, &o, &written, &err) < 0) {
-		cmd_error("%s", err.msg);
-		status = cmd_signal_status() ? cmd_signal_status() : EXIT_USAGE;
+	if ((rc = ch_export(&ds, &o, &written, &err)) < 0) {
+		status = cmd_fail(rc, err.msg);
+		if (cmd_signal_status())
+			status = cmd_signal_status();
 	} else {
 		printf("exported %zu shards into %s\n", written, o.out_dir);
 	}

@@ -100,9 +100,10 @@ static int list_shard(struct ch_dataset *ds, size_t s, int json,
 	const struct ch_manifest_shard *ms = &ds->manifest.shards[s];
 	struct ch_shard *sh;
 	struct ch_sample_info info;
+	int rc = ch_dataset_shard(ds, s, &sh, err);
 
-	if (ch_dataset_shard(ds, s, &sh, err) < 0)
-		return -1;
+	if (rc < 0)
+		return rc;
 	for (uint64_t i = 0; i < ch_shard_sample_count(sh); i++) {
 		ch_shard_sample(sh, i, &info);
 		if (json)
@@ -130,18 +131,16 @@ static int list_split(struct ch_dataset *ds, const char *name, int json,
 	struct ch_sample_info info;
 	int rc = 0;
 
-	if (ch_split_load(ds, name, &ids, &n, err) < 0)
-		return -1;
+	if ((rc = ch_split_load(ds, name, &ids, &n, err)) < 0)
+		return rc;
 	for (uint64_t k = 0; k < n && rc == 0; k++) {
 		struct ch_shard *sh;
 		size_t s;
 		uint64_t i;
 
-		if (ch_dataset_locate(ds, ids[k], &s, &i, err) < 0 ||
-		    ch_dataset_shard(ds, s, &sh, err) < 0) {
-			rc = -1;
+		if ((rc = ch_dataset_locate(ds, ids[k], &s, &i, err)) < 0 ||
+		    (rc = ch_dataset_shard(ds, s, &sh, err)) < 0)
 			break;
-		}
 		ch_shard_sample(sh, i, &info);
 		if (json)
 			print_json(sh, i, &info, ds->manifest.shards[s].path,
@@ -197,8 +196,8 @@ int cmd_ls(int argc, char **argv)
 	if (status != 0)
 		return status < 0 ? 0 : status;
 	memset(&ds, 0, sizeof ds);
-	if (ch_dataset_open(&ds, path, &err) < 0)
-		return cmd_error("%s", err.msg);
+	if ((rc = ch_dataset_open(&ds, path, &err)) < 0)
+		return cmd_fail(rc, err.msg);
 	setvbuf(stdout, out_buffer, _IOFBF, sizeof out_buffer);
 	if (split)
 		rc = list_split(&ds, split, json, &err);
@@ -209,6 +208,6 @@ int cmd_ls(int argc, char **argv)
 				"cannot write to standard output");
 	ch_dataset_release(&ds);
 	if (rc < 0)
-		return cmd_error("%s", err.msg);
+		return cmd_fail(rc, err.msg);
 	return 0;
 }

@@ -44,6 +44,12 @@ int cmd_error(const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
+int cmd_fail(int rc, const char *msg)
+{
+	cmd_error("%s", msg);
+	return rc == CH_DATA_ERROR ? EXIT_CHECK : EXIT_USAGE;
+}
+
 /* ------------------------------------------------------------------ */
 /* Suggestions                                                          */
 

@@ -171,6 +171,7 @@ struct stream_args {
 	struct ch_stream_opts o;
 	const char *dataset, *output, *state, *stats_json;
 	int stats, rank_set, world_set;
+	int stats_json_failed; /* said once; the exit status is 2 */
 	int bench; /* chute bench: no output, a table at the end */
 	struct shm_sink shm; /* --shm and its options */
 	const char **transforms; /* --transform, in order */
@@ -183,6 +184,8 @@ struct stream_args {
 struct sink {
 	int fd;
 	const char *state;
+	const char *path; /* -o FILE, or NULL: standard output */
+	char *tmp;	  /* where FILE is written until the end, or NULL */
 };
 
 static int pick(const char *opt, const char *s, const char *const *names,
@@ -370,7 +373,10 @@ static int to_sink(const struct ch_batch_out *b, void *arg,
 	if (cmd_write_all(s->fd, b->data, b->size) < 0) {
 		if (errno == EPIPE)
 			return 1; /* the reader is gone: a normal end */
-		return ch_error_errno(err, errno, "cannot write the stream");
+		return s->path ? ch_error_errno(err, errno, "cannot write '%s'",
+						s->tmp ? s->tmp : s->path)
+			       : ch_error_errno(err, errno,
+						"cannot write the stream");
 	}
 	return stream_save_cursor(s->state, b->cursor, err);
 }
@@ -441,7 +447,10 @@ static int is_remote(const struct ch_fetch_stats *f)
 }
 
 /* fetch: the remote's figures at the end, NULL for the periodic ones. */
-static void write_stats_json(const char *path, const struct ch_stream_stats *st,
+/* Replaces --stats-json FILE; a failure is said once, and makes the exit
+ * status 2 (the stream goes on: the statistics are not the data). */
+static void write_stats_json(struct stream_args *a,
+			     const struct ch_stream_stats *st,
 			     const struct ch_fetch_stats *fetch)
 {
 	json_t *doc = stats_doc(st);
@@ -457,12 +466,18 @@ static void write_stats_json(const char *path, const struct ch_stream_stats *st,
 	char *text = doc ? json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER)
 			 : NULL;
 	struct ch_error err;
+	int rc = -1;
 	if (text) {
 		size_t n = strlen(text);
 		text[n] = '\n'; /* its NUL byte becomes the newline */
-		if (ch_write_file_atomic(path, text, n + 1, &err) < 0)
-			cmd_error("%s", err.msg);
+		rc = ch_write_file_atomic(a->stats_json, text, n + 1, &err);
+	} else {
+		ch_error_set(&err, "out of memory");
 	}
+	if (rc < 0 && !a->stats_json_failed)
+		cmd_error("cannot write --stats-json '%s': %s", a->stats_json,
+			  err.msg);
+	a->stats_json_failed |= rc < 0;
 	free(text);
 	json_decref(doc);
 }
@@ -523,11 +538,11 @@ static void print_stats(const struct ch_stream_opts *o,
 
 static void on_stats(const struct ch_stream_stats *st, void *arg)
 {
-	const struct stream_args *a = arg;
+	struct stream_args *a = arg;
 	if (a->stats)
 		print_stats(&a->o, st, 0);
 	if (a->stats_json)
-		write_stats_json(a->stats_json, st, NULL);
+		write_stats_json(a, st, NULL);
 }
 
 /* The stage that limits throughput: the writer waits on the workers when
@@ -586,8 +601,13 @@ static void print_bench(const struct ch_stream_stats *st,
 	printf("limiting stage: %s\n", limit);
 }
 
-static int open_output(const char *path)
+/* -o FILE goes to a temporary beside FILE, renamed into place when the
+ * stream succeeds: a stream that fails (a full disk, a corrupt sample, a
+ * signal) leaves FILE as it was.  A device or a FIFO is written in place.
+ * Returns the fd, or -1 having said why. */
+static int open_output(struct sink *s, const char *path)
 {
+	struct stat st;
 	if (!path) {
 #ifdef F_SETPIPE_SZ
 		/* a 1 MiB pipe moves batches ~3x faster than the default */
@@ -595,10 +615,46 @@ static int open_output(const char *path)
 #endif
 		return STDOUT_FILENO;
 	}
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		cmd_error("cannot create '%s': %s", path, strerror(errno));
+	s->path = path;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+		if (fd < 0)
+			cmd_error("cannot open '%s': %s", path, strerror(errno));
+		return fd;
+	}
+	if (asprintf(&s->tmp, "%s.tmp-%ld", path, (long)getpid()) < 0) {
+		s->tmp = NULL;
+		cmd_error("out of memory");
+		return -1;
+	}
+	int fd = open(s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		cmd_error("cannot create '%s': %s", s->tmp, strerror(errno));
+		free(s->tmp);
+		s->tmp = NULL; /* not ours to remove */
+	}
 	return fd;
+}
+
+/* Closes -o FILE: renamed into place if status is 0, else removed.
+ * Returns status, or EXIT_USAGE when FILE cannot be written. */
+static int close_output(struct sink *s, int status)
+{
+	int failed = s->tmp && status == 0 && fsync(s->fd) < 0;
+	if (close(s->fd) < 0 || failed) {
+		if (status == 0)
+			status = cmd_error("cannot write '%s': %s",
+					   s->tmp ? s->tmp : s->path,
+					   strerror(errno));
+	}
+	if (s->tmp && status == 0 && rename(s->tmp, s->path) < 0)
+		status = cmd_error("cannot rename '%s' to '%s': %s", s->tmp,
+				   s->path, strerror(errno));
+	if (s->tmp && status != 0)
+		unlink(s->tmp);
+	free(s->tmp);
+	s->tmp = NULL;
+	return status;
 }
 
 /* A local dataset, or a remote one through the remote cache. */
@@ -643,7 +699,7 @@ static int run_stream(struct stream_args *a)
 	if (open_dataset(a, &ds, &err) < 0)
 		return cmd_error("%s", err.msg);
 	status = record_begin(&a->rec, &ds, a->dataset, &a->o);
-	sink.fd = a->bench || status ? -1 : open_output(a->output);
+	sink.fd = a->bench || status ? -1 : open_output(&sink, a->output);
 	if (status || (sink.fd < 0 && !a->bench)) {
 		ch_dataset_release(&ds);
 		return record_end(&a->rec, status ? status : EXIT_USAGE);
@@ -671,15 +727,17 @@ static int run_stream(struct stream_args *a)
 	if (a->stats)
 		print_fetch(&fetch);
 	if (a->stats_json)
-		write_stats_json(a->stats_json, &st, &fetch);
+		write_stats_json(a, &st, &fetch);
 	if (st.skipped)
 		fprintf(stderr, "chute stream: skipped %llu corrupt samples\n",
 			(unsigned long long)st.skipped);
 	if (a->bench && status == 0)
 		print_bench(&st, &fetch);
-	if (a->output && close(sink.fd) < 0 && status == 0)
-		status = cmd_error("cannot write '%s': %s", a->output,
-				   strerror(errno));
+	if (a->output)
+		status = close_output(&sink, status);
+	/* the stream itself went through: FILE is in place */
+	if (a->stats_json_failed && status == 0)
+		status = EXIT_USAGE;
 	ch_dataset_release(&ds);
 	return record_end(&a->rec, status);
 }

@@ -196,8 +196,9 @@ int ch_block_cache_get(struct ch_block_cache *c, struct ch_block_reader *r,
 	pthread_mutex_unlock(&c->lock);
 	if (!e)
 		return ch_error_set(err, "out of memory");
-	if (mine && load(c, r, sh, e, err) < 0)
-		return -1;
+	int rc;
+	if (mine && (rc = load(c, r, sh, e, err)) < 0)
+		return rc;
 	*data = e->data;
 	*pin = e;
 	return 0;

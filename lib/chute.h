@@ -3,7 +3,11 @@
  *
  * Conventions: functions that can fail return 0 on success and -1 on
  * failure, filling a caller-owned struct ch_error with a message that says
- * what went wrong, why, and where (file, offset).  The library never prints
+ * what went wrong, why, and where (file, offset).  Those that read shards
+ * return CH_DATA_ERROR (-2) instead when the data failed a check (a bad
+ * magic, header, footer or index, a truncated file, a checksum or hash
+ * mismatch, a block that does not decode): cmd/ exits 1 for it, 2 for -1
+ * (usage, I/O, memory).  The library never prints
  * and never exits.  Objects are created by *_open / *_init and released by
  * the matching *_close / *_release / *_free; whoever created one owns it.
  */
@@ -33,6 +37,13 @@ int ch_error_set(struct ch_error *err, const char *fmt, ...)
 /* Like ch_error_set, with ": strerror(errnum)" appended. */
 int ch_error_errno(struct ch_error *err, int errnum, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* The return of a function whose data failed a check (see above). */
+#define CH_DATA_ERROR (-2)
+
+/* Like ch_error_set, returning CH_DATA_ERROR: the data is at fault. */
+int ch_error_data(struct ch_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* ------------------------------------------------------------------ */
 /* Hashes (XXH3)                                                        */

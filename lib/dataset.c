@@ -37,7 +37,7 @@ static int open_lone_shard(struct ch_dataset *ds, const char *path,
 		goto out;
 	}
 	m->nshards = 1;
-	if (ch_shard_open(&ds->shards[0], path, err) < 0)
+	if ((rc = ch_shard_open(&ds->shards[0], path, err)) < 0)
 		goto out;
 	m->samples = m->shards[0].samples = ch_shard_sample_count(ds->shards[0]);
 	m->shard_bytes = m->shards[0].bytes = ch_shard_file_size(ds->shards[0]);
@@ -74,11 +74,12 @@ int ch_dataset_open(struct ch_dataset *ds, const char *path,
 {
 	struct stat st;
 	char *man = NULL;
+	int rc = -1;
 	memset(ds, 0, sizeof(*ds));
 	if (stat(path, &st) < 0)
 		return ch_error_errno(err, errno, "cannot open '%s'", path);
 	if (!S_ISDIR(st.st_mode) && looks_like_shard(path)) {
-		if (open_lone_shard(ds, path, err) < 0)
+		if ((rc = open_lone_shard(ds, path, err)) < 0)
 			goto fail;
 		return 0;
 	}
@@ -101,7 +102,7 @@ int ch_dataset_open(struct ch_dataset *ds, const char *path,
 fail:
 	free(man);
 	ch_dataset_release(ds);
-	return -1;
+	return rc;
 }
 
 void ch_dataset_release(struct ch_dataset *ds)
@@ -209,14 +210,14 @@ int ch_dataset_open_shard(const struct ch_dataset *ds, size_t s,
 		free(path);
 	}
 	if (rc < 0)
-		return -1;
+		return rc;
 	if (ch_shard_sample_count(sh) != ms->samples) {
-		ch_error_set(err, "'%s' holds %llu samples, the manifest says "
-			     "%llu: run chute verify", ms->path,
-			     (unsigned long long)ch_shard_sample_count(sh),
-			     (unsigned long long)ms->samples);
+		ch_error_data(err, "'%s' holds %llu samples, the manifest says "
+			      "%llu: run chute verify", ms->path,
+			      (unsigned long long)ch_shard_sample_count(sh),
+			      (unsigned long long)ms->samples);
 		ch_shard_close(sh);
-		return -1;
+		return CH_DATA_ERROR;
 	}
 	*out = sh;
 	return 0;
@@ -227,9 +228,10 @@ int ch_dataset_shard(struct ch_dataset *ds, size_t s, struct ch_shard **out,
 {
 	if (s >= ds->manifest.nshards)
 		return ch_error_set(err, "no shard %zu", s);
+	int rc;
 	if (!ds->shards[s] &&
-	    ch_dataset_open_shard(ds, s, 0, &ds->shards[s], err) < 0)
-		return -1;
+	    (rc = ch_dataset_open_shard(ds, s, 0, &ds->shards[s], err)) < 0)
+		return rc;
 	*out = ds->shards[s];
 	return 0;
 }
@@ -239,8 +241,9 @@ int ch_dataset_find(struct ch_dataset *ds, const char *key, size_t *shard,
 {
 	for (size_t s = 0; s < ds->manifest.nshards; s++) {
 		struct ch_shard *sh;
-		if (ch_dataset_shard(ds, s, &sh, err) < 0)
-			return -1;
+		int rc = ch_dataset_shard(ds, s, &sh, err);
+		if (rc < 0)
+			return rc;
 		int64_t i = ch_shard_find(sh, key, strlen(key));
 		if (i >= 0) {
 			*shard = s;

@@ -240,7 +240,8 @@ static int find_shared(struct differ *df, struct ch_error *err)
 	return 0;
 }
 
-/* The class of sample i from its cls field (decimal text), or -1. */
+/* The class of sample i from its cls field (decimal text), or -1; a
+ * read that fails sets *failed to its return. */
 static int32_t class_of(struct differ *df, struct side *s,
 			const struct ch_shard *sh, uint64_t i, uint32_t nfields,
 			struct ch_error *err, int *failed)
@@ -256,8 +257,9 @@ static int32_t class_of(struct differ *df, struct side *s,
 			continue;
 		if (f.size == 0 || f.size > 19)
 			return -1;
-		if (ch_sample_read(df->reader, sh, i, &data, err) < 0) {
-			*failed = 1;
+		int rc = ch_sample_read(df->reader, sh, i, &data, err);
+		if (rc < 0) {
+			*failed = rc;
 			return -1;
 		}
 		for (uint64_t c = 0; c < f.size; c++) {
@@ -277,10 +279,10 @@ static int load_shard(struct differ *df, struct side *s, size_t k,
 	const struct ch_manifest_shard *ms = &s->ds->manifest.shards[k];
 	struct ch_shard *sh;
 	struct ch_sample_info info;
-	int failed = 0;
+	int failed = ch_dataset_shard(s->ds, k, &sh, err);
 
-	if (ch_dataset_shard(s->ds, k, &sh, err) < 0)
-		return -1;
+	if (failed < 0)
+		return failed;
 	for (uint64_t i = 0; i < ms->samples && !failed; i++) {
 		struct rec *r = &s->recs[ms->first_sample + i];
 
@@ -290,7 +292,7 @@ static int load_shard(struct differ *df, struct side *s, size_t k,
 			r->cls = class_of(df, s, sh, i, info.nfields, err,
 					  &failed);
 	}
-	return failed ? -1 : 0;
+	return failed;
 }
 
 /* A's records; a shard B shares needs no classes (its samples are
@@ -302,9 +304,10 @@ static int load_a(struct differ *df, struct ch_error *err)
 	for (size_t k = 0; k < m->nshards; k++) {
 		if (cancelled(df))
 			return ch_error_set(err, "interrupted");
-		if (load_shard(df, &df->a, k, m->nclasses && !df->a.shared[k],
-			       err) < 0)
-			return -1;
+		int rc = load_shard(df, &df->a, k,
+				    m->nclasses && !df->a.shared[k], err);
+		if (rc < 0)
+			return rc;
 	}
 	return 0;
 }
@@ -321,9 +324,10 @@ static int load_b(struct differ *df, struct ch_error *err)
 		if (cancelled(df))
 			return ch_error_set(err, "interrupted");
 		if (from == SIZE_MAX) {
-			if (load_shard(df, &df->b, k, m->nclasses != 0,
-				       err) < 0)
-				return -1;
+			int rc = load_shard(df, &df->b, k, m->nclasses != 0,
+					    err);
+			if (rc < 0)
+				return rc;
 			continue;
 		}
 		memcpy(&df->b.recs[m->shards[k].first_sample],
@@ -383,11 +387,13 @@ static int alloc_recs(struct side *s, struct ch_error *err)
  * shards they share by sample number: A is sorted only after that. */
 static int load(struct differ *df, struct ch_error *err)
 {
-	if (alloc_recs(&df->a, err) < 0 || alloc_recs(&df->b, err) < 0 ||
-	    load_a(df, err) < 0 || load_b(df, err) < 0 ||
-	    mark_splits(df, &df->a, 1, err) < 0 ||
-	    mark_splits(df, &df->b, 0, err) < 0)
-		return -1;
+	int rc;
+	if ((rc = alloc_recs(&df->a, err)) < 0 ||
+	    (rc = alloc_recs(&df->b, err)) < 0 ||
+	    (rc = load_a(df, err)) < 0 || (rc = load_b(df, err)) < 0 ||
+	    (rc = mark_splits(df, &df->a, 1, err)) < 0 ||
+	    (rc = mark_splits(df, &df->b, 0, err)) < 0)
+		return rc;
 	qsort(df->a.recs, df->a.ds->manifest.samples, sizeof(struct rec),
 	      cmp_rec);
 	qsort(df->b.recs, df->b.ds->manifest.samples, sizeof(struct rec),
@@ -525,9 +531,11 @@ int ch_diff(struct ch_dataset *a, struct ch_dataset *b,
 		ch_error_set(err, "out of memory");
 		goto out;
 	}
-	if (diff_splits(&df, err) < 0 || diff_classes(&df, err) < 0 ||
-	    diff_fields(&df, err) < 0 || find_shared(&df, err) < 0 ||
-	    load(&df, err) < 0 || merge(&df, err) < 0)
+	if ((rc = diff_splits(&df, err)) < 0 ||
+	    (rc = diff_classes(&df, err)) < 0 ||
+	    (rc = diff_fields(&df, err)) < 0 ||
+	    (rc = find_shared(&df, err)) < 0 || (rc = load(&df, err)) < 0 ||
+	    (rc = merge(&df, err)) < 0)
 		goto out;
 	d->equal = is_equal(d);
 	rc = 0;

@@ -4,15 +4,28 @@
 
 #include "chute.h"
 
+static void set_message(struct ch_error *err, const char *fmt, va_list ap)
+{
+	if (err)
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+}
+
 int ch_error_set(struct ch_error *err, const char *fmt, ...)
 {
-	if (err) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-		va_end(ap);
-	}
+	va_list ap;
+	va_start(ap, fmt);
+	set_message(err, fmt, ap);
+	va_end(ap);
 	return -1;
+}
+
+int ch_error_data(struct ch_error *err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	set_message(err, fmt, ap);
+	va_end(ap);
+	return CH_DATA_ERROR;
 }
 
 int ch_error_errno(struct ch_error *err, int errnum, const char *fmt, ...)

@@ -168,8 +168,11 @@ static int put_samples(struct tar_out *t, const struct ch_shard *sh,
 			goto out;
 		}
 		ch_shard_sample(sh, i, &si);
-		if (ch_sample_read(r, sh, i, &data, err) < 0)
+		int got = ch_sample_read(r, sh, i, &data, err);
+		if (got < 0) {
+			rc = got;
 			goto out;
+		}
 		for (uint32_t f = 0; f < si.nfields; f++) {
 			struct ch_field_info fi;
 
@@ -273,9 +276,10 @@ static int export_shard(struct ch_dataset *ds, size_t s,
 		goto out;
 	}
 	t.final = final;
-	if (ch_dataset_shard(ds, s, &sh, err) < 0 ||
-	    tar_open(&t, o->out_dir, name, err) < 0 ||
-	    put_samples(&t, sh, o, err) < 0 || tar_commit(&t, err) < 0)
+	if ((rc = ch_dataset_shard(ds, s, &sh, err)) < 0 ||
+	    (rc = tar_open(&t, o->out_dir, name, err)) < 0 ||
+	    (rc = put_samples(&t, sh, o, err)) < 0 ||
+	    (rc = tar_commit(&t, err)) < 0)
 		goto out;
 	rc = 0;
 out:
@@ -343,10 +347,11 @@ int ch_export(struct ch_dataset *ds, const struct ch_export_opts *o,
 	    ch_mkdir_p(o->out_dir, err) < 0)
 		goto out;
 	for (size_t s = 0; s < ds->manifest.nshards; s++) {
-		if (export_shard(ds, s, o, err) < 0)
+		if ((rc = export_shard(ds, s, o, err)) < 0)
 			goto out;
 		done++;
 	}
+	rc = -1;
 	/* The renames are only durable once the folder itself is synced. */
 	if (ch_fsync_dir(o->out_dir, err) < 0)
 		goto out;

@@ -20,14 +20,16 @@ static int open_single(struct shard_index *ix,
 		       const struct shard_index_loc *loc, struct ch_error *err)
 {
 	uint8_t *stored = malloc(loc->stored_size ? loc->stored_size : 1);
+	int rc;
 	if (!stored)
 		return ch_error_set(err, "out of memory reading the index of "
 				    "'%s'", ix->path);
-	if (read_at(ix, stored, loc->stored_size, 0, err) < 0)
+	if ((rc = read_at(ix, stored, loc->stored_size, 0, err)) < 0)
 		goto fail;
 	if (ch_hash64(stored, loc->stored_size) != loc->hash) {
-		ch_error_set(err, "index checksum mismatch ('%s', byte %llu)",
-			     ix->path, (unsigned long long)ix->at);
+		rc = ch_error_data(err, "index checksum mismatch ('%s', byte "
+				   "%llu)", ix->path,
+				   (unsigned long long)ix->at);
 		goto fail;
 	}
 	if (loc->codec == CHS_INDEX_RAW) {
@@ -35,24 +37,25 @@ static int open_single(struct shard_index *ix,
 		return 0;
 	}
 	if (!(ix->raw = malloc(loc->raw_size ? loc->raw_size : 1))) {
-		ch_error_set(err, "out of memory reading the index of '%s'",
-			     ix->path);
+		rc = ch_error_set(err, "out of memory reading the index of "
+				  "'%s'", ix->path);
 		goto fail;
 	}
 	size_t n = ZSTD_decompress(ix->raw, loc->raw_size, stored,
 				   loc->stored_size);
 	if (ZSTD_isError(n) || n != loc->raw_size) {
-		ch_error_set(err, "cannot decode the index ('%s', byte %llu): "
-			     "%s", ix->path, (unsigned long long)ix->at,
-			     ZSTD_isError(n) ? ZSTD_getErrorName(n)
-					     : "wrong size");
+		rc = ch_error_data(err, "cannot decode the index ('%s', byte "
+				   "%llu): %s", ix->path,
+				   (unsigned long long)ix->at,
+				   ZSTD_isError(n) ? ZSTD_getErrorName(n)
+						   : "wrong size");
 		goto fail;
 	}
 	free(stored);
 	return 0;
 fail:
 	free(stored);
-	return -1;
+	return rc;
 }
 
 /* n bytes at offset off of the stored index: from ix->stored when it is
@@ -72,10 +75,11 @@ static int read_table(struct shard_index *ix,
 		      const struct shard_index_loc *loc, struct ch_error *err)
 {
 	uint8_t h[CHS_PAGE_TABLE_HEADER];
+	int rc;
 	if (loc->stored_size < CHS_PAGE_TABLE_HEADER)
 		goto bad;
-	if (stored_bytes(ix, h, sizeof(h), 0, err) < 0)
-		return -1;
+	if ((rc = stored_bytes(ix, h, sizeof(h), 0, err)) < 0)
+		return rc;
 	uint32_t ps = ix->page_size = ld32(h);
 	ix->npages = ld32(h + 4);
 	uint64_t size = CHS_PAGE_TABLE_HEADER +
@@ -88,12 +92,12 @@ static int read_table(struct shard_index *ix,
 	    !(ix->frame_at = malloc(((size_t)ix->npages + 1) *
 				    sizeof(*ix->frame_at))))
 		return ch_error_set(err, "out of memory");
-	if (stored_bytes(ix, ix->table, size, 0, err) < 0)
-		return -1;
+	if ((rc = stored_bytes(ix, ix->table, size, 0, err)) < 0)
+		return rc;
 	if (ch_hash64(ix->table, size) != loc->hash)
-		return ch_error_set(err, "index checksum mismatch ('%s', byte "
-				    "%llu)", ix->path,
-				    (unsigned long long)ix->at);
+		return ch_error_data(err, "index checksum mismatch ('%s', byte "
+				     "%llu)", ix->path,
+				     (unsigned long long)ix->at);
 	uint64_t at = size;
 	for (uint32_t p = 0; p < ix->npages; p++) {
 		ix->frame_at[p] = at;
@@ -106,8 +110,8 @@ static int read_table(struct shard_index *ix,
 		goto bad;
 	return 0;
 bad:
-	return ch_error_set(err, "bad index page table ('%s', byte %llu)",
-			    ix->path, (unsigned long long)ix->at);
+	return ch_error_data(err, "bad index page table ('%s', byte %llu)",
+			     ix->path, (unsigned long long)ix->at);
 }
 
 /* Checks and decodes page p from its stored bytes; the caller holds the
@@ -117,9 +121,9 @@ static int decode_page(struct shard_index *ix, uint32_t p, const uint8_t *src,
 {
 	uint64_t at = ix->frame_at[p], n = ix->frame_at[p + 1] - at;
 	if (ch_hash64(src, n) != ld64(ENTRY(ix, p) + 8))
-		return ch_error_set(err, "index page %u checksum mismatch "
-				    "('%s', byte %llu)", p, ix->path,
-				    (unsigned long long)(ix->at + at));
+		return ch_error_data(err, "index page %u checksum mismatch "
+				     "('%s', byte %llu)", p, ix->path,
+				     (unsigned long long)(ix->at + at));
 	if (!ix->dctx && !(ix->dctx = ZSTD_createDCtx()))
 		return ch_error_set(err, "out of memory");
 	uint64_t off = (uint64_t)p * ix->page_size;
@@ -127,11 +131,11 @@ static int decode_page(struct shard_index *ix, uint32_t p, const uint8_t *src,
 							  : ix->page_size;
 	size_t got = ZSTD_decompressDCtx(ix->dctx, ix->raw + off, len, src, n);
 	if (ZSTD_isError(got) || got != len)
-		return ch_error_set(err, "cannot decode index page %u ('%s', "
-				    "byte %llu): %s", p, ix->path,
-				    (unsigned long long)(ix->at + at),
-				    ZSTD_isError(got) ? ZSTD_getErrorName(got)
-						      : "wrong size");
+		return ch_error_data(err, "cannot decode index page %u ('%s', "
+				     "byte %llu): %s", p, ix->path,
+				     (unsigned long long)(ix->at + at),
+				     ZSTD_isError(got) ? ZSTD_getErrorName(got)
+						       : "wrong size");
 	atomic_store_explicit(&ix->ready[p], 1, memory_order_release);
 	if (atomic_fetch_sub_explicit(&ix->missing, 1,
 				      memory_order_acq_rel) == 1) {
@@ -151,9 +155,10 @@ static int load_page(struct shard_index *ix, uint32_t p, struct ch_error *err)
 	uint64_t at = ix->frame_at[p], n = ix->frame_at[p + 1] - at;
 	if (ix->stored)
 		return decode_page(ix, p, ix->stored + at, err);
-	if (ch_buf_reserve(&ix->frame, n ? n : 1, err) < 0 ||
-	    read_at(ix, ix->frame.data, n, at, err) < 0)
-		return -1;
+	int rc;
+	if ((rc = ch_buf_reserve(&ix->frame, n ? n : 1, err)) < 0 ||
+	    (rc = read_at(ix, ix->frame.data, n, at, err)) < 0)
+		return rc;
 	return decode_page(ix, p, ix->frame.data, err);
 }
 
@@ -162,16 +167,18 @@ static int open_paged(struct shard_index *ix, const struct shard_index_loc *loc,
 {
 	/* all of it in one read (one request to a remote), unless pages are
 	 * to be read one by one */
+	int rc;
 	if (mode != INDEX_LAZY_READ) {
 		if (!(ix->stored = malloc(loc->stored_size ? loc->stored_size
 							   : 1)))
 			return ch_error_set(err, "out of memory reading the "
 					    "index of '%s'", ix->path);
-		if (read_at(ix, ix->stored, loc->stored_size, 0, err) < 0)
-			return -1;
+		if ((rc = read_at(ix, ix->stored, loc->stored_size, 0,
+				  err)) < 0)
+			return rc;
 	}
-	if (read_table(ix, loc, err) < 0)
-		return -1;
+	if ((rc = read_table(ix, loc, err)) < 0)
+		return rc;
 	/* calloc: untouched pages of a lazy index cost no memory */
 	if (!(ix->raw = calloc(ix->raw_size ? ix->raw_size : 1, 1)) ||
 	    !(ix->ready = calloc(ix->npages ? ix->npages : 1,
@@ -182,8 +189,9 @@ static int open_paged(struct shard_index *ix, const struct shard_index_loc *loc,
 	if (mode != INDEX_WHOLE)
 		return 0;
 	for (uint32_t p = 0; p < ix->npages; p++)
-		if (decode_page(ix, p, ix->stored + ix->frame_at[p], err) < 0)
-			return -1;
+		if ((rc = decode_page(ix, p, ix->stored + ix->frame_at[p],
+				      err)) < 0)
+			return rc;
 	return 0;
 }
 

@@ -55,9 +55,9 @@ static int pread_all(int fd, void *buf, size_t n, uint64_t off,
 					      "cannot read '%s' at byte %llu",
 					      path, (unsigned long long)off);
 		if (k == 0)
-			return ch_error_set(err, "unexpected end of '%s' at "
-					    "byte %llu", path,
-					    (unsigned long long)off);
+			return ch_error_data(err, "unexpected end of '%s' at "
+					     "byte %llu", path,
+					     (unsigned long long)off);
 		p += k;
 		n -= (size_t)k;
 		off += (uint64_t)k;
@@ -72,8 +72,8 @@ static int shard_read(const struct ch_shard *sh, void *buf, size_t n,
 	if (!sh->src.read_at)
 		return pread_all(sh->fd, buf, n, off, sh->path, err);
 	if (off > sh->src.size || n > sh->src.size - off)
-		return ch_error_set(err, "unexpected end of '%s' at byte %llu",
-				    sh->path, (unsigned long long)off);
+		return ch_error_data(err, "unexpected end of '%s' at byte %llu",
+				     sh->path, (unsigned long long)off);
 	return sh->src.read_at(sh->src.arg, buf, n, off, err);
 }
 
@@ -81,31 +81,33 @@ static int read_header(struct ch_shard *sh, uint64_t *dict_hash,
 		       struct ch_error *err)
 {
 	uint8_t h[CHS_HEADER_SIZE];
-	if (shard_read(sh, h, sizeof(h), 0, err) < 0)
-		return -1;
+	int rc = shard_read(sh, h, sizeof(h), 0, err);
+	if (rc < 0)
+		return rc;
 	if (memcmp(h, CHS_MAGIC, 8) != 0)
-		return ch_error_set(err, "not a chute shard: bad magic ('%s', "
-				    "byte 0)", sh->path);
+		return ch_error_data(err, "not a chute shard: bad magic ('%s', "
+				     "byte 0)", sh->path);
 	if (ld64(h + 56) != ch_hash64(h, 56))
-		return ch_error_set(err, "header checksum mismatch ('%s', "
-				    "byte 0)", sh->path);
+		return ch_error_data(err, "header checksum mismatch ('%s', "
+				     "byte 0)", sh->path);
 	if (ld16(h + 8) != CHS_MAJOR)
-		return ch_error_set(err, "unsupported shard version %u.%u "
-				    "('%s', byte 8)", ld16(h + 8),
-				    ld16(h + 10), sh->path);
+		return ch_error_data(err, "unsupported shard version %u.%u "
+				     "('%s', byte 8)", ld16(h + 8),
+				     ld16(h + 10), sh->path);
 	uint32_t flags = ld32(h + 12);
 	uint64_t dict_size = ld64(h + 16);
 	if ((flags & ~CHS_FLAG_DICT) || !(flags & CHS_FLAG_DICT) != !dict_size ||
 	    (!dict_size && ld64(h + 24)))
-		return ch_error_set(err, "bad header flags 0x%x ('%s', byte "
-				    "12)", flags, sh->path);
+		return ch_error_data(err, "bad header flags 0x%x ('%s', byte "
+				     "12)", flags, sh->path);
 	for (int i = 32; i < 56; i++)
 		if (h[i])
-			return ch_error_set(err, "reserved header byte is not "
-					    "zero ('%s', byte %d)", sh->path, i);
+			return ch_error_data(err, "reserved header byte is not "
+					     "zero ('%s', byte %d)", sh->path,
+					     i);
 	if (dict_size > MAX_DICT_SIZE)
-		return ch_error_set(err, "dictionary too large ('%s', byte 16)",
-				    sh->path);
+		return ch_error_data(err, "dictionary too large ('%s', byte 16)",
+				     sh->path);
 	sh->dict_size = (size_t)dict_size;
 	*dict_hash = ld64(h + 24);
 	return 0;
@@ -117,15 +119,16 @@ static int read_dict(struct ch_shard *sh, uint64_t dict_hash,
 	if (!sh->dict_size)
 		return 0;
 	if (CHS_HEADER_SIZE + sh->dict_size > sh->file_size)
-		return ch_error_set(err, "dictionary runs past the end of '%s'",
-				    sh->path);
+		return ch_error_data(err, "dictionary runs past the end of '%s'",
+				     sh->path);
 	if (!(sh->dict = malloc(sh->dict_size)))
 		return ch_error_set(err, "out of memory");
-	if (shard_read(sh, sh->dict, sh->dict_size, CHS_HEADER_SIZE, err) < 0)
-		return -1;
+	int rc = shard_read(sh, sh->dict, sh->dict_size, CHS_HEADER_SIZE, err);
+	if (rc < 0)
+		return rc;
 	if (ch_hash64(sh->dict, sh->dict_size) != dict_hash)
-		return ch_error_set(err, "dictionary checksum mismatch ('%s', "
-				    "byte %d)", sh->path, CHS_HEADER_SIZE);
+		return ch_error_data(err, "dictionary checksum mismatch ('%s', "
+				     "byte %d)", sh->path, CHS_HEADER_SIZE);
 	return 0;
 }
 
@@ -139,15 +142,16 @@ static int read_footer(struct ch_shard *sh, struct footer *ft,
 {
 	uint8_t f[CHS_FOOTER_SIZE];
 	uint64_t at = sh->file_size - CHS_FOOTER_SIZE;
-	if (shard_read(sh, f, sizeof(f), at, err) < 0)
-		return -1;
+	int rc = shard_read(sh, f, sizeof(f), at, err);
+	if (rc < 0)
+		return rc;
 	if (memcmp(f + 56, CHS_FOOTER_MAGIC, 8) != 0)
-		return ch_error_set(err, "bad footer magic: truncated or not a "
-				    "shard ('%s', byte %llu)", sh->path,
-				    (unsigned long long)(at + 56));
+		return ch_error_data(err, "bad footer magic: truncated or not a "
+				     "shard ('%s', byte %llu)", sh->path,
+				     (unsigned long long)(at + 56));
 	if (ld64(f + 48) != ch_hash64(f, 48))
-		return ch_error_set(err, "footer checksum mismatch ('%s', byte "
-				    "%llu)", sh->path, (unsigned long long)at);
+		return ch_error_data(err, "footer checksum mismatch ('%s', byte "
+				     "%llu)", sh->path, (unsigned long long)at);
 	ft->index_offset = ld64(f);
 	ft->index_stored = ld64(f + 8);
 	ft->index_raw = ld64(f + 16);
@@ -158,16 +162,16 @@ static int read_footer(struct ch_shard *sh, struct footer *ft,
 	uint64_t data_start = CHS_HEADER_SIZE + sh->dict_size;
 	if (ft->index_offset < data_start || ft->index_stored > at ||
 	    ft->index_offset != at - ft->index_stored)
-		return ch_error_set(err, "index bounds are inconsistent with the "
-				    "file size ('%s', byte %llu)", sh->path,
-				    (unsigned long long)at);
+		return ch_error_data(err, "index bounds are inconsistent with "
+				     "the file size ('%s', byte %llu)",
+				     sh->path, (unsigned long long)at);
 	if (ft->index_codec > CHS_INDEX_PAGED ||
 	    ft->index_raw / MAX_INDEX_RATIO > ft->index_stored + 65536 ||
 	    (ft->index_codec == CHS_INDEX_RAW &&
 	     ft->index_raw != ft->index_stored))
-		return ch_error_set(err, "bad index codec or size ('%s', byte "
-				    "%llu)", sh->path,
-				    (unsigned long long)(at + 16));
+		return ch_error_data(err, "bad index codec or size ('%s', byte "
+				     "%llu)", sh->path,
+				     (unsigned long long)(at + 16));
 	return 0;
 }
 
@@ -228,9 +232,10 @@ static int map_sections(struct ch_shard *sh, const struct footer *ft,
 {
 	const uint8_t *h = sh->ix.raw;
 	if (ft->index_raw < CHS_INDEX_HEADER_SIZE)
-		return ch_error_set(err, "index too short ('%s')", sh->path);
-	if (shard_index_need(&sh->ix, 0, CHS_INDEX_HEADER_SIZE, err) < 0)
-		return -1;
+		return ch_error_data(err, "index too short ('%s')", sh->path);
+	int rc = shard_index_need(&sh->ix, 0, CHS_INDEX_HEADER_SIZE, err);
+	if (rc < 0)
+		return rc;
 	sh->nsamples = ld64(h);
 	sh->nfields = ld64(h + 8);
 	sh->nblocks = ld32(h + 16);
@@ -239,8 +244,9 @@ static int map_sections(struct ch_shard *sh, const struct footer *ft,
 	uint64_t total = CHS_INDEX_HEADER_SIZE;
 	for (int i = 40; i < CHS_INDEX_HEADER_SIZE; i++)
 		if (h[i])
-			return ch_error_set(err, "reserved index header byte %d "
-					    "is not zero ('%s')", i, sh->path);
+			return ch_error_data(err, "reserved index header byte "
+					     "%d is not zero ('%s')", i,
+					     sh->path);
 	if (sh->nsamples != ft->nsamples || sh->nblocks != ft->nblocks ||
 	    sh->nsamples > UINT32_MAX || sh->nfields > UINT32_MAX ||
 	    keys_size > UINT32_MAX ||
@@ -249,8 +255,8 @@ static int map_sections(struct ch_shard *sh, const struct footer *ft,
 	    add_size(&total, sh->nfields, CHS_FIELD_ENTRY_SIZE) ||
 	    add_size(&total, 1, names_size) || add_size(&total, 1, keys_size) ||
 	    total != ft->index_raw)
-		return ch_error_set(err, "index sections do not add up ('%s', "
-				    "index byte 0)", sh->path);
+		return ch_error_data(err, "index sections do not add up ('%s', "
+				     "index byte 0)", sh->path);
 	sh->blocks = h + CHS_INDEX_HEADER_SIZE;
 	sh->samples = sh->blocks + (size_t)sh->nblocks * CHS_BLOCK_ENTRY_SIZE;
 	sh->fields = sh->samples + sh->nsamples * CHS_SAMPLE_ENTRY_SIZE;
@@ -259,13 +265,13 @@ static int map_sections(struct ch_shard *sh, const struct footer *ft,
 	sh->keys = names + names_size;
 	sh->keys_size = keys_size;
 	if (sh->nnames > names_size)
-		return ch_error_set(err, "bad name table ('%s')", sh->path);
-	if (shard_index_need(&sh->ix, CHS_INDEX_HEADER_SIZE,
-			     (uint64_t)sh->nblocks * CHS_BLOCK_ENTRY_SIZE,
-			     err) < 0 ||
-	    shard_index_need(&sh->ix, (uint64_t)(names - h), names_size,
-			     err) < 0)
-		return -1;
+		return ch_error_data(err, "bad name table ('%s')", sh->path);
+	if ((rc = shard_index_need(&sh->ix, CHS_INDEX_HEADER_SIZE,
+				   (uint64_t)sh->nblocks * CHS_BLOCK_ENTRY_SIZE,
+				   err)) < 0 ||
+	    (rc = shard_index_need(&sh->ix, (uint64_t)(names - h), names_size,
+				   err)) < 0)
+		return rc;
 	sh->names = calloc(sh->nnames ? sh->nnames : 1, sizeof(*sh->names));
 	if (!sh->names)
 		return ch_error_set(err, "out of memory");
@@ -273,19 +279,20 @@ static int map_sections(struct ch_shard *sh, const struct footer *ft,
 	for (uint32_t i = 0; i < sh->nnames; i++) {
 		const uint8_t *z = memchr(names + at, 0, names_size - at);
 		if (!z || z == names + at)
-			return ch_error_set(err, "bad name table ('%s', name "
-					    "%u)", sh->path, i);
+			return ch_error_data(err, "bad name table ('%s', name "
+					     "%u)", sh->path, i);
 		sh->names[i] = (const char *)names + at;
 		at = (size_t)(z - names) + 1;
 		for (uint32_t k = 0; k < i; k++)
 			if (!strcmp(sh->names[k], sh->names[i]))
-				return ch_error_set(err, "field name '%s' appears "
-						    "twice in the name table "
-						    "('%s')", sh->names[i],
-						    sh->path);
+				return ch_error_data(err, "field name '%s' "
+						     "appears twice in the "
+						     "name table ('%s')",
+						     sh->names[i], sh->path);
 	}
 	if (at != names_size)
-		return ch_error_set(err, "bad name table size ('%s')", sh->path);
+		return ch_error_data(err, "bad name table size ('%s')",
+				     sh->path);
 	return rank_names(sh, err);
 }
 
@@ -298,23 +305,23 @@ static int check_blocks(struct ch_shard *sh, const struct footer *ft,
 		ch_shard_block(sh, b, &st);
 		if (st.offset != expect || st.stored_size > ft->index_offset ||
 		    st.offset > ft->index_offset - st.stored_size)
-			return ch_error_set(err, "block %u is out of place "
-					    "('%s', byte %llu)", b, sh->path,
-					    (unsigned long long)st.offset);
+			return ch_error_data(err, "block %u is out of place "
+					     "('%s', byte %llu)", b, sh->path,
+					     (unsigned long long)st.offset);
 		if (st.codec > CH_CODEC_ZSTD_DICT ||
 		    (st.codec == CH_CODEC_ZSTD_DICT && !sh->dict_size) ||
 		    (st.codec == CH_CODEC_RAW && st.raw_size != st.stored_size) ||
 		    (st.stored_size == 0 && st.codec != CH_CODEC_RAW) ||
 		    ld32(sh->blocks + (size_t)b * CHS_BLOCK_ENTRY_SIZE + 36) ||
 		    st.raw_size > MAX_BLOCK_RAW)
-			return ch_error_set(err, "block %u has a bad codec or "
-					    "size ('%s')", b, sh->path);
+			return ch_error_data(err, "block %u has a bad codec or "
+					     "size ('%s')", b, sh->path);
 		expect += st.stored_size;
 	}
 	if (expect != ft->index_offset)
-		return ch_error_set(err, "blocks do not end where the index "
-				    "starts ('%s', byte %llu)", sh->path,
-				    (unsigned long long)expect);
+		return ch_error_data(err, "blocks do not end where the index "
+				     "starts ('%s', byte %llu)", sh->path,
+				     (unsigned long long)expect);
 	return 0;
 }
 
@@ -328,8 +335,8 @@ static int check_sample(const struct ch_shard *sh, uint64_t i,
 	uint64_t offset = ld64(e + 8), size = 0;
 	if (block >= sh->nblocks || nf == 0 || ld16(e + 24) == 0 ||
 	    (uint64_t)first + nf > sh->nfields)
-		return ch_error_set(err, "sample %llu points outside the index "
-				    "('%s')", (unsigned long long)i, sh->path);
+		return ch_error_data(err, "sample %llu points outside the index "
+				     "('%s')", (unsigned long long)i, sh->path);
 	for (uint16_t f = 0; f < nf; f++) {
 		const uint8_t *fe = sh->fields +
 				    (uint64_t)(first + f) * CHS_FIELD_ENTRY_SIZE;
@@ -337,16 +344,16 @@ static int check_sample(const struct ch_shard *sh, uint64_t i,
 		    add_size(&size, 1, ld64(fe)) ||
 		    (f > 0 && sh->name_rank[ld32(fe - 8)] >=
 				      sh->name_rank[ld32(fe + 8)]))
-			return ch_error_set(err, "sample %llu has a bad field "
-					    "('%s')", (unsigned long long)i,
-					    sh->path);
+			return ch_error_data(err, "sample %llu has a bad field "
+					     "('%s')", (unsigned long long)i,
+					     sh->path);
 	}
 	struct ch_block_stat st;
 	ch_shard_block(sh, block, &st);
 	if (offset > st.raw_size || size > st.raw_size - offset)
-		return ch_error_set(err, "sample %llu runs past its block "
-				    "('%s', block %u)", (unsigned long long)i,
-				    sh->path, block);
+		return ch_error_data(err, "sample %llu runs past its block "
+				     "('%s', block %u)", (unsigned long long)i,
+				     sh->path, block);
 	return 0;
 }
 
@@ -356,9 +363,9 @@ static int check_key(const struct ch_shard *sh, uint64_t i,
 	const uint8_t *e = sh->samples + i * CHS_SAMPLE_ENTRY_SIZE;
 	if ((uint64_t)ld32(e + 20) + ld16(e + 24) > sh->keys_size ||
 	    memchr(sh->keys + ld32(e + 20), 0, ld16(e + 24)))
-		return ch_error_set(err, "sample %llu has a key outside the key "
-				    "table or with a NUL byte ('%s')",
-				    (unsigned long long)i, sh->path);
+		return ch_error_data(err, "sample %llu has a key outside the "
+				     "key table or with a NUL byte ('%s')",
+				     (unsigned long long)i, sh->path);
 	return 0;
 }
 
@@ -366,7 +373,7 @@ static int check_samples(struct ch_shard *sh, struct ch_error *err)
 {
 	for (uint64_t i = 0; i < sh->nsamples; i++)
 		if (check_sample(sh, i, err) < 0 || check_key(sh, i, err) < 0)
-			return -1;
+			return CH_DATA_ERROR; /* they only check */
 	return 0;
 }
 
@@ -381,9 +388,10 @@ static int check_key_order(struct ch_shard *sh, struct ch_error *err)
 	for (uint64_t i = 0; i < sh->nsamples; i++) {
 		uint32_t s = ld32(sh->order + 4 * i);
 		if (s >= sh->nsamples || seen[s]) {
-			ch_error_set(err, "key order table is not a permutation "
-				     "('%s', entry %llu)", sh->path,
-				     (unsigned long long)i);
+			rc = ch_error_data(err, "key order table is not a "
+					   "permutation ('%s', entry %llu)",
+					   sh->path,
+					   (unsigned long long)i);
 			goto out;
 		}
 		seen[s] = 1;
@@ -397,9 +405,9 @@ static int check_key_order(struct ch_shard *sh, struct ch_error *err)
 		int c = memcmp(sh->keys + ld32(ea + 20), sh->keys + ld32(eb + 20),
 			       la < lb ? la : lb);
 		if (c > 0 || (c == 0 && la >= lb)) {
-			ch_error_set(err, "keys are not sorted or not unique "
-				     "('%s', entry %llu)", sh->path,
-				     (unsigned long long)i);
+			rc = ch_error_data(err, "keys are not sorted or not "
+					   "unique ('%s', entry %llu)", sh->path,
+					   (unsigned long long)i);
 			goto out;
 		}
 	}
@@ -428,12 +436,13 @@ static int estimate_memory(struct ch_shard *sh, uint64_t *bytes,
 	struct footer ft;
 	uint64_t dict_hash;
 	if (sh->file_size < CHS_HEADER_SIZE + CHS_FOOTER_SIZE)
-		return ch_error_set(err, "not a chute shard: only %llu bytes "
-				    "('%s')", (unsigned long long)sh->file_size,
-				    sh->path);
-	if (read_header(sh, &dict_hash, err) < 0 ||
-	    read_footer(sh, &ft, err) < 0)
-		return -1;
+		return ch_error_data(err, "not a chute shard: only %llu bytes "
+				     "('%s')", (unsigned long long)sh->file_size,
+				     sh->path);
+	int rc;
+	if ((rc = read_header(sh, &dict_hash, err)) < 0 ||
+	    (rc = read_footer(sh, &ft, err)) < 0)
+		return rc;
 	struct shard_index_loc loc = index_loc(&ft);
 	/* a shard from a byte source is opened holding its stored index */
 	*bytes = sizeof(*sh) + sh->dict_size + ft.nsamples / 8 + 1 +
@@ -452,9 +461,9 @@ int ch_shard_open_memory(const char *path, uint64_t *bytes,
 		return ch_error_errno(err, errno, "cannot open '%s'", path);
 	if (fstat(sh.fd, &st) < 0)
 		ch_error_errno(err, errno, "cannot stat '%s'", path);
-	else if (sh.file_size = (uint64_t)st.st_size,
-		 estimate_memory(&sh, bytes, err) == 0)
-		rc = 0;
+	else
+		sh.file_size = (uint64_t)st.st_size,
+		rc = estimate_memory(&sh, bytes, err);
 	close(sh.fd);
 	return rc;
 }
@@ -474,8 +483,10 @@ static int check_index(struct ch_shard *sh, struct ch_error *err)
 {
 	if (atomic_load(&sh->ix.missing))
 		return 0;
-	if (check_samples(sh, err) < 0 || check_key_order(sh, err) < 0)
-		return -1;
+	int rc;
+	if ((rc = check_samples(sh, err)) < 0 ||
+	    (rc = check_key_order(sh, err)) < 0)
+		return rc;
 	sh->all_checked = 1;
 	return 0;
 }
@@ -487,15 +498,18 @@ static int load_shard(struct ch_shard *sh, struct ch_error *err)
 	uint64_t dict_hash = 0;
 	sh->serial = open_serial();
 	if (sh->file_size < CHS_HEADER_SIZE + CHS_FOOTER_SIZE)
-		return ch_error_set(err, "not a chute shard: only %llu bytes "
-				    "('%s')", (unsigned long long)sh->file_size,
-				    sh->path);
-	if (read_header(sh, &dict_hash, err) < 0 ||
-	    read_dict(sh, dict_hash, err) < 0 ||
-	    read_footer(sh, &ft, err) < 0 || load_index(sh, &ft, err) < 0 ||
-	    map_sections(sh, &ft, err) < 0 || check_blocks(sh, &ft, err) < 0 ||
-	    check_index(sh, err) < 0)
-		return -1;
+		return ch_error_data(err, "not a chute shard: only %llu bytes "
+				     "('%s')", (unsigned long long)sh->file_size,
+				     sh->path);
+	int rc;
+	if ((rc = read_header(sh, &dict_hash, err)) < 0 ||
+	    (rc = read_dict(sh, dict_hash, err)) < 0 ||
+	    (rc = read_footer(sh, &ft, err)) < 0 ||
+	    (rc = load_index(sh, &ft, err)) < 0 ||
+	    (rc = map_sections(sh, &ft, err)) < 0 ||
+	    (rc = check_blocks(sh, &ft, err)) < 0 ||
+	    (rc = check_index(sh, err)) < 0)
+		return rc;
 	/* a lazy shard's samples are checked as they are prepared */
 	if (!sh->all_checked &&
 	    !(sh->checked = calloc(sh->nsamples / 8 + 1, 1)))
@@ -514,6 +528,7 @@ int ch_shard_open_flags(struct ch_shard **out, const char *path,
 			src->release(src->arg);
 		return ch_error_set(err, "out of memory");
 	}
+	int rc = -1;
 	sh->flags = flags;
 	sh->fd = -1;
 	if (src) {
@@ -532,13 +547,13 @@ int ch_shard_open_flags(struct ch_shard **out, const char *path,
 		}
 		sh->file_size = (uint64_t)st.st_size;
 	}
-	if (load_shard(sh, err) < 0)
+	if ((rc = load_shard(sh, err)) < 0)
 		goto fail;
 	*out = sh;
 	return 0;
 fail:
 	ch_shard_close(sh);
-	return -1;
+	return rc;
 }
 
 int ch_shard_open(struct ch_shard **out, const char *path,
@@ -560,21 +575,22 @@ static int need_sample(const struct ch_shard *sh, uint64_t i,
 {
 	struct shard_index *ix = (struct shard_index *)&sh->ix;
 	uint64_t base = (uint64_t)(sh->samples - ix->raw);
-	if (shard_index_need(ix, base + i * CHS_SAMPLE_ENTRY_SIZE,
-			     CHS_SAMPLE_ENTRY_SIZE, err) < 0)
-		return -1;
+	int rc = shard_index_need(ix, base + i * CHS_SAMPLE_ENTRY_SIZE,
+				  CHS_SAMPLE_ENTRY_SIZE, err);
+	if (rc < 0)
+		return rc;
 	const uint8_t *e = sh->samples + i * CHS_SAMPLE_ENTRY_SIZE;
 	uint64_t first = ld32(e + 28), nf = ld16(e + 26);
 	uint64_t key = ld32(e + 20), key_len = ld16(e + 24);
 	if (first + nf <= sh->nfields &&
-	    shard_index_need(ix, (uint64_t)(sh->fields - ix->raw) +
-					 first * CHS_FIELD_ENTRY_SIZE,
-			     nf * CHS_FIELD_ENTRY_SIZE, err) < 0)
-		return -1;
+	    (rc = shard_index_need(ix, (uint64_t)(sh->fields - ix->raw) +
+					       first * CHS_FIELD_ENTRY_SIZE,
+				   nf * CHS_FIELD_ENTRY_SIZE, err)) < 0)
+		return rc;
 	if (key + key_len <= sh->keys_size &&
-	    shard_index_need(ix, (uint64_t)(sh->keys - ix->raw) + key,
-			     key_len, err) < 0)
-		return -1;
+	    (rc = shard_index_need(ix, (uint64_t)(sh->keys - ix->raw) + key,
+				   key_len, err)) < 0)
+		return rc;
 	return 0;
 }
 
@@ -591,9 +607,11 @@ int ch_shard_prepare(const struct ch_shard *sh, uint64_t i,
 	unsigned char bit = (unsigned char)(1u << (i % 8));
 	if (atomic_load_explicit(byte, memory_order_acquire) & bit)
 		return 0;
-	if (need_sample(sh, i, err) < 0 || check_sample(sh, i, err) < 0 ||
-	    check_key(sh, i, err) < 0)
-		return -1;
+	int rc;
+	if ((rc = need_sample(sh, i, err)) < 0 ||
+	    (rc = check_sample(sh, i, err)) < 0 ||
+	    (rc = check_key(sh, i, err)) < 0)
+		return rc;
 	atomic_fetch_or_explicit(byte, bit, memory_order_release);
 	return 0;
 }
@@ -602,8 +620,9 @@ int ch_shard_load_index(struct ch_shard *sh, struct ch_error *err)
 {
 	if (sh->all_checked)
 		return 0;
-	if (shard_index_need(&sh->ix, 0, sh->ix.raw_size, err) < 0)
-		return -1;
+	int rc = shard_index_need(&sh->ix, 0, sh->ix.raw_size, err);
+	if (rc < 0)
+		return rc;
 	return check_index(sh, err);
 }
 
@@ -758,8 +777,8 @@ static int decode_block(struct ch_block_reader *r, const struct ch_shard *sh,
 			r->ddict_shard = r->ddict ? sh : NULL;
 			r->ddict_serial = sh->serial;
 			if (!r->ddict)
-				return ch_error_set(err, "bad dictionary in '%s'",
-						    sh->path);
+				return ch_error_data(err, "bad dictionary in "
+						     "'%s'", sh->path);
 		}
 		n = ZSTD_decompress_usingDDict(r->dctx, dst, st->raw_size,
 					       r->stored.data, st->stored_size,
@@ -769,11 +788,11 @@ static int decode_block(struct ch_block_reader *r, const struct ch_shard *sh,
 					r->stored.data, st->stored_size);
 	}
 	if (ZSTD_isError(n) || n != st->raw_size)
-		return ch_error_set(err, "cannot decode block %u ('%s', byte "
-				    "%llu): %s", b, sh->path,
-				    (unsigned long long)st->offset,
-				    ZSTD_isError(n) ? ZSTD_getErrorName(n)
-						    : "wrong size");
+		return ch_error_data(err, "cannot decode block %u ('%s', byte "
+				     "%llu): %s", b, sh->path,
+				     (unsigned long long)st->offset,
+				     ZSTD_isError(n) ? ZSTD_getErrorName(n)
+				     : "wrong size");
 	return 0;
 }
 
@@ -782,8 +801,9 @@ static int decode_block(struct ch_block_reader *r, const struct ch_shard *sh,
 static int read_checked(const struct ch_shard *sh, uint8_t *buf, size_t n,
 			uint64_t off, uint64_t hash, struct ch_error *err)
 {
-	if (shard_read(sh, buf, n, off, err) < 0)
-		return -1;
+	int rc = shard_read(sh, buf, n, off, err);
+	if (rc < 0)
+		return rc;
 	if (!sh->src.read_at || ch_hash64(buf, n) == hash)
 		return 0;
 	return shard_read(sh, buf, n, off, err);
@@ -797,16 +817,18 @@ static int read_stored(struct ch_block_reader *r, const struct ch_shard *sh,
 	if (b >= sh->nblocks)
 		return ch_error_set(err, "no block %u in '%s'", b, sh->path);
 	ch_shard_block(sh, b, st);
-	if (ch_buf_reserve(&r->stored, st->stored_size ? st->stored_size : 1,
-			   err) < 0 ||
-	    read_checked(sh, r->stored.data, st->stored_size, st->offset,
-			 st->hash, err) < 0)
-		return -1;
+	int rc;
+	if ((rc = ch_buf_reserve(&r->stored,
+				 st->stored_size ? st->stored_size : 1,
+				 err)) < 0 ||
+	    (rc = read_checked(sh, r->stored.data, st->stored_size,
+			       st->offset, st->hash, err)) < 0)
+		return rc;
 	if (ch_hash64(r->stored.data, st->stored_size) != st->hash)
-		return ch_error_set(err, "checksum mismatch in block %u ('%s', "
-				    "byte %llu)%s", b, sh->path,
-				    (unsigned long long)st->offset,
-				    sh->src.read_at ? ", read twice" : "");
+		return ch_error_data(err, "checksum mismatch in block %u ('%s', "
+				     "byte %llu)%s", b, sh->path,
+				     (unsigned long long)st->offset,
+				     sh->src.read_at ? ", read twice" : "");
 	return 0;
 }
 
@@ -822,15 +844,16 @@ int ch_block_read(struct ch_block_reader *r, const struct ch_shard *sh,
 	}
 	r->cached_shard = NULL;
 	struct ch_block_stat st;
-	if (read_stored(r, sh, b, &st, err) < 0)
-		return -1;
+	int rc = read_stored(r, sh, b, &st, err);
+	if (rc < 0)
+		return rc;
 	if (st.codec == CH_CODEC_RAW) {
 		r->cached_data = r->stored.data;
 	} else {
-		if (ch_buf_reserve(&r->raw, st.raw_size ? st.raw_size : 1,
-				   err) < 0 ||
-		    decode_block(r, sh, b, &st, r->raw.data, err) < 0)
-			return -1;
+		if ((rc = ch_buf_reserve(&r->raw, st.raw_size ? st.raw_size : 1,
+					 err)) < 0 ||
+		    (rc = decode_block(r, sh, b, &st, r->raw.data, err)) < 0)
+			return rc;
 		r->cached_data = r->raw.data;
 	}
 	r->cached_size = st.raw_size;
@@ -847,17 +870,18 @@ int ch_block_read_owned(struct ch_block_reader *r, const struct ch_shard *sh,
 			struct ch_error *err)
 {
 	struct ch_block_stat st;
-	if (read_stored(r, sh, b, &st, err) < 0)
-		return -1;
+	int rc = read_stored(r, sh, b, &st, err);
+	if (rc < 0)
+		return rc;
 	uint8_t *out = malloc(st.raw_size ? st.raw_size : 1);
 	if (!out)
 		return ch_error_set(err, "out of memory (%llu bytes)",
 				    (unsigned long long)st.raw_size);
 	if (st.codec == CH_CODEC_RAW) {
 		memcpy(out, r->stored.data, st.raw_size);
-	} else if (decode_block(r, sh, b, &st, out, err) < 0) {
+	} else if ((rc = decode_block(r, sh, b, &st, out, err)) < 0) {
 		free(out);
-		return -1;
+		return rc;
 	}
 	*data = out;
 	*size = st.raw_size;
@@ -867,14 +891,15 @@ int ch_block_read_owned(struct ch_block_reader *r, const struct ch_shard *sh,
 int ch_sample_read(struct ch_block_reader *r, const struct ch_shard *sh,
 		   uint64_t i, const uint8_t **data, struct ch_error *err)
 {
-	if (ch_shard_prepare(sh, i, err) < 0)
-		return -1;
+	int rc = ch_shard_prepare(sh, i, err);
+	if (rc < 0)
+		return rc;
 	struct ch_sample_info si;
 	const uint8_t *block;
 	size_t size;
 	ch_shard_sample(sh, i, &si);
-	if (ch_block_read(r, sh, si.block, &block, &size, err) < 0)
-		return -1;
+	if ((rc = ch_block_read(r, sh, si.block, &block, &size, err)) < 0)
+		return rc;
 	*data = block + si.offset;
 	return 0;
 }
@@ -902,8 +927,9 @@ int ch_sample_fetch(struct ch_block_reader *r, const struct ch_shard *sh,
 {
 	struct ch_sample_info si;
 	struct ch_block_stat st;
-	if (ch_shard_prepare(sh, i, err) < 0)
-		return -1;
+	int rc = ch_shard_prepare(sh, i, err);
+	if (rc < 0)
+		return rc;
 	ch_shard_sample(sh, i, &si);
 	ch_shard_block(sh, si.block, &st);
 	if (st.codec != CH_CODEC_RAW ||
@@ -912,18 +938,18 @@ int ch_sample_fetch(struct ch_block_reader *r, const struct ch_shard *sh,
 		return ch_sample_read(r, sh, i, data, err);
 	/* a raw block: read just the sample, vouched for by its own hash */
 	uint64_t at = st.offset + si.offset;
-	if (ch_buf_reserve(&r->sample, si.size ? si.size : 1, err) < 0 ||
-	    shard_read(sh, r->sample.data, si.size, at, err) < 0)
-		return -1;
+	if ((rc = ch_buf_reserve(&r->sample, si.size ? si.size : 1, err)) < 0 ||
+	    (rc = shard_read(sh, r->sample.data, si.size, at, err)) < 0)
+		return rc;
 	if (sh->src.read_at && ch_sample_hash(sh, i, r->sample.data) != si.hash &&
-	    shard_read(sh, r->sample.data, si.size, at, err) < 0)
-		return -1; /* a network copy gets a second chance */
+	    (rc = shard_read(sh, r->sample.data, si.size, at, err)) < 0)
+		return rc; /* a network copy gets a second chance */
 	if (ch_sample_hash(sh, i, r->sample.data) != si.hash)
-		return ch_error_set(err, "content hash mismatch in sample "
-				    "'%.*s' of block %u ('%s', byte %llu)",
-				    (int)(si.key_len > 200 ? 200 : si.key_len),
-				    si.key, si.block, sh->path,
-				    (unsigned long long)at);
+		return ch_error_data(err, "content hash mismatch in sample "
+				     "'%.*s' of block %u ('%s', byte %llu)",
+				     (int)(si.key_len > 200 ? 200 : si.key_len),
+				     si.key, si.block, sh->path,
+				     (unsigned long long)at);
 	*data = r->sample.data;
 	return 0;
 }

@@ -98,7 +98,7 @@ static int open_slot(struct ch_shard_table *t, size_t k, struct ch_error *err)
 	sl->opening = 0;
 	pthread_cond_broadcast(&t->opened);
 	if (rc < 0)
-		return -1;
+		return rc;
 	sl->sh = sh;
 	sl->bytes = ch_shard_memory(sh);
 	t->used += sl->bytes;
@@ -116,8 +116,9 @@ int ch_shard_table_pin(struct ch_shard_table *t, size_t k, int wait,
 	pthread_mutex_lock(&t->lock);
 	while (!sl->sh) {
 		if (!sl->opening) {
-			if (open_slot(t, k, err) < 0)
-				rc = -1;
+			int got = open_slot(t, k, err);
+			if (got < 0)
+				rc = got;
 			break;
 		}
 		if (!wait) {

@@ -7,6 +7,12 @@
  * Every wait is a futex wait with a timeout of CHUTE_SHM_WAIT_MS, after
  * which the producer checks the consumer is alive and *cancel is clear:
  * nothing spins, and a dead consumer is noticed within a wait.
+ *
+ * The consumer maps the ring writable, so nothing chute reads back from it
+ * is trusted: the layout comes from chute's own copy (struct ch_shm_ring),
+ * and what the consumer may write (its pid, closed, slot states) is
+ * checked before use.  A consumer that writes anything else ends its own
+ * stream with an error, never chute's memory.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +38,9 @@ struct ch_shm_ring {
 	size_t size;
 	struct chute_shm_header *h;
 	struct chute_shm_slot *slots;
+	/* what chute published, kept here: the consumer can rewrite the
+	 * header, chute never reads its layout back */
+	struct chute_shm_header published;
 	uint64_t seq;		/* next frame */
 	uint32_t consumer;	/* its pid once it claimed the ring, else 0 */
 	int consumer_fd;	/* pidfd of the consumer, or -1 */
@@ -49,7 +58,7 @@ int ch_shm_ring_check_name(const char *name, struct ch_error *err)
 
 uint64_t ch_shm_ring_slot_size(const struct ch_shm_ring *r)
 {
-	return r->h->slot_size;
+	return r->published.slot_size;
 }
 
 /* ------------------------------------------------------------------ */
@@ -112,7 +121,7 @@ static int open_segment(struct ch_shm_ring *r, struct ch_error *err)
 static int pin(struct ch_shm_ring *r, struct ch_error *err)
 {
 	if (mlock(r->map, r->size) == 0) {
-		r->h->flags |= CHUTE_SHM_PINNED;
+		r->published.flags |= CHUTE_SHM_PINNED;
 		return 0;
 	}
 	int e = errno;
@@ -129,19 +138,27 @@ static int pin(struct ch_shm_ring *r, struct ch_error *err)
 			      r->name);
 }
 
-/* The header, the magic last: a consumer that maps the segment before it
- * is ready sees no magic and waits. */
+/* The header from chute's copy, the magic last: a consumer that maps the
+ * segment before it is ready sees no magic and waits. */
 static void publish(struct ch_shm_ring *r, const struct ch_shm_ring_opts *o,
 		    uint64_t slot_size, uint64_t data_offset)
 {
-	struct chute_shm_header *h = r->h;
+	struct chute_shm_header *own = &r->published, *h = r->h;
 	uint32_t magic;
-	h->version = CHUTE_SHM_VERSION;
-	h->nslots = o->slots;
-	h->slot_size = slot_size;
-	h->data_offset = data_offset;
+	own->version = CHUTE_SHM_VERSION;
+	own->nslots = o->slots;
+	own->slot_size = slot_size;
+	own->data_offset = data_offset;
+	own->producer_pid = (uint32_t)getpid();
+	h->version = own->version;
+	h->nslots = own->nslots;
+	h->flags = own->flags;
+	h->slot_size = own->slot_size;
+	h->data_offset = own->data_offset;
+	h->producer_pid = own->producer_pid;
 	r->slots = (struct chute_shm_slot *)(r->map + CHUTE_SHM_SLOTS_AT);
 	memcpy(&magic, CHUTE_SHM_MAGIC, 4);
+	memcpy(own->magic, &magic, 4);
 	chute_shm_store((uint32_t *)h->magic, magic);
 }
 
@@ -208,13 +225,63 @@ fail:
 /* ------------------------------------------------------------------ */
 /* Frames                                                               */
 
-/* 0 while the consumer (if one has claimed the ring) lives. */
+/* The header fields only chute writes, by name, at their offsets. */
+static const struct {
+	const char *name;
+	size_t at, size;
+} producer_fields[] = {
+#define FIELD(f) { #f, offsetof(struct chute_shm_header, f),                \
+		   sizeof(((struct chute_shm_header *)0)->f) }
+	FIELD(magic), FIELD(version), FIELD(nslots), FIELD(flags),
+	FIELD(slot_size), FIELD(data_offset), FIELD(producer_pid),
+#undef FIELD
+};
+
+/* 0 if the consumer left the header chute published as it was: a
+ * consumer that rewrites it reads a ring that is not chute's. */
+static int check_header(const struct ch_shm_ring *r, struct ch_error *err)
+{
+	const uint8_t *now = (const uint8_t *)r->h;
+	const uint8_t *was = (const uint8_t *)&r->published;
+	for (size_t i = 0; i < sizeof producer_fields / sizeof *producer_fields;
+	     i++) {
+		size_t at = producer_fields[i].at;
+		if (memcmp(now + at, was + at, producer_fields[i].size))
+			return ch_error_set(err, "the consumer of ring '%s' "
+					    "overwrote its header (%s, byte "
+					    "%zu): the stream stops", r->name,
+					    producer_fields[i].name, at);
+	}
+	return 0;
+}
+
+/* The pid a consumer claimed the ring with, if it can be one: kill()
+ * takes 0 and negative numbers as process groups, and chute is not its
+ * own consumer. */
+static int check_consumer_pid(const struct ch_shm_ring *r, uint32_t pid,
+			      struct ch_error *err)
+{
+	if (pid <= (uint32_t)INT32_MAX && pid != (uint32_t)getpid())
+		return 0;
+	return ch_error_set(err, "the consumer of ring '%s' wrote %u as its "
+			    "pid (byte %zu), which is not a consumer's process "
+			    "id", r->name, pid,
+			    offsetof(struct chute_shm_header, consumer_pid));
+}
+
+/* 0 while the consumer (if one has claimed the ring) lives and leaves the
+ * header alone. */
 static int check_consumer(struct ch_shm_ring *r, struct ch_error *err)
 {
+	if (check_header(r, err) < 0)
+		return -1;
 	if (!r->consumer) {
-		r->consumer = chute_shm_load(&r->h->consumer_pid);
-		if (!r->consumer)
+		uint32_t pid = chute_shm_load(&r->h->consumer_pid);
+		if (!pid)
 			return 0;
+		if (check_consumer_pid(r, pid, err) < 0)
+			return -1;
+		r->consumer = pid;
 		r->consumer_fd = chute_shm_pidfd(r->consumer);
 	}
 	if (chute_shm_alive(r->consumer, r->consumer_fd))
@@ -231,11 +298,12 @@ static int check_cancel(const struct ch_shm_ring *r, struct ch_error *err)
 	return 0;
 }
 
-/* Waits for slot s to be free: 0, 1 when the consumer closed the ring,
- * -1 on error. */
-static int wait_free(struct ch_shm_ring *r, struct chute_shm_slot *s,
-		     struct ch_error *err)
+/* Waits for slot i to be free: 0, 1 when the consumer closed the ring,
+ * -1 on error.  chute left the slot ready (or never used it): the
+ * consumer may only free it. */
+static int wait_free(struct ch_shm_ring *r, uint32_t i, struct ch_error *err)
 {
+	struct chute_shm_slot *s = &r->slots[i];
 	for (;;) {
 		uint32_t state = chute_shm_load(&s->state);
 		/* closed is set before the consumer frees its slots */
@@ -243,6 +311,13 @@ static int wait_free(struct ch_shm_ring *r, struct chute_shm_slot *s,
 			return 1;
 		if (state == CHUTE_SHM_FREE)
 			return 0;
+		if (state != CHUTE_SHM_READY)
+			return ch_error_set(err, "the consumer of ring '%s' "
+					    "wrote state %u into slot %u (byte "
+					    "%llu), which only chute sets: the "
+					    "stream stops", r->name, state, i,
+					    (unsigned long long)
+					    (CHUTE_SHM_SLOTS_AT + 64ull * i));
 		if (check_cancel(r, err) < 0 || check_consumer(r, err) < 0)
 			return -1;
 		chute_shm_wait(&s->state, state, CHUTE_SHM_WAIT_MS);
@@ -252,26 +327,26 @@ static int wait_free(struct ch_shm_ring *r, struct chute_shm_slot *s,
 int ch_shm_ring_put(struct ch_shm_ring *r, const void *frame, size_t size,
 		    struct ch_error *err)
 {
-	struct chute_shm_header *h = r->h;
-	uint32_t i = (uint32_t)(r->seq % h->nslots);
+	const struct chute_shm_header *own = &r->published;
+	uint32_t i = (uint32_t)(r->seq % own->nslots);
 	struct chute_shm_slot *s = &r->slots[i];
-	if (size > h->slot_size)
+	if (size > own->slot_size)
 		return ch_error_set(err, "a frame of %zu bytes does not fit the "
 				    "slots of ring '%s' (%llu bytes): give a "
 				    "larger --slot-size", size, r->name,
-				    (unsigned long long)h->slot_size);
+				    (unsigned long long)own->slot_size);
 	if (check_consumer(r, err) < 0)
 		return -1;
-	int rc = wait_free(r, s, err);
+	int rc = wait_free(r, i, err);
 	if (rc != 0)
 		return rc;
-	memcpy(r->map + h->data_offset + (uint64_t)i * h->slot_size, frame,
+	memcpy(r->map + own->data_offset + (uint64_t)i * own->slot_size, frame,
 	       size);
 	s->seq = r->seq;
 	s->size = size;
 	chute_shm_store(&s->state, CHUTE_SHM_READY);
 	chute_shm_wake(&s->state);
-	__atomic_store_n(&h->frames, ++r->seq, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->h->frames, ++r->seq, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -281,7 +356,7 @@ int ch_shm_ring_put(struct ch_shm_ring *r, const void *frame, size_t size,
 static void end_with(struct ch_shm_ring *r, uint32_t status, uint32_t mark)
 {
 	chute_shm_store(&r->h->status, status);
-	for (uint32_t i = 0; i < r->h->nslots; i++) {
+	for (uint32_t i = 0; i < r->published.nslots; i++) {
 		uint32_t want = CHUTE_SHM_FREE;
 		if (__atomic_compare_exchange_n(&r->slots[i].state, &want, mark,
 						0, __ATOMIC_ACQ_REL,

@@ -267,7 +267,7 @@ static void *work(void *arg)
 			j->data_error = 1; /* the data will not fit the format */
 		if (rc == 0 && (rc = ch_batch_fill(w->reader, &j->data,
 						   j->out.data, &j->err)) < 0)
-			j->data_error = 1;
+			j->data_error = rc == CH_DATA_ERROR;
 		double t2 = now();
 		pthread_mutex_lock(&s->lock);
 		s->busy--;
@@ -420,8 +420,9 @@ static int check_index_memory(const struct ch_dataset *ds,
 		return 0;
 	for (size_t k = 0; k < ds->manifest.nshards; k++) {
 		uint64_t bytes = 0;
-		if (ch_dataset_shard_memory(ds, k, &bytes, err) < 0)
-			return -1;
+		int rc = ch_dataset_shard_memory(ds, k, &bytes, err);
+		if (rc < 0)
+			return rc;
 		total += bytes;
 	}
 	if (total <= o->index_memory)
@@ -487,9 +488,13 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 		}
 	}
 	/* the planner first: it tells a remote dataset how it will be read */
-	if (planner_init(&s.planner, ds, &s.split, o, err) < 0 ||
-	    check_index_memory(ds, o, err) < 0)
+	if (planner_init(&s.planner, ds, &s.split, o, err) < 0)
 		goto out;
+	int got = check_index_memory(ds, o, err);
+	if (got < 0) {
+		st->data_error = got == CH_DATA_ERROR;
+		goto out;
+	}
 	if (o->ntransforms &&
 	    ch_transforms_parse(o->transforms, o->ntransforms, o->eval,
 				&tx, err) < 0)

@@ -36,7 +36,7 @@ int ch_shard_table_new(struct ch_shard_table **out,
 void ch_shard_table_free(struct ch_shard_table *t);
 /* Pins shard k, opening it if no thread has it open.  Returns 1 when
  * pinned; 0 (wait = 0 only) when another thread is opening it right now;
- * -1 on error. */
+ * -1 on error (CH_DATA_ERROR when the shard failed a check). */
 int ch_shard_table_pin(struct ch_shard_table *t, size_t k, int wait,
 		       struct ch_shard **out, struct ch_error *err);
 void ch_shard_table_unpin(struct ch_shard_table *t, size_t k);

@@ -246,9 +246,10 @@ static int hold_block(struct ch_batch_reader *r, const struct ch_shard *sh,
 	if (h->data && h->block == block)
 		return 0;
 	drop_block(r, h);
-	if (ch_block_cache_get(r->sh->cache, r->blocks, sh, block, &h->data,
-			       &h->pin, err) < 0)
-		return -1;
+	int rc = ch_block_cache_get(r->sh->cache, r->blocks, sh, block,
+				    &h->data, &h->pin, err);
+	if (rc < 0)
+		return rc;
 	h->block = block;
 	return 0;
 }
@@ -267,8 +268,9 @@ static int fetch(struct ch_batch_reader *r, const struct ch_shard *sh,
 			*cached = 0;
 			return ch_sample_fetch(r->blocks, sh, local, data, err);
 		}
-		if (hold_block(r, sh, si->block, h, err) < 0)
-			return -1;
+		int rc = hold_block(r, sh, si->block, h, err);
+		if (rc < 0)
+			return rc;
 	}
 	*data = h->data + si->offset;
 	return 0;
@@ -282,18 +284,18 @@ static int read_one(struct ch_batch_reader *r, struct ch_batch_data *b,
 {
 	struct ch_sample_info si;
 	const uint8_t *data;
-	int cached;
-	if (ch_shard_prepare(sh, sl->local, err) < 0) {
+	int cached, got = ch_shard_prepare(sh, sl->local, err);
+	if (got < 0) {
 		if (r->sh->skip_corrupt)
 			return 1;
-		b->data_error = 1;
+		b->data_error = got == CH_DATA_ERROR;
 		return -1;
 	}
 	ch_shard_sample(sh, sl->local, &si);
-	if (fetch(r, sh, sl->local, &si, h, &data, &cached, err) < 0) {
+	if ((got = fetch(r, sh, sl->local, &si, h, &data, &cached, err)) < 0) {
 		if (r->sh->skip_corrupt)
 			return 1;
-		b->data_error = 1;
+		b->data_error = got == CH_DATA_ERROR;
 		size_t n = strlen(err->msg);
 		snprintf(err->msg + n, sizeof(err->msg) - n, " (sample '%.*s')",
 			 (int)(si.key_len > 200 ? 200 : si.key_len), si.key);
@@ -389,6 +391,8 @@ static int read_group(struct ch_batch_reader *r, struct ch_batch_data *b,
 	size_t k = b->slots[b->order[from]].shard;
 	struct ch_shard *sh;
 	int rc = ch_shard_table_pin(r->sh->shards, k, wait, &sh, err);
+	if (rc < 0) /* a shard that will not open */
+		b->data_error = rc == CH_DATA_ERROR;
 	if (rc <= 0)
 		return rc < 0 ? -1 : 1;
 	warm_group(r, b, sh, from, to);
@@ -665,8 +669,9 @@ int ch_batch_fill(struct ch_batch_reader *r, struct ch_batch_data *b,
 		size_t k = b->slots[b->order[i]].shard;
 		struct ch_shard *sh;
 		struct held_block held = { 0 };
-		if (ch_shard_table_pin(r->sh->shards, k, 1, &sh, err) < 0)
-			return -1;
+		int pinned = ch_shard_table_pin(r->sh->shards, k, 1, &sh, err);
+		if (pinned < 0)
+			return pinned;
 		for (; i < m && rc == 0 && b->slots[b->order[i]].shard == k; i++) {
 			const struct ch_read_slot *sl = &b->slots[b->order[i]];
 			rc = hold_block(r, sh, sl->block, &held, err);

@@ -320,6 +320,21 @@ dict_fuzz_jpeg() {
 	printf '"\\xff\\x00"\n"\\xff\\xff"\n"\\xff\\xdd\\x00\\x04\\x00\\x01"\n'
 }
 
+# Moves of a ring of 2 slots (fuzz_shm_ring: byte 0 the slots, then OP AT
+# VALUE): a consumer that plays by the rules to the end, and ones that
+# rewrite nslots, a slot state, their pid and the closed word.
+seed_fuzz_shm_ring() {
+	local dir=$1 put='\001\000\100\000' free0='\004\200\000\000'
+	printf "\\001$put$free0$put"'\004\013\001\000\002\000\000\000' \
+		>"$dir/by-the-rules"
+	printf "\\001$put"'\000\002\377\377'"$put"'\003\000\000\000' \
+		>"$dir/nslots"
+	printf "\\001$put"'\004\200\007\000'"$put$put" >"$dir/slot-state"
+	printf '\001\000\011\377\377'"$put$put" >"$dir/consumer-pid"
+	printf "\\000$put"'\004\013\001\000'"$put"'\002\000\000\000' \
+		>"$dir/closed"
+}
+
 # ------------------------------------------------------------------ #
 # Run                                                                  #
 

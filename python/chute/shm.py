@@ -208,8 +208,14 @@ class ShmRing:
         if taken:
             raise ShmError("ring %r already has a consumer (pid %d): one "
                            "consumer per ring" % (self.name, taken))
-        words[_W_CONSUMER] = os.getpid()
         self.producer = int(words[_W_PRODUCER])
+        # kill() and pidfd_open() read 0 and numbers past a pid_t as
+        # something else than a process, or refuse them
+        if not 0 < self.producer < 2 ** 31:
+            raise ShmError("ring %r: its header names pid %d as chute "
+                           "stream, which is no process id"
+                           % (self.name, self.producer))
+        words[_W_CONSUMER] = os.getpid()
         try:
             self._pidfd = os.pidfd_open(self.producer)
         except (AttributeError, OSError):

@@ -170,6 +170,103 @@ for i, fr in enumerate(chute_batch.shm_frames(os.environ["RING"], 20)):
 	assert_no_segment
 }
 
+# scribble CLAIM OFFSET VALUE [exit]: a hostile consumer in the
+# background: it waits for frame 0 to be ready in slot 0, claims the ring
+# with pid CLAIM ("self": its own), writes the u32 VALUE at OFFSET of the
+# segment (chute-batch(5): nslots at 8, consumer_pid at 36, slot 0's state
+# at 512), then exits with "exit", else sleeps until killed.  Its pid is
+# in $SCRIBBLER.
+scribble() {
+	SEG=$SEG timeout 60 "$PYTHON" -c '
+import mmap, os, struct, sys, time
+claim, off, value = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+stay = sys.argv[4:] != ["exit"]
+while True:
+    try:
+        fd = os.open(os.environ["SEG"], os.O_RDWR)
+        if os.fstat(fd).st_size >= 4096 and os.pread(fd, 4, 0) == b"CHR1":
+            break
+        os.close(fd)
+    except FileNotFoundError:
+        pass
+    time.sleep(0.02)
+m = mmap.mmap(fd, 4096)
+struct.pack_into("<I", m, 36, os.getpid() if claim == "self" else int(claim))
+while struct.unpack_from("<I", m, 512)[0] != 1:
+    time.sleep(0.01)
+struct.pack_into("<I", m, off, value)
+if stay:
+    time.sleep(60)' "$@" &
+	SCRIBBLER=$!
+}
+
+# hostile_stream CLAIM OFFSET VALUE [exit]: chute streams into a ring of 1 slot
+# that scribble rewrites; chute must exit 2 on its own, the ring removed.
+hostile_stream() {
+	timeout 20 chute stream -b 1 -e 0 --shm "$RING" --slots 1 ds \
+		2>chute.err &
+	local pid=$!
+	scribble "$@"
+	wait_chute 2 "$pid"
+	kill "$SCRIBBLER" 2>/dev/null || true
+	wait "$SCRIBBLER" 2>/dev/null || true
+	assert_no_segment
+	run cat chute.err
+	assert_one_line_error stream
+}
+
+@test "shm: a consumer that rewrites nslots ends its stream: exit 2, no crash, ring removed" {
+	hostile_stream self 8 4294967295 exit
+	assert_output "chute stream: the consumer of ring '$RING' overwrote its header (nslots, byte 8): the stream stops"
+	hostile_stream self 8 4294967295
+	assert_output "chute stream: the consumer of ring '$RING' overwrote its header (nslots, byte 8): the stream stops"
+}
+
+@test "shm: a consumer that rewrites slot_size or data_offset ends its stream: exit 2" {
+	hostile_stream self 16 7
+	assert_output --partial "overwrote its header (slot_size, byte 16)"
+	hostile_stream self 28 1
+	assert_output --partial "overwrote its header (data_offset, byte 24)"
+}
+
+@test "shm: a consumer that writes a slot state only chute sets ends its stream: exit 2" {
+	hostile_stream self 512 7
+	assert_output "chute stream: the consumer of ring '$RING' wrote state 7 into slot 0 (byte 512), which only chute sets: the stream stops"
+}
+
+@test "shm: a consumer that claims the ring with a pid no process has ends its stream: exit 2" {
+	hostile_stream 4294967295 40 0
+	assert_output "chute stream: the consumer of ring '$RING' wrote 4294967295 as its pid (byte 36), which is not a consumer's process id"
+}
+
+@test "shm: a hostile producer header: the Python consumer raises ShmError, no crash, no hang" {
+	run -0 env RING="$RING" PYTHONPATH="$REPO_ROOT/python" timeout 30 \
+		"$PYTHON" -c '
+import os, struct, chute
+from chute import shm
+name = os.environ["RING"]
+def ring(nslots=1, slot_size=4096, producer=1, state=0, seq=0, size=0):
+    buf = bytearray(8192)
+    struct.pack_into("<4sIIIQQIIIIQQ", buf, 0, b"CHR1", 1, nslots, 0,
+                     slot_size, 4096, producer, 0, 0, 0, 0, 0)
+    struct.pack_into("<IIQQ", buf, 512, state, 0, seq, size)
+    with open(shm.ring_path(name), "wb") as f:
+        f.write(buf)
+for case in [dict(nslots=0), dict(nslots=2 ** 32 - 1),
+             dict(slot_size=2 ** 63), dict(producer=0),
+             dict(producer=2 ** 32 - 1), dict(state=9),
+             dict(state=1, size=2 ** 63), dict(state=1, seq=5, size=64)]:
+    ring(**case)
+    try:
+        with shm.ShmRing(name, 5) as r:
+            r.next_frame()
+        print("accepted", case)
+    except chute.StreamError as e:
+        pass
+    os.unlink(shm.ring_path(name))'
+	assert_output ""
+}
+
 @test "shm: chute killed: the consumer gets an error, not a hang, and removes the ring" {
 	chute stream -b 1 -e 0 --shm "$RING" ds &
 	local pid=$!

@@ -212,6 +212,57 @@ EOF
 	assert_file_not_exists out
 }
 
+# small_disk DIR: a 64 KiB tmpfs at DIR (unmounted by teardown), or skip
+# where mounting is not permitted (not root, no CAP_SYS_ADMIN).
+small_disk() {
+	mkdir -p "$1"
+	mount -t tmpfs -o size=64k tmpfs "$1" 2>/dev/null ||
+		skip "cannot mount a small tmpfs here (needs root)"
+	SMALL_DISK=$PWD/$1
+}
+
+teardown() {
+	[ -z "${SMALL_DISK:-}" ] || umount "$SMALL_DISK" 2>/dev/null || true
+}
+
+@test "stream: -o FILE on a full disk exits 2 and leaves FILE as it was, no temporary" {
+	small_disk small
+	echo "the old file" >small/out
+	run -2 chute stream -b 4 -e 0 -o small/out ds
+	assert_one_line_error stream
+	assert_output --regexp "^chute stream: cannot write 'small/out\.tmp-[0-9]+': No space left on device$"
+	assert_equal "$(cat small/out)" "the old file"
+	assert_equal "$(ls small)" "out"
+	# a new FILE that cannot be finished is not made at all
+	run -2 chute stream -b 4 -e 0 -o small/new ds
+	assert_equal "$(ls small)" "out"
+	# what fits is written whole and renamed into place
+	run -0 chute stream -b 4 -o small/out ds
+	chute stream -b 4 ds >ref
+	cmp ref small/out || fail "-o FILE differs from stdout"
+	assert_equal "$(ls small)" "out"
+}
+
+@test "stream: -o FILE of a failed stream leaves FILE as it was" {
+	echo "the old file" >out
+	flip_byte "$(shard_of ds 2)" 70
+	run -1 chute stream -b 4 -o out ds
+	assert_equal "$(cat out)" "the old file"
+	assert_equal "$(ls)" "$(printf 'ds\nout\nsrc')"
+}
+
+@test "stream: a --stats-json FILE that cannot be written exits 2, the stream whole" {
+	small_disk small
+	# fill the disk: the folder may be written in, the file cannot
+	dd if=/dev/zero of=small/fill bs=4k 2>/dev/null || true
+	run -2 --separate-stderr chute stream -b 4 --stats-json small/st.json \
+		-o out ds
+	assert_regex "$stderr" "^chute stream: cannot write --stats-json 'small/st\.json': cannot write 'small/st\.json\.tmp-[0-9]+': No space left on device$"
+	assert_file_not_exists small/st.json
+	chute stream -b 4 ds >ref
+	cmp ref out || fail "the stream is not whole"
+}
+
 @test "stream: --state after a reader stopped early resumes with the rest of the stream" {
 	local c end
 	mkdata big 200 2000
