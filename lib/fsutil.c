@@ -95,12 +95,50 @@ int ch_fsync_dir(const char *path, struct ch_error *err)
 	return 0;
 }
 
+static const char *file_kind(mode_t mode)
+{
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISDIR(mode))
+		return "a folder";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		return "a device";
+	return "a special file";
+}
+
+/* O_NONBLOCK: opening a FIFO with no writer would otherwise wait for one
+ * for ever, signals or not. */
+int ch_open_regular(const char *path, struct ch_error *err)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), e = 0;
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		e = errno;
+		ch_error_errno(err, e, "cannot open '%s'", path);
+	} else if (!S_ISREG(st.st_mode)) {
+		e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		ch_error_set(err, "cannot open '%s': it is %s, not a regular "
+			     "file", path, file_kind(st.st_mode));
+	} else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+		e = errno;
+		ch_error_errno(err, e, "cannot open '%s'", path);
+	}
+	if (!e)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	errno = e;
+	return -1;
+}
+
 int ch_read_file(const char *path, size_t max, char **data, size_t *len,
 		 struct ch_error *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = ch_open_regular(path, err);
 	if (fd < 0)
-		return ch_error_errno(err, errno, "cannot open '%s'", path);
+		return -1;
 	struct ch_buf b = { 0 };
 	int rc = -1;
 	for (;;) {

@@ -31,6 +31,8 @@ char *ch_path_join(const char *a, const char *b);
 /* Reads a whole file (at most max bytes) into a NUL-terminated buffer. */
 int ch_read_file(const char *path, size_t max, char **data, size_t *len,
 		 struct ch_error *err);
-
+/* Opens path read-only if it is a regular file, and refuses anything
+ * else (a FIFO, a device) without blocking in open(); errno is kept. */
+int ch_open_regular(const char *path, struct ch_error *err);
 
 #endif

@@ -447,9 +447,9 @@ int ch_shard_open_memory(const char *path, uint64_t *bytes,
 	struct ch_shard sh = { .path = (char *)path };
 	struct stat st;
 	int rc = -1;
-	sh.fd = open(path, O_RDONLY | O_CLOEXEC);
+	sh.fd = ch_open_regular(path, err);
 	if (sh.fd < 0)
-		return ch_error_errno(err, errno, "cannot open '%s'", path);
+		return -1;
 	if (fstat(sh.fd, &st) < 0)
 		ch_error_errno(err, errno, "cannot stat '%s'", path);
 	else if (sh.file_size = (uint64_t)st.st_size,
@@ -521,11 +521,9 @@ int ch_shard_open_flags(struct ch_shard **out, const char *path,
 		sh->file_size = src->size;
 	} else {
 		struct stat st;
-		sh->fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (sh->fd < 0) {
-			ch_error_errno(err, errno, "cannot open '%s'", path);
+		sh->fd = ch_open_regular(path, err);
+		if (sh->fd < 0)
 			goto fail;
-		}
 		if (fstat(sh->fd, &st) < 0) {
 			ch_error_errno(err, errno, "cannot stat '%s'", path);
 			goto fail;

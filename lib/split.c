@@ -715,13 +715,13 @@ static const struct ch_manifest_split *find_split(const struct ch_dataset *ds,
 static int read_exact(const char *path, uint8_t *buf, uint64_t size,
 		      struct ch_error *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = ch_open_regular(path, err);
 	struct stat st;
 	uint64_t off = 0;
 	int rc = -1;
 
 	if (fd < 0)
-		return ch_error_errno(err, errno, "cannot open '%s'", path);
+		return -1;
 	if (fstat(fd, &st) < 0) {
 		ch_error_errno(err, errno, "cannot read '%s'", path);
 		goto out;

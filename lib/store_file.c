@@ -58,14 +58,14 @@ static int file_stat(struct ch_store *st, const char *key, uint64_t *size,
 /* Opens key for reading: 1 with err set when it does not exist. */
 static int open_object(const char *path, int *fd, struct ch_error *err)
 {
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	*fd = ch_open_regular(path, err);
 	if (*fd >= 0)
 		return 0;
 	if (errno == ENOENT || errno == ENOTDIR) {
 		ch_error_set(err, "no such object: %s", path);
 		return 1;
 	}
-	return ch_error_errno(err, errno, "cannot open '%s'", path);
+	return -1;
 }
 
 /* Reads exactly len bytes at off; a short read is an error. */

@@ -221,3 +221,20 @@ for i in range(4):
 	run -2 chute verify nosuch
 	assert_output --regexp '^chute verify: '
 }
+
+# A FIFO waits in open() for a writer, past SIGTERM: SIGKILL after 20 s
+# turns a regression into exit 137 instead of a hang.
+@test "verify: a FIFO where a shard or the manifest should be exits 2 at once, naming it" {
+	rm "$S0"
+	mkfifo "$S0"
+	run -2 timeout -s KILL 20 chute verify ds
+	assert_output --partial "'$S0'"
+	assert_output --partial "not a regular file"
+	run -2 timeout -s KILL 20 chute verify --deep "$S0"
+	assert_output --partial "'$S0'"
+	cp -r ds ds2
+	rm ds2/manifest.json
+	mkfifo ds2/manifest.json
+	run -2 timeout -s KILL 20 chute verify ds2
+	assert_output --partial "'ds2/manifest.json'"
+}
