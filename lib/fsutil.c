@@ -47,7 +47,7 @@ int ch_mkdir_p(const char *path, struct ch_error *err)
 	return 0;
 }
 
-static int rm_at(int dirfd, const char *name)
+int ch_rm_at(int dirfd, const char *name)
 {
 	if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
 		return 0;
@@ -67,7 +67,7 @@ static int rm_at(int dirfd, const char *name)
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (rm_at(fd, de->d_name) < 0)
+		if (ch_rm_at(fd, de->d_name) < 0)
 			rc = -1;
 	}
 	closedir(d);
@@ -78,7 +78,7 @@ static int rm_at(int dirfd, const char *name)
 
 int ch_rm_rf(const char *path)
 {
-	return rm_at(AT_FDCWD, path);
+	return ch_rm_at(AT_FDCWD, path);
 }
 
 int ch_fsync_dir(const char *path, struct ch_error *err)
@@ -223,47 +223,33 @@ int ch_check_file_atomic(const char *path, struct ch_error *err)
 /* Writes data under a temporary name beside path, then renames it into
  * place: a reader sees the old manifest or the new one, never a part. */
 int ch_write_file_atomic(const char *path, const char *data, size_t len,
-			struct ch_error *err)
+			 struct ch_error *err)
 {
-	char *tmp = NULL;
-	int fd = -1, ret = -1;
+	struct ch_temp t = { .fd = -1 };
+	const char *slash = strrchr(path, '/');
+	char *dir = parent_of(path);
+	int ret = -1, drop = 1;
 
-	if (asprintf(&tmp, "%s.tmp-%ld", path, (long)getpid()) < 0) {
-		tmp = NULL;
+	if (!dir) {
 		ch_error_set(err, "out of memory");
 		goto out;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		ch_error_errno(err, errno, "cannot create '%s'", tmp);
-		free(tmp);
-		tmp = NULL; /* not ours to unlink */
+	if (ch_temp_create(&t, dir, slash ? slash + 1 : path, 0, err) < 0)
+		goto out;
+	if (write_all(t.fd, data, len) < 0 || fsync(t.fd) < 0) {
+		ch_error_errno(err, errno, "cannot write '%s'", t.path);
 		goto out;
 	}
-	if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
-		ch_error_errno(err, errno, "cannot write '%s'", tmp);
-		goto out;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		ch_error_errno(err, errno, "cannot write '%s'", tmp);
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, path) < 0) {
-		ch_error_errno(err, errno, "cannot rename '%s' to '%s'", tmp,
+	/* renamed before it is closed: closing unlocks it */
+	if (rename(t.path, path) < 0) {
+		ch_error_errno(err, errno, "cannot rename '%s' to '%s'", t.path,
 			       path);
 		goto out;
 	}
-	free(tmp);
-	tmp = NULL;
+	drop = 0;
 	ret = sync_parent(path, err);
 out:
-	if (fd >= 0)
-		close(fd);
-	if (tmp) {
-		unlink(tmp);
-		free(tmp);
-	}
+	ch_temp_release(&t, drop);
+	free(dir);
 	return ret;
 }

@@ -482,16 +482,38 @@ static int check_replaceable(const char *dir, int *exists,
 			    "refusing to replace it", dir);
 }
 
-static char *temp_dir_for(const char *out_dir)
+/* Claims the temporary folder beside out_dir, OUT_PARENT/.OUT.tmp-PID,
+ * removing those of runs that died; a run still writing out_dir makes
+ * this one fail rather than race it to the rename. */
+static int claim_temp(const char *out_dir, struct ch_temp *t,
+		      struct ch_error *err)
 {
-	char *a = strdup(out_dir), *b = strdup(out_dir), *t = NULL;
-	if (a && b &&
-	    asprintf(&t, "%s/.%s.tmp-%ld", dirname(a), basename(b),
-		     (long)getpid()) < 0)
-		t = NULL;
+	char *a = strdup(out_dir), *b = strdup(out_dir), *live = NULL;
+	int rc = -1;
+	if (!a || !b) {
+		ch_error_set(err, "out of memory");
+		goto out;
+	}
+	const char *parent = dirname(a), *name = basename(b);
+	/* the output's parent folder is created like export's output is */
+	if (ch_mkdir_p(parent, err) < 0 ||
+	    ch_temp_create(t, parent, name, 1, err) < 0)
+		goto out;
+	if (ch_temp_sweep(parent, name, t->path, &live, err) < 0)
+		goto out;
+	if (live) {
+		ch_error_set(err, "another chute pack is writing '%s' (its "
+			     "temporary '%s' is locked)", out_dir, live);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (rc < 0)
+		ch_temp_release(t, 1);
+	free(live);
 	free(a);
 	free(b);
-	return t;
+	return rc;
 }
 
 static int swap_into_place(const char *tmp, const char *out, int exists,
@@ -704,23 +726,10 @@ int ch_pack(const char *const *sources, size_t nsources,
 				    eff.level);
 	if (check_replaceable(o->out_dir, &exists, err) < 0)
 		return -1;
-	char *tmp = temp_dir_for(o->out_dir);
-	if (!tmp)
-		return ch_error_set(err, "out of memory");
-	/* the output's parent folder is created like export's output is */
-	char *parent = strdup(tmp);
-	int made = parent ? ch_mkdir_p(dirname(parent), err) == 0
-			  : ch_error_set(err, "out of memory") == 0;
-	free(parent);
-	if (!made) {
-		free(tmp);
+	struct ch_temp claim = { .fd = -1 };
+	if (claim_temp(o->out_dir, &claim, err) < 0)
 		return -1;
-	}
-	if (mkdir(tmp, 0755) < 0) {
-		ch_error_errno(err, errno, "cannot create '%s'", tmp);
-		free(tmp);
-		return -1;
-	}
+	const char *tmp = claim.path;
 	ch_catalog_init(&cat, tmp);
 	cat.cancel = o->cancel;
 	read_previous(o->out_dir, exists, &old);
@@ -735,13 +744,11 @@ int ch_pack(const char *const *sources, size_t nsources,
 	memcpy(res->id, m.id, sizeof(res->id));
 	rc = 0;
 out:
-	if (rc < 0)
-		ch_rm_rf(tmp);
 	m.sources = NULL; /* owned by the catalog */
 	m.nsources = 0;
 	ch_manifest_release(&m);
 	ch_manifest_release(&old);
 	ch_catalog_release(&cat);
-	free(tmp);
+	ch_temp_release(&claim, rc < 0);
 	return rc;
 }

@@ -333,6 +333,34 @@ assert struct.unpack_from("<I", open(sys.argv[1], "rb").read(64), 12)[0] & 1 == 
 	assert_output ds
 }
 
+# A killed pack leaves OUT_PARENT/.OUT.tmp-PID unlocked.  `exec` gives chute
+# the shell's PID, the case of PID 1 in every container: its own
+# temporary's name is taken by a dead run's.
+@test "pack: a dead run's temporary, even one named with this run's PID, is removed and does not block" {
+	mkfixture src
+	mkdir out out/.ds.tmp-1
+	echo left >out/.ds.tmp-1/junk
+	run -0 bash -c 'mkdir out/.ds.tmp-$$ && exec chute pack -q src -o out/ds'
+	run -0 ls -A out
+	assert_output ds
+	chute verify out/ds
+}
+
+@test "pack: a live run's locked temporary is left alone and a second pack to its output exits 2" {
+	mkfixture src
+	mkdir out out/.ds.tmp-77
+	# one process holding the lock, so that killing it frees the lock
+	(flock 9 && exec sleep 30) 9<out/.ds.tmp-77 3>&- &
+	local holder=$!
+	wait_locked out/.ds.tmp-77
+	run -2 chute pack -q src -o out/ds
+	kill "$holder"
+	wait "$holder" || true
+	assert_output "chute pack: another chute pack is writing 'out/ds' (its temporary 'out/.ds.tmp-77' is locked)"
+	run -0 ls -A out
+	assert_output .ds.tmp-77
+}
+
 @test "pack: an existing folder that is not a dataset is refused and left alone" {
 	mkfiles src a.txt=1
 	mkfiles out/precious notes.txt=keep
