@@ -27,6 +27,7 @@ void ch_pack_opts_init(struct ch_pack_opts *o)
 	o->shard_samples = CH_SHARD_SAMPLES_DEFAULT;
 	o->block_size = 0; /* default: see BLOCK_DEFAULT */
 	o->memory = MEMORY_DEFAULT;
+	o->max_sample_size = CH_MAX_SAMPLE_DEFAULT;
 	o->level = 3;
 	o->jobs = ch_cpu_count();
 	o->list_fd = 0;
@@ -162,6 +163,7 @@ static int remember(struct previous *pv, const struct ch_entry *e,
 
 struct survey {
 	uint64_t files, bytes, samples;
+	uint64_t sample_bytes; /* of the sample being surveyed */
 	struct classes classes;
 };
 
@@ -178,6 +180,15 @@ static int survey(struct ch_entry_stream *st, const struct ch_pack_opts *o,
 			ch_error_set(err, "duplicate sample field '%s.%s': from "
 				     "'%s' and from '%s'", e->key, e->field,
 				     (char *)pv.origin.data, e->origin);
+			goto out;
+		}
+		sv->sample_bytes = (same_key ? sv->sample_bytes : 0) + e->size;
+		if (sv->sample_bytes > o->max_sample_size) {
+			ch_error_set(err, "sample '%s' is larger than "
+				     "--max-sample-size (%llu bytes) with '%s' "
+				     "(%llu bytes)", e->key,
+				     (unsigned long long)o->max_sample_size,
+				     e->origin, (unsigned long long)e->size);
 			goto out;
 		}
 		if (!same_key) {
@@ -724,6 +735,10 @@ int ch_pack(const char *const *sources, size_t nsources,
 	if (eff.level < 1 || eff.level > 19)
 		return ch_error_set(err, "compression level %d is outside 1..19",
 				    eff.level);
+	if (eff.max_sample_size > CH_MAX_SAMPLE_LIMIT)
+		return ch_error_set(err, "--max-sample-size is over %llu bytes, "
+				    "the most a shard's block may hold",
+				    CH_MAX_SAMPLE_LIMIT);
 	if (check_replaceable(o->out_dir, &exists, err) < 0)
 		return -1;
 	struct ch_temp claim = { .fd = -1 };

@@ -49,6 +49,10 @@ struct verifier {
 	size_t ntasks, next;
 	pthread_mutex_t lock;
 	struct ch_verify_result *res;
+	/* a resource error (memory) stops every worker: no verdict on the
+	 * data, exit 2 */
+	int failed;
+	struct ch_error failure;
 };
 
 static void report(struct verifier *v, enum ch_problem_kind kind,
@@ -73,9 +77,21 @@ static void report(struct verifier *v, enum ch_problem_kind kind,
 	pthread_mutex_unlock(&v->lock);
 }
 
-static int cancelled(const struct verifier *v)
+static int cancelled(struct verifier *v)
 {
-	return v->o->cancel && *v->o->cancel;
+	pthread_mutex_lock(&v->lock);
+	int failed = v->failed;
+	pthread_mutex_unlock(&v->lock);
+	return failed || (v->o->cancel && *v->o->cancel);
+}
+
+static void fail(struct verifier *v, const struct ch_error *err)
+{
+	pthread_mutex_lock(&v->lock);
+	if (!v->failed)
+		v->failure = *err;
+	v->failed = 1;
+	pthread_mutex_unlock(&v->lock);
 }
 
 /* The first sample stored in block b (samples of a block are
@@ -262,6 +278,10 @@ static void deep_task(struct verifier *v, const struct vtask *t,
 		struct ch_error err;
 		if (cancelled(v))
 			return;
+		if (ch_block_reader_reserve(r, vs->sh, b, &err) < 0) {
+			fail(v, &err);
+			return;
+		}
 		if (ch_block_read(r, vs->sh, b, &data, &size, &err) < 0) {
 			report_block(v, vs, b, "cannot read or decode");
 			continue;
@@ -706,6 +726,10 @@ int ch_verify(const char *path, const struct ch_verify_opts *o,
 	for (enum phase p = PHASE_FILES; p <= PHASE_BLOCKS; p++)
 		if (plan_tasks(&v, p, err) < 0 || run_workers(&v, jobs, err) < 0)
 			goto out;
+	if (v.failed) {
+		*err = v.failure;
+		goto out;
+	}
 	if (cancelled(&v)) {
 		ch_error_set(err, "interrupted");
 		goto out;

@@ -333,6 +333,20 @@ assert struct.unpack_from("<I", open(sys.argv[1], "rb").read(64), 12)[0] & 1 == 
 	assert_output ds
 }
 
+@test "pack: a sample over --max-sample-size is refused before anything is written, naming the file" {
+	mkfiles src a.txt=small
+	head -c 700 /dev/zero >src/b.bin
+	head -c 700 /dev/zero >src/b.txt
+	run -2 chute pack -q --max-sample-size 1K src -o ds
+	assert_output "chute pack: sample 'b' is larger than --max-sample-size (1024 bytes) with 'src/b.txt' (700 bytes)"
+	assert_not_exist ds
+	run -0 ls -A
+	assert_output src
+	run -2 chute pack -q --max-sample-size 17G src -o ds
+	assert_output --partial "--max-sample-size is over 17179869184 bytes"
+	run -0 chute pack -q --max-sample-size 2K src -o ds
+}
+
 # A killed pack leaves OUT_PARENT/.OUT.tmp-PID unlocked.  `exec` gives chute
 # the shell's PID, the case of PID 1 in every container: its own
 # temporary's name is taken by a dead run's.
