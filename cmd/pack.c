@@ -19,6 +19,7 @@ enum {
 	OPT_INCLUDE,
 	OPT_KEEP_ORDER,
 	OPT_LABEL_FROM,
+	OPT_MAX_SAMPLE_SIZE,
 };
 
 static const char *const pack_usage[] = {
@@ -42,6 +43,8 @@ static const struct cmd_opt pack_opts[] = {
 	{OPT_LABEL_FROM, "label-from", "dir",
 	 "add a cls field: index of the parent folder"},
 	{'l', "level", "N", "zstd level, 1 to 19 (default 3)"},
+	{OPT_MAX_SAMPLE_SIZE, "max-sample-size", "SIZE",
+	 "refuse larger samples, at most 16G (default 1G)"},
 	{'m', "memory", "SIZE",
 	 "file list held in memory before spilling (default 64M)"},
 	{'n', "name", "NAME", "dataset and shard name (default: DIR's name)"},
@@ -177,6 +180,9 @@ static int take_option(struct pack_args *a, int c, const char *arg)
 		return cmd_parse_int("--level", arg, 1, 19, &a->o.level);
 	case 'm':
 		return cmd_parse_size("--memory", arg, &a->o.memory);
+	case OPT_MAX_SAMPLE_SIZE:
+		return cmd_parse_size("--max-sample-size", arg,
+				      &a->o.max_sample_size);
 	case 'n':
 		a->o.name = arg;
 		return 0;

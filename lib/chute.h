@@ -187,6 +187,13 @@ struct ch_block_reader;
 struct ch_block_reader *ch_block_reader_new(void);
 void ch_block_reader_free(struct ch_block_reader *r);
 
+/* Makes room in r for block b (its stored and decoded bytes), so that
+ * reading it needs no more memory: fails only when memory runs out,
+ * which is no fault of the data. */
+int ch_block_reader_reserve(struct ch_block_reader *r,
+			    const struct ch_shard *sh, uint32_t b,
+			    struct ch_error *err);
+
 /* Like ch_block_read, into a buffer of the block's size that the caller
  * owns: no copy for a caller that keeps blocks (a cache). */
 int ch_block_read_owned(struct ch_block_reader *r, const struct ch_shard *sh,
@@ -625,6 +632,11 @@ struct ch_pack_opts {
 				 * list in memory: no spilling) */
 	uint64_t memory;	/* bytes of file list held before spilling
 				 * sorted runs to disk */
+	/* A sample (all its fields) is held whole by pack, and by every
+	 * reader that decodes its block: larger ones are refused. */
+#define CH_MAX_SAMPLE_DEFAULT (1ull << 30)
+#define CH_MAX_SAMPLE_LIMIT (1ull << 34) /* a block, chute-shard(5) */
+	uint64_t max_sample_size;
 	const char *label_from; /* NULL or "dir" */
 	const char *const *exclude; /* --exclude globs */
 	size_t nexclude;

@@ -12,12 +12,12 @@
 
 static int looks_like_shard(const char *path)
 {
-	FILE *f = fopen(path, "rb");
+	int fd = ch_open_regular(path, NULL);
 	char magic[8];
-	int yes = f && fread(magic, 1, 8, f) == 8 &&
+	int yes = fd >= 0 && read(fd, magic, 8) == 8 &&
 		  memcmp(magic, CHS_MAGIC, 8) == 0;
-	if (f)
-		fclose(f);
+	if (fd >= 0)
+		close(fd);
 	return yes;
 }
 

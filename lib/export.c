@@ -21,8 +21,7 @@
 /* One tar being written. */
 struct tar_out {
 	const char *final; /* OUTDIR/NAME.tar */
-	char *tmp;	   /* OUTDIR/.NAME.tar.tmp-PID */
-	int fd;
+	struct ch_temp tmp; /* OUTDIR/.NAME.tar.tmp-PID, locked */
 	struct archive *ar;
 	struct archive_entry *ae;
 	struct ch_buf name; /* member name, NUL-terminated */
@@ -191,16 +190,8 @@ out:
 static int tar_open(struct tar_out *t, const char *dir, const char *name,
 		    struct ch_error *err)
 {
-	if (asprintf(&t->tmp, "%s/.%s.tmp-%ld", dir, name, (long)getpid()) <
-	    0) {
-		t->tmp = NULL;
-		return ch_error_set(err, "cannot write '%s': out of memory",
-				    t->final);
-	}
-	t->fd = open(t->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
-				     O_NOFOLLOW, 0644);
-	if (t->fd < 0)
-		return ch_error_errno(err, errno, "cannot create '%s'", t->tmp);
+	if (ch_temp_create(&t->tmp, dir, name, 0, err) < 0)
+		return -1;
 	t->ar = archive_write_new();
 	t->ae = archive_entry_new();
 	if (!t->ar || !t->ae)
@@ -210,32 +201,23 @@ static int tar_open(struct tar_out *t, const char *dir, const char *name,
 	 * not fit ustar. */
 	if (archive_write_set_format_pax_restricted(t->ar) != ARCHIVE_OK ||
 	    archive_write_add_filter_none(t->ar) != ARCHIVE_OK ||
-	    archive_write_open_fd(t->ar, t->fd) != ARCHIVE_OK)
+	    archive_write_open_fd(t->ar, t->tmp.fd) != ARCHIVE_OK)
 		return tar_error(t, NULL, err);
 	return 0;
 }
 
 /* Finishes the tar (end marker, flush), syncs it and renames it into
- * place. */
+ * place, still locked: closing it unlocks it. */
 static int tar_commit(struct tar_out *t, struct ch_error *err)
 {
-	int fd = t->fd;
-
 	if (archive_write_close(t->ar) != ARCHIVE_OK)
 		return tar_error(t, NULL, err);
-	t->fd = -1;
-	if (fsync(fd) < 0) {
-		ch_error_errno(err, errno, "cannot write '%s'", t->final);
-		close(fd);
-		return -1;
-	}
-	if (close(fd) < 0)
+	if (fsync(t->tmp.fd) < 0)
 		return ch_error_errno(err, errno, "cannot write '%s'", t->final);
-	if (rename(t->tmp, t->final) < 0)
+	if (rename(t->tmp.path, t->final) < 0)
 		return ch_error_errno(err, errno, "cannot rename '%s' to '%s'",
-				      t->tmp, t->final);
-	free(t->tmp);
-	t->tmp = NULL;
+				      t->tmp.path, t->final);
+	ch_temp_release(&t->tmp, 0);
 	return 0;
 }
 
@@ -246,11 +228,7 @@ static void tar_release(struct tar_out *t)
 		archive_write_free(t->ar);
 	if (t->ae)
 		archive_entry_free(t->ae);
-	if (t->fd >= 0)
-		close(t->fd);
-	if (t->tmp)
-		unlink(t->tmp);
-	free(t->tmp);
+	ch_temp_release(&t->tmp, 1);
 	ch_buf_release(&t->name);
 }
 
@@ -258,7 +236,7 @@ static void tar_release(struct tar_out *t)
 static int export_shard(struct ch_dataset *ds, size_t s,
 			const struct ch_export_opts *o, struct ch_error *err)
 {
-	struct tar_out t = {.fd = -1};
+	struct tar_out t = {.tmp = {.fd = -1}};
 	struct ch_shard *sh = NULL;
 	char *name = NULL, *final = NULL;
 	int rc = -1;

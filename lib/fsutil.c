@@ -47,7 +47,7 @@ int ch_mkdir_p(const char *path, struct ch_error *err)
 	return 0;
 }
 
-static int rm_at(int dirfd, const char *name)
+int ch_rm_at(int dirfd, const char *name)
 {
 	if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
 		return 0;
@@ -67,7 +67,7 @@ static int rm_at(int dirfd, const char *name)
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (rm_at(fd, de->d_name) < 0)
+		if (ch_rm_at(fd, de->d_name) < 0)
 			rc = -1;
 	}
 	closedir(d);
@@ -78,7 +78,7 @@ static int rm_at(int dirfd, const char *name)
 
 int ch_rm_rf(const char *path)
 {
-	return rm_at(AT_FDCWD, path);
+	return ch_rm_at(AT_FDCWD, path);
 }
 
 int ch_fsync_dir(const char *path, struct ch_error *err)
@@ -95,12 +95,50 @@ int ch_fsync_dir(const char *path, struct ch_error *err)
 	return 0;
 }
 
+static const char *file_kind(mode_t mode)
+{
+	if (S_ISFIFO(mode))
+		return "a FIFO";
+	if (S_ISDIR(mode))
+		return "a folder";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		return "a device";
+	return "a special file";
+}
+
+/* O_NONBLOCK: opening a FIFO with no writer would otherwise wait for one
+ * for ever, signals or not. */
+int ch_open_regular(const char *path, struct ch_error *err)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), e = 0;
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		e = errno;
+		ch_error_errno(err, e, "cannot open '%s'", path);
+	} else if (!S_ISREG(st.st_mode)) {
+		e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		ch_error_set(err, "cannot open '%s': it is %s, not a regular "
+			     "file", path, file_kind(st.st_mode));
+	} else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+		e = errno;
+		ch_error_errno(err, e, "cannot open '%s'", path);
+	}
+	if (!e)
+		return fd;
+	if (fd >= 0)
+		close(fd);
+	errno = e;
+	return -1;
+}
+
 int ch_read_file(const char *path, size_t max, char **data, size_t *len,
 		 struct ch_error *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = ch_open_regular(path, err);
 	if (fd < 0)
-		return ch_error_errno(err, errno, "cannot open '%s'", path);
+		return -1;
 	struct ch_buf b = { 0 };
 	int rc = -1;
 	for (;;) {
@@ -185,47 +223,33 @@ int ch_check_file_atomic(const char *path, struct ch_error *err)
 /* Writes data under a temporary name beside path, then renames it into
  * place: a reader sees the old manifest or the new one, never a part. */
 int ch_write_file_atomic(const char *path, const char *data, size_t len,
-			struct ch_error *err)
+			 struct ch_error *err)
 {
-	char *tmp = NULL;
-	int fd = -1, ret = -1;
+	struct ch_temp t = { .fd = -1 };
+	const char *slash = strrchr(path, '/');
+	char *dir = parent_of(path);
+	int ret = -1, drop = 1;
 
-	if (asprintf(&tmp, "%s.tmp-%ld", path, (long)getpid()) < 0) {
-		tmp = NULL;
+	if (!dir) {
 		ch_error_set(err, "out of memory");
 		goto out;
 	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		ch_error_errno(err, errno, "cannot create '%s'", tmp);
-		free(tmp);
-		tmp = NULL; /* not ours to unlink */
+	if (ch_temp_create(&t, dir, slash ? slash + 1 : path, 0, err) < 0)
+		goto out;
+	if (write_all(t.fd, data, len) < 0 || fsync(t.fd) < 0) {
+		ch_error_errno(err, errno, "cannot write '%s'", t.path);
 		goto out;
 	}
-	if (write_all(fd, data, len) < 0 || fsync(fd) < 0) {
-		ch_error_errno(err, errno, "cannot write '%s'", tmp);
-		goto out;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		ch_error_errno(err, errno, "cannot write '%s'", tmp);
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, path) < 0) {
-		ch_error_errno(err, errno, "cannot rename '%s' to '%s'", tmp,
+	/* renamed before it is closed: closing unlocks it */
+	if (rename(t.path, path) < 0) {
+		ch_error_errno(err, errno, "cannot rename '%s' to '%s'", t.path,
 			       path);
 		goto out;
 	}
-	free(tmp);
-	tmp = NULL;
+	drop = 0;
 	ret = sync_parent(path, err);
 out:
-	if (fd >= 0)
-		close(fd);
-	if (tmp) {
-		unlink(tmp);
-		free(tmp);
-	}
+	ch_temp_release(&t, drop);
+	free(dir);
 	return ret;
 }

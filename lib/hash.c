@@ -68,15 +68,13 @@ int ch_hash128_file(const char *path, struct ch_hash128 *out,
 	uint64_t total = 0;
 	uint8_t *buf = malloc(CHUNK);
 	XXH3_state_t *st = XXH3_createState();
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = ch_open_regular(path, err);
 	if (!buf || !st) {
 		ch_error_set(err, "out of memory hashing '%s'", path);
 		goto out;
 	}
-	if (fd < 0) {
-		ch_error_errno(err, errno, "cannot open '%s'", path);
+	if (fd < 0)
 		goto out;
-	}
 	XXH3_128bits_reset(st);
 	for (;;) {
 		ssize_t n = read(fd, buf, CHUNK);

@@ -26,11 +26,33 @@ char *ch_dataset_dir(const char *path);
 /* Files and folders. */
 int ch_mkdir_p(const char *path, struct ch_error *err);
 int ch_rm_rf(const char *path);
+/* Removes name in folder dirfd, a folder with all it holds. */
+int ch_rm_at(int dirfd, const char *name);
 int ch_fsync_dir(const char *path, struct ch_error *err);
 char *ch_path_join(const char *a, const char *b);
 /* Reads a whole file (at most max bytes) into a NUL-terminated buffer. */
 int ch_read_file(const char *path, size_t max, char **data, size_t *len,
 		 struct ch_error *err);
+/* Opens path read-only if it is a regular file, and refuses anything
+ * else (a FIFO, a device) without blocking in open(); errno is kept. */
+int ch_open_regular(const char *path, struct ch_error *err);
 
+/* A temporary DIR/.NAME.tmp-PID, locked (flock) while fd is open, so that
+ * a run killed with -9 leaves it unlocked and the next run writing NAME
+ * removes it (temp_lock.c). */
+struct ch_temp {
+	char *path;
+	int fd; /* holds the lock: the file, open read-write, or the folder */
+};
+/* Removes the unlocked temporaries of NAME in dir, except keep (a path),
+ * and returns the first locked one in *live (owned; NULL if none) when
+ * live is not NULL. */
+int ch_temp_sweep(const char *dir, const char *name, const char *keep,
+		  char **live, struct ch_error *err);
+/* Sweeps, then creates and locks a temporary file (a folder if folder). */
+int ch_temp_create(struct ch_temp *t, const char *dir, const char *name,
+		   int folder, struct ch_error *err);
+/* Removes the temporary if drop (still under its lock), then unlocks. */
+void ch_temp_release(struct ch_temp *t, int drop);
 
 #endif

@@ -27,6 +27,7 @@ void ch_pack_opts_init(struct ch_pack_opts *o)
 	o->shard_samples = CH_SHARD_SAMPLES_DEFAULT;
 	o->block_size = 0; /* default: see BLOCK_DEFAULT */
 	o->memory = MEMORY_DEFAULT;
+	o->max_sample_size = CH_MAX_SAMPLE_DEFAULT;
 	o->level = 3;
 	o->jobs = ch_cpu_count();
 	o->list_fd = 0;
@@ -162,6 +163,7 @@ static int remember(struct previous *pv, const struct ch_entry *e,
 
 struct survey {
 	uint64_t files, bytes, samples;
+	uint64_t sample_bytes; /* of the sample being surveyed */
 	struct classes classes;
 };
 
@@ -178,6 +180,15 @@ static int survey(struct ch_entry_stream *st, const struct ch_pack_opts *o,
 			ch_error_set(err, "duplicate sample field '%s.%s': from "
 				     "'%s' and from '%s'", e->key, e->field,
 				     (char *)pv.origin.data, e->origin);
+			goto out;
+		}
+		sv->sample_bytes = (same_key ? sv->sample_bytes : 0) + e->size;
+		if (sv->sample_bytes > o->max_sample_size) {
+			ch_error_set(err, "sample '%s' is larger than "
+				     "--max-sample-size (%llu bytes) with '%s' "
+				     "(%llu bytes)", e->key,
+				     (unsigned long long)o->max_sample_size,
+				     e->origin, (unsigned long long)e->size);
 			goto out;
 		}
 		if (!same_key) {
@@ -484,16 +495,38 @@ static int check_replaceable(const char *dir, int *exists,
 			    "refusing to replace it", dir);
 }
 
-static char *temp_dir_for(const char *out_dir)
+/* Claims the temporary folder beside out_dir, OUT_PARENT/.OUT.tmp-PID,
+ * removing those of runs that died; a run still writing out_dir makes
+ * this one fail rather than race it to the rename. */
+static int claim_temp(const char *out_dir, struct ch_temp *t,
+		      struct ch_error *err)
 {
-	char *a = strdup(out_dir), *b = strdup(out_dir), *t = NULL;
-	if (a && b &&
-	    asprintf(&t, "%s/.%s.tmp-%ld", dirname(a), basename(b),
-		     (long)getpid()) < 0)
-		t = NULL;
+	char *a = strdup(out_dir), *b = strdup(out_dir), *live = NULL;
+	int rc = -1;
+	if (!a || !b) {
+		ch_error_set(err, "out of memory");
+		goto out;
+	}
+	const char *parent = dirname(a), *name = basename(b);
+	/* the output's parent folder is created like export's output is */
+	if (ch_mkdir_p(parent, err) < 0 ||
+	    ch_temp_create(t, parent, name, 1, err) < 0)
+		goto out;
+	if (ch_temp_sweep(parent, name, t->path, &live, err) < 0)
+		goto out;
+	if (live) {
+		ch_error_set(err, "another chute pack is writing '%s' (its "
+			     "temporary '%s' is locked)", out_dir, live);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (rc < 0)
+		ch_temp_release(t, 1);
+	free(live);
 	free(a);
 	free(b);
-	return t;
+	return rc;
 }
 
 static int swap_into_place(const char *tmp, const char *out, int exists,
@@ -735,25 +768,16 @@ int ch_pack(const char *const *sources, size_t nsources,
 	if (eff.level < 1 || eff.level > 19)
 		return ch_error_set(err, "compression level %d is outside 1..19",
 				    eff.level);
+	if (eff.max_sample_size > CH_MAX_SAMPLE_LIMIT)
+		return ch_error_set(err, "--max-sample-size is over %llu bytes, "
+				    "the most a shard's block may hold",
+				    CH_MAX_SAMPLE_LIMIT);
 	if (check_replaceable(o->out_dir, &exists, err) < 0)
 		return -1;
-	char *tmp = temp_dir_for(o->out_dir);
-	if (!tmp)
-		return ch_error_set(err, "out of memory");
-	/* the output's parent folder is created like export's output is */
-	char *parent = strdup(tmp);
-	int made = parent ? ch_mkdir_p(dirname(parent), err) == 0
-			  : ch_error_set(err, "out of memory") == 0;
-	free(parent);
-	if (!made) {
-		free(tmp);
+	struct ch_temp claim = { .fd = -1 };
+	if (claim_temp(o->out_dir, &claim, err) < 0)
 		return -1;
-	}
-	if (mkdir(tmp, 0755) < 0) {
-		ch_error_errno(err, errno, "cannot create '%s'", tmp);
-		free(tmp);
-		return -1;
-	}
+	const char *tmp = claim.path;
 	struct ch_source_filter filter = {
 		.exclude = o->exclude, .nexclude = o->nexclude,
 		.include = o->include, .ninclude = o->ninclude,
@@ -780,14 +804,12 @@ int ch_pack(const char *const *sources, size_t nsources,
 	memcpy(res->id, m.id, sizeof(res->id));
 	rc = 0;
 out:
-	if (rc < 0)
-		ch_rm_rf(tmp);
 	m.sources = NULL; /* owned by the catalog */
 	m.nsources = 0;
 	ch_manifest_release(&m);
 	ch_manifest_release(&old);
 	ch_catalog_release(&cat);
 	ch_source_filter_release(&filter);
-	free(tmp);
+	ch_temp_release(&claim, rc < 0);
 	return rc;
 }

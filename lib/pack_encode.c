@@ -65,9 +65,9 @@ static int read_entry(const struct ch_catalog *cat, const struct ch_entry *e,
 	if (e->from == CH_FROM_SPOOL)
 		return read_range(cat->spool_fd, out, e->size, e->spool_offset,
 				  e->origin, err);
-	int fd = open(e->path, O_RDONLY | O_CLOEXEC);
+	int fd = ch_open_regular(e->path, err);
 	if (fd < 0)
-		return ch_error_errno(err, errno, "cannot open '%s'", e->origin);
+		return -1;
 	int rc = read_range(fd, out, e->size, UINT64_MAX, e->origin, err);
 	if (rc == 0) {
 		uint8_t extra;

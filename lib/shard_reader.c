@@ -18,7 +18,7 @@
  * memory a hostile footer can make us allocate. */
 #define MAX_INDEX_RATIO 64
 #define MAX_DICT_SIZE (16u << 20)
-#define MAX_BLOCK_RAW (1ull << 34)
+#define MAX_BLOCK_RAW CH_MAX_SAMPLE_LIMIT
 
 struct ch_shard {
 	char *path;
@@ -312,10 +312,16 @@ static int check_blocks(struct ch_shard *sh, const struct footer *ft,
 		    (st.codec == CH_CODEC_ZSTD_DICT && !sh->dict_size) ||
 		    (st.codec == CH_CODEC_RAW && st.raw_size != st.stored_size) ||
 		    (st.stored_size == 0 && st.codec != CH_CODEC_RAW) ||
-		    ld32(sh->blocks + (size_t)b * CHS_BLOCK_ENTRY_SIZE + 36) ||
-		    st.raw_size > MAX_BLOCK_RAW)
+		    ld32(sh->blocks + (size_t)b * CHS_BLOCK_ENTRY_SIZE + 36))
 			return ch_error_data(err, "block %u has a bad codec or "
 					     "size ('%s')", b, sh->path);
+		/* checked before anything is allocated for the block */
+		if (st.raw_size > MAX_BLOCK_RAW)
+			return ch_error_data(err, "block %u declares %llu bytes "
+					     "decoded, more than a block may "
+					     "hold (%llu) ('%s')", b,
+					     (unsigned long long)st.raw_size,
+					     MAX_BLOCK_RAW, sh->path);
 		expect += st.stored_size;
 	}
 	if (expect != ft->index_offset)
@@ -456,9 +462,9 @@ int ch_shard_open_memory(const char *path, uint64_t *bytes,
 	struct ch_shard sh = { .path = (char *)path };
 	struct stat st;
 	int rc = -1;
-	sh.fd = open(path, O_RDONLY | O_CLOEXEC);
+	sh.fd = ch_open_regular(path, err);
 	if (sh.fd < 0)
-		return ch_error_errno(err, errno, "cannot open '%s'", path);
+		return -1;
 	if (fstat(sh.fd, &st) < 0)
 		ch_error_errno(err, errno, "cannot stat '%s'", path);
 	else
@@ -536,11 +542,9 @@ int ch_shard_open_flags(struct ch_shard **out, const char *path,
 		sh->file_size = src->size;
 	} else {
 		struct stat st;
-		sh->fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (sh->fd < 0) {
-			ch_error_errno(err, errno, "cannot open '%s'", path);
+		sh->fd = ch_open_regular(path, err);
+		if (sh->fd < 0)
 			goto fail;
-		}
 		if (fstat(sh->fd, &st) < 0) {
 			ch_error_errno(err, errno, "cannot stat '%s'", path);
 			goto fail;
@@ -832,6 +836,25 @@ static int read_stored(struct ch_block_reader *r, const struct ch_shard *sh,
 	return 0;
 }
 
+int ch_block_reader_reserve(struct ch_block_reader *r,
+			    const struct ch_shard *sh, uint32_t b,
+			    struct ch_error *err)
+{
+	struct ch_block_stat st;
+	if (b >= sh->nblocks)
+		return ch_error_set(err, "no block %u in '%s'", b, sh->path);
+	ch_shard_block(sh, b, &st);
+	struct ch_error oom;
+	if (ch_buf_reserve(&r->stored, st.stored_size ? st.stored_size : 1,
+			   &oom) < 0 ||
+	    (st.codec != CH_CODEC_RAW &&
+	     ch_buf_reserve(&r->raw, st.raw_size ? st.raw_size : 1, &oom) < 0))
+		return ch_error_set(err, "out of memory for block %u of '%s' "
+				    "(%llu bytes decoded)", b, sh->path,
+				    (unsigned long long)st.raw_size);
+	return 0;
+}
+
 int ch_block_read(struct ch_block_reader *r, const struct ch_shard *sh,
 		  uint32_t b, const uint8_t **data, size_t *size,
 		  struct ch_error *err)
@@ -844,6 +867,8 @@ int ch_block_read(struct ch_block_reader *r, const struct ch_shard *sh,
 	}
 	r->cached_shard = NULL;
 	struct ch_block_stat st;
+	if (ch_block_reader_reserve(r, sh, b, err) < 0)
+		return -1;
 	int rc = read_stored(r, sh, b, &st, err);
 	if (rc < 0)
 		return rc;

@@ -43,8 +43,7 @@ static const char *const set_names[NSETS] = { "test", "val", "train" };
 struct set_out {
 	long units;	   /* share in 1/10000; 0: not written */
 	double fraction;
-	int fd;		   /* the temporary file while written, else -1 */
-	char *tmp;	   /* its full path until renamed */
+	struct ch_temp tmp; /* DIR/.SET.ids.tmp-PID until renamed */
 	char rel[96];	   /* "splits/val-0123456789abcdef.ids" */
 	char *full;	   /* ROOT/rel once renamed into place */
 	int placed_new;	   /* renamed to a name the old manifest lacks */
@@ -215,12 +214,12 @@ static int flush_set(struct set_out *so, struct ch_error *err)
 
 	XXH3_128bits_update(so->hash, so->buf, so->used);
 	while (off < so->used) {
-		ssize_t n = write(so->fd, so->buf + off, so->used - off);
+		ssize_t n = write(so->tmp.fd, so->buf + off, so->used - off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return ch_error_errno(err, errno, "cannot write '%s'",
-					      so->tmp);
+					      so->tmp.path);
 		off += (size_t)n;
 	}
 	so->used = 0;
@@ -245,11 +244,10 @@ static int open_sets(struct splitter *sp, size_t nclasses,
 
 		if (so->units == 0)
 			continue;
-		if (asprintf(&so->tmp, "%s/.%s.ids.tmp-%ld", sp->dir,
-			     set_names[s], (long)getpid()) < 0) {
-			so->tmp = NULL;
-			return ch_error_set(err, "out of memory");
-		}
+		char ids[16];
+		snprintf(ids, sizeof(ids), "%s.ids", set_names[s]);
+		if (ch_temp_create(&so->tmp, sp->dir, ids, 0, err) < 0)
+			return -1;
 		so->buf = malloc(OUT_BUFFER);
 		so->hash = XXH3_createState();
 		if (nclasses)
@@ -257,11 +255,6 @@ static int open_sets(struct splitter *sp, size_t nclasses,
 		if (!so->buf || !so->hash || (nclasses && !so->classes))
 			return ch_error_set(err, "out of memory");
 		XXH3_128bits_reset(so->hash);
-		so->fd = open(so->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-			      0644);
-		if (so->fd < 0)
-			return ch_error_errno(err, errno, "cannot create '%s'",
-					      so->tmp);
 	}
 	return 0;
 }
@@ -287,12 +280,10 @@ static int place_set(struct splitter *sp, int s, struct ch_error *err)
 
 	if (flush_set(so, err) < 0)
 		return -1;
-	rc = fsync(so->fd);
-	if (close(so->fd) < 0)
-		rc = -1;
-	so->fd = -1;
+	rc = fsync(so->tmp.fd);
 	if (rc < 0)
-		return ch_error_errno(err, errno, "cannot write '%s'", so->tmp);
+		return ch_error_errno(err, errno, "cannot write '%s'",
+				      so->tmp.path);
 	h = XXH3_128bits_digest(so->hash);
 	so->digest = (struct ch_hash128){ h.high64, h.low64 };
 	ch_hash128_hex(so->digest, hex);
@@ -301,11 +292,10 @@ static int place_set(struct splitter *sp, int s, struct ch_error *err)
 	so->full = ch_path_join(sp->ds.root, so->rel);
 	if (!so->full)
 		return ch_error_set(err, "out of memory");
-	if (rename(so->tmp, so->full) < 0)
+	if (rename(so->tmp.path, so->full) < 0)
 		return ch_error_errno(err, errno, "cannot rename '%s' to '%s'",
-				      so->tmp, so->full);
-	free(so->tmp);
-	so->tmp = NULL;
+				      so->tmp.path, so->full);
+	ch_temp_release(&so->tmp, 0); /* renamed before it is unlocked */
 	so->placed_new = !old_manifest_names(sp, so->rel);
 	return 0;
 }
@@ -317,11 +307,7 @@ static void discard_sets(struct splitter *sp)
 	for (int s = 0; s < NSETS; s++) {
 		struct set_out *so = &sp->sets[s];
 
-		if (so->fd >= 0)
-			close(so->fd);
-		so->fd = -1;
-		if (so->tmp)
-			unlink(so->tmp);
+		ch_temp_release(&so->tmp, 1);
 		if (so->placed_new && !sp->manifest_written)
 			unlink(so->full);
 	}
@@ -637,7 +623,7 @@ int ch_split(const char *path, const struct ch_split_opts *o,
 
 	memset(res, 0, sizeof(*res));
 	for (int s = 0; s < NSETS; s++)
-		sp.sets[s].fd = -1;
+		sp.sets[s].tmp.fd = -1;
 	rc = run_split(&sp, path, err);
 	if (rc < 0) {
 		int data_error = res->data_error;
@@ -648,9 +634,7 @@ int ch_split(const char *path, const struct ch_split_opts *o,
 	}
 	for (int s = 0; s < NSETS; s++) {
 		struct set_out *so = &sp.sets[s];
-		if (so->fd >= 0)
-			close(so->fd);
-		free(so->tmp);
+		ch_temp_release(&so->tmp, 0);
 		free(so->full);
 		free(so->buf);
 		free(so->classes);
@@ -715,13 +699,13 @@ static const struct ch_manifest_split *find_split(const struct ch_dataset *ds,
 static int read_exact(const char *path, uint8_t *buf, uint64_t size,
 		      struct ch_error *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = ch_open_regular(path, err);
 	struct stat st;
 	uint64_t off = 0;
 	int rc = -1;
 
 	if (fd < 0)
-		return ch_error_errno(err, errno, "cannot open '%s'", path);
+		return -1;
 	if (fstat(fd, &st) < 0) {
 		ch_error_errno(err, errno, "cannot read '%s'", path);
 		goto out;

@@ -58,14 +58,14 @@ static int file_stat(struct ch_store *st, const char *key, uint64_t *size,
 /* Opens key for reading: 1 with err set when it does not exist. */
 static int open_object(const char *path, int *fd, struct ch_error *err)
 {
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	*fd = ch_open_regular(path, err);
 	if (*fd >= 0)
 		return 0;
 	if (errno == ENOENT || errno == ENOTDIR) {
 		ch_error_set(err, "no such object: %s", path);
 		return 1;
 	}
-	return ch_error_errno(err, errno, "cannot open '%s'", path);
+	return -1;
 }
 
 /* Reads exactly len bytes at off; a short read is an error. */
@@ -146,31 +146,27 @@ static int file_get_range(struct ch_store *st, const char *key, uint64_t off,
 }
 
 /* ------------------------------------------------------------------ */
-/* Writing: FOLDER/.NAME.tmp-XXXXXX, synced, renamed over FOLDER/NAME. */
+/* Writing: FOLDER/.NAME.tmp-PID (locked while written: temp_lock.c),
+ * synced, renamed over FOLDER/NAME. */
 
 struct tmp_file {
-	char *path, *tmp, *dir;
-	int fd;
+	char *path, *dir;
+	struct ch_temp tmp;
 };
 
 static void tmp_release(struct tmp_file *t, int drop)
 {
-	if (t->fd >= 0)
-		close(t->fd);
-	if (drop && t->tmp)
-		unlink(t->tmp);
+	ch_temp_release(&t->tmp, drop);
 	free(t->path);
-	free(t->tmp);
 	free(t->dir);
-	memset(t, 0, sizeof(*t));
-	t->fd = -1;
+	t->path = t->dir = NULL;
 }
 
 static int tmp_create(struct tmp_file *t, struct ch_store *st,
 		      const char *key, struct ch_error *err)
 {
 	memset(t, 0, sizeof(*t));
-	t->fd = -1;
+	t->tmp.fd = -1;
 	t->path = ch_store_file_path(st, key);
 	if (!t->path)
 		return ch_error_set(err, "out of memory");
@@ -178,22 +174,11 @@ static int tmp_create(struct tmp_file *t, struct ch_store *st,
 	const char *name = slash ? slash + 1 : t->path;
 	size_t dlen = slash ? (size_t)(slash - t->path) : 0;
 	t->dir = dlen ? strndup(t->path, dlen) : strdup(slash ? "/" : ".");
-	size_t cap = strlen(t->path) + 16;
-	t->tmp = malloc(cap);
-	if (!t->dir || !t->tmp)
+	if (!t->dir)
 		return ch_error_set(err, "out of memory");
-	snprintf(t->tmp, cap, "%.*s.%s.tmp-XXXXXX", (int)(name - t->path),
-		 t->path, name);
-	if (ch_mkdir_p(t->dir, err) < 0)
+	if (ch_mkdir_p(t->dir, err) < 0 ||
+	    ch_temp_create(&t->tmp, t->dir, name, 0, err) < 0)
 		return -1;
-	t->fd = mkstemp(t->tmp);
-	if (t->fd < 0) {
-		int e = errno;
-		free(t->tmp);
-		t->tmp = NULL;
-		return ch_error_errno(err, e, "cannot create a file in '%s'",
-				      t->dir);
-	}
 	return 0;
 }
 
@@ -217,13 +202,13 @@ static int write_all(int fd, const char *path, const uint8_t *p, size_t n,
 
 static int tmp_commit(struct tmp_file *t, struct ch_error *err)
 {
-	if (fchmod(t->fd, 0644) < 0 || fsync(t->fd) < 0)
-		return ch_error_errno(err, errno, "cannot sync '%s'", t->tmp);
-	if (rename(t->tmp, t->path) < 0)
+	if (fsync(t->tmp.fd) < 0)
+		return ch_error_errno(err, errno, "cannot sync '%s'",
+				      t->tmp.path);
+	if (rename(t->tmp.path, t->path) < 0)
 		return ch_error_errno(err, errno, "cannot rename '%s' to '%s'",
-				      t->tmp, t->path);
-	free(t->tmp);
-	t->tmp = NULL;
+				      t->tmp.path, t->path);
+	ch_temp_release(&t->tmp, 0); /* renamed before it is unlocked */
 	/* the rename itself must last, or a tag could outlive its data */
 	return ch_fsync_dir(t->dir, err);
 }
@@ -234,7 +219,7 @@ static int file_put(struct ch_store *st, const char *key, const void *data,
 	struct tmp_file t;
 	int rc = -1;
 	if (tmp_create(&t, st, key, err) < 0 ||
-	    write_all(t.fd, t.tmp, data, size, 0, err) < 0 ||
+	    write_all(t.tmp.fd, t.tmp.path, data, size, 0, err) < 0 ||
 	    tmp_commit(&t, err) < 0)
 		goto out;
 	rc = 0;
@@ -318,7 +303,7 @@ static int put_file_counted(struct ch_store *st, const char *key,
 		return ch_error_errno(err, errno, "cannot open '%s'", path);
 	if (tmp_create(&t, st, key, err) < 0)
 		goto out;
-	struct fd_sink s = { t.fd, t.tmp, 0, counter, mu };
+	struct fd_sink s = { t.tmp.fd, t.tmp.path, 0, counter, mu };
 	if (copy_fd(src, path, 0, fd_sink_write, &s, err) < 0 ||
 	    tmp_commit(&t, err) < 0)
 		goto out;

@@ -49,6 +49,10 @@ struct verifier {
 	size_t ntasks, next;
 	pthread_mutex_t lock;
 	struct ch_verify_result *res;
+	/* a resource error (memory) stops every worker: no verdict on the
+	 * data, exit 2 */
+	int failed;
+	struct ch_error failure;
 };
 
 static void report(struct verifier *v, enum ch_problem_kind kind,
@@ -73,9 +77,21 @@ static void report(struct verifier *v, enum ch_problem_kind kind,
 	pthread_mutex_unlock(&v->lock);
 }
 
-static int cancelled(const struct verifier *v)
+static int cancelled(struct verifier *v)
 {
-	return v->o->cancel && *v->o->cancel;
+	pthread_mutex_lock(&v->lock);
+	int failed = v->failed;
+	pthread_mutex_unlock(&v->lock);
+	return failed || (v->o->cancel && *v->o->cancel);
+}
+
+static void fail(struct verifier *v, const struct ch_error *err)
+{
+	pthread_mutex_lock(&v->lock);
+	if (!v->failed)
+		v->failure = *err;
+	v->failed = 1;
+	pthread_mutex_unlock(&v->lock);
 }
 
 /* The first sample stored in block b (samples of a block are
@@ -184,10 +200,11 @@ static void walk_feed(const uint8_t *p, uint64_t off, size_t n, void *arg)
 
 static int open_fd(struct verifier *v, struct vshard *vs)
 {
-	int fd = open(vs->path, O_RDONLY | O_CLOEXEC);
+	struct ch_error err;
+	int fd = ch_open_regular(vs->path, &err);
 	if (fd < 0)
-		report(v, CH_PROBLEM_MISSING, vs->rel, -1, NULL, -1,
-		       "cannot open: %s", strerror(errno));
+		report(v, CH_PROBLEM_MISSING, vs->rel, -1, NULL, -1, "%s",
+		       err.msg);
 	return fd;
 }
 
@@ -261,6 +278,10 @@ static void deep_task(struct verifier *v, const struct vtask *t,
 		struct ch_error err;
 		if (cancelled(v))
 			return;
+		if (ch_block_reader_reserve(r, vs->sh, b, &err) < 0) {
+			fail(v, &err);
+			return;
+		}
 		if (ch_block_read(r, vs->sh, b, &data, &size, &err) < 0) {
 			report_block(v, vs, b, "cannot read or decode");
 			continue;
@@ -336,26 +357,54 @@ static void find_unexpected(struct verifier *v)
 	free(dir);
 }
 
+/* A FIFO or a device where a file of the dataset should be is no
+ * corruption of the data but the caller's error (exit 2), found before
+ * anything opens it: opening a FIFO waits for a writer. */
+static int refuse_special(const char *path, const struct stat *st,
+			  struct ch_error *err)
+{
+	if (S_ISREG(st->st_mode))
+		return 0;
+	return ch_error_set(err, "cannot verify '%s': it is not a regular "
+			    "file", path);
+}
+
+static int refuse_special_manifest(const char *path, struct ch_error *err)
+{
+	char *man = ch_manifest_path(path);
+	struct stat st;
+	int rc = 0;
+	if (!man)
+		return ch_error_set(err, "out of memory");
+	if (stat(man, &st) == 0)
+		rc = refuse_special(man, &st, err);
+	free(man);
+	return rc;
+}
+
 /* Finds one shard file and checks its size: cheap, done up front so that
  * the open and hash tasks of a missing shard never run. */
-static void locate_shard(struct verifier *v, size_t s)
+static int locate_shard(struct verifier *v, size_t s, struct ch_error *err)
 {
 	struct vshard *vs = &v->shards[s];
 	const struct ch_manifest_shard *ms = &v->ds.manifest.shards[s];
 	struct stat st;
 	if (!(vs->path = ch_dataset_shard_path(&v->ds, s)))
-		return;
+		return 0;
 	if (stat(vs->path, &st) < 0) {
 		report(v, CH_PROBLEM_MISSING, vs->rel, -1, NULL, -1,
 		       "missing: %s", strerror(errno));
-		return;
+		return 0;
 	}
+	if (refuse_special(vs->path, &st, err) < 0)
+		return -1;
 	if (!v->ds.lone_shard && (uint64_t)st.st_size != ms->bytes)
 		report(v, CH_PROBLEM_SIZE, vs->rel, -1, NULL, -1,
 		       "size %llu differs from the manifest's %llu",
 		       (unsigned long long)st.st_size,
 		       (unsigned long long)ms->bytes);
 	vs->usable = 1;
+	return 0;
 }
 
 /* Opens one shard: header, footer and index, with their hashes and every
@@ -647,6 +696,8 @@ int ch_verify(const char *path, const struct ch_verify_opts *o,
 		ch_error_errno(err, errno, "cannot open '%s'", path);
 		goto out;
 	}
+	if (refuse_special_manifest(path, err) < 0)
+		goto out;
 	if (ch_dataset_open(&v.ds, path, err) < 0) {
 		/* the path is there but its manifest or shard is unreadable or
 		 * invalid: that is the data failing the check */
@@ -670,10 +721,15 @@ int ch_verify(const char *path, const struct ch_verify_opts *o,
 		find_unexpected(&v);
 	int jobs = o->jobs > 0 ? o->jobs : ch_cpu_count();
 	for (size_t s = 0; s < v.nshards; s++)
-		locate_shard(&v, s);
+		if (locate_shard(&v, s, err) < 0)
+			goto out;
 	for (enum phase p = PHASE_FILES; p <= PHASE_BLOCKS; p++)
 		if (plan_tasks(&v, p, err) < 0 || run_workers(&v, jobs, err) < 0)
 			goto out;
+	if (v.failed) {
+		*err = v.failure;
+		goto out;
+	}
 	if (cancelled(&v)) {
 		ch_error_set(err, "interrupted");
 		goto out;

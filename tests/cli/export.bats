@@ -93,3 +93,29 @@ EOF
 	run -2 chute export nosuch -o out
 	assert_output --regexp '^chute export: '
 }
+
+# A killed export leaves OUTDIR/.NAME.tar.tmp-PID unlocked.  `exec` gives
+# chute the shell's PID, the case of PID 1 in every container.
+@test "export: a dead run's temporary, even one named with this run's PID, is removed and does not block" {
+	mkdir out
+	echo left >out/.ds-000000.tar.tmp-1
+	run -0 bash -c 'echo left >out/.ds-000000.tar.tmp-$$ &&
+		exec chute export ds -o out'
+	run -0 ls -A out
+	refute_output --partial .tmp-
+}
+
+@test "export: a live run's locked temporary is left alone" {
+	mkdir out
+	echo live >out/.ds-000000.tar.tmp-77
+	# one process holding the lock, so that killing it frees the lock
+	(flock 9 && exec sleep 30) 9<out/.ds-000000.tar.tmp-77 3>&- &
+	local holder=$!
+	wait_locked out/.ds-000000.tar.tmp-77
+	run -0 chute export ds -o out
+	kill "$holder"
+	wait "$holder" || true
+	run -0 cat out/.ds-000000.tar.tmp-77
+	assert_output live
+	run -0 tar -tf out/ds-000000.tar
+}

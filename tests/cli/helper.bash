@@ -146,3 +146,14 @@ assert_one_line_error() {
 	assert_equal "${#lines[@]}" 1
 	assert_output --regexp "^chute $1: "
 }
+
+# wait_locked PATH: until another process holds flock(PATH), as a
+# background `flock PATH sleep 30 &` soon does.
+wait_locked() {
+	local i
+	for i in $(seq 200); do
+		flock -n "$1" true || return 0
+		sleep 0.05
+	done
+	fail "nothing took the lock on $1"
+}

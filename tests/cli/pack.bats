@@ -333,6 +333,48 @@ assert struct.unpack_from("<I", open(sys.argv[1], "rb").read(64), 12)[0] & 1 == 
 	assert_output ds
 }
 
+@test "pack: a sample over --max-sample-size is refused before anything is written, naming the file" {
+	mkfiles src a.txt=small
+	head -c 700 /dev/zero >src/b.bin
+	head -c 700 /dev/zero >src/b.txt
+	run -2 chute pack -q --max-sample-size 1K src -o ds
+	assert_output "chute pack: sample 'b' is larger than --max-sample-size (1024 bytes) with 'src/b.txt' (700 bytes)"
+	assert_not_exist ds
+	run -0 ls -A
+	assert_output src
+	run -2 chute pack -q --max-sample-size 17G src -o ds
+	assert_output --partial "--max-sample-size is over 17179869184 bytes"
+	run -0 chute pack -q --max-sample-size 2K src -o ds
+}
+
+# A killed pack leaves OUT_PARENT/.OUT.tmp-PID unlocked.  `exec` gives chute
+# the shell's PID, the case of PID 1 in every container: its own
+# temporary's name is taken by a dead run's.
+@test "pack: a dead run's temporary, even one named with this run's PID, is removed and does not block" {
+	mkfixture src
+	mkdir out out/.ds.tmp-1
+	echo left >out/.ds.tmp-1/junk
+	run -0 bash -c 'mkdir out/.ds.tmp-$$ && exec chute pack -q src -o out/ds'
+	run -0 ls -A out
+	assert_output ds
+	chute verify out/ds
+}
+
+@test "pack: a live run's locked temporary is left alone and a second pack to its output exits 2" {
+	mkfixture src
+	mkdir out out/.ds.tmp-77
+	# one process holding the lock, so that killing it frees the lock
+	(flock 9 && exec sleep 30) 9<out/.ds.tmp-77 3>&- &
+	local holder=$!
+	wait_locked out/.ds.tmp-77
+	run -2 chute pack -q src -o out/ds
+	kill "$holder"
+	wait "$holder" || true
+	assert_output "chute pack: another chute pack is writing 'out/ds' (its temporary 'out/.ds.tmp-77' is locked)"
+	run -0 ls -A out
+	assert_output .ds.tmp-77
+}
+
 @test "pack: an existing folder that is not a dataset is refused and left alone" {
 	mkfiles src a.txt=1
 	mkfiles out/precious notes.txt=keep

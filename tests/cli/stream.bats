@@ -738,3 +738,18 @@ for k in ("seconds", "samples_per_s", "read_busy_s", "wait_workers_s",
 	assert_output --regexp "limiting stage: "
 	run -2 chute bench --output x ds
 }
+
+# A FIFO waits in open() for a writer, past SIGTERM: SIGKILL after 20 s
+# turns a regression into exit 137 instead of a hang.
+@test "stream: a FIFO where a shard or the manifest should be exits 2 at once, naming it" {
+	shard=ds/$(mjson ds 'm["shards"][0]["path"]')
+	rm "$shard"
+	mkfifo "$shard"
+	run -2 timeout -s KILL 20 chute stream -f jsonl --mode eval ds
+	assert_output --partial "'$shard': it is a FIFO, not a regular file"
+	cp -r ds ds2
+	rm ds2/manifest.json
+	mkfifo ds2/manifest.json
+	run -2 timeout -s KILL 20 chute stream -f jsonl ds2
+	assert_output --partial "'ds2/manifest.json': it is a FIFO"
+}

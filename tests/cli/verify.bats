@@ -221,3 +221,41 @@ for i in range(4):
 	run -2 chute verify nosuch
 	assert_output --regexp '^chute verify: '
 }
+
+# A FIFO waits in open() for a writer, past SIGTERM: SIGKILL after 20 s
+# turns a regression into exit 137 instead of a hang.
+@test "verify: a FIFO where a shard or the manifest should be exits 2 at once, naming it" {
+	rm "$S0"
+	mkfifo "$S0"
+	run -2 timeout -s KILL 20 chute verify ds
+	assert_output --partial "'$S0'"
+	assert_output --partial "not a regular file"
+	run -2 timeout -s KILL 20 chute verify --deep "$S0"
+	assert_output --partial "'$S0'"
+	cp -r ds ds2
+	rm ds2/manifest.json
+	mkfifo ds2/manifest.json
+	run -2 timeout -s KILL 20 chute verify ds2
+	assert_output --partial "'ds2/manifest.json'"
+}
+
+# huge_shard.py makes a valid shard whose one sample declares SIZE bytes
+# (zeros: a 8 GiB sample is a 256 KiB shard).  Under `ulimit -v` a reader
+# that allocated first would fail on memory, not on the declared size.
+@test "verify: a shard declaring a 1 TB sample is refused before anything is allocated, exit 1" {
+	! grep -q __asan_init "$CHUTE_BIN" || skip "ASan needs more address space than ulimit -v leaves"
+	"$PYTHON" "$BATS_TEST_DIRNAME/huge_shard.py" huge.chs $((1 << 40))
+	run -1 bash -c 'ulimit -v 1000000; exec chute verify --deep huge.chs'
+	assert_output --partial "block 0 declares 1099511627776 bytes decoded, more than a block may hold (17179869184) ('huge.chs')"
+	run -2 bash -c 'ulimit -v 1000000; exec chute cat huge.chs big'
+	assert_output --partial "block 0 declares 1099511627776 bytes decoded"
+}
+
+@test "verify: running out of memory for a sample is exit 2, not a verdict on the data" {
+	! grep -q __asan_init "$CHUTE_BIN" || skip "ASan needs more address space than ulimit -v leaves"
+	"$PYTHON" "$BATS_TEST_DIRNAME/huge_shard.py" huge.chs $((8 << 30))
+	run -2 bash -c 'ulimit -v 1000000; exec chute verify --deep huge.chs'
+	assert_output "chute verify: out of memory for block 0 of 'huge.chs' (8589934592 bytes decoded)"
+	"$PYTHON" "$BATS_TEST_DIRNAME/huge_shard.py" small.chs 1000000 hash
+	run -0 chute verify --deep small.chs
+}
