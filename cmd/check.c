@@ -144,8 +144,8 @@ static const char *status_word(enum ch_check_status s)
 static void print_ref(const struct ch_check_ref *r)
 {
 	if (r->split)
-		printf("%s ", r->split);
-	printf("%s (%s)", r->key ? r->key : "?", r->shard ? r->shard : "?");
+		cmd_print("%s ", r->split);
+	cmd_print("%s (%s)", r->key ? r->key : "?", r->shard ? r->shard : "?");
 }
 
 static void print_example(int rule, const struct ch_check_example *ex)
@@ -158,21 +158,21 @@ static void print_example(int rule, const struct ch_check_example *ex)
 		fputs(rule == CH_RULE_NEAR_DUPLICATES ? " ~ " : " = ", stdout);
 		print_ref(&ex->other);
 		if (rule == CH_RULE_NEAR_DUPLICATES)
-			printf(" (distance %d)", ex->distance);
+			cmd_print(" (distance %d)", ex->distance);
 	} else if (rule == CH_RULE_LABELS) {
-		printf("%s class %" PRIu64 ": %.4f, baseline %.4f", at->split,
-		       ex->value, ex->share, ex->baseline_share);
+		cmd_print("%s class %" PRIu64 ": %.4f, baseline %.4f", at->split,
+			  ex->value, ex->share, ex->baseline_share);
 	} else if (rule == CH_RULE_SIZE_OUTLIERS) {
-		printf("%s.%s %" PRIu64 " bytes (median %" PRIu64 ") (%s)",
-		       at->key, ex->field, ex->size, ex->median, at->shard);
+		cmd_print("%s.%s %" PRIu64 " bytes (median %" PRIu64 ") (%s)",
+			  at->key, ex->field, ex->size, ex->median, at->shard);
 	} else if (!at->key) {
-		printf("%s: %s", at->shard, ex->message ? ex->message : "");
+		cmd_print("%s: %s", at->shard, ex->message ? ex->message : "");
 	} else {
-		printf("%s%s%s", at->key, ex->field ? "." : "",
-		       ex->field ? ex->field : "");
+		cmd_print("%s%s%s", at->key, ex->field ? "." : "",
+			  ex->field ? ex->field : "");
 		if (ex->message)
-			printf(": %s", ex->message);
-		printf(" (%s)", at->shard);
+			cmd_print(": %s", ex->message);
+		cmd_print(" (%s)", at->shard);
 	}
 	putchar('\n');
 }
@@ -189,9 +189,10 @@ static void print_text(const struct ch_check_report *rep)
 			const struct ch_check_rule_result *rr = &rep->rules[r];
 			if (rr->status != order[k])
 				continue;
-			printf("%s %s: %s\n", status_word(rr->status),
-			       ch_check_rule_name(r),
-			       rr->message ? rr->message : "");
+			cmd_print("%s %s: %s", status_word(rr->status),
+				  ch_check_rule_name(r),
+				  rr->message ? rr->message : "");
+			putchar('\n');
 			for (size_t i = 0; i < rr->nexamples; i++)
 				print_example(r, &rr->examples[i]);
 		}

@@ -109,13 +109,22 @@ void cmd_usage(const struct cmd_spec *spec, FILE *out);
 void cmd_set_name(const char *name);
 const char *cmd_name(void);
 
-/* Prints "chute CMD: MESSAGE" on stderr and returns EXIT_USAGE. */
+/* Prints "chute CMD: MESSAGE" on stderr and returns EXIT_USAGE.  The
+ * message goes through ch_url_redact and ch_escape: no URL password and
+ * no raw control byte ever reaches the terminal. */
 int cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prints msg, the error of a lib call that returned rc, like cmd_error,
  * and returns its exit status: EXIT_CHECK when the data failed a check
  * (rc is CH_DATA_ERROR), else EXIT_USAGE. */
 int cmd_fail(int rc, const char *msg);
+/* Text output of a key, field name, path or message: s escaped by
+ * ch_escape (cmd_put: a NUL-terminated s). */
+void cmd_put_text(FILE *out, const char *s, size_t len);
+void cmd_put(FILE *out, const char *s);
+/* printf to stdout with the whole text escaped (so fmt holds no '\n':
+ * the caller ends the line). */
+void cmd_print(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Parses a whole number in [min, max] given to option `opt`; reports and
  * returns -1 on anything else. */

@@ -73,20 +73,9 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 /* ------------------------------------------------------------------ */
 /* Text                                                                 */
 
-/* Keys come from file names: escape what would break a line. */
 static void put_key(const struct ch_diff_key *k)
 {
-	for (size_t i = 0; i < k->len; i++) {
-		char ch = k->key[i];
-		if (ch == '\n')
-			fputs("\\n", stdout);
-		else if (ch == '\t')
-			fputs("\\t", stdout);
-		else if (ch == '\\')
-			fputs("\\\\", stdout);
-		else
-			putchar(ch);
-	}
+	cmd_put_text(stdout, k->key, k->len);
 }
 
 static void print_examples(const char *what, const struct ch_diff_keys *l,
@@ -107,16 +96,18 @@ static void print_examples(const char *what, const struct ch_diff_keys *l,
 static void print_split(const struct ch_diff_split *s, uint64_t limit)
 {
 	if (s->in_a != s->in_b) {
-		printf("split %s: %s (%" PRIu64 " samples)\n", s->name,
-		       s->in_b ? "added" : "removed",
-		       s->in_b ? s->samples_b : s->samples_a);
+		cmd_print("split %s: %s (%" PRIu64 " samples)", s->name,
+			  s->in_b ? "added" : "removed",
+			  s->in_b ? s->samples_b : s->samples_a);
+		putchar('\n');
 		return;
 	}
 	if (!s->added.n && !s->removed.n && !s->changed.n)
 		return;
-	printf("split %s: %zu added, %zu removed, %zu changed (%" PRIu64
-	       " -> %" PRIu64 " samples)\n", s->name, s->added.n,
-	       s->removed.n, s->changed.n, s->samples_a, s->samples_b);
+	cmd_print("split %s: %zu added, %zu removed, %zu changed (%" PRIu64
+		  " -> %" PRIu64 " samples)", s->name, s->added.n,
+		  s->removed.n, s->changed.n, s->samples_a, s->samples_b);
+	putchar('\n');
 	print_examples("added", &s->added, limit);
 	print_examples("removed", &s->removed, limit);
 	print_examples("changed", &s->changed, limit);
@@ -130,8 +121,9 @@ static void print_moves(const struct ch_diff *d, uint64_t limit)
 	for (size_t i = 0; i < d->nmoved && i < limit; i++) {
 		printf("  ");
 		put_key(&d->moved[i].key);
-		printf(" (%s -> %s)\n", d->splits[d->moved[i].from].name,
-		       d->splits[d->moved[i].to].name);
+		cmd_print(" (%s -> %s)", d->splits[d->moved[i].from].name,
+			  d->splits[d->moved[i].to].name);
+		putchar('\n');
 	}
 	if (d->nmoved > limit)
 		printf("  ... and %zu more\n", d->nmoved - (size_t)limit);
@@ -139,8 +131,10 @@ static void print_moves(const struct ch_diff *d, uint64_t limit)
 
 static void print_names(const char *what, const char *const *v, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		printf("schema: %s %s\n", what, v[i]);
+	for (size_t i = 0; i < n; i++) {
+		cmd_print("schema: %s %s", what, v[i]);
+		putchar('\n');
+	}
 }
 
 static void print_text(const struct ch_diff *d, const struct ch_dataset *a,
@@ -160,10 +154,12 @@ static void print_text(const struct ch_diff *d, const struct ch_dataset *a,
 	print_moves(d, limit);
 	for (size_t k = 0; k < d->nclasses; k++) {
 		const struct ch_diff_class *c = &d->classes[k];
-		if (c->added || c->removed || c->changed)
-			printf("class %s: %" PRIu64 " added, %" PRIu64
-			       " removed, %" PRIu64 " changed\n", c->name,
-			       c->added, c->removed, c->changed);
+		if (c->added || c->removed || c->changed) {
+			cmd_print("class %s: %" PRIu64 " added, %" PRIu64
+				  " removed, %" PRIu64 " changed", c->name,
+				  c->added, c->removed, c->changed);
+			putchar('\n');
+		}
 	}
 	print_names("field added", d->fields_added, d->nfields_added);
 	print_names("field removed", d->fields_removed, d->nfields_removed);

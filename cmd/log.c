@@ -89,8 +89,8 @@ static void print_entry(json_t *o, const struct ch_manifest *v)
 	for (size_t i = 0; i < v->nsplits; i++)
 		printf("%s%s", i ? "/" : "splits ", v->splits[i].name);
 	for (size_t i = 0; i < json_array_size(changes); i++)
-		printf("%s%s", i ? ", " : ": ",
-		       json_string_value(json_array_get(changes, i)));
+		cmd_print("%s%s", i ? ", " : ": ",
+			  json_string_value(json_array_get(changes, i)));
 	putchar('\n');
 	fflush(stdout);
 }

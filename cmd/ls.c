@@ -34,35 +34,16 @@ static const struct cmd_spec ls_spec = {
 /* Millions of short lines: one big buffer instead of a write per line. */
 static char out_buffer[1 << 20];
 
-/* Keys come from file names and may hold tabs or newlines; escape them
- * (and the backslash) so that every sample stays one line. */
-static void put_escaped(const char *s, size_t len)
-{
-	size_t start = 0;
-
-	for (size_t i = 0; i < len; i++) {
-		const char *esc = s[i] == '\t' ? "\\t" : s[i] == '\n' ? "\\n" :
-				  s[i] == '\r' ? "\\r" : s[i] == '\\' ? "\\\\" :
-						 NULL;
-		if (!esc)
-			continue;
-		fwrite(s + start, 1, i - start, stdout);
-		fputs(esc, stdout);
-		start = i + 1;
-	}
-	fwrite(s + start, 1, len - start, stdout);
-}
-
 static void print_text(const struct ch_shard *sh, uint64_t i,
 		       const struct ch_sample_info *info)
 {
 	struct ch_field_info f;
 
-	put_escaped(info->key, info->key_len);
+	cmd_put_text(stdout, info->key, info->key_len);
 	for (uint32_t k = 0; k < info->nfields; k++) {
 		ch_shard_field(sh, i, k, &f);
 		putchar(k ? ' ' : '\t');
-		put_escaped(f.name, strlen(f.name));
+		cmd_put(stdout, f.name);
 		printf(":%" PRIu64, f.size);
 	}
 	putchar('\n');

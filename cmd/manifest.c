@@ -55,9 +55,9 @@ static void print_fields(const struct ch_manifest *m)
 	if (!m->nfields)
 		printf(" none");
 	for (size_t i = 0; i < m->nfields; i++)
-		printf("%s %s (%" PRIu64 " samples, %" PRIu64 " bytes)",
-		       i ? "," : "", m->fields[i].name, m->fields[i].count,
-		       m->fields[i].bytes);
+		cmd_print("%s %s (%" PRIu64 " samples, %" PRIu64 " bytes)",
+			  i ? "," : "", m->fields[i].name, m->fields[i].count,
+			  m->fields[i].bytes);
 	putchar('\n');
 }
 
@@ -65,7 +65,7 @@ static void print_classes(const struct ch_manifest *m)
 {
 	printf("classes:   %zu", m->nclasses);
 	for (size_t i = 0; i < m->nclasses && i < CLASSES_SHOWN; i++)
-		printf("%s%s", i ? ", " : " (", m->classes[i]);
+		cmd_print("%s%s", i ? ", " : " (", m->classes[i]);
 	if (m->nclasses > CLASSES_SHOWN)
 		printf(", ...");
 	printf("%s\n", m->nclasses ? ")" : "");
@@ -86,7 +86,7 @@ static void print_splits(const struct ch_manifest *m)
 	}
 	printf("; key-hash, seed %" PRIu64, m->split_rule.seed);
 	if (m->split_rule.group)
-		printf(", group '%s'", m->split_rule.group);
+		cmd_print(", group '%s'", m->split_rule.group);
 	putchar('\n');
 }
 
@@ -94,12 +94,13 @@ static void print_options(const struct ch_manifest *m)
 {
 	const struct ch_manifest_options *o = &m->options;
 
-	printf("options:   shard_bytes %" PRIu64 ", shard_samples %" PRIu64
-	       ", block_size %" PRIu64 ", level %d, dict %s, keep_order %s, "
-	       "label_from %s\n", o->shard_bytes, o->shard_samples,
-	       o->block_size, o->level, o->dict ? "yes" : "no",
-	       o->keep_order ? "yes" : "no",
-	       o->label_from ? o->label_from : "none");
+	cmd_print("options:   shard_bytes %" PRIu64 ", shard_samples %" PRIu64
+		  ", block_size %" PRIu64 ", level %d, dict %s, keep_order %s, "
+		  "label_from %s", o->shard_bytes, o->shard_samples,
+		  o->block_size, o->level, o->dict ? "yes" : "no",
+		  o->keep_order ? "yes" : "no",
+		  o->label_from ? o->label_from : "none");
+	putchar('\n');
 }
 
 static void print_summary(const struct ch_manifest *m)
@@ -107,7 +108,8 @@ static void print_summary(const struct ch_manifest *m)
 	printf("version %s\n", m->id);
 	printf("id:        %s\n", m->id_ok ? "matches the content" :
 			"DOES NOT MATCH the content (edited?)");
-	printf("name:      %s\n", m->name);
+	cmd_print("name:      %s", m->name);
+	putchar('\n');
 	printf("parent:    %s\n", m->parent ? m->parent : "none");
 	printf("samples:   %" PRIu64 "\n", m->samples);
 	printf("bytes:     %" PRIu64 " raw, %" PRIu64 " in %zu shard%s\n",
@@ -118,7 +120,7 @@ static void print_summary(const struct ch_manifest *m)
 	print_splits(m);
 	printf("sources:  ");
 	for (size_t i = 0; i < m->nsources; i++)
-		printf("%s %s", i ? "," : "", m->sources[i]);
+		cmd_print("%s %s", i ? "," : "", m->sources[i]);
 	printf("%s\n", m->nsources ? "" : " none");
 	print_options(m);
 	printf("chute:     %s\n", m->chute_version);

@@ -28,8 +28,42 @@ const char *cmd_name(void)
 	return current_name;
 }
 
+void cmd_put_text(FILE *out, const char *s, size_t len)
+{
+	enum { CHUNK = 1000 }; /* escapes to at most 4 bytes a byte */
+	char buf[4 * CHUNK + 1];
+	for (size_t i = 0, n; i < len; i += n) {
+		n = len - i < CHUNK ? len - i : CHUNK;
+		/* a chunk ends between UTF-8 sequences, not inside one */
+		for (int back = 0; n < len - i && back < 3 &&
+				   ((unsigned char)s[i + n] & 0xc0) == 0x80;
+		     back++)
+			n--;
+		fwrite(buf, 1, ch_escape(buf, sizeof buf, s + i, n), out);
+	}
+}
+
+void cmd_put(FILE *out, const char *s)
+{
+	cmd_put_text(out, s, strlen(s));
+}
+
+void cmd_print(const char *fmt, ...)
+{
+	char *text = NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	int n = vasprintf(&text, fmt, ap);
+	va_end(ap);
+	if (n >= 0)
+		cmd_put_text(stdout, text, (size_t)n);
+	free(text);
+}
+
 int cmd_error(const char *fmt, ...)
 {
+	char *msg = NULL, *shown = NULL;
 	va_list ap;
 
 	fflush(stdout);
@@ -38,9 +72,14 @@ int cmd_error(const char *fmt, ...)
 	else
 		fputs("chute: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
 	va_end(ap);
+	shown = msg ? ch_url_redact(msg) : NULL;
+	cmd_put(stderr, shown ? shown : "out of memory");
 	fputc('\n', stderr);
+	free(msg);
+	free(shown);
 	return EXIT_USAGE;
 }
 

@@ -317,6 +317,19 @@ static int run_pack(struct pack_args *a)
 	return 0;
 }
 
+/* The name is in every shard's file name, shards/NAME-NNNNNN.chs
+ * (chute-manifest(5), SHARD PATHS). */
+static int check_name(const char *name)
+{
+	for (const char *c = name; *c; c++)
+		if (*c == '/' || (unsigned char)*c < 0x20 || *c == 0x7f)
+			return cmd_error("the dataset name '%s' names the shard "
+					 "files: it cannot hold '/' or a control "
+					 "character (give another with --name)",
+					 name);
+	return *name ? 0 : cmd_error("the dataset name is empty");
+}
+
 int cmd_pack(int argc, char **argv)
 {
 	struct pack_args a;
@@ -345,7 +358,9 @@ int cmd_pack(int argc, char **argv)
 	}
 	a.o.nexclude = a.nexclude;
 	a.o.ninclude = a.ninclude;
-	status = run_pack(&a);
+	status = check_name(a.o.name);
+	if (status == 0)
+		status = run_pack(&a);
 done:
 	free(name);
 	free(a.sources);

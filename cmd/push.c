@@ -96,15 +96,18 @@ int cmd_push(int argc, char **argv)
 	cmd_transfer_begin(&t, &a.push.xfer);
 	status = ch_remote_push(a.dataset, st, &a.push, &r, &err);
 	cmd_transfer_end(&t);
-	ch_store_close(st);
-	if (status < 0)
+	if (status < 0) {
+		ch_store_close(st);
 		return cmd_error("%s", err.msg);
+	}
+	/* the store's url: its password hidden */
 	printf("pushed %s to %s: %zu of %zu files sent (%.1f of %.1f MB), "
-	       "%zu manifests; tags latest", r.id, a.remote, r.uploaded,
-	       r.files, (double)r.uploaded_bytes / 1e6, (double)r.bytes / 1e6,
-	       r.versions_uploaded);
+	       "%zu manifests; tags latest", r.id, ch_store_url(st),
+	       r.uploaded, r.files, (double)r.uploaded_bytes / 1e6,
+	       (double)r.bytes / 1e6, r.versions_uploaded);
 	for (size_t i = 0; i < a.ntags; i++)
 		printf(", %s", a.tags[i]);
 	printf("\n");
+	ch_store_close(st);
 	return 0;
 }

@@ -140,9 +140,11 @@ static void print_text(const struct ch_split_result *r)
 
 		printf("%s\t%" PRIu64 "\t%.2f%%", sp->name, sp->samples,
 		       100.0 * share(sp->samples, m->samples));
-		for (size_t c = 0; t->classes && c < m->nclasses; c++)
-			printf("%s%s:%" PRIu64, c ? " " : "\t", m->classes[c],
-			       t->classes[c]);
+		for (size_t c = 0; t->classes && c < m->nclasses; c++) {
+			putchar(c ? ' ' : '\t');
+			cmd_put(stdout, m->classes[c]);
+			printf(":%" PRIu64, t->classes[c]);
+		}
 		if (t->classes && t->unlabelled)
 			printf(" (%" PRIu64 " without a class)", t->unlabelled);
 		putchar('\n');

@@ -67,9 +67,9 @@ static void print_text(const struct ch_status_result *r)
 
 	for (size_t i = 0; i < r->nitems; i++) {
 		const struct ch_status_item *it = &r->items[i];
-		printf("%s %s", kind_names[it->kind], it->path);
+		cmd_print("%s %s", kind_names[it->kind], it->path);
 		if (it->why)
-			printf(" (%s)", it->why);
+			cmd_print(" (%s)", it->why);
 		putchar('\n');
 	}
 	count_kinds(r, n);

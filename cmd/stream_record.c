@@ -196,6 +196,16 @@ static void read_options(struct reading *rd, struct stream_record *r,
 	read_transforms(rd, r, o);
 }
 
+/* A recorded remote's hidden password ("USER:***@") dropped: the remote
+ * is opened as USER@HOST, the password coming from ~/.netrc. */
+static void drop_hidden_password(char *url)
+{
+	char *host = strstr(url, "://");
+	char *hidden = host ? strstr(host, ":***@") : NULL;
+	if (hidden && hidden < host + 3 + strcspn(host + 3, "/?#"))
+		memmove(hidden, hidden + 4, strlen(hidden + 4) + 1);
+}
+
 /* What to open: a local dataset by its absolute path, a remote one by the
  * recorded id (REMOTE@ID), never by its tag, which may have moved. */
 static int read_dataset(struct reading *rd, struct stream_record *r)
@@ -216,6 +226,8 @@ static int read_dataset(struct reading *rd, struct stream_record *r)
 		rd->bad = 1;
 		return cmd_error("out of memory");
 	}
+	if (remote)
+		drop_hidden_password(r->source);
 	return 0;
 }
 
@@ -312,10 +324,15 @@ static json_t *command_json(const struct stream_record *r)
 	json_t *cmd = json_array();
 	if (cmd && json_array_append_new(cmd, json_string("chute")) < 0)
 		goto fail;
-	for (int i = 0; cmd && i < r->argc; i++)
-		if (json_array_append_new(cmd, cmd_json_bytes(
-			   r->argv[i], strlen(r->argv[i]))) < 0)
+	for (int i = 0; cmd && i < r->argc; i++) {
+		char *arg = ch_url_redact(r->argv[i]);
+		int rc = arg ? json_array_append_new(
+				       cmd, cmd_json_bytes(arg, strlen(arg)))
+			     : -1;
+		free(arg);
+		if (rc < 0)
 			goto fail;
+	}
 	return cmd;
 fail:
 	json_decref(cmd);
@@ -331,19 +348,25 @@ static json_t *dataset_json(const struct ch_dataset *ds, const char *dataset)
 	struct ch_ref ref;
 	struct ch_error err;
 	json_t *j = NULL;
-	char *abs = NULL;
+	char *abs = NULL, *source = NULL, *remote = NULL;
 	if (ch_ref_parse(dataset, &ref, &err) < 0)
 		return NULL;
-	if (ref.remote)
+	/* a record is shared (an experiment tracker): never a password */
+	if (!(source = ch_url_redact(dataset)))
+		goto out;
+	if (ref.remote && (remote = ch_url_redact(ref.remote)))
 		j = json_pack("{s:s, s:s?, s:s, s:n, s:s, s:s?}", "id", m->id,
-			      "name", m->name, "source", dataset, "path",
-			      "remote", ref.remote, "tag",
+			      "name", m->name, "source", source, "path",
+			      "remote", remote, "tag",
 			      is_version_id(ref.at) ? NULL : ref.at);
-	else if ((abs = realpath(ref.path, NULL)))
+	else if (!ref.remote && (abs = realpath(ref.path, NULL)))
 		j = json_pack("{s:s, s:s?, s:s, s:s, s:n, s:n}", "id", m->id,
-			      "name", m->name, "source", dataset, "path", abs,
+			      "name", m->name, "source", source, "path", abs,
 			      "remote", "tag");
+out:
 	free(abs);
+	free(source);
+	free(remote);
 	ch_ref_release(&ref);
 	return j;
 }

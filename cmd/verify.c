@@ -74,7 +74,7 @@ static char *problem_path(const struct verify_run *v, const char *shard)
 
 static void print_problem(const struct ch_problem *p, const char *path)
 {
-	printf("%s:", path);
+	cmd_print("%s:", path);
 	if (p->block >= 0)
 		printf(" block %" PRId64, p->block);
 	if (p->offset >= 0)
@@ -82,8 +82,9 @@ static void print_problem(const struct ch_problem *p, const char *path)
 	if (p->block >= 0 || p->offset >= 0)
 		putchar(':');
 	if (p->key)
-		printf(" sample '%s':", p->key);
-	printf(" %s\n", p->message);
+		cmd_print(" sample '%s':", p->key);
+	cmd_print(" %s", p->message);
+	putchar('\n');
 	fflush(stdout); /* problems show up as they are found */
 }
 

@@ -1078,5 +1078,17 @@ int ch_check_file_atomic(const char *path, struct ch_error *err);
 size_t ch_utf8_len(const uint8_t *p, size_t left, uint32_t *cp);
 /* Number of online CPUs, at least 1. */
 int ch_cpu_count(void);
+/* s[0..len) made safe for a terminal, as text output shows keys, field
+ * names and paths: the backslash and every byte that is not printable
+ * text (below 0x20, 0x7f, the C1 controls U+0080..U+009F, anything not
+ * well-formed UTF-8) written C-style: \\, \n, \t, \r, else \xHH.
+ * Writes at most size bytes with a NUL (like snprintf) and returns the
+ * length of the whole escaped text. */
+size_t ch_escape(char *out, size_t size, const char *s, size_t len);
+/* text with the password of every URL in it (SCHEME://USER:PASSWORD@HOST)
+ * shown as *** ("http://ci:***@host/x"): what messages, outputs and
+ * records show of a URL.  Returns a new string (caller frees), NULL when
+ * out of memory. */
+char *ch_url_redact(const char *text);
 
 #endif

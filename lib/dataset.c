@@ -37,7 +37,8 @@ static int open_lone_shard(struct ch_dataset *ds, const char *path,
 		goto out;
 	}
 	m->nshards = 1;
-	if ((rc = ch_shard_open(&ds->shards[0], path, err)) < 0)
+	if ((rc = ch_shard_open(&ds->shards[0], path, err)) < 0 ||
+	    (rc = ch_shard_content_id(ds->shards[0], m->id, err)) < 0)
 		goto out;
 	m->samples = m->shards[0].samples = ch_shard_sample_count(ds->shards[0]);
 	m->shard_bytes = m->shards[0].bytes = ch_shard_file_size(ds->shards[0]);

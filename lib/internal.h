@@ -15,6 +15,13 @@ void ch_content_hash_field(struct ch_content_hash *h, const char *name,
 			   const uint8_t *data, uint64_t size);
 uint64_t ch_content_hash_final(struct ch_content_hash *h);
 
+/* The id of a shard streamed on its own, without a manifest: XXH3-128 of
+ * its header and footer, which hold the checksums of its dictionary and
+ * its index (and the index those of every block and sample), so that it
+ * names the shard's content without reading all of it. */
+int ch_shard_content_id(const struct ch_shard *sh, char id[33],
+			struct ch_error *err);
+
 /* Tells an open shard from a later one at the same address. */
 uint64_t ch_shard_serial(const struct ch_shard *sh);
 

@@ -60,24 +60,22 @@ static int is_hex32(const char *s)
 	return s[32] == '\0';
 }
 
-/* A shard path must stay inside the dataset folder, so that ROOT/PATH
- * never escapes ROOT: relative, and made only of plain components (no
- * empty one, no "." and no ".."). */
-static int is_safe_relpath(const char *p)
+/* A shard path is shards/NAME.chs, NAME a file name (no '/', no control
+ * byte): whatever a manifest from a remote says, a shard stays inside
+ * the dataset's shards/ folder and never names manifest.json, a split
+ * file or chute's own files under .chute/. */
+static int is_shard_path(const char *p)
 {
-	if (*p == '\0' || *p == '/')
-		return 0;
-	for (;;) {
-		const char *end = strchrnul(p, '/');
-		size_t n = (size_t)(end - p);
+	static const char prefix[] = "shards/", suffix[] = ".chs";
+	size_t n = strlen(p), np = sizeof(prefix) - 1, ns = sizeof(suffix) - 1;
 
-		if (n == 0 || (n == 1 && p[0] == '.') ||
-		    (n == 2 && p[0] == '.' && p[1] == '.'))
+	if (n <= np + ns || strncmp(p, prefix, np) != 0 ||
+	    strcmp(p + n - ns, suffix) != 0)
+		return 0;
+	for (const char *c = p + np; *c; c++)
+		if (*c == '/' || (unsigned char)*c < 0x20 || *c == 0x7f)
 			return 0;
-		if (*end == '\0')
-			return 1;
-		p = end + 1;
-	}
+	return 1;
 }
 
 /* Split names become file names: [a-z0-9_-]{1,32}. */
@@ -648,18 +646,19 @@ static int decode_shard(json_t *o, const char *ctx,
 {
 	static const char *const keys[] = { "path", "bytes", "xxh3_128",
 					    "samples", "first_sample", NULL };
-	char hex[33];
+	char hex[33], what[320];
 
 	if (!json_is_object(o))
 		return bad(d, ctx, NULL, "expected an object");
 	if (check_keys(o, ctx, keys, d) < 0 ||
 	    get_str(o, ctx, "path", 0, &s->path, d) < 0)
 		return -1;
-	if (!is_safe_relpath(s->path))
-		return bad(d, ctx, "path",
-			   "must be a relative path inside the dataset "
-			   "folder (no leading '/', no '..', '.' or empty "
-			   "components)");
+	if (!is_shard_path(s->path)) {
+		snprintf(what, sizeof(what), "'%.200s' is not shards/NAME.chs "
+			 "(NAME a file name: no '/', no control character)",
+			 s->path);
+		return bad(d, ctx, "path", what);
+	}
 	if (get_u64(o, ctx, "bytes", &s->bytes, d) < 0 ||
 	    get_hex(o, ctx, "xxh3_128", hex, d) < 0 ||
 	    get_u64(o, ctx, "samples", &s->samples, d) < 0 ||

@@ -648,6 +648,18 @@ void ch_shard_close(struct ch_shard *sh)
 }
 
 const char *ch_shard_path(const struct ch_shard *sh) { return sh->path; }
+int ch_shard_content_id(const struct ch_shard *sh, char id[33],
+			struct ch_error *err)
+{
+	uint8_t ends[CHS_HEADER_SIZE + CHS_FOOTER_SIZE];
+	if (shard_read(sh, ends, CHS_HEADER_SIZE, 0, err) < 0 ||
+	    shard_read(sh, ends + CHS_HEADER_SIZE, CHS_FOOTER_SIZE,
+		       sh->file_size - CHS_FOOTER_SIZE, err) < 0)
+		return -1;
+	ch_hash128_hex(ch_hash128(ends, sizeof(ends)), id);
+	return 0;
+}
+
 uint64_t ch_shard_file_size(const struct ch_shard *sh) { return sh->file_size; }
 uint64_t ch_shard_sample_count(const struct ch_shard *sh) { return sh->nsamples; }
 uint32_t ch_shard_block_count(const struct ch_shard *sh) { return sh->nblocks; }

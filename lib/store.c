@@ -146,23 +146,6 @@ static void fill_defaults(struct ch_store_opts *o)
 		o->stall_timeout_s = 30;
 }
 
-char *ch_url_redact(const char *url)
-{
-	const char *host = strstr(url, "://"), *at, *colon, *slash;
-	char *shown = NULL;
-	if (!host || !(has_prefix(url, "http://") || has_prefix(url, "https://")))
-		return strdup(url);
-	host += 3;
-	slash = strchr(host, '/');
-	at = memchr(host, '@', slash ? (size_t)(slash - host) : strlen(host));
-	colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
-	if (!colon)
-		return strdup(url);
-	if (asprintf(&shown, "%.*s:***%s", (int)(colon - url), url, at) < 0)
-		return NULL;
-	return shown;
-}
-
 /* st->url is for messages, st->base (already set) for requests. */
 static int hide_password(struct ch_store *st, struct ch_error *err)
 {

@@ -48,9 +48,6 @@ void ch_store_close(struct ch_store *st);
 enum ch_store_kind ch_store_kind(const struct ch_store *st);
 /* The url as given, without a trailing '/'. */
 const char *ch_store_url(const struct ch_store *st);
-/* url with the password of http://user:password@host/ shown as ***, for
- * messages and records (caller frees). */
-char *ch_url_redact(const char *url);
 /* Where key lives, for messages: "http://h/p/tags/x", "/srv/r/tags/x". */
 char *ch_store_key_url(const struct ch_store *st, const char *key);
 

@@ -280,6 +280,10 @@ static void set_common(struct ch_req *r)
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "chute/" CH_VERSION);
+	/* a password may come from ~/.netrc rather than the URL, which is
+	 * shown in messages and records (with its password hidden) */
+	if (st->kind == CH_STORE_HTTP)
+		curl_easy_setopt(h, CURLOPT_NETRC, (long)CURL_NETRC_OPTIONAL);
 	if (st->kind == CH_STORE_S3) {
 		curl_easy_setopt(h, CURLOPT_USERPWD, cs->userpwd);
 		curl_easy_setopt(h, CURLOPT_AWS_SIGV4, cs->sigv4);

@@ -108,3 +108,97 @@ size_t ch_utf8_len(const uint8_t *p, size_t left, uint32_t *cp)
 	*cp = c;
 	return n;
 }
+
+/* Whether the byte sequence at p (left bytes) prints as itself: printable
+ * ASCII but the backslash, or a well-formed UTF-8 sequence past the C1
+ * controls.  Returns its length, 0 when it must be escaped. */
+static size_t plain_len(const uint8_t *p, size_t left)
+{
+	uint32_t cp;
+	if (p[0] >= 0x20 && p[0] < 0x7f && p[0] != '\\')
+		return 1;
+	size_t n = p[0] >= 0x80 ? ch_utf8_len(p, left, &cp) : 0;
+	return n && cp >= 0xa0 ? n : 0;
+}
+
+static void put_bytes(char *out, size_t size, size_t *at, const char *s,
+		      size_t n)
+{
+	if (*at < size) {
+		size_t room = size - *at - 1;
+		memcpy(out + *at, s, n < room ? n : room);
+	}
+	*at += n;
+}
+
+size_t ch_escape(char *out, size_t size, const char *s, size_t len)
+{
+	static const char hex[] = "0123456789abcdef";
+	const uint8_t *p = (const uint8_t *)s;
+	size_t at = 0;
+	for (size_t i = 0; i < len;) {
+		size_t n = plain_len(p + i, len - i);
+		char esc[4] = {'\\', 'x', hex[p[i] >> 4], hex[p[i] & 15]};
+		if (n) {
+			put_bytes(out, size, &at, s + i, n);
+			i += n;
+			continue;
+		}
+		switch (p[i]) {
+		case '\\': esc[1] = '\\'; break;
+		case '\n': esc[1] = 'n'; break;
+		case '\t': esc[1] = 't'; break;
+		case '\r': esc[1] = 'r'; break;
+		default: break;
+		}
+		put_bytes(out, size, &at, esc, esc[1] == 'x' ? 4 : 2);
+		i++;
+	}
+	if (size)
+		out[at < size ? at : size - 1] = '\0';
+	return at;
+}
+
+/* The password of the URL whose "://" is at sep: [*from, *to) when there
+ * is one.  The host part ends at '/', '?', '#' or a space, its user part
+ * at the last '@' before that (a password may hold '@'), the user name
+ * at the first ':'. */
+static int url_password(const char *sep, const char **from, const char **to)
+{
+	const char *host = sep + 3;
+	size_t n = strcspn(host, "/?# \t\n");
+	const char *at = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (host[i] == '@')
+			at = host + i;
+	const char *colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
+	if (!colon)
+		return 0;
+	*from = colon + 1;
+	*to = at;
+	return 1;
+}
+
+char *ch_url_redact(const char *text)
+{
+	struct ch_buf b = {0};
+	const char *p = text, *sep, *from, *to;
+	while ((sep = strstr(p, "://"))) {
+		if (!url_password(sep, &from, &to)) {
+			if (ch_buf_append(&b, p, (size_t)(sep + 3 - p), NULL) < 0)
+				goto oom;
+			p = sep + 3;
+			continue;
+		}
+		if (ch_buf_append(&b, p, (size_t)(from - p), NULL) < 0 ||
+		    ch_buf_append(&b, "***", 3, NULL) < 0)
+			goto oom;
+		p = to;
+	}
+	if (ch_buf_append(&b, p, strlen(p) + 1, NULL) < 0)
+		goto oom;
+	return (char *)b.data;
+oom:
+	ch_buf_release(&b);
+	return NULL;
+}

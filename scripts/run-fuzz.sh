@@ -152,6 +152,19 @@ EOF
 		pack_seed "$src.ds" --label-from dir -s 2s "$src" &&
 			cp "$src.ds/manifest.json" "$dir/packed.json"
 	fi
+	# Shard paths a hostile remote could send (chute-manifest(5), SHARD
+	# PATHS): each must be refused.  From a whole manifest when there is
+	# one, so that the path is what stops it.
+	local n=0 bad base="$dir/pets.json"
+	[ -f "$dir/packed.json" ] && base="$dir/packed.json"
+	for bad in manifest.json .chute/stat ../up.chs /abs.chs shards//x.chs \
+		shards/a/b.chs shards/.chs 'shards/a\u001bb.chs' splits/x.ids \
+		'shards/x.chs\u0000'; do
+		# sed reads a backslash in the replacement: double it
+		sed "s|\"shards/[^\"]*-000001\\.chs\"|\"${bad//\\/\\\\}\"|" \
+			"$base" >"$dir/hostile-path-$n.json"
+		n=$((n + 1))
+	done
 	return 0
 }
 
@@ -161,7 +174,8 @@ dict_fuzz_manifest() {
 		chute_version samples bytes shard_bytes shards path xxh3_128 \
 		first_sample schema fields count classes splits sources \
 		options shard_samples block_size level dict keep_order \
-		label_from dir shards/ ../ /abs 0123456789abcdef0123456789abcdef; do
+		label_from dir shards/ ../ /abs 0123456789abcdef0123456789abcdef \
+		.chs manifest.json .chute/ splits/; do
 		printf '"\\"%s\\""\n' "$word"
 	done
 	for tok in null true false '{}' '[]' 9223372036854775807 \

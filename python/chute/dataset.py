@@ -59,6 +59,8 @@ __all__ = ["Dataset", "NotFoundError", "Sample", "manifest_id"]
 _MAX_INT = (1 << 63) - 1
 _HASH = re.compile(r"\A[0-9a-f]{32}\Z")
 _SPLIT_NAME = re.compile(r"\A[a-z0-9_-]{1,32}\Z")
+# chute-manifest(5), SHARD PATHS: never outside shards/, never a control byte
+_SHARD_PATH = re.compile(r"\Ashards/[^/\x00-\x1f\x7f]+\.chs\Z")
 _MANIFEST_MAX = 1 << 30
 
 
@@ -234,7 +236,9 @@ class _Manifest:
             if not isinstance(s, dict):
                 self.fail(w, "expected an object")
             path = self.need(s, "path", str, w + ".")
-            self.check_path(w + ".path", path)
+            if not _SHARD_PATH.match(path):
+                self.fail(w + ".path", "%r is not shards/NAME.chs (NAME a "
+                          "file name: no '/', no control character)" % path)
             if path in paths:
                 self.fail(w + ".path", "'%s' listed twice" % path)
             paths.add(path)

@@ -40,6 +40,50 @@ for k in ("a\tb", "c\nd", "e\rf", "g\\h"):
 	assert_line 'g\\h	txt:1'
 }
 
+# no_raw_control_in TEXT: TEXT holds no control byte but newline and tab,
+# and no C1 control (U+0080..U+009F).
+no_raw_control_in() {
+	"$PYTHON" -c '
+import sys
+data = sys.argv[1].encode("utf-8", "surrogateescape")
+bad = [b for b in data if (b < 0x20 and b not in (9, 10)) or b == 0x7f]
+bad += [c for c in data.decode("utf-8", "replace") if 0x80 <= ord(c) <= 0x9f]
+sys.exit(1 if bad else 0)' "$1" || fail "a raw control byte in: $(printf %s "$1" | od -c | head)"
+}
+
+@test "escapes: a key holding ESC, BEL, C1 and a newline is escaped in ls, check, diff and errors" {
+	"$PYTHON" - <<'PY'
+import io, tarfile
+with tarfile.open("t.tar", "w", format=tarfile.PAX_FORMAT) as t:
+    for name, data in [("a\x1b[31mred\nx.txt", b"same"), ("b\x07\u009bc.txt", b"other"),
+                       ("plain.txt", b"same")]:
+        i = tarfile.TarInfo(name)
+        i.size = len(data)
+        t.addfile(i, io.BytesIO(data))
+PY
+	chute pack -q -o hostile t.tar >/dev/null
+	run -0 chute ls hostile
+	no_raw_control_in "$output"
+	assert_line 'a\x1b[31mred\nx	txt:4'
+	assert_line 'b\x07\xc2\x9bc	txt:5'
+	# JSON output keeps JSON's own escaping: the key comes back whole
+	run -0 chute ls --json hostile
+	run -0 "$PYTHON" -c 'import json, sys; print(sorted(json.loads(l)["key"] for l in sys.stdin) == ["a\x1b[31mred\nx", "b\x07\x9bc", "plain"])' <<<"$output"
+	assert_output True
+	run -1 chute check --allow-no-eval hostile
+	no_raw_control_in "$output"
+	assert_line --partial 'plain (shards/hostile-000000.chs) = a\x1b[31mred\nx (shards/hostile-000000.chs)'
+	run -1 chute diff ds hostile
+	no_raw_control_in "$output"
+	assert_line --partial 'added: a\x1b[31mred\nx b\x07\xc2\x9bc plain'
+	run -2 chute cat -f nope hostile $'a\e[31mred\nx'
+	no_raw_control_in "$output"
+	assert_output "chute cat: sample 'a\x1b[31mred\nx' has no field 'nope'; its fields: txt"
+	run -2 chute cat hostile $'no\e]0;title\a'
+	no_raw_control_in "$output"
+	assert_output --partial "'no\x1b]0;title\x07'"
+}
+
 @test "ls: a single shard can be listed" {
 	run -0 chute ls "$(shard_of ds 1)"
 	assert_output "$(printf 'd\ttxt:2\nsub/c\tbin:5000')"

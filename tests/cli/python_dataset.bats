@@ -458,7 +458,8 @@ for edit, want in (
         (lambda m: m.update(samples=m["samples"] + 1), "samples: 31, but the shards hold 30"),
         (lambda m: m["shards"][1].update(first_sample=9), "shards[1].first_sample: expected 10, where the previous shard ends"),
         (lambda m: m["shards"][0].update(samples=11), "shards[1].first_sample: expected 11"),
-        (lambda m: m["shards"][2].update(path="../x.chs"), "shards[2].path: '../x.chs' is not a relative path"),
+        (lambda m: m["shards"][2].update(path="../x.chs"), "shards[2].path: '../x.chs' is not shards/NAME.chs"),
+        (lambda m: m["shards"][2].update(path=".chute/stat"), "shards[2].path: '.chute/stat' is not shards/NAME.chs"),
         (lambda m: m.update(format_version=2), "format_version: unsupported version 2")):
     m = json.loads(good)
     edit(m)

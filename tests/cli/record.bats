@@ -174,6 +174,31 @@ EOF
 		fail "--resume last is not the rest of the stream"
 }
 
+@test "record: a lone shard's run names it by its content id, replays and resumes" {
+	local sh id
+	sh=$(shard_of ds 2)
+	chute stream -b 2 -e 2 --seed 4 "$sh" >full
+	run -0 chute stream -b 2 -e 2 --seed 4 --record run.json -o rec "$sh"
+	cmp full rec
+	id=$("$PYTHON" -c '
+import sys, xxhash
+d = open(sys.argv[1], "rb").read()
+print(xxhash.xxh3_128_hexdigest(d[:64] + d[-64:]))' "$sh")
+	run -0 rjson run.json 'r["dataset"]["id"]'
+	assert_output "$id"
+	run -0 chute stream --replay run.json -o again
+	cmp full again
+	# a cursor of the run resumes it
+	frames full >f
+	read -r end c < <(sed -n 3p f)
+	run -0 chute stream --replay run.json --resume "$c" -o rest
+	tail -c +$((end + 1)) full | cmp - rest
+	# the shard rewritten: not the run's data
+	cp "$(shard_of ds 1)" "$sh"
+	run -1 chute stream --replay run.json -o out
+	assert_output --partial "is not the dataset of the run record"
+}
+
 # ----------------------------------------------------------------- replay
 
 @test "replay: the same bytes as the recorded run, whatever the options that do not shape it" {

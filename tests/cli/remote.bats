@@ -142,6 +142,56 @@ round_trip() {
 	done
 }
 
+# hostile_version REMOTE PATH: a version of the folder remote whose first
+# shard is named PATH (its bytes stored where pull looks for them, its id
+# right), tagged "evil"; prints the version id.
+hostile_version() {
+	"$PYTHON" - "$1" "$2" <<'EOF'
+import json, shutil, sys, xxhash
+remote, path = sys.argv[1], sys.argv[2]
+vid = open(remote + "/tags/latest").read().strip()
+m = json.load(open("%s/versions/%s.json" % (remote, vid)))
+s = m["shards"][0]
+h = s["xxh3_128"]
+base = path.rsplit("/", 1)[-1]
+ext = base[base.rfind("."):] if "." in base else ""
+if ext != ".chs":
+    shutil.copy("%s/cas/%s/%s.chs" % (remote, h[:2], h),
+                "%s/cas/%s/%s%s" % (remote, h[:2], h, ext))
+s["path"] = path
+del m["id"]
+canon = json.dumps(m, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+m["id"] = xxhash.xxh3_128_hexdigest(canon.encode())
+json.dump(m, open("%s/versions/%s.json" % (remote, m["id"]), "w"), indent=2)
+open(remote + "/tags/evil", "w").write(m["id"] + "\n")
+print(m["id"])
+EOF
+}
+
+@test "remote: a manifest naming chute's own files as shards is refused by pull, stream and verify" {
+	packed ds 60
+	chute push ds remote >/dev/null
+	run -0 chute pull "file://$PWD/remote" back
+	cp back/manifest.json good.json
+	cp back/.chute/stat good.stat
+	for path in manifest.json .chute/stat splits/x.ids shards/a/b.chs \
+		shards/.chs "shards/$(printf 'a\033b').chs" ../up.chs; do
+		hostile_version "$PWD/remote" "$path" >/dev/null
+		shown=$(printf '%s' "$path" | sed 's/\x1b/\\x1b/')
+		run -2 chute pull "file://$PWD/remote@evil" back
+		assert_output --partial "shards[0].path: '$shown' is not shards/NAME.chs"
+		cmp good.json back/manifest.json
+		cmp good.stat back/.chute/stat
+		run -2 chute stream "file://$PWD/remote@evil" -o /dev/null
+		assert_output --partial "shards[0].path: '$shown'"
+		mkdir -p local
+		cp "remote/versions/$(cat remote/tags/evil).json" local/manifest.json
+		# verify: a manifest that is not valid fails the check
+		run -1 chute verify local
+		assert_output --partial "shards[0].path: '$shown'"
+	done
+}
+
 @test "remote: a partial download is resumed; a bad partial is refetched" {
 	packed ds 60
 	chute push ds remote >/dev/null

@@ -97,6 +97,18 @@ EOF
 	done
 }
 
+@test "split: a class name holding ESC is escaped in the summary" {
+	mkdir -p cls/"$(printf 'c\033x')" cls/dog
+	for i in 1 2 3 4 5 6; do
+		echo "$i" >cls/"$(printf 'c\033x')"/"$i".txt
+		echo "d$i" >cls/dog/"$i".txt
+	done
+	chute pack -q --label-from dir -o clsds cls >/dev/null
+	run -0 chute split clsds --val 0.3
+	assert_line --index 0 --regexp $'^train\t[0-9]+\t[0-9.]+%\tc\\\\x1bx:[0-9]+ dog:[0-9]+$'
+	[[ $output != *$'\033'* ]] || fail "a raw ESC in the summary"
+}
+
 @test "split: --json prints the summary as one object" {
 	packed ds 120
 	run -0 chute split ds --val 0.25 --seed 9 --json

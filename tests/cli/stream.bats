@@ -143,6 +143,31 @@ manifest_keys() {
 	done
 }
 
+@test "stream: a lone shard's cursors name it by a content id and resume, byte for byte" {
+	local sh e b fl ns end cursor keys id
+	sh=$(shard_of ds 1)
+	chute stream -b 2 -e 2 --seed 3 "$sh" >full
+	mapfile -t all < <(frames full)
+	[ "${#all[@]}" -ge 4 ] || fail "only ${#all[@]} frames"
+	# the id: XXH3-128 of the shard's header and footer (chute-stream(1))
+	id=$("$PYTHON" -c '
+import sys, xxhash
+d = open(sys.argv[1], "rb").read()
+print(xxhash.xxh3_128_hexdigest(d[:64] + d[-64:])[:16])' "$sh")
+	for line in "${all[@]}"; do
+		read -r e b fl ns end cursor keys <<<"$line"
+		[[ $cursor =~ ^ch1\.$id\.[0-9a-f]{8}\.$e\.$b\.[0-9]+$ ]] ||
+			fail "frame $e/$b: cursor '$cursor', expected ch1.$id..."
+		run -0 chute stream -b 2 -e 2 --seed 3 --resume "$cursor" -o rest "$sh"
+		tail -c +$((end + 1)) full | cmp - rest ||
+			fail "resume after $cursor is not the rest of the stream"
+	done
+	# another shard is another dataset
+	read -r e b fl ns end cursor keys <<<"${all[0]}"
+	run -2 chute stream -b 2 -e 2 --seed 3 --resume "$cursor" "$(shard_of ds 0)"
+	assert_output --partial "is from another dataset"
+}
+
 @test "stream: a cursor resumed at another world size continues the epoch with no sample twice" {
 	local k w2 r c
 	chute stream -b 2 --seed 9 --world-size 2 --rank 0 ds >a0

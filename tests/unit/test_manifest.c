@@ -549,8 +549,19 @@ static void malformed_json_names_line_and_column(void)
 static const struct edit {
 	const char *from, *to, *needle;
 } bad_edits[] = {
-	{ "\"shards/ds-000000.chs\"", "\"../x\"", "shards[0].path: must be" },
-	{ "\"shards/ds-000000.chs\"", "\"/abs\"", "shards[0].path: must be" },
+	{ "\"shards/ds-000000.chs\"", "\"../x\"",
+	  "shards[0].path: '../x' is not shards/NAME.chs" },
+	{ "\"shards/ds-000000.chs\"", "\"/abs\"",
+	  "shards[0].path: '/abs' is not shards/NAME.chs" },
+	/* names a remote could use to overwrite a dataset's own files */
+	{ "\"shards/ds-000000.chs\"", "\"manifest.json\"", "shards[0].path" },
+	{ "\"shards/ds-000000.chs\"", "\".chute/stat\"", "shards[0].path" },
+	{ "\"shards/ds-000000.chs\"", "\"splits/x.ids\"", "shards[0].path" },
+	{ "\"shards/ds-000000.chs\"", "\"shards/a/b.chs\"", "shards[0].path" },
+	{ "\"shards/ds-000000.chs\"", "\"shards/.chs\"", "shards[0].path" },
+	{ "\"shards/ds-000000.chs\"", "\"shards/a\\u001bb.chs\"",
+	  "shards[0].path" },
+	{ "\"shards/ds-000000.chs\"", "\"shards/x.bin\"", "shards[0].path" },
 	{ "\"shards/ds-000000.chs\"", "\"shards/../../x\"", "shards[0].path" },
 	{ "\"shards/ds-000000.chs\"", "\"shards/..\"", "shards[0].path" },
 	{ "\"shards/ds-000000.chs\"", "\"shards//x\"", "shards[0].path" },

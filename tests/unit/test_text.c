@@ -1,0 +1,75 @@
+/*
+ * test_text.c - what text output shows of keys and URLs: ch_escape and
+ * ch_url_redact (chute.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "chute.h"
+#include "unit.h"
+
+static int escapes_to(const char *in, size_t len, const char *want)
+{
+	char out[256];
+	size_t n = ch_escape(out, sizeof out, in, len);
+	unit_note("ch_escape gave '%s'", out);
+	return CHECK_EQ_U64(n, strlen(want)) & CHECK_STR(out, want);
+}
+
+/* Printable ASCII and well-formed UTF-8 pass; controls, the backslash,
+ * C1 code points and bytes that are not UTF-8 are written C-style. */
+static void escape_bytes(void)
+{
+	escapes_to("plain key/0001", 14, "plain key/0001");
+	escapes_to("a\x1b[31mb", 7, "a\\x1b[31mb");
+	escapes_to("t\tn\nr\r\\", 7, "t\\tn\\nr\\r\\\\");
+	escapes_to("nul\0x", 5, "nul\\x00x");
+	escapes_to("del\x7f", 4, "del\\x7f");
+	escapes_to("caf\xc3\xa9 \xe2\x82\xac", 9, "caf\xc3\xa9 \xe2\x82\xac");
+	escapes_to("csi\xc2\x9b", 5, "csi\\xc2\\x9b");
+	escapes_to("latin\xe9", 6, "latin\\xe9");
+	escapes_to("cut\xe2\x82", 5, "cut\\xe2\\x82");
+}
+
+/* Like snprintf: the whole length is returned, the output cut and
+ * terminated. */
+static void escape_truncates(void)
+{
+	char out[5];
+	CHECK_EQ_U64(ch_escape(out, sizeof out, "\x1b\x1b", 2), 8);
+	CHECK_STR(out, "\\x1b");
+	CHECK_EQ_U64(ch_escape(NULL, 0, "ab", 2), 2);
+}
+
+static void redacts_to(const char *in, const char *want)
+{
+	char *out = ch_url_redact(in);
+	if (CHECK(out != NULL))
+		CHECK_STR(out, want);
+	free(out);
+}
+
+/* Every URL of a text loses its password, whatever the scheme; the
+ * user name, host and path stay. */
+static void redact_urls(void)
+{
+	redacts_to("http://ci:pw@host:8080/a/b", "http://ci:***@host:8080/a/b");
+	redacts_to("https://u:p@ss@h/x", "https://u:***@h/x");
+	redacts_to("cannot GET http://a:b@h/k: 401 and 'https://c:d@i'",
+		   "cannot GET http://a:***@h/k: 401 and 'https://c:***@i'");
+	redacts_to("s3://k:s@bucket/p", "s3://k:***@bucket/p");
+	redacts_to("http://host:8080/x@tag", "http://host:8080/x@tag");
+	redacts_to("http://user@host/x", "http://user@host/x");
+	redacts_to("no url: a:b@c", "no url: a:b@c");
+	redacts_to("", "");
+}
+
+int main(void)
+{
+	static const struct unit_test tests[] = {
+		UNIT(escape_bytes),
+		UNIT(escape_truncates),
+		UNIT(redact_urls),
+	};
+	return unit_run(tests, UNIT_COUNT(tests));
+}
