@@ -111,6 +111,10 @@ const char *cmd_name(void);
 
 /* Prints "chute CMD: MESSAGE" on stderr and returns EXIT_USAGE. */
 int cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints err like cmd_error; returns EXIT_CHECK when the data failed a
+ * check (err->data), else EXIT_USAGE. */
+struct ch_error;
+int cmd_fail(const struct ch_error *err);
 
 /* Parses a whole number in [min, max] given to option `opt`; reports and
  * returns -1 on anything else. */

@@ -70,7 +70,7 @@ int cmd_export(int argc, char **argv)
 {
 	struct ch_export_opts o = {.format = "tar"};
 	struct ch_dataset ds;
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 	const char *path = NULL;
 	size_t written = 0;
 	int status;
@@ -83,8 +83,8 @@ int cmd_export(int argc, char **argv)
 		return cmd_error("%s", err.msg);
 	o.cancel = cmd_catch_signals();
 	if (ch_export(&ds, &o, &written, &err) < 0) {
-		cmd_error("%s", err.msg);
-		status = cmd_signal_status() ? cmd_signal_status() : EXIT_USAGE;
+		status = cmd_signal_status() ? cmd_signal_status()
+					     : cmd_fail(&err);
 	} else {
 		printf("exported %zu shards into %s\n", written, o.out_dir);
 	}

@@ -189,7 +189,7 @@ static int parse_args(int argc, char **argv, const char **path, int *json,
 int cmd_ls(int argc, char **argv)
 {
 	struct ch_dataset ds;
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 	const char *path = NULL, *split = NULL;
 	int json = 0, status, rc = 0;
 
@@ -209,6 +209,6 @@ int cmd_ls(int argc, char **argv)
 				"cannot write to standard output");
 	ch_dataset_release(&ds);
 	if (rc < 0)
-		return cmd_error("%s", err.msg);
+		return cmd_fail(&err);
 	return 0;
 }

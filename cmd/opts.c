@@ -44,6 +44,12 @@ int cmd_error(const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
+int cmd_fail(const struct ch_error *err)
+{
+	cmd_error("%s", err->msg);
+	return err->data ? EXIT_CHECK : EXIT_USAGE;
+}
+
 /* ------------------------------------------------------------------ */
 /* Suggestions                                                          */
 

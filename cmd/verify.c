@@ -165,7 +165,7 @@ static int verify_one(const char *path, struct ch_verify_opts *o,
 		      struct verify_run *v, struct verify_totals *t)
 {
 	struct ch_verify_result res;
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 	struct stat st;
 
 	v->arg = path;

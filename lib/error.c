@@ -4,12 +4,29 @@
 
 #include "chute.h"
 
+static void set(struct ch_error *err, int data, const char *fmt, va_list ap)
+{
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	err->data = data;
+}
+
 int ch_error_set(struct ch_error *err, const char *fmt, ...)
 {
 	if (err) {
 		va_list ap;
 		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		set(err, 0, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+int ch_error_data(struct ch_error *err, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		va_start(ap, fmt);
+		set(err, 1, fmt, ap);
 		va_end(ap);
 	}
 	return -1;
@@ -22,6 +39,7 @@ int ch_error_errno(struct ch_error *err, int errnum, const char *fmt, ...)
 		va_start(ap, fmt);
 		int n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 		va_end(ap);
+		err->data = 0;
 		if (n >= 0 && (size_t)n < sizeof(err->msg))
 			snprintf(err->msg + n, sizeof(err->msg) - (size_t)n,
 				 ": %s", strerror(errnum));

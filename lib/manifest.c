@@ -28,7 +28,10 @@
 #include "internal.h"
 
 #define FORMAT_NAME "chute-manifest"
-#define FORMAT_VERSION 1
+/* Version 2 adds each shard's "seal"; a manifest with a shard that has
+ * none (read from version 1) is written as version 1. */
+#define FORMAT_VERSION 2
+#define FORMAT_VERSION_MIN 1
 
 /* Manifests are small (about 200 bytes a shard); anything bigger than this
  * is not one, and reading it whole would only exhaust memory. */
@@ -236,19 +239,29 @@ static int put_u64(json_t *obj, const char *ctx, const char *key,
 	return put(obj, key, u64_value(n, where, err), err);
 }
 
+static int all_sealed(const struct ch_manifest *m)
+{
+	for (size_t i = 0; i < m->nshards; i++)
+		if (!m->shards[i].has_seal)
+			return 0;
+	return 1;
+}
+
 static json_t *encode_shard(const struct ch_manifest_shard *s, size_t i,
-			    struct ch_error *err)
+			    int sealed, struct ch_error *err)
 {
 	json_t *o = json_object();
-	char ctx[48], hex[33];
+	char ctx[48], hex[33], seal[33];
 
 	if (!o) {
 		ch_error_set(err, "out of memory building the manifest");
 		return NULL;
 	}
 	ch_hash128_hex(s->hash, hex);
+	ch_hash128_hex(s->seal, seal);
 	snprintf(ctx, sizeof(ctx), "shards[%zu]", i);
-	if (put_str(o, ctx, "path", s->path, err) < 0 ||
+	if ((sealed && set_new(o, "seal", json_string(seal), err) < 0) ||
+	    put_str(o, ctx, "path", s->path, err) < 0 ||
 	    put_u64(o, ctx, "bytes", s->bytes, err) < 0 ||
 	    set_new(o, "xxh3_128", json_string(hex), err) < 0 ||
 	    put_u64(o, ctx, "samples", s->samples, err) < 0 ||
@@ -262,13 +275,14 @@ static json_t *encode_shard(const struct ch_manifest_shard *s, size_t i,
 static json_t *encode_shards(const struct ch_manifest *m, struct ch_error *err)
 {
 	json_t *arr = json_array();
+	int sealed = all_sealed(m);
 
 	if (!arr) {
 		ch_error_set(err, "out of memory building the manifest");
 		return NULL;
 	}
 	for (size_t i = 0; i < m->nshards; i++) {
-		json_t *o = encode_shard(&m->shards[i], i, err);
+		json_t *o = encode_shard(&m->shards[i], i, sealed, err);
 
 		if (!o || append_new(arr, o, err) < 0) {
 			json_decref(arr);
@@ -433,7 +447,9 @@ static json_t *encode(const struct ch_manifest *m, struct ch_error *err)
 	const char *version = m->chute_version ? m->chute_version : CH_VERSION;
 
 	if (set_new(doc, "format", json_string(FORMAT_NAME), err) < 0 ||
-	    set_new(doc, "format_version", json_integer(FORMAT_VERSION),
+	    set_new(doc, "format_version",
+		    json_integer(all_sealed(m) ? FORMAT_VERSION
+					       : FORMAT_VERSION_MIN),
 		    err) < 0 ||
 	    put_str(doc, "", "name", m->name, err) < 0 ||
 	    put(doc, "parent", str_or_null(m->parent, "parent", err),
@@ -464,6 +480,7 @@ static json_t *encode(const struct ch_manifest *m, struct ch_error *err)
 struct dec {
 	const char *origin; /* file name, for messages */
 	struct ch_error *err;
+	int version;	    /* format_version, once checked */
 };
 
 /* Reports a problem with the value at ctx.key (key may be NULL, ctx may
@@ -599,26 +616,33 @@ static int check_format(json_t *doc, struct dec *d)
 		return -1;
 	if (!json_is_integer(v))
 		return bad(d, "", "format_version", "expected an integer");
-	if (json_integer_value(v) != FORMAT_VERSION) {
+	if (json_integer_value(v) < FORMAT_VERSION_MIN ||
+	    json_integer_value(v) > FORMAT_VERSION) {
 		snprintf(what, sizeof(what),
 			 "unsupported version %" JSON_INTEGER_FORMAT
-			 " (this chute reads version %d)",
-			 json_integer_value(v), FORMAT_VERSION);
+			 " (this chute reads versions %d to %d)",
+			 json_integer_value(v), FORMAT_VERSION_MIN,
+			 FORMAT_VERSION);
 		return bad(d, "", "format_version", what);
 	}
+	d->version = (int)json_integer_value(v);
 	return 0;
 }
 
 static int decode_shard(json_t *o, const char *ctx,
 			struct ch_manifest_shard *s, struct dec *d)
 {
+	static const char *const keys_v1[] = { "path", "bytes", "xxh3_128",
+					       "samples", "first_sample",
+					       NULL };
 	static const char *const keys[] = { "path", "bytes", "xxh3_128",
-					    "samples", "first_sample", NULL };
+					    "samples", "first_sample", "seal",
+					    NULL };
 	char hex[33];
 
 	if (!json_is_object(o))
 		return bad(d, ctx, NULL, "expected an object");
-	if (check_keys(o, ctx, keys, d) < 0 ||
+	if (check_keys(o, ctx, d->version > 1 ? keys : keys_v1, d) < 0 ||
 	    get_str(o, ctx, "path", 0, &s->path, d) < 0)
 		return -1;
 	if (!is_safe_relpath(s->path))
@@ -634,6 +658,12 @@ static int decode_shard(json_t *o, const char *ctx,
 	if (ch_hash128_parse(hex, &s->hash) < 0)
 		return bad(d, ctx, "xxh3_128",
 			   "expected 32 lowercase hex digits");
+	if (d->version < 2)
+		return 0;
+	if (get_hex(o, ctx, "seal", hex, d) < 0 ||
+	    ch_hash128_parse(hex, &s->seal) < 0)
+		return -1;
+	s->has_seal = 1;
 	return 0;
 }
 
@@ -1091,7 +1121,7 @@ static int check_before_write(json_t *doc, const char *path,
 {
 	struct ch_manifest scratch = { 0 };
 	struct ch_error why;
-	struct dec d = { path, &why };
+	struct dec d = { path, &why, 0 };
 	int ret = decode(doc, &scratch, &d);
 
 	ch_manifest_release(&scratch);
@@ -1153,7 +1183,7 @@ int ch_manifest_write(struct ch_manifest *m, const char *path,
 int ch_manifest_parse(struct ch_manifest *m, const char *text, size_t len,
 		      const char *origin, struct ch_error *err)
 {
-	struct dec d = { origin ? origin : "manifest", err };
+	struct dec d = { origin ? origin : "manifest", err, 0 };
 	json_error_t jerr;
 	json_t *doc;
 	char id[33];

@@ -488,3 +488,12 @@ EOF
 	assert_output --partial "index page"
 	assert_output --partial "checksum mismatch"
 }
+
+@test "chs_read: --seal prints the manifest's seal; --manifest refuses a shard copied over another" {
+	pack_swapped sw
+	run -0 chs_read sw/shards/sw-000002.chs --seal
+	assert_output "$(mjson sw 'm["shards"][2]["seal"]')"
+	run -0 chs_read sw/shards/sw-000002.chs --manifest sw/manifest.json
+	run -1 chs_read sw/shards/sw-000001.chs --manifest sw/manifest.json
+	assert_output "chs_read.py: sw/shards/sw-000001.chs is not the shard sw/manifest.json's shards[1] names: it has seal $(chs_read sw/shards/sw-000000.chs --seal), the manifest says $(mjson sw 'm["shards"][1]["seal"]')"
+}

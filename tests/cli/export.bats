@@ -93,3 +93,9 @@ EOF
 	run -2 chute export nosuch -o out
 	assert_output --regexp '^chute export: '
 }
+
+@test "export: a shard copied over another of the same size exits 1 naming it" {
+	pack_swapped sw
+	run -1 chute export sw -o out2
+	assert_output --partial "chute export: 'shards/sw-000001.chs' is not the shard the manifest names: its seal is "
+}

@@ -687,3 +687,11 @@ for k in ("seconds", "samples_per_s", "read_busy_s", "wait_workers_s",
 	assert_output --regexp "limiting stage: "
 	run -2 chute bench --output x ds
 }
+
+@test "stream: a shard copied over another of the same size exits 1 naming it, whatever the shuffle" {
+	pack_swapped sw
+	run -1 chute stream --format jsonl -o out sw
+	assert_output --partial "chute stream: 'shards/sw-000001.chs' is not the shard the manifest names: its seal is "
+	run -1 chute stream --format jsonl --shuffle none -o out sw
+	assert_output --partial "'shards/sw-000001.chs' is not the shard the manifest names"
+}

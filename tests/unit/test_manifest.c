@@ -56,10 +56,11 @@ static void sample_manifest(struct ch_manifest *m)
 	m->shards = xcalloc(2, sizeof(*m->shards));
 	m->shards[0] = (struct ch_manifest_shard){
 		xstrdup("shards/ds-000000.chs"), 777,
-		{ 0x0123456789abcdefULL, 0xfedcba9876543210ULL }, 3, 0
+		{ 0x0123456789abcdefULL, 0xfedcba9876543210ULL }, 3, 0,
+		{ 0, 0 }, 0
 	};
 	m->shards[1] = (struct ch_manifest_shard){
-		xstrdup("shards/ds-000001.chs"), 555, { 1, 2 }, 2, 3
+		xstrdup("shards/ds-000001.chs"), 555, { 1, 2 }, 2, 3, { 0, 0 }, 0
 	};
 
 	m->nfields = 2;
@@ -226,6 +227,9 @@ static void check_same(const struct ch_manifest *a, const struct ch_manifest *b)
 			CHECK_EQ_U64(x->hash.low, y->hash.low);
 			CHECK_EQ_U64(x->samples, y->samples);
 			CHECK_EQ_U64(x->first_sample, y->first_sample);
+			CHECK(x->has_seal == y->has_seal);
+			CHECK_EQ_U64(x->seal.high, y->seal.high);
+			CHECK_EQ_U64(x->seal.low, y->seal.low);
 		}
 	if (CHECK_EQ_U64(a->nfields, b->nfields))
 		for (size_t i = 0; i < a->nfields; i++) {
@@ -463,7 +467,7 @@ static void expect_error(const char *text, const char *needle,
 			 const char *what)
 {
 	struct ch_manifest m;
-	struct ch_error err = { "" };
+	struct ch_error err = { "", 0 };
 
 	if (!CHECK(text != NULL)) {
 		unit_note("%s: no text to parse", what);
@@ -536,8 +540,8 @@ static const struct edit type_edits[] = {
 	{ "\"classes\": [", "\"classes\": {\"a\": [", "invalid JSON" },
 	{ "\"sources\": [\n    \"photos/\",\n    \"-\"\n  ]",
 	  "\"sources\": \"photos/\"", "sources: expected an array" },
-	{ "\"format_version\": 1", "\"format_version\": 2",
-	  "format_version: unsupported version 2" },
+	{ "\"format_version\": 1", "\"format_version\": 3",
+	  "format_version: unsupported version 3" },
 	{ "\"format\": \"chute-manifest\"", "\"format\": \"other\"",
 	  "format: expected \"chute-manifest\"" },
 	{ "\"name\": \"ds\",", "", "name: missing key" },
@@ -789,7 +793,7 @@ static void id_changes_with_any_split_field(void)
 static void write_refuses_invalid_manifest(void)
 {
 	struct ch_manifest m;
-	struct ch_error err = { "" };
+	struct ch_error err = { "", 0 };
 
 	clear_dir();
 	sample_manifest(&m);
@@ -848,12 +852,57 @@ static void write_refuses_invalid_manifest(void)
 static void read_errors_name_the_file(void)
 {
 	struct ch_manifest m;
-	struct ch_error err = { "" };
+	struct ch_error err = { "", 0 };
 
 	CHECK(ch_manifest_read(&m, tmp_path("absent.json"), &err) == -1);
 	CHECK(strstr(err.msg, "absent.json") != NULL);
 	CHECK(strstr(err.msg, strerror(ENOENT)) != NULL);
 	CHECK(ch_manifest_read(&m, tmp_dir, &err) == -1);
+}
+
+/* Sealed shards make a manifest of version 2; one shard without a seal
+ * (as read from version 1) makes the whole manifest version 1, and each
+ * version refuses the other's shape. */
+static void seals_round_trip_as_version_2(void)
+{
+	struct ch_manifest m, r;
+	struct ch_error err;
+	char *text = NULL;
+	size_t len;
+
+	sample_manifest(&m);
+	m.shards[0].seal = (struct ch_hash128){ 7, 8 };
+	m.shards[0].has_seal = 1;
+	CHECK(ch_manifest_format(&m, &text, &len, &err) == 0);
+	CHECK(text && strstr(text, "\"format_version\": 1,"));
+	CHECK(text && !strstr(text, "\"seal\""));
+	free(text);
+	m.shards[1].seal = (struct ch_hash128){ 9, 10 };
+	m.shards[1].has_seal = 1;
+	CHECK(ch_manifest_format(&m, &text, &len, &err) == 0);
+	CHECK(text && strstr(text, "\"format_version\": 2,"));
+	CHECK(text && strstr(text, "\"seal\": "
+			     "\"00000000000000070000000000000008\""));
+	if (text && CHECK(ch_manifest_parse(&r, text, len, "t", &err) == 0)) {
+		CHECK(r.id_ok == 1);
+		check_same(&m, &r);
+		ch_manifest_release(&r);
+	}
+	/* version 2 without a seal, version 1 with one */
+	if (text) {
+		char *seal = strstr(text, "\"seal\"");
+		memcpy(seal, "\"saal\"", 6);
+		CHECK(ch_manifest_parse(&r, text, len, "t", &err) < 0);
+		CHECK(strstr(err.msg, "shards[0]: unknown key 'saal'") ||
+		      strstr(err.msg, "saal: unknown key"));
+		memcpy(seal, "\"seal\"", 6);
+		memcpy(strstr(text, "\"format_version\": 2"),
+		       "\"format_version\": 1", 19);
+		CHECK(ch_manifest_parse(&r, text, len, "t", &err) < 0);
+		CHECK(strstr(err.msg, "shards[0].seal: unknown key") != NULL);
+	}
+	free(text);
+	ch_manifest_release(&m);
 }
 
 int main(void)
@@ -873,6 +922,7 @@ int main(void)
 		UNIT(bad_splits_refused),
 		UNIT(write_refuses_invalid_manifest),
 		UNIT(read_errors_name_the_file),
+		UNIT(seals_round_trip_as_version_2),
 	};
 	const char *base = getenv("TMPDIR");
 	int status;
