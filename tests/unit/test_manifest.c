@@ -905,6 +905,68 @@ static void seals_round_trip_as_version_2(void)
 	ch_manifest_release(&m);
 }
 
+/* The piecewise reader (shards parsed one at a time, the id hashed
+ * around them) must read any layout the whole-tree reader reads: keys in
+ * any order, no whitespace, an escaped key, shards first or last. */
+static void any_layout_reads_the_same(void)
+{
+	struct ch_manifest m, r;
+	struct ch_error err;
+	char *text = NULL, *other;
+	size_t len;
+
+	sample_manifest(&m);
+	m.shards[0].has_seal = m.shards[1].has_seal = 1;
+	if (!CHECK(ch_manifest_format(&m, &text, &len, &err) == 0))
+		goto out;
+	json_t *doc = json_loads(text, 0, NULL);
+	for (int layout = 0; doc && layout < 4; layout++) {
+		size_t flags = layout == 0 ? JSON_COMPACT
+			     : layout == 1 ? JSON_INDENT(7)
+					   : JSON_COMPACT | JSON_SORT_KEYS;
+		json_t *copy = json_deep_copy(doc);
+		json_t *shards = json_object_get(copy, "shards");
+		json_incref(shards);
+		json_object_del(copy, "shards");
+		other = json_dumps(copy, flags | JSON_REAL_PRECISION(15));
+		char *sh = json_dumps(shards, JSON_COMPACT);
+		char *full = NULL;
+		/* shards first, last, or under an escaped name */
+		if (layout == 2)
+			CHECK(asprintf(&full, "{\"shards\":%s,%s", sh,
+				       other + 1) > 0);
+		else
+			CHECK(asprintf(&full, "%.*s,\"%s\" : %s }",
+				       (int)strlen(other) - 1, other,
+				       layout == 3 ? "sh\\u0061rds" : "shards",
+				       sh) > 0);
+		if (full && CHECK(ch_manifest_parse(&r, full, strlen(full), "t",
+						    &err) == 0)) {
+			CHECK(r.id_ok == 1);
+			check_same(&m, &r);
+			ch_manifest_release(&r);
+		} else {
+			unit_note("layout %d: %s", layout, err.msg);
+		}
+		free(full);
+		free(sh);
+		free(other);
+		json_decref(shards);
+		json_decref(copy);
+	}
+	/* a shard that is not valid JSON: the whole-tree reader's message */
+	char *at = strstr(text, "\"samples\": 2");
+	if (CHECK(at != NULL)) {
+		memcpy(at, "\"samples\": x", 12);
+		CHECK(ch_manifest_parse(&r, text, len, "t", &err) < 0);
+		CHECK(strstr(err.msg, "invalid JSON: ") && strstr(err.msg, "(t:"));
+	}
+	json_decref(doc);
+out:
+	free(text);
+	ch_manifest_release(&m);
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -923,6 +985,7 @@ int main(void)
 		UNIT(write_refuses_invalid_manifest),
 		UNIT(read_errors_name_the_file),
 		UNIT(seals_round_trip_as_version_2),
+		UNIT(any_layout_reads_the_same),
 	};
 	const char *base = getenv("TMPDIR");
 	int status;
