@@ -149,7 +149,8 @@ static size_t count_bad_shards(struct verify_run *v)
 {
 	size_t n = 0;
 
-	qsort(v->bad, v->nbad, sizeof *v->bad, cmp_u64);
+	if (v->nbad)
+		qsort(v->bad, v->nbad, sizeof *v->bad, cmp_u64);
 	for (size_t i = 0; i < v->nbad; i++)
 		n += i == 0 || v->bad[i] != v->bad[i - 1];
 	return n;

@@ -198,7 +198,8 @@ static const char *unlisted_field(const struct ch_manifest *m,
 {
 	for (uint32_t i = 0; i < ch_shard_name_count(sh); i++) {
 		const char *name = ch_shard_name(sh, i);
-		if (!bsearch(name, m->fields, m->nfields, sizeof(*m->fields),
+		if (!m->nfields ||
+		    !bsearch(name, m->fields, m->nfields, sizeof(*m->fields),
 			     cmp_field_name))
 			return name;
 	}

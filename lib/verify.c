@@ -325,7 +325,8 @@ static void find_unexpected(struct verifier *v)
 	for (size_t s = 0; d && s < v->nshards; s++)
 		if (!strncmp(v->shards[s].rel, "shards/", 7))
 			listed[n++] = v->shards[s].rel + 7;
-	qsort(listed, n, sizeof(*listed), cmp_name);
+	if (d)
+		qsort(listed, n, sizeof(*listed), cmp_name);
 	while (d && (de = readdir(d))) {
 		size_t len = strlen(de->d_name);
 		const char *name = de->d_name;
