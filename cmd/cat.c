@@ -116,7 +116,7 @@ static int pick_field(struct cat_target *t, const char *name)
 static int write_field(const struct cat_target *t)
 {
 	struct ch_block_reader *r = ch_block_reader_new();
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 	const uint8_t *data;
 	int status = 0;
 
@@ -169,7 +169,7 @@ int cmd_cat(int argc, char **argv)
 	struct cat_args a = {0};
 	struct cat_target t;
 	struct ch_dataset ds;
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 	int status;
 
 	status = parse_args(argc, argv, &a);

@@ -111,7 +111,7 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 /* The rules file first, then the command line, which wins. */
 static int make_opts(const struct check_args *a, struct ch_check_opts *o)
 {
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 
 	ch_check_opts_init(o);
 	if (a->rules && ch_check_rules_read(o, a->rules, &err) < 0)
@@ -319,7 +319,7 @@ int cmd_check(int argc, char **argv)
 	struct check_args a = {.distance = -1, .examples = -1, .drift = -1};
 	struct ch_check_opts o;
 	struct ch_check_report rep;
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 	int status;
 
 	status = parse_args(argc, argv, &a);

@@ -113,7 +113,6 @@ const char *cmd_name(void);
  * message goes through ch_url_redact and ch_escape: no URL password and
  * no raw control byte ever reaches the terminal. */
 int cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
 /* Prints msg, the error of a lib call that returned rc, like cmd_error,
  * and returns its exit status: EXIT_CHECK when the data failed a check
  * (rc is CH_DATA_ERROR), else EXIT_USAGE. */

@@ -318,7 +318,7 @@ int cmd_diff(int argc, char **argv)
 	struct ch_dataset ds[2];
 	struct ch_diff d;
 	struct ch_diff_opts o = { 0 };
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 	int status, opened = 0;
 
 	status = parse_args(argc, argv, &a);

@@ -70,7 +70,7 @@ int cmd_export(int argc, char **argv)
 {
 	struct ch_export_opts o = {.format = "tar"};
 	struct ch_dataset ds;
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 	const char *path = NULL;
 	size_t written = 0;
 	int status;

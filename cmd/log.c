@@ -100,7 +100,7 @@ static void print_entry(json_t *o, const struct ch_manifest *v)
 static int walk(const struct ch_ref *ref, struct ch_manifest *m, int json)
 {
 	struct ch_manifest parent;
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 	json_t *versions = json_array(), *doc = json_object();
 	const char *continues = NULL;
 	char missing[33] = "";
@@ -160,7 +160,7 @@ static int walk(const struct ch_ref *ref, struct ch_manifest *m, int json)
 
 int cmd_log(int argc, char **argv)
 {
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 	struct ch_manifest m;
 	struct ch_ref ref;
 	const char *text = NULL;

@@ -169,7 +169,7 @@ static int parse_args(int argc, char **argv, const char **path, int *json,
 int cmd_ls(int argc, char **argv)
 {
 	struct ch_dataset ds;
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 	const char *path = NULL, *split = NULL;
 	int json = 0, status, rc = 0;
 

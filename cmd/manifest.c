@@ -128,7 +128,7 @@ static void print_summary(const struct ch_manifest *m)
 
 static int print_json(struct ch_manifest *m)
 {
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 	char *text;
 	size_t len;
 	int rc;
@@ -143,7 +143,7 @@ static int print_json(struct ch_manifest *m)
 
 int cmd_manifest(int argc, char **argv)
 {
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 	struct ch_manifest m;
 	struct ch_ref ref;
 	const char *text = NULL;

@@ -89,6 +89,7 @@ int cmd_fail(int rc, const char *msg)
 	return rc == CH_DATA_ERROR ? EXIT_CHECK : EXIT_USAGE;
 }
 
+
 /* ------------------------------------------------------------------ */
 /* Suggestions                                                          */
 

@@ -285,7 +285,7 @@ static int run_pack(struct pack_args *a)
 {
 	struct progress pr;
 	struct ch_pack_result res;
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 	int rc;
 
 	memset(&pr, 0, sizeof pr);

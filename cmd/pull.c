@@ -94,7 +94,7 @@ static char *remote_text(const char *arg)
 int cmd_pull(int argc, char **argv)
 {
 	struct pull_args a = {0};
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 	struct ch_pull_report r;
 	struct cmd_transfer t;
 	struct ch_store *st;

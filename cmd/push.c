@@ -82,7 +82,7 @@ static int parse_args(struct push_args *a, int argc, char **argv)
 int cmd_push(int argc, char **argv)
 {
 	struct push_args a = {0};
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 	struct ch_push_report r;
 	struct cmd_transfer t;
 	struct ch_store *st;

@@ -216,7 +216,7 @@ int cmd_split(int argc, char **argv)
 {
 	struct split_args a = {0};
 	struct ch_split_result res;
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 	int status;
 
 	status = parse_args(argc, argv, &a);

@@ -117,7 +117,7 @@ int cmd_status(int argc, char **argv)
 {
 	struct status_args a = {{0}, 0};
 	struct ch_status_result r;
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 	const char *path = NULL;
 	int status;
 

@@ -685,7 +685,7 @@ static int run_stream(struct stream_args *a)
 {
 	struct ch_dataset ds;
 	struct ch_stream_stats st;
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 	struct sink sink = { .state = a->state };
 	ch_batch_sink put = a->shm.name ? shm_sink_put : to_sink;
 	void *put_arg = a->shm.name ? (void *)&a->shm : &sink;
@@ -715,7 +715,7 @@ static int run_stream(struct stream_args *a)
 	if (ch_stream(&ds, &a->o, put, put_arg, &st, &err) < 0) {
 		cmd_error("%s", err.msg);
 		status = cmd_signal_status() ? cmd_signal_status()
-		       : st.data_error	     ? EXIT_CHECK
+		       : st.data_error || err.data ? EXIT_CHECK
 					     : EXIT_USAGE;
 	}
 	if (a->shm.name)

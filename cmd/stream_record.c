@@ -496,7 +496,7 @@ int record_sink(const struct ch_batch_out *b, void *arg, struct ch_error *err)
 
 int record_end(struct stream_record *r, int status)
 {
-	struct ch_error err = { "out of memory" };
+	struct ch_error err = { "out of memory", 0 };
 	char ended[32];
 	if (!r->doc)
 		return status;

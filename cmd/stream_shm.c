@@ -74,7 +74,7 @@ int shm_sink_put(const struct ch_batch_out *b, void *arg,
 
 int shm_sink_end(struct shm_sink *s, int status, const char *msg)
 {
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 	if (status != 0) {
 		if (s->ring)
 			ch_shm_ring_fail(s->ring, msg);

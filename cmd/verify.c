@@ -43,7 +43,9 @@ struct verify_run {
 	const char *arg;  /* the DATASET|SHARD being checked */
 	int arg_is_dir;
 	json_t *problems; /* --json: the report's array, else NULL */
-	char **bad;	  /* paths of the shards with problems, once each */
+	/* hashes of the paths of the shards with problems, a shard's
+	 * problems in a row kept once: counted once sorted */
+	uint64_t *bad;
 	size_t nbad, cap;
 };
 
@@ -116,26 +118,43 @@ static void add_problem(json_t *list, const struct ch_problem *p,
 	json_array_append_new(list, o);
 }
 
-/* Counts the shard for "FAILED: P problems in S shards"; takes path. */
-static void remember_shard(struct verify_run *v, char *path)
+/* Counts the shard for "FAILED: P problems in S shards": a list of path
+ * hashes, sorted and counted at the end, so that a dataset with a
+ * million bad shards costs 8 bytes a shard and n log n, not n^2 string
+ * compares.  (A collision would only make the count one short.) */
+static void remember_shard(struct verify_run *v, const char *path)
 {
-	for (size_t i = 0; i < v->nbad; i++) {
-		if (strcmp(v->bad[i], path) == 0) {
-			free(path);
-			return;
-		}
-	}
+	uint64_t h = ch_hash64(path, strlen(path));
+
+	if (v->nbad && v->bad[v->nbad - 1] == h)
+		return;
 	if (v->nbad == v->cap) {
 		size_t cap = v->cap ? 2 * v->cap : 16;
-		char **bad = realloc(v->bad, cap * sizeof *bad);
-		if (!bad) {
-			free(path);
+		uint64_t *bad = realloc(v->bad, cap * sizeof *bad);
+		if (!bad)
 			return; /* the count is a courtesy, not worth failing */
-		}
 		v->bad = bad;
 		v->cap = cap;
 	}
-	v->bad[v->nbad++] = path;
+	v->bad[v->nbad++] = h;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static size_t count_bad_shards(struct verify_run *v)
+{
+	size_t n = 0;
+
+	if (v->nbad)
+		qsort(v->bad, v->nbad, sizeof *v->bad, cmp_u64);
+	for (size_t i = 0; i < v->nbad; i++)
+		n += i == 0 || v->bad[i] != v->bad[i - 1];
+	return n;
 }
 
 static void on_problem(const struct ch_problem *p, void *arg)
@@ -149,8 +168,7 @@ static void on_problem(const struct ch_problem *p, void *arg)
 		print_problem(p, path ? path : v->arg);
 	if (p->shard && path)
 		remember_shard(v, path);
-	else
-		free(path);
+	free(path);
 }
 
 /* ------------------------------------------------------------------ */
@@ -166,7 +184,7 @@ static int verify_one(const char *path, struct ch_verify_opts *o,
 		      struct verify_run *v, struct verify_totals *t)
 {
 	struct ch_verify_result res;
-	struct ch_error err = {{0}};
+	struct ch_error err = {0};
 	struct stat st;
 
 	v->arg = path;
@@ -298,13 +316,11 @@ int cmd_verify(int argc, char **argv)
 	if (json)
 		print_report(&t, v.problems);
 	else
-		print_summary(&t, v.nbad);
+		print_summary(&t, count_bad_shards(&v));
 	status = exit_status(&t);
 done:
 	json_decref(v.problems);
 	json_decref(t.errors);
-	for (size_t i = 0; i < v.nbad; i++)
-		free(v.bad[i]);
 	free(v.bad);
 	free(paths);
 	return status < 0 ? 0 : status;

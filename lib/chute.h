@@ -27,6 +27,7 @@
 
 struct ch_error {
 	char msg[1024];
+	int data; /* 1: the data failed a check (exit 1), not I/O or usage */
 };
 
 /* Formats a message into err (if not NULL) and returns -1, so that
@@ -41,7 +42,9 @@ int ch_error_errno(struct ch_error *err, int errnum, const char *fmt, ...)
 /* The return of a function whose data failed a check (see above). */
 #define CH_DATA_ERROR (-2)
 
-/* Like ch_error_set, returning CH_DATA_ERROR: the data is at fault. */
+/* Like ch_error_set, for data that failed a check (corrupt, or not what
+ * the manifest says): returns CH_DATA_ERROR and sets err->data, which
+ * ch_error_set and ch_error_errno clear. */
 int ch_error_data(struct ch_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -97,6 +100,13 @@ void ch_shard_close(struct ch_shard *sh);
 const char *ch_shard_path(const struct ch_shard *sh);
 uint64_t ch_shard_file_size(const struct ch_shard *sh);
 uint64_t ch_shard_sample_count(const struct ch_shard *sh);
+/* XXH3-128 of the shard's header and footer (its first and last 64
+ * bytes): they hold the hashes that vouch for the rest, so the seal tells
+ * one shard from another at the cost of an open (chute-manifest(5)). */
+struct ch_hash128 ch_shard_seal(const struct ch_shard *sh);
+/* The field names of the shard's name table, in id order. */
+uint32_t ch_shard_name_count(const struct ch_shard *sh);
+const char *ch_shard_name(const struct ch_shard *sh, uint32_t id);
 uint32_t ch_shard_block_count(const struct ch_shard *sh);
 int ch_shard_has_dict(const struct ch_shard *sh);
 /* Bytes an open shard holds in memory: its decoded index, mostly. */
@@ -291,6 +301,7 @@ int ch_shard_writer_add(struct ch_shard_writer *w,
 struct ch_shard_summary {
 	uint64_t bytes;		/* file size */
 	struct ch_hash128 hash; /* XXH3-128 of the whole file */
+	struct ch_hash128 seal; /* XXH3-128 of header and footer */
 	uint64_t samples;
 	uint32_t blocks;
 };
@@ -323,6 +334,8 @@ struct ch_manifest_shard {
 	struct ch_hash128 hash; /* XXH3-128 of the file */
 	uint64_t samples;
 	uint64_t first_sample; /* dataset-wide number of its first sample */
+	struct ch_hash128 seal; /* ch_shard_seal, when has_seal */
+	int has_seal; /* 0 in a manifest of format version 1 */
 };
 
 struct ch_manifest_field {
@@ -596,6 +609,13 @@ int ch_dataset_shard(struct ch_dataset *ds, size_t s, struct ch_shard **out,
 int ch_dataset_open_shard(const struct ch_dataset *ds, size_t s,
 			  unsigned flags, struct ch_shard **out,
 			  struct ch_error *err);
+/* Whether sh is the file shard s of the manifest names: its size, sample
+ * count and seal (a manifest of version 1 has none) are the entry's, and
+ * its fields are in the schema.  A mismatch is a data error (err->data)
+ * that names the shard and what differs.  ch_dataset_open_shard and
+ * ch_dataset_shard call it. */
+int ch_dataset_check_shard(const struct ch_dataset *ds, size_t s,
+			   const struct ch_shard *sh, struct ch_error *err);
 /* Finds a sample by key over all shards (binary search in each). */
 int ch_dataset_find(struct ch_dataset *ds, const char *key, size_t *shard,
 		    uint64_t *sample, struct ch_error *err);

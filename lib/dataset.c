@@ -189,6 +189,66 @@ int ch_dataset_shard_memory(const struct ch_dataset *ds, size_t s,
 	return rc;
 }
 
+static int cmp_field_name(const void *key, const void *field)
+{
+	return strcmp(key, ((const struct ch_manifest_field *)field)->name);
+}
+
+/* A field name of sh the manifest's schema lacks, or NULL. */
+static const char *unlisted_field(const struct ch_manifest *m,
+				  const struct ch_shard *sh)
+{
+	for (uint32_t i = 0; i < ch_shard_name_count(sh); i++) {
+		const char *name = ch_shard_name(sh, i);
+		if (!m->nfields ||
+		    !bsearch(name, m->fields, m->nfields, sizeof(*m->fields),
+			     cmp_field_name))
+			return name;
+	}
+	return NULL;
+}
+
+static int not_bound(const struct ch_manifest_shard *ms, const char *what,
+		     uint64_t has, uint64_t says, struct ch_error *err)
+{
+	return ch_error_data(err, "'%s' is not the shard the manifest names: "
+			     "it has %s %llu, the manifest says %llu (run "
+			     "chute verify)", ms->path, what,
+			     (unsigned long long)has,
+			     (unsigned long long)says);
+}
+
+int ch_dataset_check_shard(const struct ch_dataset *ds, size_t s,
+			   const struct ch_shard *sh, struct ch_error *err)
+{
+	const struct ch_manifest_shard *ms = &ds->manifest.shards[s];
+	if (ds->lone_shard)
+		return 0; /* its manifest was made from it */
+	if (ch_shard_file_size(sh) != ms->bytes)
+		return not_bound(ms, "size", ch_shard_file_size(sh), ms->bytes,
+				 err);
+	if (ch_shard_sample_count(sh) != ms->samples)
+		return not_bound(ms, "sample count", ch_shard_sample_count(sh),
+				 ms->samples, err);
+	struct ch_hash128 seal = ch_shard_seal(sh);
+	if (ms->has_seal && (seal.high != ms->seal.high ||
+			     seal.low != ms->seal.low)) {
+		char a[33], b[33];
+		ch_hash128_hex(seal, a);
+		ch_hash128_hex(ms->seal, b);
+		return ch_error_data(err, "'%s' is not the shard the manifest "
+				     "names: its seal is %s, the manifest "
+				     "says %s (run chute verify)", ms->path,
+				     a, b);
+	}
+	const char *field = unlisted_field(&ds->manifest, sh);
+	if (field)
+		return ch_error_data(err, "'%s' holds field '%s', which the "
+				     "manifest's schema does not list (run "
+				     "chute verify)", ms->path, field);
+	return 0;
+}
+
 int ch_dataset_open_shard(const struct ch_dataset *ds, size_t s,
 			  unsigned flags, struct ch_shard **out,
 			  struct ch_error *err)
@@ -212,11 +272,7 @@ int ch_dataset_open_shard(const struct ch_dataset *ds, size_t s,
 	}
 	if (rc < 0)
 		return rc;
-	if (ch_shard_sample_count(sh) != ms->samples) {
-		ch_error_data(err, "'%s' holds %llu samples, the manifest says "
-			      "%llu: run chute verify", ms->path,
-			      (unsigned long long)ch_shard_sample_count(sh),
-			      (unsigned long long)ms->samples);
+	if (ch_dataset_check_shard(ds, s, sh, err) < 0) {
 		ch_shard_close(sh);
 		return CH_DATA_ERROR;
 	}

@@ -213,30 +213,73 @@ static int cmp_hash(const struct ch_hash128 *x, const struct ch_hash128 *y)
 	return x->low < y->low ? -1 : x->low > y->low;
 }
 
-/* For each shard of B, the shard of A with the same file hash. */
+/* A shard of A in the order find_shared searches: hash, sample count,
+ * then number, so that the first match is the first of A's shards. */
+struct shard_key {
+	struct ch_hash128 hash;
+	uint64_t samples;
+	size_t i;
+};
+
+static int cmp_shard_key(const void *a, const void *b)
+{
+	const struct shard_key *x = a, *y = b;
+	int c = cmp_hash(&x->hash, &y->hash);
+	if (c)
+		return c;
+	if (x->samples != y->samples)
+		return x->samples < y->samples ? -1 : 1;
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+/* The first of A's shards with y's file hash and sample count, or
+ * SIZE_MAX: binary search in keys, sorted. */
+static size_t find_key(const struct shard_key *keys, size_t n,
+		       const struct ch_manifest_shard *y)
+{
+	struct shard_key want = { y->hash, y->samples, 0 };
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (cmp_shard_key(&keys[mid], &want) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < n && cmp_hash(&keys[lo].hash, &y->hash) == 0 &&
+	    keys[lo].samples == y->samples)
+		return keys[lo].i;
+	return SIZE_MAX;
+}
+
+/* For each shard of B, the first shard of A with the same file hash and
+ * sample count: A's shards sorted once, B's found by binary search, so
+ * n log n for manifests of any size. */
 static int find_shared(struct differ *df, struct ch_error *err)
 {
 	const struct ch_manifest *ma = &df->a.ds->manifest;
 	const struct ch_manifest *mb = &df->b.ds->manifest;
+	struct shard_key *keys = malloc((ma->nshards + 1) * sizeof(*keys));
 
 	df->a.shared = calloc(ma->nshards + 1, sizeof(size_t));
 	df->b.shared = calloc(mb->nshards + 1, sizeof(size_t));
-	if (!df->a.shared || !df->b.shared)
+	if (!df->a.shared || !df->b.shared || !keys) {
+		free(keys);
 		return ch_error_set(err, "out of memory");
-	/* shard counts are small next to samples: a plain double loop */
+	}
+	for (size_t i = 0; i < ma->nshards; i++)
+		keys[i] = (struct shard_key){ ma->shards[i].hash,
+					      ma->shards[i].samples, i };
+	qsort(keys, ma->nshards, sizeof(*keys), cmp_shard_key);
 	for (size_t j = 0; j < mb->nshards; j++) {
-		df->b.shared[j] = SIZE_MAX;
-		for (size_t i = 0; i < ma->nshards; i++) {
-			if (cmp_hash(&ma->shards[i].hash,
-				     &mb->shards[j].hash) == 0 &&
-			    ma->shards[i].samples == mb->shards[j].samples) {
-				df->b.shared[j] = i;
-				df->a.shared[i] = 1;
-				df->d->shards_shared++;
-				break;
-			}
+		size_t i = find_key(keys, ma->nshards, &mb->shards[j]);
+		df->b.shared[j] = i;
+		if (i != SIZE_MAX) {
+			df->a.shared[i] = 1;
+			df->d->shards_shared++;
 		}
 	}
+	free(keys);
 	return 0;
 }
 

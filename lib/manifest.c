@@ -26,12 +26,15 @@
 
 #include "chute.h"
 #include "internal.h"
+#include "xxh.h"
 
 #define FORMAT_NAME "chute-manifest"
-/* Version 2: the id names the content only (THE ID in chute-manifest(5));
- * version 1 manifests are read, and written again, under their own rule. */
+/* Version 2: the id names the content only (THE ID in chute-manifest(5))
+ * and each shard has a "seal"; a manifest with a shard that has none
+ * (read from version 1) is written as version 1, under version 1's id
+ * rule, so that the versions that name it as parent still find it. */
 #define FORMAT_VERSION 2
-#define FORMAT_VERSION_OLDEST 1
+#define FORMAT_VERSION_MIN 1
 
 /* Manifests are small (about 200 bytes a shard); anything bigger than this
  * is not one, and reading it whole would only exhaust memory. */
@@ -264,19 +267,29 @@ static int put_u64(json_t *obj, const char *ctx, const char *key,
 	return put(obj, key, u64_value(n, where, err), err);
 }
 
+static int all_sealed(const struct ch_manifest *m)
+{
+	for (size_t i = 0; i < m->nshards; i++)
+		if (!m->shards[i].has_seal)
+			return 0;
+	return 1;
+}
+
 static json_t *encode_shard(const struct ch_manifest_shard *s, size_t i,
-			    struct ch_error *err)
+			    int sealed, struct ch_error *err)
 {
 	json_t *o = json_object();
-	char ctx[48], hex[33];
+	char ctx[48], hex[33], seal[33];
 
 	if (!o) {
 		ch_error_set(err, "out of memory building the manifest");
 		return NULL;
 	}
 	ch_hash128_hex(s->hash, hex);
+	ch_hash128_hex(s->seal, seal);
 	snprintf(ctx, sizeof(ctx), "shards[%zu]", i);
-	if (put_str(o, ctx, "path", s->path, err) < 0 ||
+	if ((sealed && set_new(o, "seal", json_string(seal), err) < 0) ||
+	    put_str(o, ctx, "path", s->path, err) < 0 ||
 	    put_u64(o, ctx, "bytes", s->bytes, err) < 0 ||
 	    set_new(o, "xxh3_128", json_string(hex), err) < 0 ||
 	    put_u64(o, ctx, "samples", s->samples, err) < 0 ||
@@ -290,13 +303,14 @@ static json_t *encode_shard(const struct ch_manifest_shard *s, size_t i,
 static json_t *encode_shards(const struct ch_manifest *m, struct ch_error *err)
 {
 	json_t *arr = json_array();
+	int sealed = all_sealed(m);
 
 	if (!arr) {
 		ch_error_set(err, "out of memory building the manifest");
 		return NULL;
 	}
 	for (size_t i = 0; i < m->nshards; i++) {
-		json_t *o = encode_shard(&m->shards[i], i, err);
+		json_t *o = encode_shard(&m->shards[i], i, sealed, err);
 
 		if (!o || append_new(arr, o, err) < 0) {
 			json_decref(arr);
@@ -463,7 +477,8 @@ static json_t *encode(const struct ch_manifest *m, struct ch_error *err)
 	if (set_new(doc, "format", json_string(FORMAT_NAME), err) < 0 ||
 	    set_new(doc, "format_version",
 		    json_integer(m->format_version ? m->format_version
-						   : FORMAT_VERSION),
+				 : all_sealed(m) ? FORMAT_VERSION
+						 : FORMAT_VERSION_MIN),
 		    err) < 0 ||
 	    put_str(doc, "", "name", m->name, err) < 0 ||
 	    put(doc, "parent", str_or_null(m->parent, "parent", err),
@@ -491,9 +506,22 @@ static json_t *encode(const struct ch_manifest *m, struct ch_error *err)
 /* ------------------------------------------------------------------ */
 /* Decoding: JSON tree -> struct, checking everything                   */
 
+/* Where one element of the "shards" array lies in the text. */
+struct span {
+	size_t at, len;
+};
+
 struct dec {
 	const char *origin; /* file name, for messages */
 	struct ch_error *err;
+	int version;	    /* format_version, once checked */
+	/* Read piecewise (see read_piecewise): the shards come from these
+	 * spans of text, not from the tree, each hashed into id_state. */
+	const char *text;
+	const struct span *spans;
+	size_t nspans;
+	XXH3_state_t *id_state;
+	int content_only; /* version 2's id: no locations (strip_locations) */
 };
 
 /* Reports a problem with the value at ctx.key (key may be NULL, ctx may
@@ -629,28 +657,33 @@ static int check_format(json_t *doc, struct dec *d)
 		return -1;
 	if (!json_is_integer(v))
 		return bad(d, "", "format_version", "expected an integer");
-	if (json_integer_value(v) < FORMAT_VERSION_OLDEST ||
+	if (json_integer_value(v) < FORMAT_VERSION_MIN ||
 	    json_integer_value(v) > FORMAT_VERSION) {
 		snprintf(what, sizeof(what),
 			 "unsupported version %" JSON_INTEGER_FORMAT
 			 " (this chute reads versions %d to %d)",
-			 json_integer_value(v), FORMAT_VERSION_OLDEST,
+			 json_integer_value(v), FORMAT_VERSION_MIN,
 			 FORMAT_VERSION);
 		return bad(d, "", "format_version", what);
 	}
+	d->version = (int)json_integer_value(v);
 	return 0;
 }
 
 static int decode_shard(json_t *o, const char *ctx,
 			struct ch_manifest_shard *s, struct dec *d)
 {
+	static const char *const keys_v1[] = { "path", "bytes", "xxh3_128",
+					       "samples", "first_sample",
+					       NULL };
 	static const char *const keys[] = { "path", "bytes", "xxh3_128",
-					    "samples", "first_sample", NULL };
+					    "samples", "first_sample", "seal",
+					    NULL };
 	char hex[33], what[320];
 
 	if (!json_is_object(o))
 		return bad(d, ctx, NULL, "expected an object");
-	if (check_keys(o, ctx, keys, d) < 0 ||
+	if (check_keys(o, ctx, d->version > 1 ? keys : keys_v1, d) < 0 ||
 	    get_str(o, ctx, "path", 0, &s->path, d) < 0)
 		return -1;
 	if (!is_shard_path(s->path)) {
@@ -667,6 +700,12 @@ static int decode_shard(json_t *o, const char *ctx,
 	if (ch_hash128_parse(hex, &s->hash) < 0)
 		return bad(d, ctx, "xxh3_128",
 			   "expected 32 lowercase hex digits");
+	if (d->version < 2)
+		return 0;
+	if (get_hex(o, ctx, "seal", hex, d) < 0 ||
+	    ch_hash128_parse(hex, &s->seal) < 0)
+		return -1;
+	s->has_seal = 1;
 	return 0;
 }
 
@@ -747,6 +786,44 @@ static int check_shard_totals(struct ch_manifest *m, struct dec *d)
 	return check_unique_paths(m, d);
 }
 
+/* The compact, sorted text of one shard object, as it stands in the
+ * canonical form, hashed after a comma for every shard but the first. */
+static int hash_shard(json_t *o, size_t i, struct dec *d)
+{
+	json_t *content = d->content_only ? json_copy(o) : json_incref(o);
+	if (content && d->content_only)
+		json_object_del(content, "path");
+	char *text = content ? json_dumps(content, JSON_COMPACT |
+						   JSON_SORT_KEYS | REAL_FLAGS)
+			     : NULL;
+	json_decref(content);
+	if (!text)
+		return ch_error_set(d->err, "out of memory computing the "
+				    "manifest id");
+	if (i)
+		XXH3_128bits_update(d->id_state, ",", 1);
+	XXH3_128bits_update(d->id_state, text, strlen(text));
+	free(text);
+	return 0;
+}
+
+/* Shard i: from the tree, or parsed from its span of text (a new
+ * reference, which *owned says to drop). */
+static json_t *shard_object(json_t *arr, size_t i, struct dec *d, int *owned)
+{
+	json_error_t jerr;
+	json_t *o;
+	*owned = d->spans != NULL;
+	if (!d->spans)
+		return json_array_get(arr, i);
+	o = json_loadb(d->text + d->spans[i].at, d->spans[i].len,
+		       JSON_REJECT_DUPLICATES, &jerr);
+	if (!o)
+		ch_error_set(d->err, "invalid JSON: %s (%s)", jerr.text,
+			     d->origin);
+	return o;
+}
+
 static int decode_shards(json_t *doc, struct ch_manifest *m, struct dec *d)
 {
 	json_t *arr = get_kind(doc, "", "shards", JSON_ARRAY, d);
@@ -754,7 +831,7 @@ static int decode_shards(json_t *doc, struct ch_manifest *m, struct dec *d)
 
 	if (!arr)
 		return -1;
-	n = json_array_size(arr);
+	n = d->spans ? d->nspans : json_array_size(arr);
 	if (n) {
 		m->shards = calloc(n, sizeof(*m->shards));
 		if (!m->shards)
@@ -764,10 +841,15 @@ static int decode_shards(json_t *doc, struct ch_manifest *m, struct dec *d)
 	m->nshards = n;
 	for (size_t i = 0; i < n; i++) {
 		char ctx[48];
+		int owned, rc = -1;
+		json_t *o = shard_object(arr, i, d, &owned);
 
 		snprintf(ctx, sizeof(ctx), "shards[%zu]", i);
-		if (decode_shard(json_array_get(arr, i), ctx, &m->shards[i],
-				 d) < 0)
+		if (o && decode_shard(o, ctx, &m->shards[i], d) == 0)
+			rc = d->id_state ? hash_shard(o, i, d) : 0;
+		if (owned)
+			json_decref(o);
+		if (rc < 0)
 			return -1;
 	}
 	return check_shard_totals(m, d);
@@ -1128,7 +1210,7 @@ static int check_before_write(json_t *doc, const char *path,
 {
 	struct ch_manifest scratch = { 0 };
 	struct ch_error why;
-	struct dec d = { path, &why };
+	struct dec d = { path, &why, 0, NULL, NULL, 0, NULL, 0 };
 	int ret = decode(doc, &scratch, &d);
 
 	ch_manifest_release(&scratch);
@@ -1187,16 +1269,280 @@ int ch_manifest_write(struct ch_manifest *m, const char *path,
 	return ret;
 }
 
+/* ------------------------------------------------------------------ */
+/* Reading piecewise                                                    */
+
+/* A whole tree costs about a kilobyte a shard; read piecewise, a manifest
+ * costs its text and its structs.  The top level is cut into values
+ * without checking them (jansson checks each value it is given), every
+ * value but "shards" goes into one small tree, and each shard object is
+ * parsed, decoded, hashed into the id and dropped in turn.  Anything out
+ * of the ordinary (an error, a syntax this scan does not expect) sends
+ * the caller to the whole-tree parse, which gives the exact message. */
+
+struct scan {
+	const char *text;
+	size_t len, pos;
+};
+
+static void skip_space(struct scan *s)
+{
+	while (s->pos < s->len &&
+	       (s->text[s->pos] == ' ' || s->text[s->pos] == '\t' ||
+		s->text[s->pos] == '\n' || s->text[s->pos] == '\r'))
+		s->pos++;
+}
+
+static int at(struct scan *s, char c)
+{
+	return s->pos < s->len && s->text[s->pos] == c;
+}
+
+/* Past the string that starts at pos; -1 if it does not end. */
+static int skip_string(struct scan *s)
+{
+	for (s->pos++; s->pos < s->len; s->pos++) {
+		if (s->text[s->pos] == '\\')
+			s->pos++;
+		else if (s->text[s->pos] == '"')
+			return s->pos++, 0;
+	}
+	return -1;
+}
+
+/* Past one value: a string, an object or array (brackets counted outside
+ * strings: jansson finds any mismatch), or a scalar up to a delimiter. */
+static int skip_value(struct scan *s)
+{
+	size_t depth = 0;
+
+	if (at(s, '"'))
+		return skip_string(s);
+	if (!at(s, '{') && !at(s, '[')) {
+		while (s->pos < s->len && !strchr(",]} \t\r\n", s->text[s->pos]))
+			s->pos++;
+		return 0;
+	}
+	while (s->pos < s->len) {
+		char c = s->text[s->pos];
+		if (c == '"') {
+			if (skip_string(s) < 0)
+				return -1;
+			continue;
+		}
+		s->pos++;
+		if (c == '{' || c == '[')
+			depth++;
+		else if ((c == '}' || c == ']') && --depth == 0)
+			return 0;
+	}
+	return -1;
+}
+
+/* The JSON value in text[from, s->pos). */
+static json_t *value_since(struct scan *s, size_t from)
+{
+	json_error_t jerr;
+	return json_loadb(s->text + from, s->pos - from,
+			  JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+}
+
+/* The elements of the array at pos, as spans. */
+static int scan_shards(struct scan *s, struct span **spans, size_t *n)
+{
+	size_t cap = 0;
+
+	if (!at(s, '['))
+		return -1;
+	s->pos++;
+	skip_space(s);
+	if (at(s, ']'))
+		return s->pos++, 0;
+	for (;;) {
+		size_t from = s->pos;
+		if (skip_value(s) < 0)
+			return -1;
+		if (*n == cap) {
+			struct span *v;
+			cap = cap ? 2 * cap : 1024;
+			if (!(v = realloc(*spans, cap * sizeof(*v))))
+				return -1;
+			*spans = v;
+		}
+		(*spans)[(*n)++] = (struct span){ from, s->pos - from };
+		skip_space(s);
+		if (at(s, ']'))
+			return s->pos++, 0;
+		if (!at(s, ','))
+			return -1;
+		s->pos++;
+		skip_space(s);
+	}
+}
+
+/* One "key": value of the top level into rest (shards as spans). */
+static int scan_member(struct scan *s, json_t *rest, struct span **spans,
+		       size_t *n)
+{
+	size_t from = s->pos;
+	json_t *key, *v;
+	int rc = -1;
+
+	if (!at(s, '"') || skip_string(s) < 0 || !(key = value_since(s, from)))
+		return -1;
+	skip_space(s);
+	if (!json_is_string(key) || !at(s, ':') ||
+	    json_object_get(rest, json_string_value(key)))
+		goto out;
+	s->pos++;
+	skip_space(s);
+	from = s->pos;
+	if (strcmp(json_string_value(key), "shards") == 0)
+		v = scan_shards(s, spans, n) == 0 ? json_array() : NULL;
+	else
+		v = skip_value(s) == 0 ? value_since(s, from) : NULL;
+	if (v && json_object_set_new(rest, json_string_value(key), v) == 0)
+		rc = 0;
+out:
+	json_decref(key);
+	return rc;
+}
+
+/* rest: the top-level object, its "shards" an empty array; the shard
+ * objects as spans.  -1 for the whole-tree parse to take over. */
+static json_t *scan_top(const char *text, size_t len, struct span **spans,
+			size_t *n)
+{
+	struct scan s = { text, len, 0 };
+	json_t *rest = json_object();
+
+	skip_space(&s);
+	if (!rest || !at(&s, '{'))
+		goto fail;
+	s.pos++;
+	for (;;) {
+		skip_space(&s);
+		if (scan_member(&s, rest, spans, n) < 0)
+			goto fail;
+		skip_space(&s);
+		if (at(&s, '}'))
+			break;
+		if (!at(&s, ','))
+			goto fail;
+		s.pos++;
+	}
+	s.pos++;
+	skip_space(&s);
+	if (s.pos == s.len && json_object_get(rest, "shards"))
+		return rest;
+fail:
+	json_decref(rest);
+	return NULL;
+}
+
+/* The canonical text of the members of rest on one side of "shards"
+ * (before: below 0), without "id" (and with content_only, without the
+ * locations): "{...}" as jansson writes it. */
+static char *dump_side(json_t *rest, int before, int content_only)
+{
+	json_t *side = json_object();
+	const char *key;
+	json_t *v;
+	char *text = NULL;
+
+	if (!side)
+		return NULL;
+	json_object_foreach(rest, key, v) {
+		int c = strcmp(key, "shards");
+		if (c != 0 && strcmp(key, "id") != 0 && (c < 0) == before &&
+		    json_object_set_new(side, key, json_deep_copy(v)) < 0)
+			goto out;
+	}
+	if (content_only)
+		strip_locations(side);
+	text = json_dumps(side, JSON_COMPACT | JSON_SORT_KEYS | REAL_FLAGS);
+out:
+	json_decref(side);
+	return text;
+}
+
+/* Hashes the canonical form around the shards, which decode hashes:
+ * {LOW,"shards":[SHARDS],HIGH} where LOW and HIGH are the members whose
+ * keys sort before and after "shards". */
+static int decode_hashed(json_t *rest, struct ch_manifest *m, struct dec *d,
+			 char id[33])
+{
+	json_t *version = json_object_get(rest, "format_version");
+	d->content_only = !json_is_integer(version) ||
+			  json_integer_value(version) >= 2;
+	char *low = dump_side(rest, 1, d->content_only);
+	char *high = dump_side(rest, 0, d->content_only);
+	size_t nlow = low ? strlen(low) - 1 : 0; /* without its '}' */
+	int rc = -1;
+
+	if (!low || !high)
+		goto out;
+	XXH3_128bits_reset(d->id_state);
+	XXH3_128bits_update(d->id_state, low, nlow);
+	if (nlow > 1)
+		XXH3_128bits_update(d->id_state, ",", 1);
+	XXH3_128bits_update(d->id_state, "\"shards\":[", 10);
+	if (decode(rest, m, d) < 0)
+		goto out;
+	XXH3_128bits_update(d->id_state, "]", 1);
+	if (strlen(high) > 2)
+		XXH3_128bits_update(d->id_state, ",", 1);
+	XXH3_128bits_update(d->id_state, high + 1, strlen(high) - 1);
+	XXH128_hash_t h = XXH3_128bits_digest(d->id_state);
+	ch_hash128_hex((struct ch_hash128){ h.high64, h.low64 }, id);
+	rc = 0;
+out:
+	free(low);
+	free(high);
+	return rc;
+}
+
+/* 0 with m read and id computed; -1 when the whole-tree parse must say
+ * what is wrong. */
+static int read_piecewise(struct ch_manifest *m, const char *text,
+			  size_t len, struct dec *d, char id[33])
+{
+	struct span *spans = NULL;
+	size_t n = 0;
+	json_t *rest = scan_top(text, len, &spans, &n);
+	int rc = -1;
+
+	d->text = text;
+	d->spans = spans;
+	d->nspans = n;
+	d->id_state = XXH3_createState();
+	if (rest && d->id_state)
+		rc = decode_hashed(rest, m, d, id);
+	XXH3_freeState(d->id_state);
+	d->id_state = NULL;
+	d->spans = NULL;
+	free(spans);
+	json_decref(rest);
+	return rc;
+}
+
 int ch_manifest_parse(struct ch_manifest *m, const char *text, size_t len,
 		      const char *origin, struct ch_error *err)
 {
-	struct dec d = { origin ? origin : "manifest", err };
+	struct dec d = { origin ? origin : "manifest", err, 0, NULL, NULL, 0,
+			 NULL, 0 };
 	json_error_t jerr;
 	json_t *doc;
 	char id[33];
 	int ret = -1;
 
 	memset(m, 0, sizeof(*m));
+	if (read_piecewise(m, text, len, &d, id) == 0) {
+		m->id_ok = strcmp(id, m->id) == 0;
+		return 0;
+	}
+	ch_manifest_release(m);
+	d.version = 0;
 	doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!doc) {
 		ch_error_set(err, "invalid JSON: %s (%s:%d:%d)", jerr.text,

@@ -323,6 +323,8 @@ static int flush_shard(struct builder *b, size_t n, uint64_t samples,
 		goto out;
 	ms->bytes = sum.bytes;
 	ms->hash = sum.hash;
+	ms->seal = sum.seal;
+	ms->has_seal = 1;
 	ms->samples = sum.samples;
 	ms->first_sample = b->first_sample;
 	m->shard_bytes += sum.bytes;

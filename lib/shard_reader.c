@@ -40,6 +40,9 @@ struct ch_shard {
 	uint64_t serial; /* tells this open shard from a later one that
 			    reuses its address (readers and caches key on it) */
 	struct ch_byte_source src; /* read_at NULL: the file fd */
+	/* header then footer: the hashes of everything else, so their
+	 * hash (the seal) stands for the whole file */
+	uint8_t ends[CHS_HEADER_SIZE + CHS_FOOTER_SIZE];
 };
 
 static int pread_all(int fd, void *buf, size_t n, uint64_t off,
@@ -110,6 +113,7 @@ static int read_header(struct ch_shard *sh, uint64_t *dict_hash,
 				     sh->path);
 	sh->dict_size = (size_t)dict_size;
 	*dict_hash = ld64(h + 24);
+	memcpy(sh->ends, h, sizeof(h));
 	return 0;
 }
 
@@ -152,6 +156,7 @@ static int read_footer(struct ch_shard *sh, struct footer *ft,
 	if (ld64(f + 48) != ch_hash64(f, 48))
 		return ch_error_data(err, "footer checksum mismatch ('%s', byte "
 				     "%llu)", sh->path, (unsigned long long)at);
+	memcpy(sh->ends + CHS_HEADER_SIZE, f, sizeof(f));
 	ft->index_offset = ld64(f);
 	ft->index_stored = ld64(f + 8);
 	ft->index_raw = ld64(f + 16);
@@ -662,6 +667,15 @@ int ch_shard_content_id(const struct ch_shard *sh, char id[33],
 
 uint64_t ch_shard_file_size(const struct ch_shard *sh) { return sh->file_size; }
 uint64_t ch_shard_sample_count(const struct ch_shard *sh) { return sh->nsamples; }
+struct ch_hash128 ch_shard_seal(const struct ch_shard *sh)
+{
+	return ch_hash128(sh->ends, sizeof(sh->ends));
+}
+uint32_t ch_shard_name_count(const struct ch_shard *sh) { return sh->nnames; }
+const char *ch_shard_name(const struct ch_shard *sh, uint32_t id)
+{
+	return id < sh->nnames ? sh->names[id] : NULL;
+}
 uint32_t ch_shard_block_count(const struct ch_shard *sh) { return sh->nblocks; }
 int ch_shard_has_dict(const struct ch_shard *sh) { return sh->dict_size > 0; }
 

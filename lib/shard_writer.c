@@ -26,6 +26,7 @@ struct ch_shard_writer {
 	uint32_t nnames;
 	uint64_t nsamples, nfields;
 	uint32_t nblocks;
+	uint8_t ends[CHS_HEADER_SIZE + CHS_FOOTER_SIZE]; /* for the seal */
 };
 
 static int write_all(struct ch_shard_writer *w, const void *p, size_t n,
@@ -77,6 +78,7 @@ int ch_shard_writer_open(struct ch_shard_writer **out, const char *path,
 	st64(h + 16, dict_size);
 	st64(h + 24, dict_size ? ch_hash64(dict, dict_size) : 0);
 	st64(h + 56, ch_hash64(h, 56));
+	memcpy(w->ends, h, sizeof(h));
 	if (write_all(w, h, sizeof(h), err) < 0 ||
 	    (dict_size && write_all(w, dict, dict_size, err) < 0)) {
 		ch_shard_writer_free(w);
@@ -302,6 +304,7 @@ int ch_shard_writer_finish(struct ch_shard_writer *w,
 	st32(f + 44, packed ? CHS_INDEX_PAGED : CHS_INDEX_RAW);
 	st64(f + 48, ch_hash64(f, 48));
 	memcpy(f + 56, CHS_FOOTER_MAGIC, 8);
+	memcpy(w->ends + CHS_HEADER_SIZE, f, sizeof(f));
 	if (write_all(w, stored, stored_size, err) < 0 ||
 	    write_all(w, f, sizeof(f), err) < 0)
 		goto out;
@@ -318,6 +321,7 @@ int ch_shard_writer_finish(struct ch_shard_writer *w,
 	XXH128_hash_t hh = XXH3_128bits_digest(w->file_hash);
 	out->bytes = w->offset;
 	out->hash = (struct ch_hash128){ hh.high64, hh.low64 };
+	out->seal = ch_hash128(w->ends, sizeof(w->ends));
 	out->samples = w->nsamples;
 	out->blocks = w->nblocks;
 	w->finished = 1;

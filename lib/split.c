@@ -406,12 +406,8 @@ static int split_shards(struct splitter *sp, struct ch_error *err)
 			return ch_error_set(err, "out of memory");
 		rc = ch_shard_open(&sh, path, err);
 		free(path);
-		if (rc == 0 && ch_shard_sample_count(sh) != ms->samples)
-			rc = ch_error_set(err, "'%s' holds %" PRIu64 " samples, "
-					  "the manifest says %" PRIu64 ": run "
-					  "chute verify", ms->path,
-					  ch_shard_sample_count(sh),
-					  ms->samples);
+		if (rc == 0)
+			rc = ch_dataset_check_shard(&sp->ds, s, sh, err);
 		if (rc < 0) {
 			sp->res->data_error = 1;
 			ch_shard_close(sh);

@@ -329,31 +329,39 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* Shard files in shards/ that the manifest does not list. */
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Shard files in shards/ that the manifest does not list: its names in
+ * shards/, sorted, looked up by binary search. */
 static void find_unexpected(struct verifier *v)
 {
 	char *dir = ch_path_join(v->ds.root, "shards");
-	DIR *d = dir ? opendir(dir) : NULL;
+	const char **listed = malloc((v->nshards + 1) * sizeof(*listed));
+	DIR *d = dir && listed ? opendir(dir) : NULL;
 	struct dirent *de;
+	size_t n = 0;
+	for (size_t s = 0; d && s < v->nshards; s++)
+		if (!strncmp(v->shards[s].rel, "shards/", 7))
+			listed[n++] = v->shards[s].rel + 7;
+	if (d)
+		qsort(listed, n, sizeof(*listed), cmp_name);
 	while (d && (de = readdir(d))) {
-		size_t n = strlen(de->d_name);
-		if (n < 4 || strcmp(de->d_name + n - 4, ".chs"))
+		size_t len = strlen(de->d_name);
+		const char *name = de->d_name;
+		if (len < 4 || strcmp(de->d_name + len - 4, ".chs") ||
+		    bsearch(&name, listed, n, sizeof(*listed), cmp_name))
 			continue;
-		int listed = 0;
-		for (size_t s = 0; s < v->nshards && !listed; s++) {
-			const char *rel = v->shards[s].rel;
-			listed = !strncmp(rel, "shards/", 7) &&
-				 !strcmp(rel + 7, de->d_name);
-		}
-		if (!listed) {
-			char rel[512];
-			snprintf(rel, sizeof(rel), "shards/%s", de->d_name);
-			report(v, CH_PROBLEM_UNEXPECTED, rel, -1, NULL, -1,
-			       "shard not listed in the manifest");
-		}
+		char rel[512];
+		snprintf(rel, sizeof(rel), "shards/%s", de->d_name);
+		report(v, CH_PROBLEM_UNEXPECTED, rel, -1, NULL, -1,
+		       "shard not listed in the manifest");
 	}
 	if (d)
 		closedir(d);
+	free(listed);
 	free(dir);
 }
 
@@ -394,6 +402,8 @@ static int locate_shard(struct verifier *v, size_t s, struct ch_error *err)
 	if (stat(vs->path, &st) < 0) {
 		report(v, CH_PROBLEM_MISSING, vs->rel, -1, NULL, -1,
 		       "missing: %s", strerror(errno));
+		free(vs->path); /* nothing will open it */
+		vs->path = NULL;
 		return 0;
 	}
 	if (refuse_special(vs->path, &st, err) < 0)
@@ -427,6 +437,15 @@ static void open_shard(struct verifier *v, size_t s)
 		       "holds %llu samples, the manifest says %llu",
 		       (unsigned long long)ch_shard_sample_count(vs->sh),
 		       (unsigned long long)ms->samples);
+	struct ch_hash128 seal = ch_shard_seal(vs->sh);
+	if (!v->ds.lone_shard && ms->has_seal &&
+	    (seal.high != ms->seal.high || seal.low != ms->seal.low)) {
+		char a[33], b[33];
+		ch_hash128_hex(seal, a);
+		ch_hash128_hex(ms->seal, b);
+		report(v, CH_PROBLEM_FILE_HASH, vs->rel, -1, NULL, -1,
+		       "seal %s differs from the manifest's %s", a, b);
+	}
 	pthread_mutex_lock(&v->lock);
 	v->res->samples += ch_shard_sample_count(vs->sh);
 	v->res->blocks += ch_shard_block_count(vs->sh);

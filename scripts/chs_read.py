@@ -14,8 +14,13 @@ note says so on stderr).
   chs_read.py SHARD --cat KEY FIELD    one field's bytes to stdout
   chs_read.py SHARD --info             header, footer and block table
   chs_read.py SHARD --hash             XXH3-128 of the file (xxhsum -H2)
+  chs_read.py SHARD --seal             XXH3-128 of header and footer
+  chs_read.py SHARD --manifest M ...   also check SHARD is the file M's
+                                       entry for it names (chute-manifest(5))
 
-Before any output the whole shard is checked: every item of VALIDATION,
+Before any output the whole shard is checked (with --manifest, also its
+size, sample count, seal and field names against the manifest's entry
+whose path leads to it): every item of VALIDATION,
 every block (hash, codec, size) and every sample's content hash, plus the
 layout the page says a writer produces.  Exit 0 if all is well, 1 with a
 message naming the file and offset on any problem, 2 on a usage error.
@@ -119,6 +124,44 @@ def cmd_hash(sh, out):
     out.write(("%s\n" % h.hexdigest()).encode())
 
 
+def cmd_seal(sh, out):
+    if xxhash is None:
+        raise ShardError("--seal needs python3-xxhash")
+    out.write(("%s\n" % sh.seal()).encode())
+
+
+def check_binding(sh, manifest_path):
+    """The manifest entry whose path leads to sh must describe it: size,
+    sample count, seal (format version 2) and field names."""
+    import json
+    with open(manifest_path, "rb") as f:
+        m = json.loads(f.read())
+    root = os.path.dirname(os.path.abspath(manifest_path))
+    here = os.path.realpath(sh.path)
+    for i, e in enumerate(m.get("shards", [])):
+        if os.path.realpath(os.path.join(root, e["path"])) == here:
+            break
+    else:
+        raise ShardError("%s lists no shard at %s" % (manifest_path,
+                                                      sh.path))
+    w = "%s's shards[%d]" % (manifest_path, i)
+    got = [("size", sh.size, e["bytes"]),
+           ("sample count", sh.sample_count, e["samples"])]
+    if "seal" in e and xxhash is not None:
+        got.append(("seal", sh.seal(), e["seal"]))
+    for what, has, says in got:
+        if has != says:
+            raise ShardError("%s is not the shard %s names: it has %s %s, "
+                             "the manifest says %s" % (sh.path, w, what,
+                                                       has, says))
+    listed = m.get("schema", {}).get("fields", {})
+    for n in sh.names:
+        if n.decode(errors="surrogateescape") not in listed:
+            raise ShardError("%s holds field '%s', which %s's schema does "
+                             "not list" % (sh.path, n.decode(
+                                 errors="replace"), manifest_path))
+
+
 def main(argv):
     p = argparse.ArgumentParser(prog=PROG, description="Read a chute shard "
                                 "(format v1) without libchute.")
@@ -133,6 +176,11 @@ def main(argv):
                    help="print header, footer and block table")
     g.add_argument("--hash", action="store_true",
                    help="print the XXH3-128 of the file (xxhsum -H2)")
+    g.add_argument("--seal", action="store_true",
+                   help="print the XXH3-128 of header and footer")
+    p.add_argument("--manifest", metavar="MANIFEST",
+                   help="check that the shard is the file the manifest's "
+                   "entry for it names")
     a = p.parse_args(argv)
     if xxhash is None:
         print("%s: note: python3-xxhash is missing; checksums not verified"
@@ -144,6 +192,8 @@ def main(argv):
                    layout=True)
         sh.samples = sh.entries()
         sh.check_all()
+        if a.manifest:
+            check_binding(sh, a.manifest)
         if a.dump:
             cmd_dump(sh, a.dump)
         elif a.cat:
@@ -152,6 +202,8 @@ def main(argv):
             cmd_info(sh, out)
         elif a.hash:
             cmd_hash(sh, out)
+        elif a.seal:
+            cmd_seal(sh, out)
         else:
             cmd_list(sh, out)
         out.flush()

@@ -25,8 +25,9 @@ used released first.  Each DataLoader worker has its own caches.
 Checks, with verify=True (the default): at open, the manifest's rules
 (counts, first samples, sizes, paths, splits) and each shard file's size
 against the manifest (one stat(2) each); when a shard is first read, its
-header, footer, index and page hashes and the index's bounds, and its
-sample count against the manifest's; each block's hash when it is read;
+header, footer, index and page hashes and the index's bounds, and that
+it is the file its manifest entry names: its sample count, its seal (a
+manifest of format version 2) and its field names (in the schema); each block's hash when it is read;
 each sample's content hash when it is returned.  A failure raises
 chute.DataError whose message names the file and the byte offset (and the
 sample's key when known); its attributes path, offset and key say the
@@ -244,6 +245,10 @@ class _Manifest:
             paths.add(path)
             size += self.need(s, "bytes", "int", w + ".")
             self.need(s, "xxh3_128", "hash", w + ".")
+            if v > 1:
+                self.need(s, "seal", "hash", w + ".")
+            elif "seal" in s:
+                self.fail(w + ".seal", "not in a manifest of version 1")
             n = self.need(s, "samples", "int", w + ".")
             first = self.need(s, "first_sample", "int", w + ".")
             if first != at:
@@ -306,7 +311,7 @@ def _refuse_constant(name):
 
 
 _ShardInfo = collections.namedtuple("_ShardInfo",
-                                    "path name bytes samples first")
+                                    "path name bytes samples first seal")
 
 
 class Dataset:
@@ -376,6 +381,24 @@ class Dataset:
 
     # -- opening ---------------------------------------------------------
 
+    def _check_binding(self, r, info):
+        """The shard file is the one its manifest entry names: its seal
+        (format version 2) and its fields (the schema's)."""
+        if info.seal is not None and _shard.xxhash is not None and \
+                r.seal() != info.seal:
+            r.close()
+            r.fail(0, "not the shard the manifest names: its seal is %s, "
+                   "the manifest says %s (run chute verify)"
+                   % (r.seal(), info.seal))
+        if self.manifest:
+            listed = self.manifest["schema"]["fields"]
+            for n in r.names:
+                if _text(n) not in listed:
+                    r.close()
+                    r.fail(None, "holds field '%s', which the manifest's "
+                           "schema does not list (run chute verify)"
+                           % _text(n))
+
     def _open_path(self):
         p = self.path
         if os.path.isdir(p):
@@ -405,7 +428,8 @@ class Dataset:
         for i, s in enumerate(m["shards"]):
             full = os.path.join(self.root, *s["path"].split("/"))
             self._shards.append(_ShardInfo(full, full, s["bytes"],
-                                           s["samples"], s["first_sample"]))
+                                           s["samples"], s["first_sample"],
+                                           s.get("seal")))
             try:
                 size = os.stat(full).st_size
             except FileNotFoundError:
@@ -426,7 +450,8 @@ class Dataset:
             self.fields = sorted(_text(n) for n in sh.names)
             self.classes = []
             self._total = sh.sample_count
-            self._shards = [_ShardInfo(p, p, sh.size, sh.sample_count, 0)]
+            self._shards = [_ShardInfo(p, p, sh.size, sh.sample_count, 0,
+                                       None)]
         finally:
             sh.close()
 
@@ -530,6 +555,7 @@ class Dataset:
                 r.close()
                 r.fail(r.size - 32, "the shard holds %d samples, the "
                        "manifest says %d" % (r.sample_count, info.samples))
+            self._check_binding(r, info)
             self._readers[s] = r
         self._open[s] = r
         self._open.move_to_end(s)

@@ -160,6 +160,12 @@ class Shard:
 
     # -- errors ----------------------------------------------------------
 
+    def seal(self):
+        """XXH3-128 of header and footer, as 32 hex digits: what a
+        manifest of format version 2 records to bind the shard to its
+        entry (chute-manifest(5)).  Needs python3-xxhash."""
+        return xxhash.xxh3_128_hexdigest(self._header + self._footer)
+
     def fail(self, offset, what, key=None):
         """Raises chute.DataError: what, then "(file, offset N)"."""
         where = "" if offset is None else ", offset %d" % offset
@@ -326,6 +332,7 @@ class Shard:
         self.major, self.minor, self.flags = major, minor, flags
         self.dict_size, self.dict_hash = dict_size, dict_hash
         self.header_hash = header_hash
+        self._header = bytes(h)
 
     def _read_footer(self):
         base = self.size - FOOTER_SIZE
@@ -336,6 +343,7 @@ class Shard:
          self.index_hash, self.sample_count, self.block_count,
          self.index_codec, footer_hash) = struct.unpack_from("<QQQQQIIQ", f)
         self.check_hash(base + 48, f[0:48], footer_hash, "footer hash")
+        self._footer = bytes(f)
         if self.index_offset < HEADER_SIZE + self.dict_size:
             self.fail(base, "index_offset %d is before the end of the "
                       "dictionary (%d)" % (self.index_offset,

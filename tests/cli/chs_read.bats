@@ -468,6 +468,14 @@ EOF
 		# a stream opens its shards lazily and checks each sample it
 		# reads: the damage shows as a data error (exit 1) mid-stream
 		mkdir "$c" && cp -r ds/. "$c"/ && cp "$c.chs" "$c/shards/${shard##*/}"
+		# a manifest that vouches for the damaged shard (size, hash,
+		# seal), so that only the sample checks can find the damage
+		edit_manifest "$c" 's = m["shards"][0]
+d = open(path.rsplit("/", 1)[0] + "/" + s["path"], "rb").read()
+m["shard_bytes"] += len(d) - s["bytes"]
+s["bytes"], s["xxh3_128"] = len(d), xxhash.xxh3_128_hexdigest(d)
+s["seal"] = xxhash.xxh3_128_hexdigest(d[:64] + d[-64:])
+reid = True'
 		run -1 chute stream "$c" --format jsonl -e 1
 		assert_output --partial "${shard##*/}"
 		assert_output --regexp "sample [0-9]+ (has|points|runs)"
@@ -487,4 +495,13 @@ EOF
 	run -1 chute ls "$shard"
 	assert_output --partial "index page"
 	assert_output --partial "checksum mismatch"
+}
+
+@test "chs_read: --seal prints the manifest's seal; --manifest refuses a shard copied over another" {
+	pack_swapped sw
+	run -0 chs_read sw/shards/sw-000002.chs --seal
+	assert_output "$(mjson sw 'm["shards"][2]["seal"]')"
+	run -0 chs_read sw/shards/sw-000002.chs --manifest sw/manifest.json
+	run -1 chs_read sw/shards/sw-000001.chs --manifest sw/manifest.json
+	assert_output "chs_read.py: sw/shards/sw-000001.chs is not the shard sw/manifest.json's shards[1] names: it has seal $(chs_read sw/shards/sw-000000.chs --seal), the manifest says $(mjson sw 'm["shards"][1]["seal"]')"
 }

@@ -119,3 +119,9 @@ EOF
 	assert_output live
 	run -0 tar -tf out/ds-000000.tar
 }
+
+@test "export: a shard copied over another of the same size exits 1 naming it" {
+	pack_swapped sw
+	run -1 chute export sw -o out2
+	assert_output --partial "chute export: 'shards/sw-000001.chs' is not the shard the manifest names: its seal is "
+}

@@ -157,3 +157,45 @@ wait_locked() {
 	done
 	fail "nothing took the lock on $1"
 }
+# pack_swapped DS: DS/ packed from 200 samples of the same bytes (keys
+# k000 to k199) in four shards of one size, then shard 0 copied over
+# shard 1: a substitution that neither size nor sample count can tell.
+pack_swapped() {
+	local i s="$1/shards/$1"
+	mkdir -p same
+	for i in $(seq 0 199); do
+		printf 'same\n' >"same/k$(printf %03d "$i").txt"
+	done
+	chute pack -q -s 50s -o "$1" same >/dev/null || fail "chute pack failed"
+	[ "$(stat -c %s "$s-000000.chs")" = "$(stat -c %s "$s-000001.chs")" ] ||
+		fail "the fixture's shards differ in size"
+	cp "$s-000000.chs" "$s-000001.chs"
+}
+
+# edit_manifest DS STATEMENTS: runs Python STATEMENTS on `m`, the parsed
+# DS/manifest.json, and writes it back; with `reid = True` among them the
+# id is recomputed (an older chute's manifest), else kept (a hand edit).
+edit_manifest() {
+	"$PYTHON" - "$1/manifest.json" "$2" <<'EOF' || fail "cannot edit $1/manifest.json"
+import json, re, sys, xxhash
+path = sys.argv[1]
+m = json.load(open(path))
+reid = False
+exec(sys.argv[2])
+if reid:
+    del m["id"]
+    s = json.dumps(m, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    s = re.sub(r"\\\\|\\u00..", lambda x: x[0][:4] + x[0][4:].upper(), s)
+    m["id"] = xxhash.xxh3_128_hexdigest(s.encode())
+with open(path, "w") as f:
+    json.dump(m, f, indent=2, sort_keys=True)
+    f.write("\n")
+EOF
+}
+
+# AS_VERSION1: edit_manifest statements that make a manifest of format
+# version 1, as chute wrote before shards had seals.
+AS_VERSION1='m["format_version"] = 1
+for s in m["shards"]:
+    del s["seal"]
+reid = True'

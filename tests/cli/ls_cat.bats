@@ -196,3 +196,43 @@ EOF
 	assert_line --index 1 'status 0'
 	assert_file_empty err
 }
+
+@test "ls: a shard copied over another of the same size exits 1 naming it and both seals" {
+	pack_swapped sw
+	run -1 chute ls sw
+	assert_output --partial "chute ls: 'shards/sw-000001.chs' is not the shard the manifest names: its seal is "
+	assert_output --partial "the manifest says $(mjson sw 'm["shards"][1]["seal"]')"
+	refute_output --partial "k050"
+}
+
+@test "cat: #N in a shard copied over another exits 1 instead of printing the other shard's sample" {
+	pack_swapped sw
+	run -1 chute cat sw '#50'
+	assert_output --regexp "^chute cat: 'shards/sw-000001.chs' is not the shard the manifest names: its seal is [0-9a-f]{32}, the manifest says [0-9a-f]{32}"
+	run -0 chute cat sw '#49'
+	assert_output same
+}
+
+@test "cat: a manifest of format version 1 (no seals) is read, bound by size and sample count" {
+	edit_manifest ds "$AS_VERSION1"
+	run -0 chute verify ds
+	run -0 chute cat ds '#3'
+	# a shard of another size in its place
+	cp "$(shard_of ds 0)" "$(shard_of ds 1)"
+	run -1 chute cat ds '#3'
+	assert_output --regexp "^chute cat: 'shards/ds-000001.chs' is not the shard the manifest names: it has size [0-9]+, the manifest says [0-9]+"
+}
+
+@test "ls: a hand-edited manifest whose shard counts disagree with the shards exits 1 naming the shard" {
+	edit_manifest ds 'm["shards"][0]["samples"] -= 1
+m["shards"][1]["samples"] += 1
+m["shards"][1]["first_sample"] -= 1'
+	run -1 chute ls ds
+	assert_output "chute ls: 'shards/ds-000000.chs' is not the shard the manifest names: it has sample count 2, the manifest says 1 (run chute verify)"
+}
+
+@test "cat: a hand-edited manifest whose schema lacks a field of the shard exits 1 naming shard and field" {
+	edit_manifest ds 'm["schema"]["fields"]["text"] = m["schema"]["fields"].pop("txt")'
+	run -1 chute cat ds a
+	assert_output "chute cat: 'shards/ds-000000.chs' holds field 'txt', which the manifest's schema does not list (run chute verify)"
+}

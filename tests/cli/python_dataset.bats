@@ -460,7 +460,7 @@ for edit, want in (
         (lambda m: m["shards"][0].update(samples=11), "shards[1].first_sample: expected 11"),
         (lambda m: m["shards"][2].update(path="../x.chs"), "shards[2].path: '../x.chs' is not shards/NAME.chs"),
         (lambda m: m["shards"][2].update(path=".chute/stat"), "shards[2].path: '.chute/stat' is not shards/NAME.chs"),
-        (lambda m: m.update(format_version=2), "format_version: unsupported version 2")):
+        (lambda m: m.update(format_version=3), "format_version: unsupported version 3")):
     m = json.loads(good)
     edit(m)
     open(path, "w").write(json.dumps(m))
@@ -603,4 +603,33 @@ EOF2
 	run -0 chute verify ds
 	run -0 chute manifest ds
 	assert_line "id:        matches the content"
+}
+
+@test "python dataset: a shard copied over another of the same size raises DataError naming it and both seals" {
+	pack_swapped sw
+	run -1 pyds sw <<'EOF'
+import sys, chute
+ds = chute.Dataset(sys.argv[1])
+assert ds[49].key == "k049"
+ds[50]
+EOF
+	assert_output --regexp "chute.errors.DataError: not the shard the manifest names: its seal is [0-9a-f]{32}, the manifest says $(mjson sw 'm["shards"][1]["seal"]') \(run chute verify\) \(sw/shards/sw-000001.chs, offset 0\)"
+}
+
+@test "python dataset: a version 1 manifest is read; a schema that lacks a shard's field raises DataError" {
+	pack_swapped sw
+	edit_manifest sw "$AS_VERSION1"
+	run -0 pyds sw <<'EOF'
+import sys, chute
+ds = chute.Dataset(sys.argv[1])
+print(ds[50].key)
+EOF
+	# no seal: the substitution goes unseen, as documented
+	assert_output k000
+	edit_manifest sw 'm["schema"]["fields"]["text"] = m["schema"]["fields"].pop("txt")'
+	run -1 pyds sw <<'EOF'
+import sys, chute
+chute.Dataset(sys.argv[1])[0]
+EOF
+	assert_output --partial "chute.errors.DataError: holds field 'txt', which the manifest's schema does not list (run chute verify) (sw/shards/sw-000000.chs)"
 }

@@ -386,3 +386,11 @@ json.dump(r, open("badid.json", "w"))
 	chute stream --replay run.json -o again
 	cmp shm.out again
 }
+
+@test "record: a stream over a shard copied over another exits 1 and records a failed run" {
+	pack_swapped sw
+	run -1 chute stream --format jsonl --record run.json -o out sw
+	assert_output --partial "'shards/sw-000001.chs' is not the shard the manifest names"
+	run -0 rjson run.json '[r["status"], r["batches"]]'
+	assert_output '["failed", 0]'
+}

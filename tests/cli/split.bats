@@ -467,3 +467,10 @@ for line in open("groups.txt"):
 	assert_output --partial "does not match the manifest's hash"
 	run -0 chute ls --split train ds
 }
+
+@test "split: a shard copied over another of the same size is refused with exit 1, naming it" {
+	pack_swapped sw
+	run -1 chute split sw --val 0.1
+	assert_output --partial "'shards/sw-000001.chs' is not the shard the manifest names: its seal is "
+	assert_not_exists sw/splits
+}

@@ -778,3 +778,11 @@ for k in ("seconds", "samples_per_s", "read_busy_s", "wait_workers_s",
 	run -2 timeout -s KILL 20 chute stream -f jsonl ds2
 	assert_output --partial "'ds2/manifest.json': it is a FIFO"
 }
+
+@test "stream: a shard copied over another of the same size exits 1 naming it, whatever the shuffle" {
+	pack_swapped sw
+	run -1 chute stream --format jsonl -o out sw
+	assert_output --partial "chute stream: 'shards/sw-000001.chs' is not the shard the manifest names: its seal is "
+	run -1 chute stream --format jsonl --shuffle none -o out sw
+	assert_output --partial "'shards/sw-000001.chs' is not the shard the manifest names"
+}

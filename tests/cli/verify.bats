@@ -259,3 +259,24 @@ for i in range(4):
 	"$PYTHON" "$BATS_TEST_DIRNAME/huge_shard.py" small.chs 1000000 hash
 	run -0 chute verify --deep small.chs
 }
+
+@test "verify: a manifest of 20000 shards, all missing, reports each once and counts them" {
+	"$PYTHON" "$REPO_ROOT/scripts/gen-manifest.py" 20000 big || fail "gen-manifest.py failed"
+	mkdir -p big/shards && touch big/shards/stray.chs
+	run -0 chute manifest big
+	assert_line --index 1 "id:        matches the content"
+	run -1 chute verify big
+	assert_line --index 0 "big/shards/stray.chs: shard not listed in the manifest"
+	assert_line --index 1 "big/shards/big-000000.chs: missing: No such file or directory"
+	assert_line --index -1 "FAILED: 20001 problems in 20001 shards"
+	assert_equal "$(grep -c ': missing: ' <<<"$output")" 20000
+	run -1 chute verify big big
+	assert_line --index -1 "FAILED: 40002 problems in 20001 shards"
+}
+
+@test "verify: a shard whose seal differs from the manifest's (edited by hand) is a problem" {
+	edit_manifest ds 'm["shards"][1]["seal"] = "0" * 32'
+	run -1 chute verify ds
+	assert_line --partial "seal "
+	assert_line --partial "differs from the manifest's 00000000000000000000000000000000"
+}

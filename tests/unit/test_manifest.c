@@ -56,10 +56,11 @@ static void sample_manifest(struct ch_manifest *m)
 	m->shards = xcalloc(2, sizeof(*m->shards));
 	m->shards[0] = (struct ch_manifest_shard){
 		xstrdup("shards/ds-000000.chs"), 777,
-		{ 0x0123456789abcdefULL, 0xfedcba9876543210ULL }, 3, 0
+		{ 0x0123456789abcdefULL, 0xfedcba9876543210ULL }, 3, 0,
+		{ 5, 6 }, 1
 	};
 	m->shards[1] = (struct ch_manifest_shard){
-		xstrdup("shards/ds-000001.chs"), 555, { 1, 2 }, 2, 3
+		xstrdup("shards/ds-000001.chs"), 555, { 1, 2 }, 2, 3, { 7, 8 }, 1
 	};
 
 	m->nfields = 2;
@@ -226,6 +227,9 @@ static void check_same(const struct ch_manifest *a, const struct ch_manifest *b)
 			CHECK_EQ_U64(x->hash.low, y->hash.low);
 			CHECK_EQ_U64(x->samples, y->samples);
 			CHECK_EQ_U64(x->first_sample, y->first_sample);
+			CHECK(x->has_seal == y->has_seal);
+			CHECK_EQ_U64(x->seal.high, y->seal.high);
+			CHECK_EQ_U64(x->seal.low, y->seal.low);
 		}
 	if (CHECK_EQ_U64(a->nfields, b->nfields))
 		for (size_t i = 0; i < a->nfields; i++) {
@@ -379,8 +383,12 @@ static void version_1_keeps_its_rule(void)
 	if (!CHECK(ch_manifest_write(&m, tmp_path("v1.json"), &err) == 0))
 		goto out;
 	json_t *doc = json_load_file(tmp_path("v1.json"), 0, NULL);
+	size_t i;
+	json_t *v;
 	json_object_set_new(doc, "format_version", json_integer(1));
 	json_object_del(doc, "id");
+	json_array_foreach(json_object_get(doc, "shards"), i, v)
+		json_object_del(v, "seal"); /* version 1 had none */
 	char *canon = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
 	ch_hash128_hex(ch_hash128(canon, strlen(canon)), old_id);
 	json_object_set_new(doc, "id", json_string(old_id));
@@ -514,7 +522,7 @@ static void expect_error(const char *text, const char *needle,
 			 const char *what)
 {
 	struct ch_manifest m;
-	struct ch_error err = { "" };
+	struct ch_error err = { "", 0 };
 
 	if (!CHECK(text != NULL)) {
 		unit_note("%s: no text to parse", what);
@@ -854,7 +862,7 @@ static void id_changes_with_any_split_field(void)
 static void write_refuses_invalid_manifest(void)
 {
 	struct ch_manifest m;
-	struct ch_error err = { "" };
+	struct ch_error err = { "", 0 };
 
 	clear_dir();
 	sample_manifest(&m);
@@ -913,12 +921,120 @@ static void write_refuses_invalid_manifest(void)
 static void read_errors_name_the_file(void)
 {
 	struct ch_manifest m;
-	struct ch_error err = { "" };
+	struct ch_error err = { "", 0 };
 
 	CHECK(ch_manifest_read(&m, tmp_path("absent.json"), &err) == -1);
 	CHECK(strstr(err.msg, "absent.json") != NULL);
 	CHECK(strstr(err.msg, strerror(ENOENT)) != NULL);
 	CHECK(ch_manifest_read(&m, tmp_dir, &err) == -1);
+}
+
+/* Sealed shards make a manifest of version 2; one shard without a seal
+ * (as read from version 1) makes the whole manifest version 1, and each
+ * version refuses the other's shape. */
+static void seals_round_trip_as_version_2(void)
+{
+	struct ch_manifest m, r;
+	struct ch_error err;
+	char *text = NULL;
+	size_t len;
+
+	sample_manifest(&m);
+	m.shards[0].seal = (struct ch_hash128){ 7, 8 };
+	m.shards[0].has_seal = 1;
+	m.shards[1].has_seal = 0;
+	CHECK(ch_manifest_format(&m, &text, &len, &err) == 0);
+	CHECK(text && strstr(text, "\"format_version\": 1,"));
+	CHECK(text && !strstr(text, "\"seal\""));
+	free(text);
+	m.shards[1].seal = (struct ch_hash128){ 9, 10 };
+	m.shards[1].has_seal = 1;
+	CHECK(ch_manifest_format(&m, &text, &len, &err) == 0);
+	CHECK(text && strstr(text, "\"format_version\": 2,"));
+	CHECK(text && strstr(text, "\"seal\": "
+			     "\"00000000000000070000000000000008\""));
+	if (text && CHECK(ch_manifest_parse(&r, text, len, "t", &err) == 0)) {
+		CHECK(r.id_ok == 1);
+		check_same(&m, &r);
+		ch_manifest_release(&r);
+	}
+	/* version 2 without a seal, version 1 with one */
+	if (text) {
+		char *seal = strstr(text, "\"seal\"");
+		memcpy(seal, "\"saal\"", 6);
+		CHECK(ch_manifest_parse(&r, text, len, "t", &err) < 0);
+		CHECK(strstr(err.msg, "shards[0]: unknown key 'saal'") ||
+		      strstr(err.msg, "saal: unknown key"));
+		memcpy(seal, "\"seal\"", 6);
+		memcpy(strstr(text, "\"format_version\": 2"),
+		       "\"format_version\": 1", 19);
+		CHECK(ch_manifest_parse(&r, text, len, "t", &err) < 0);
+		CHECK(strstr(err.msg, "shards[0].seal: unknown key") != NULL);
+	}
+	free(text);
+	ch_manifest_release(&m);
+}
+
+/* The piecewise reader (shards parsed one at a time, the id hashed
+ * around them) must read any layout the whole-tree reader reads: keys in
+ * any order, no whitespace, an escaped key, shards first or last. */
+static void any_layout_reads_the_same(void)
+{
+	struct ch_manifest m, r;
+	struct ch_error err;
+	char *text = NULL, *other;
+	size_t len;
+
+	sample_manifest(&m);
+	m.shards[0].has_seal = m.shards[1].has_seal = 1;
+	if (!CHECK(ch_manifest_format(&m, &text, &len, &err) == 0))
+		goto out;
+	json_t *doc = json_loads(text, 0, NULL);
+	for (int layout = 0; doc && layout < 4; layout++) {
+		size_t flags = layout == 0 ? JSON_COMPACT
+			     : layout == 1 ? JSON_INDENT(7)
+					   : JSON_COMPACT | JSON_SORT_KEYS;
+		json_t *copy = json_deep_copy(doc);
+		json_t *shards = json_object_get(copy, "shards");
+		json_incref(shards);
+		json_object_del(copy, "shards");
+		other = json_dumps(copy, flags | JSON_REAL_PRECISION(15));
+		char *sh = json_dumps(shards, JSON_COMPACT);
+		char *full = NULL;
+		/* shards first, last, or under an escaped name */
+		if (layout == 2)
+			CHECK(asprintf(&full, "{\"shards\":%s,%s", sh,
+				       other + 1) > 0);
+		else
+			CHECK(asprintf(&full, "%.*s,\"%s\" : %s }",
+				       (int)strlen(other) - 1, other,
+				       layout == 3 ? "sh\\u0061rds" : "shards",
+				       sh) > 0);
+		if (full && CHECK(ch_manifest_parse(&r, full, strlen(full), "t",
+						    &err) == 0)) {
+			CHECK(r.id_ok == 1);
+			check_same(&m, &r);
+			ch_manifest_release(&r);
+		} else {
+			unit_note("layout %d: %s", layout, err.msg);
+		}
+		free(full);
+		free(sh);
+		free(other);
+		json_decref(shards);
+		json_decref(copy);
+	}
+	/* a shard that is not valid JSON: the whole-tree reader's message */
+	char *at = strstr(text, "\"samples\": 2");
+	if (CHECK(at != NULL)) {
+		memcpy(at, "\"samples\": x", 12);
+		CHECK(ch_manifest_parse(&r, text, len, "t", &err) < 0);
+		CHECK(strstr(err.msg, "invalid JSON: ") && strstr(err.msg, "(t:"));
+	}
+	json_decref(doc);
+out:
+	free(text);
+	ch_manifest_release(&m);
 }
 
 int main(void)
@@ -939,6 +1055,8 @@ int main(void)
 		UNIT(bad_splits_refused),
 		UNIT(write_refuses_invalid_manifest),
 		UNIT(read_errors_name_the_file),
+		UNIT(seals_round_trip_as_version_2),
+		UNIT(any_layout_reads_the_same),
 	};
 	const char *base = getenv("TMPDIR");
 	int status;

@@ -28,7 +28,7 @@ static struct ch_transforms *parse1(const char *spec, int eval,
 
 static void specs_parse(void)
 {
-	struct ch_error err = { { 0 } };
+	struct ch_error err = { 0 };
 	struct ch_transforms *t = parse1(
 		" jpg : decode | random-resized-crop 224 scale=0.5,1 "
 		"ratio=3/4,4/3 | flip 0.25 | normalize imagenet | layout chw "
@@ -82,7 +82,7 @@ static void bad_specs_are_refused(void)
 		"x: bytes u8 | resize 8",	  /* not an image */
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
-		struct ch_error err = { { 0 } };
+		struct ch_error err = { 0 };
 		struct ch_transforms *t = parse1(bad[i], 0, &err);
 		if (!CHECK(!t))
 			unit_note("accepted: %s", bad[i]);
@@ -90,7 +90,7 @@ static void bad_specs_are_refused(void)
 			unit_note("%s", err.msg);
 		ch_transforms_free(t);
 	}
-	struct ch_error err = { { 0 } };
+	struct ch_error err = { 0 };
 	const char *two[] = { "a: int", "a: npy" };
 	struct ch_transforms *t = NULL;
 	CHECK(ch_transforms_parse(two, 2, 0, &t, &err) < 0);
@@ -152,7 +152,7 @@ static void int_labels(void)
 {
 	struct ch_buf out = { 0 };
 	struct ch_field_type t;
-	struct ch_error err = { { 0 } };
+	struct ch_error err = { 0 };
 	int64_t v;
 	CHECK(ch_array_int((const uint8_t *)" 42\n", 4, &out, &t, &err) == 0);
 	memcpy(&v, out.data, 8);
@@ -188,7 +188,7 @@ static void npy_arrays(void)
 	uint8_t file[512];
 	struct ch_buf out = { 0 };
 	struct ch_field_type t;
-	struct ch_error err = { { 0 } };
+	struct ch_error err = { 0 };
 	struct ch_op op = { .kind = CH_OP_NPY };
 	float f[6] = { 0, 1, 2, 3, 4, 5 };
 	size_t n = make_npy(file, "{'descr': '<f4', 'fortran_order': False, "
@@ -255,7 +255,7 @@ static void raw_bytes(void)
 {
 	struct ch_buf out = { 0 };
 	struct ch_field_type t;
-	struct ch_error err = { { 0 } };
+	struct ch_error err = { 0 };
 	uint8_t img[784];
 	for (size_t i = 0; i < sizeof(img); i++)
 		img[i] = (uint8_t)(i * 7);
@@ -315,7 +315,7 @@ static void geometry_maps_crops_to_the_source(void)
 	struct ch_geom g = { .info = { CH_IMAGE_JPEG, 500, 375 }, .c = 3,
 			     .bw = 500, .bh = 375, .vw = 500, .vh = 375 };
 	struct ch_transform_key k = { 0, 0, 0 };
-	struct ch_error err = { { 0 } };
+	struct ch_error err = { 0 };
 	struct ch_op resize = { .kind = CH_OP_RESIZE, .w = 256 };
 	struct ch_op crop = { .kind = CH_OP_CENTER_CROP, .w = 224, .h = 224 };
 	CHECK(ch_image_geometry(&g, &resize, &k, 1, 0, &err) == 0);
@@ -340,7 +340,7 @@ static void geometry_maps_crops_to_the_source(void)
 static void layout_and_dtype(void)
 {
 	struct ch_buf in = { 0 }, out = { 0 };
-	struct ch_error err = { { 0 } };
+	struct ch_error err = { 0 };
 	uint8_t px[12] = { 0, 255, 51, 1, 2, 3, 4, 5, 6, 7, 8, 9 };
 	ch_buf_append(&in, px, sizeof(px), &err);
 	struct ch_field_type t = { .dtype = CH_DTYPE_U8, .ndim = 3,
