@@ -17,8 +17,13 @@ import xxhash
 
 
 def canonical_id(m):
-    """THE ID of chute-manifest(5): compact, sorted keys, \\u00XX upper."""
-    doc = {k: v for k, v in m.items() if k != "id"}
+    """THE ID of chute-manifest(5), version 2: compact, sorted keys,
+    \\u00XX upper, without the locations (name, parent, chute_version,
+    sources, shard and split paths)."""
+    drop = ("id", "name", "parent", "chute_version", "sources")
+    doc = {k: v for k, v in m.items() if k not in drop}
+    doc["shards"] = [{k: v for k, v in s.items() if k != "path"}
+                     for s in m["shards"]]
     s = json.dumps(doc, sort_keys=True, separators=(",", ":"),
                    ensure_ascii=False)
     s = re.sub(r"\\\\|\\u00..", lambda x: x[0][:4] + x[0][4:].upper(), s)

@@ -176,17 +176,15 @@ pack_swapped() {
 # DS/manifest.json, and writes it back; with `reid = True` among them the
 # id is recomputed (an older chute's manifest), else kept (a hand edit).
 edit_manifest() {
-	"$PYTHON" - "$1/manifest.json" "$2" <<'EOF' || fail "cannot edit $1/manifest.json"
-import json, re, sys, xxhash
+	PYTHONPATH="$REPO_ROOT/python" "$PYTHON" - "$1/manifest.json" "$2" <<'EOF' || fail "cannot edit $1/manifest.json"
+import json, sys
+import chute
 path = sys.argv[1]
 m = json.load(open(path))
 reid = False
 exec(sys.argv[2])
 if reid:
-    del m["id"]
-    s = json.dumps(m, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    s = re.sub(r"\\\\|\\u00..", lambda x: x[0][:4] + x[0][4:].upper(), s)
-    m["id"] = xxhash.xxh3_128_hexdigest(s.encode())
+    m["id"] = chute.manifest_id(m)
 with open(path, "w") as f:
     json.dump(m, f, indent=2, sort_keys=True)
     f.write("\n")
