@@ -298,8 +298,11 @@ teardown() {
 		sleep 0.1
 	done
 	master=$(cat "$NGINX_DIR/nginx.pid")
-	procs="$(pgrep -P "$master") $master" # workers too: they serve on
-	kill -9 $procs
+	procs="$master $(pgrep -P "$master")" # workers too: they serve on
+	# the master first: alive, it would start a new worker for each one
+	# killed, and that one would keep the port past the restart below
+	kill -9 "$master"
+	kill -9 $procs 2>/dev/null || true
 	for p in $procs; do # gone, their port with them
 		while kill -0 "$p" 2>/dev/null; do sleep 0.05; done
 	done
