@@ -282,7 +282,7 @@ teardown() {
 	dd if=/dev/zero of=small/fill bs=4k 2>/dev/null || true
 	run -2 --separate-stderr chute stream -b 4 --stats-json small/st.json \
 		-o out ds
-	assert_regex "$stderr" "^chute stream: cannot write --stats-json 'small/st\.json': cannot write 'small/st\.json\.tmp-[0-9]+': No space left on device$"
+	assert_regex "$stderr" "^chute stream: cannot write --stats-json 'small/st\.json': cannot write 'small/\.st\.json\.tmp-[0-9]+': No space left on device$"
 	assert_file_not_exists small/st.json
 	chute stream -b 4 ds >ref
 	cmp ref out || fail "the stream is not whole"
