@@ -1454,8 +1454,12 @@ static char *dump_side(json_t *rest, int before, int content_only)
 		return NULL;
 	json_object_foreach(rest, key, v) {
 		int c = strcmp(key, "shards");
-		if (c != 0 && strcmp(key, "id") != 0 && (c < 0) == before &&
-		    json_object_set_new(side, key, json_deep_copy(v)) < 0)
+		if (c == 0 || strcmp(key, "id") == 0 || (c < 0) != before)
+			continue;
+		/* strip_locations edits nested objects: those of a copy */
+		if (json_object_set_new(side, key, content_only
+							   ? json_deep_copy(v)
+							   : json_incref(v)) < 0)
 			goto out;
 	}
 	if (content_only)

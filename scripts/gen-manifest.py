@@ -10,24 +10,15 @@ Deterministic: the same N and K give the same bytes.
 import argparse
 import json
 import os
-import re
 import sys
 
 import xxhash
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import debian_python  # noqa: E402
 
-def canonical_id(m):
-    """THE ID of chute-manifest(5), version 2: compact, sorted keys,
-    \\u00XX upper, without the locations (name, parent, chute_version,
-    sources, shard and split paths)."""
-    drop = ("id", "name", "parent", "chute_version", "sources")
-    doc = {k: v for k, v in m.items() if k not in drop}
-    doc["shards"] = [{k: v for k, v in s.items() if k != "path"}
-                     for s in m["shards"]]
-    s = json.dumps(doc, sort_keys=True, separators=(",", ":"),
-                   ensure_ascii=False)
-    s = re.sub(r"\\\\|\\u00..", lambda x: x[0][:4] + x[0][4:].upper(), s)
-    return xxhash.xxh3_128_hexdigest(s.encode())
+debian_python.use_repo_package()
+import chute  # noqa: E402  (THE ID: chute.manifest_id)
 
 
 def fake_hash(kind, i):
@@ -77,7 +68,7 @@ def main():
     if a.n < 0 or a.samples_per_shard < 1:
         sys.exit("gen-manifest.py: N >= 0 and K >= 1")
     m = manifest(a.n, a.samples_per_shard)
-    m["id"] = canonical_id(m)
+    m["id"] = chute.manifest_id(m)
     os.makedirs(a.dir, exist_ok=True)
     tmp = os.path.join(a.dir, "manifest.json.tmp-%d" % os.getpid())
     with open(tmp, "w", encoding="utf-8") as f:
