@@ -22,7 +22,7 @@ PKGS = libarchive libzstd libxxhash jansson libturbojpeg libjpeg libpng libcurl
 PKG_MISSING := $(shell pkg-config --exists $(PKGS) 2>/dev/null || \
 	for p in $(PKGS); do pkg-config --exists $$p 2>/dev/null || printf '%s ' $$p; done)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-# libcurl is loaded when a remote is first used (lib/curl_shim.c), not
+# libcurl is loaded when a remote is first used (lib/store/curl_shim.c), not
 # linked: its 27 libraries would slow the start of every command.
 PKG_LIBS := $(shell pkg-config --libs $(filter-out libcurl,$(PKGS)) 2>/dev/null)
 # Stops a compile or a link that would fail on a missing library with a
@@ -33,7 +33,7 @@ need_pkgs = $(if $(strip $(PKG_MISSING)),$(error pkg-config cannot find \
 
 WERROR ?= -Werror
 CFLAGS ?= -O2 -g
-CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -Ilib $(PKG_CFLAGS)
+CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -Iinclude $(PKG_CFLAGS)
 LDLIBS += $(PKG_LIBS) -lpthread -lm -ldl
 
 # A sanitizer build lives in its own folder: make SANITIZE=address,undefined
@@ -50,7 +50,7 @@ else
 Q := @
 endif
 
-LIB_SRC := $(wildcard lib/*.c)
+LIB_SRC := $(wildcard lib/*/*.c)
 CMD_SRC := $(wildcard cmd/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
@@ -58,10 +58,19 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 MAN_PAGES := $(wildcard man/*.1 man/*.5 man/*.7)
 
-## all: build the chute binary (build/chute) and the test driver of lib/store.h
+## all: build the chute binary (build/chute) and the store's test driver
 all: $(BUILD)/chute $(BUILD)/tests/store_tool
 
-$(BUILD)/%.o: %.c lib/chute.h $(wildcard lib/*.h cmd/*.h)
+HEADERS := $(wildcard include/*.h include/chute/*.h lib/*/*.h cmd/*.h)
+
+# The public boundary: lib/ sees its own headers (-Ilib), cmd/ sees only
+# include/, so a private header included from cmd/ does not compile.
+$(BUILD)/lib/%.o: lib/%.c $(HEADERS)
+	$(need_pkgs)@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -Ilib -c -o $@ $<
+
+$(BUILD)/cmd/%.o: cmd/%.c $(HEADERS)
 	$(need_pkgs)@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
@@ -75,7 +84,7 @@ $(BUILD)/chute: $(CMD_OBJ) $(BUILD)/libchute.a
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h tests/jpeg_compare.h $(BUILD)/libchute.a
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libchute.a $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -Ilib -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libchute.a $(LDLIBS)
 
 # The store's test driver (tests/cli/store.bats); not installed.
 $(BUILD)/tests/store_tool: tests/store_tool.c $(BUILD)/libchute.a

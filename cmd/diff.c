@@ -7,8 +7,8 @@
 
 #include "chute.h"
 #include "cmd.h"
-#include "diff.h"
-#include "ref.h"
+#include "chute/diff.h"
+#include "chute/ref.h"
 
 enum { OPT_JSON = CMD_LONG_ONLY, OPT_LIMIT };
 

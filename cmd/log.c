@@ -9,7 +9,7 @@
 
 #include "chute.h"
 #include "cmd.h"
-#include "ref.h"
+#include "chute/ref.h"
 
 enum { OPT_JSON = CMD_LONG_ONLY };
 

@@ -8,8 +8,8 @@
 
 #include "chute.h"
 #include "cmd.h"
-#include "history.h"
-#include "ref.h"
+#include "chute/history.h"
+#include "chute/ref.h"
 
 enum { OPT_JSON = CMD_LONG_ONLY };
 

@@ -8,9 +8,9 @@
 
 #include "chute.h"
 #include "cmd.h"
-#include "ref.h"
-#include "remote.h"
-#include "store.h"
+#include "chute/ref.h"
+#include "chute/remote.h"
+#include "chute/store.h"
 
 static const char *const pull_usage[] = {
 	"pull [OPTIONS] REMOTE[@TAG|@ID] DIR",

@@ -6,8 +6,8 @@
 
 #include "chute.h"
 #include "cmd.h"
-#include "remote.h"
-#include "store.h"
+#include "chute/remote.h"
+#include "chute/store.h"
 
 static const char *const push_usage[] = {
 	"push [OPTIONS] DATASET REMOTE",

@@ -7,7 +7,7 @@
 
 #include "chute.h"
 #include "cmd.h"
-#include "history.h"
+#include "chute/history.h"
 
 enum { OPT_HASH = CMD_LONG_ONLY, OPT_JSON };
 

@@ -11,7 +11,7 @@
 
 #include "chute.h"
 #include "cmd.h"
-#include "ref.h"
+#include "chute/ref.h"
 #include "stream_record.h"
 #include "stream_shm.h"
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ref.h"
+#include "chute/ref.h"
 #include "stream_record.h"
 
 #define RECORD_FORMAT "chute-run"

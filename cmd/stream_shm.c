@@ -1,6 +1,6 @@
 /*
  * stream_shm.c - the sink of chute stream --shm: each frame goes into the
- * next slot of a ring in /dev/shm (lib/shm_ring.c), made when the first
+ * next slot of a ring in /dev/shm (lib/stream/shm_ring.c), made when the first
  * frame comes so that its slots fit the stream's frames.
  */
 #include <stdio.h>
@@ -8,7 +8,7 @@
 
 #include "chute.h"
 #include "cmd.h"
-#include "shm_ring.h"
+#include "chute/shm_ring.h"
 #include "stream_shm.h"
 
 #define MIN_SLOT (64u << 10)

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "cmd.h"
-#include "remote.h"
+#include "chute/remote.h"
 
 static double now_s(void)
 {

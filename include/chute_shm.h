@@ -5,7 +5,7 @@
  * Header-only (static inline), Linux, C99 or C++11, GCC or Clang;
  * include it first, or define _GNU_SOURCE, under a strict -std=c99.  The
  * ring's layout and protocol are specified in chute-batch(5), section
- * SHARED-MEMORY RING; lib/shm_ring.c (the producer) takes its layout
+ * SHARED-MEMORY RING; lib/stream/shm_ring.c (the producer) takes its layout
  * from this file.
  *
  *	struct chute_shm r;

@@ -20,7 +20,7 @@
 #  2. evaluation: 'jpg: decode | resize 256 | center-crop 224 | layout chw'
 #     in --mode eval, against the full decode (for information).
 #  3. JPEG decoding on one thread through ch_image_decode, chute's entropy
-#     decoder (lib/jpeg_huff.c) against libjpeg-turbo's, on 1,000 of the
+#     decoder (lib/image/jpeg_huff.c) against libjpeg-turbo's, on 1,000 of the
 #     JPEGs (tests/bench/entropy_decode.c, for information): whole images,
 #     and only each image's last row (the rows above entropy-decoded).
 #  Then chute's --stats of the last run of each: where the time went
@@ -97,7 +97,7 @@ ENTROPY_DECODE=$WORK/entropy_decode
 LIBCHUTE=$(dirname "$CHUTE")/libchute.a
 if [ -f "$LIBCHUTE" ]; then
 	# shellcheck disable=SC2046 # pkg-config's flags, one a word
-	cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -I"$ROOT/lib" \
+	cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -I"$ROOT/include" -I"$ROOT/lib" \
 		$(pkg-config --cflags libjpeg libpng 2>/dev/null) \
 		-o "$ENTROPY_DECODE" "$ROOT/tests/bench/entropy_decode.c" \
 		"$LIBCHUTE" $(pkg-config --libs libarchive libzstd libxxhash \

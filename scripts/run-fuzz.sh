@@ -33,7 +33,7 @@ PKGS="libarchive libzstd libxxhash jansson libturbojpeg libjpeg libpng libcurl"
 # the fuzzing.  -fno-sanitize-recover makes undefined behaviour a crash
 # libFuzzer sees instead of a line in a log.
 # shellcheck disable=SC2086 # PKGS is a list
-CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -Ilib
+CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer -Iinclude -Ilib
 	$(pkg-config --cflags $PKGS)
 	-fsanitize=address,undefined -fno-sanitize-recover=all"
 # shellcheck disable=SC2086
@@ -50,8 +50,10 @@ build_lib() {
 	local src obj
 	mkdir -p "$OUT/obj"
 	rm -f "$OUT"/obj/*.o
-	for src in lib/*.c; do
-		obj="$OUT/obj/$(basename "$src" .c).o"
+	for src in lib/*/*.c; do
+		obj=${src#lib/}
+		obj="$OUT/obj/${obj//\//_}"
+		obj=${obj%.c}.o
 		# shellcheck disable=SC2086
 		$CLANG $CFLAGS -fsanitize=fuzzer-no-link -c "$src" -o "$obj"
 	done

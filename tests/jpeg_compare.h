@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "image.h"
+#include "image/image.h"
 
 /* One decode's outcome: the pixels (malloc'd, rows packed) or the
  * error. */

@@ -1,5 +1,5 @@
-/* store_tool.c - drives lib/store.h from the shell, for tests/cli/store.bats.
- * Not installed.
+/* store_tool.c - drives include/chute/store.h from the shell, for
+ * tests/cli/store.bats.  Not installed.
  *
  *   store_tool [--retries N] [--backoff-ms MS] [--stall-s S] URL CMD ARGS...
  *     stat KEY                       "exists SIZE" or "missing"
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "store.h"
+#include "chute/store.h"
 
 struct seen {
 	struct ch_store_progress last;

@@ -1,5 +1,5 @@
 /*
- * diff.h - two dataset versions compared sample by sample (chute diff).
+ * chute/diff.h - two dataset versions compared sample by sample (chute diff).
  *
  * Samples are matched by key (keys are unique in a dataset) and compared
  * by the content hash each shard's index holds (ch_sample_hash), so no

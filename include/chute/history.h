@@ -1,5 +1,5 @@
 /*
- * history.h - what a dataset folder remembers about itself.
+ * chute/history.h - what a dataset folder remembers about itself.
  *
  * DIR/.chute/versions/ID.json: every manifest chute wrote into the folder,
  * in the bytes chute writes (chute-manifest(5)), so that `chute log` can

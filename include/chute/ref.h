@@ -1,10 +1,10 @@
 /*
- * ref.h - naming a dataset version on the command line.
+ * chute/ref.h - naming a dataset version on the command line.
  *
  * A reference is one of
  *   - a dataset folder ("data/fmnist") or its manifest ("data/fmnist/manifest.json"),
  *   - a remote reference REMOTE[@TAG|@ID]: REMOTE is a store url
- *     (see store.h: file://, http://, https://, s3://), TAG a tag name,
+ *     (see chute/store.h: file://, http://, https://, s3://), TAG a tag name,
  *     ID a 32-digit version id; without '@' the tag "latest".
  * A plain folder path is local even when it contains '@'; only the
  * schemes above make a reference remote.
@@ -31,7 +31,7 @@ void ch_ref_release(struct ch_ref *ref);
 int ch_ref_load(const struct ch_ref *ref, struct ch_manifest *m,
 		struct ch_error *err);
 /* Version id of the same history: for a local reference from the
- * dataset's DIR/.chute/versions/ID.json (see history.h), for a remote one
+ * dataset's DIR/.chute/versions/ID.json (see chute/history.h), for a remote one
  * from its versions/ID.json.  Returns 1 (err set) when it is not there. */
 int ch_ref_load_version(const struct ch_ref *ref, const char *id,
 			struct ch_manifest *m, struct ch_error *err);
@@ -39,7 +39,7 @@ int ch_ref_load_version(const struct ch_ref *ref, const char *id,
 enum { CH_CACHE_DEFAULT_GB = 10 };
 
 /* Opens the dataset a reference names: a local one in place; a remote
- * one through the local shard cache (shard_cache.h) in cache_dir (NULL:
+ * one through the local shard cache (remote/cache.h) in cache_dir (NULL:
  * $XDG_CACHE_HOME/chute, else ~/.cache/chute), kept under cache_bytes
  * (0: CH_CACHE_DEFAULT_GB) by evicting least recently used files.  A
  * remote dataset's files are fetched and verified when first wanted, and

@@ -1,5 +1,5 @@
 /*
- * remote.h - what a remote holds and how datasets move to and from it
+ * chute/remote.h - what a remote holds and how datasets move to and from it
  * (the layout is man/chute-remote.7):
  *
  *   cas/XX/HASH.EXT   shard and split files by their XXH3-128 (XX: the
@@ -15,7 +15,7 @@
 #define CH_REMOTE_H
 
 #include "chute.h"
-#include "store.h"
+#include "chute/store.h"
 
 /* "cas/ab/ab12...ef.chs" for a file of a manifest (EXT from its path). */
 char *ch_remote_cas_key(struct ch_hash128 hash, const char *path);

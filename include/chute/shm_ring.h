@@ -1,5 +1,5 @@
 /*
- * shm_ring.h - the producer side of the shared-memory ring of
+ * chute/shm_ring.h - the producer side of the shared-memory ring of
  * `chute stream --shm NAME` (chute-batch(5), SHARED-MEMORY RING; the
  * layout is in chute_shm.h, which consumers include).
  *

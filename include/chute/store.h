@@ -1,11 +1,11 @@
 /*
- * store.h - objects in a remote: a folder, an HTTP(S) server (GET, HEAD,
+ * chute/store.h - objects in a remote: a folder, an HTTP(S) server (GET, HEAD,
  * PUT; WebDAV servers such as nginx's) or an S3 bucket (Signature V4).
  *
  * An object is named by a key relative to the remote's root, such as
  * "cas/ab/ab12...ef.chs" or "tags/latest"; keys use '/' and never start
  * with '/' or hold "..".  What the keys mean (the remote layout) is
- * remote.c's business, not the store's: a store only moves bytes.
+ * remote/push_pull.c's business, not the store's: a store only moves bytes.
  *
  * Every function returns 0 on success and -1 with err filled: what failed,
  * which object (its URL), the HTTP status, and what to check (credentials

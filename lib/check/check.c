@@ -1,12 +1,13 @@
-/* check.c - chute check: the driver.  Opens the dataset, loads its splits,
- * opens the shards and scans their samples in parallel (a fixed pool of
- * threads taking tasks in turn, as verify does), then runs the rules that
- * need the whole picture: duplicates and leakage over a table sorted by
- * content hash, near-duplicates, the eval split, labels, size outliers. */
+/* check/check.c - chute check: the driver.  Opens the dataset, loads its
+ * splits, opens the shards and scans their samples in parallel (a fixed
+ * pool of threads taking tasks in turn, as verify does), then runs the
+ * rules that need the whole picture: duplicates and leakage over a table
+ * sorted by content hash, near-duplicates, the eval split, labels, size
+ * outliers. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "check_internal.h"
+#include "check/internal.h"
 
 #define TASK_SAMPLES 16384 /* samples per scan task, rounded up to a block */
 

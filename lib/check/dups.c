@@ -1,4 +1,4 @@
-/* check_dups.c - samples that are the same: duplicates within a split,
+/* check/dups.c - samples that are the same: duplicates within a split,
  * leakage from train into the other splits and the same inputs under
  * other labels, over one table of (inputs' hash, size, split, sample
  * number, labels' hash) sorted so that samples of the same inputs sit
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check_internal.h"
+#include "check/internal.h"
 
 static int cmp_rec(const void *a, const void *b)
 {

@@ -1,4 +1,4 @@
-/* check_internal.h - what the modules of chute check share: the checker
+/* check/internal.h - what the modules of chute check share: the checker
  * (the state of one run), the field-type validators and the perceptual
  * hash.  Not part of the public API. */
 #ifndef CH_CHECK_INTERNAL_H
@@ -6,10 +6,10 @@
 
 #include <pthread.h>
 
-#include "internal.h"
+#include "common/internal.h"
 
 /* ------------------------------------------------------------------ */
-/* Field types (check_types.c)                                          */
+/* Field types (check/types.c)                                          */
 
 enum check_type { TYPE_NONE, TYPE_JPEG, TYPE_PNG, TYPE_CLS, TYPE_JSON,
 		  TYPE_NPY };
@@ -42,7 +42,7 @@ int check_type_valid(struct check_decoder *d, enum check_type type,
 		     int64_t *cls, char *why, size_t why_size);
 
 /* ------------------------------------------------------------------ */
-/* Perceptual hash (check_phash.c)                                      */
+/* Perceptual hash (check/phash.c)                                      */
 
 /* dHash of a JPEG or PNG: decoded small (TurboJPEG scaling), grayscale,
  * averaged down to 9x8, one bit per pair of neighbours in a row.  -1
@@ -128,11 +128,11 @@ size_t check_shard_of(const struct checker *c, uint64_t n);
 void check_settle(struct checker *c, int rule, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* Scans samples [t->begin, t->end) of a shard (check_scan.c). */
+/* Scans samples [t->begin, t->end) of a shard (check/scan.c). */
 void check_scan(struct checker *c, const struct check_task *t,
 		struct ch_block_reader *r, struct check_decoder *d);
 
-/* Rules run once the scan is done (check_dups.c, check_stats.c). */
+/* Rules run once the scan is done (check/dups.c, check/stats.c). */
 int check_hash_rules(struct checker *c, struct ch_error *err);
 void check_near_duplicates(struct checker *c);
 int check_size_outliers(struct checker *c, struct ch_error *err);

@@ -1,4 +1,4 @@
-/* check_phash.c - a 64-bit perceptual hash (dHash) of an image, for
+/* check/phash.c - a 64-bit perceptual hash (dHash) of an image, for
  * near-duplicates: the image decoded small and gray, averaged down to 9x8
  * cells, and one bit per cell telling whether it is darker than its right
  * neighbour.  Re-encoding, resizing and mild noise move few bits; a
@@ -8,7 +8,7 @@
 #include <png.h>
 #include <turbojpeg.h>
 
-#include "check_internal.h"
+#include "check/internal.h"
 
 #define HASH_W 9
 #define HASH_H 8

@@ -1,4 +1,4 @@
-/* check_report.c - what a check found: counts per rule, and as examples
+/* check/report.c - what a check found: counts per rule, and as examples
  * the first problems by sample number, so that the report is the same
  * whatever order the threads found them in.  Keys and paths are copied
  * only for the problems kept. */
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check_internal.h"
+#include "check/internal.h"
 
 const char *check_plural(uint64_t n, const char *one, const char *many)
 {

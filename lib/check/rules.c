@@ -1,11 +1,11 @@
-/* check_rules.c - the rules of chute check by name, their defaults, and
+/* check/rules.c - the rules of chute check by name, their defaults, and
  * the rules file that changes them (chute-check(1), RULES FILE). */
 #include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
-#include "check_internal.h"
+#include "check/internal.h"
 
 static const char *const rule_names[CH_RULE_COUNT] = {
 	"readable", "required-fields", "empty", "field-types", "duplicates",

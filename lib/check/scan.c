@@ -1,4 +1,4 @@
-/* check_scan.c - one pass over a range of a shard's samples: the index
+/* check/scan.c - one pass over a range of a shard's samples: the index
  * gives content hashes, sizes and field names (duplicates, leakage,
  * required fields, empty fields, sizes for the medians); blocks are read
  * only for fields whose type is checked, for cls, for the inputs of
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check_internal.h"
+#include "check/internal.h"
 
 struct scan {
 	struct checker *c;

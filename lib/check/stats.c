@@ -1,11 +1,11 @@
-/* check_stats.c - rules over distributions: class counts per split and
+/* check/stats.c - rules over distributions: class counts per split and
  * their drift from a baseline version, and fields far over their median
  * size. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "check_internal.h"
+#include "check/internal.h"
 
 /* ------------------------------------------------------------------ */
 /* Size outliers                                                        */

@@ -1,4 +1,4 @@
-/* check_types.c - does a field hold what its name says?  jpg/jpeg and png
+/* check/types.c - does a field hold what its name says?  jpg/jpeg and png
  * are decoded whole (TurboJPEG, libpng's simplified API), cls is a class
  * number, json parses (jansson), npy has a header that matches its size. */
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include <png.h>
 #include <turbojpeg.h>
 
-#include "check_internal.h"
+#include "check/internal.h"
 
 /* Images larger than this many decoded bytes are refused rather than
  * decoded: a header that claims 100000x100000 is a problem in itself. */

@@ -1,4 +1,4 @@
-/* verify.c - checking a dataset against its manifest and its own hashes:
+/* check/verify.c - checking a dataset against its manifest and its own hashes:
  * every byte of every shard is read once (file XXH3-128 and block XXH3-64
  * in the same pass); --deep also decodes blocks and rehashes samples. */
 #include <dirent.h>
@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 
-#include "internal.h"
-#include "xxh.h"
+#include "common/internal.h"
+#include "common/xxh.h"
 
 #define WINDOW (32u << 20) /* a multiple of the page size */
 #define TASK_BYTES (64u << 20) /* stored bytes per block task */

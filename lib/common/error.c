@@ -1,4 +1,4 @@
-/* error.c - filling a caller-owned struct ch_error. */
+/* common/error.c - filling a caller-owned struct ch_error. */
 #include <stdarg.h>
 #include <string.h>
 

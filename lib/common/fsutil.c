@@ -1,4 +1,4 @@
-/* fsutil.c - folders and whole files. */
+/* common/fsutil.c - folders and whole files. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "common/internal.h"
 
 char *ch_path_join(const char *a, const char *b)
 {

@@ -1,4 +1,4 @@
-/* hash.c - XXH3-64 and XXH3-128, and the hex form xxhsum prints. */
+/* common/hash.c - XXH3-64 and XXH3-128, and the hex form xxhsum prints. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -7,8 +7,8 @@
 
 
 #include "chute.h"
-#include "xxh.h"
-#include "internal.h"
+#include "common/xxh.h"
+#include "common/internal.h"
 
 uint64_t ch_hash64(const void *data, size_t size)
 {

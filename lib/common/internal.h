@@ -1,6 +1,7 @@
-/* internal.h - helpers shared inside lib/, not part of the public API. */
-#ifndef CH_INTERNAL_H
-#define CH_INTERNAL_H
+/* common/internal.h - helpers shared inside lib/, not part of the public
+ * API. */
+#ifndef CH_COMMON_INTERNAL_H
+#define CH_COMMON_INTERNAL_H
 
 #include "chute.h"
 
@@ -46,7 +47,7 @@ int ch_open_regular(const char *path, struct ch_error *err);
 
 /* A temporary DIR/.NAME.tmp-PID, locked (flock) while fd is open, so that
  * a run killed with -9 leaves it unlocked and the next run writing NAME
- * removes it (temp_lock.c). */
+ * removes it (common/temp_lock.c). */
 struct ch_temp {
 	char *path;
 	int fd; /* holds the lock: the file, open read-write, or the folder */

@@ -1,4 +1,4 @@
-/* temp_lock.c - temporaries beside their final name, locked while used.
+/* common/temp_lock.c - temporaries beside their final name, locked while used.
  *
  * chute writes an output under DIR/.NAME.tmp-PID and renames it into
  * place.  The temporary is flock()ed for as long as its writer lives, and
@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "common/internal.h"
 
 /* Whether entry is ".NAME.tmp-DIGITS". */
 static int is_temp_of(const char *entry, const char *name)

@@ -1,4 +1,4 @@
-/* util.c - byte buffers, size parsing, CPU count. */
+/* common/util.c - byte buffers, size parsing, CPU count. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* image_decode.c - JPEG (libjpeg-turbo's libjpeg API) and PNG (libpng)
+/* image/decode.c - JPEG (libjpeg-turbo's libjpeg API) and PNG (libpng)
  * into 8-bit gray or RGB pixels, one region at a time.
  *
  * A decoder is one worker's: a libjpeg decompressor, made afresh for
@@ -16,8 +16,8 @@
 #include <jpeglib.h>
 #include <png.h>
 
-#include "image.h"
-#include "jpeg_huff.h"
+#include "image/image.h"
+#include "image/jpeg_huff.h"
 
 #define MAX_SIDE 65535
 /* The most pixels an image may have: 128 Mpixels, 384 MB as RGB. */

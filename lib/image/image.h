@@ -1,6 +1,6 @@
-/* image.h - decoding and resampling 8-bit images for the transforms
- * (image_decode.c: JPEG through libjpeg-turbo, PNG through libpng;
- * image_resample.c: antialiased bilinear resampling).
+/* image/image.h - decoding and resampling 8-bit images for the transforms
+ * (image/decode.c: JPEG through libjpeg-turbo, PNG through libpng;
+ * image/resample.c: antialiased bilinear resampling).
  *
  * Both keep per-thread state (decoder structures, coefficient tables,
  * row buffers) that a worker creates once and reuses for every sample:
@@ -8,7 +8,7 @@
 #ifndef CH_IMAGE_H
 #define CH_IMAGE_H
 
-#include "internal.h"
+#include "common/internal.h"
 
 enum ch_image_kind { CH_IMAGE_JPEG = 1, CH_IMAGE_PNG = 2 };
 
@@ -50,7 +50,7 @@ struct ch_image_decoder *ch_image_decoder_new(void);
 void ch_image_decoder_free(struct ch_image_decoder *d);
 
 /* Who entropy-decodes a baseline JPEG's scan: chute's own decoder
- * (jpeg_huff.h), which yields libjpeg's coefficients faster, built for
+ * (image/jpeg_huff.h), which yields libjpeg's coefficients faster, built for
  * the CPU (the default) or portable, or libjpeg itself.  For tests and
  * comparisons. */
 enum ch_entropy {

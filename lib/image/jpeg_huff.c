@@ -1,5 +1,5 @@
-/* jpeg_huff.c - baseline JPEG entropy decoding (ITU T.81 F.2.2), in place
- * of libjpeg-turbo's: see jpeg_huff.h for why and when.
+/* image/jpeg_huff.c - baseline JPEG entropy decoding (ITU T.81 F.2.2), in place
+ * of libjpeg-turbo's: see image/jpeg_huff.h for why and when.
  *
  * The bit reader keeps up to 64 bits, the next one at the top.  Where the
  * next 8 bytes hold no 0xFF (so no stuffed byte and no marker), a refill
@@ -38,7 +38,7 @@ struct jpeg_input_controller {
 };
 #endif
 
-#include "jpeg_huff.h"
+#include "image/jpeg_huff.h"
 
 /* The hot helpers are inlined into each variant of decode_mcu, so that
  * the BMI2 one is BMI2 throughout (see decode_mcu_bmi2). */
@@ -116,7 +116,7 @@ static void fill_dc(struct jh_table *t, uint32_t code, int len, int sym)
 }
 
 /* pair[i], for the JH_PAIR bits i: one AC symbol and, where it fits and
- * the first is not an end of block, the next one too (see jpeg_huff.h
+ * the first is not an end of block, the next one too (see image/jpeg_huff.h
  * for the fields).  A pair halves the lookups, whose latency is what
  * bounds entropy decoding.  The second symbol is looked up in single
  * with zeros for the bits past i, and taken only if it ends before them:
@@ -273,7 +273,7 @@ static void warn(j_decompress_ptr ci, const uint8_t *p, const uint8_t *end,
 {
 	ci->src->next_input_byte = p;
 	ci->src->bytes_in_buffer = (size_t)(end - p);
-	WARNMS(ci, code); /* image_decode.c's handler does not return */
+	WARNMS(ci, code); /* image/decode.c's handler does not return */
 }
 
 /* A code longer than JH_FAST bits at the top of acc: its length << 8 |
@@ -380,7 +380,7 @@ HOT void decode_block(j_decompress_ptr ci, struct bits *b,
 /* At a restart interval's end (F.2.2.5, B.2.1): the rest of the byte is
  * padding, then RSTn must come.  Bytes before it that are not a marker
  * are skipped, as libjpeg skips them (with a warning that
- * image_decode.c lets pass); another marker is libjpeg's "found marker
+ * image/decode.c lets pass); another marker is libjpeg's "found marker
  * instead of RSTn". */
 static struct bits restart(j_decompress_ptr ci, struct jpeg_huff *h,
 			   struct bits bv)

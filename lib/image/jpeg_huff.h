@@ -1,4 +1,4 @@
-/* jpeg_huff.h - a faster Huffman decoder for baseline JPEG scans, put in
+/* image/jpeg_huff.h - a faster Huffman decoder for baseline JPEG scans, put in
  * place of libjpeg-turbo's own.
  *
  * Entropy decoding is two thirds of what a training transform spends on
@@ -11,7 +11,7 @@
  * lookups' latency is what bounds it.  It yields the same
  * coefficients as libjpeg, and takes libjpeg's warnings for the same
  * damage (a bad code, data cut short by a marker, a wrong restart marker):
- * image_decode.c's handler makes those errors.
+ * image/decode.c's handler makes those errors.
  *
  * libjpeg lets no one supply an entropy decoder, but its decompressor
  * calls the one it has through cinfo->entropy->decode_mcu (jpegint.h,
@@ -34,7 +34,7 @@
  * the canonical way. */
 struct jh_table {
 	uint16_t fast[1 << JH_FAST];	/* len << 8 | symbol; 0: longer code */
-	/* DC: the next difference, see fill_dc in jpeg_huff.c.
+	/* DC: the next difference, see fill_dc in image/jpeg_huff.c.
 	 * AC: the next one or two symbols with their values: bits
 	 * 0-5 all they take, 6-11 what the first takes, 12-17 the first's
 	 * run, 18-24 the step from the first's coefficient to the second's

@@ -1,4 +1,4 @@
-/* image_resample.c - antialiased bilinear resampling of 8-bit images: the
+/* image/resample.c - antialiased bilinear resampling of 8-bit images: the
  * filter of Pillow's Image.resize(size, BILINEAR, box), in 16-bit fixed
  * point.
  *
@@ -41,7 +41,7 @@
 #endif
 #define INLINE static inline __attribute__((always_inline))
 
-#include "image.h"
+#include "image/image.h"
 
 /* The weights' fractional bits: at most 22, so that 255 << 22 plus the
  * rounding half stays below 2^31; fewer where the largest weight, plus

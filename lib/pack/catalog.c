@@ -1,9 +1,9 @@
-/* catalog.c - the entries (KEY.FIELD files) a pack will read. */
+/* pack/catalog.c - the entries (KEY.FIELD files) a pack will read. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "pack/catalog.h"
 
 void ch_catalog_init(struct ch_catalog *c, const char *tmp_dir)
 {

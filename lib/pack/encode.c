@@ -1,4 +1,4 @@
-/* pack_encode.c - reading, hashing and compressing the blocks of a shard in
+/* pack/encode.c - reading, hashing and compressing the blocks of a shard in
  * parallel, writing them in order.  Memory: 2 x jobs slots, each holding
  * one block's raw bytes and its compressed copy. */
 #include <errno.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pack_plan.h"
+#include "pack/plan.h"
 
 struct slot {
 	int ready;   /* filled by a worker, not yet written */

@@ -1,4 +1,4 @@
-/* entry_runs.c - sorting more file entries than the memory budget holds:
+/* pack/entry_sort.c - sorting more file entries than the memory budget holds:
  * sorted runs spilled to unnamed temporary files, merged back as one
  * sorted stream (or, when nothing was spilled, the catalog sorted in
  * place).  pack reads the stream twice: once to survey, once to write. */
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "entry_runs.h"
+#include "pack/entry_sort.h"
 
 /* ------------------------------------------------------------------ */
 /* Writing a run                                                        */
@@ -108,7 +108,7 @@ struct run_reader {
 	struct ch_buf buf;
 };
 
-struct ch_entry_stream {
+struct ch_sorted_entries {
 	struct ch_catalog *cat; /* in-memory mode when runs->n == 0 */
 	struct ch_runs *runs;
 	ch_entry_cmp cmp;
@@ -176,7 +176,7 @@ static int read_next(struct run_reader *rr, struct ch_error *err)
 	return 0;
 }
 
-int ch_stream_rewind(struct ch_entry_stream *s, struct ch_error *err)
+int ch_sorted_rewind(struct ch_sorted_entries *s, struct ch_error *err)
 {
 	s->pos = 0;
 	s->last = -1;
@@ -189,13 +189,13 @@ int ch_stream_rewind(struct ch_entry_stream *s, struct ch_error *err)
 	return 0;
 }
 
-int ch_stream_open(struct ch_entry_stream **out, struct ch_catalog *c,
+int ch_sorted_open(struct ch_sorted_entries **out, struct ch_catalog *c,
 		   struct ch_runs *r, ch_entry_cmp cmp, struct ch_error *err)
 {
-	struct ch_entry_stream *s = calloc(1, sizeof(*s));
+	struct ch_sorted_entries *s = calloc(1, sizeof(*s));
 	if (!s)
 		return ch_error_set(err, "out of memory");
-	*s = (struct ch_entry_stream){ .cat = c, .runs = r, .cmp = cmp };
+	*s = (struct ch_sorted_entries){ .cat = c, .runs = r, .cmp = cmp };
 	if (r->n == 0)
 		qsort(c->entries, c->n, sizeof(*c->entries), cmp);
 	else if (!(s->readers = calloc(r->n, sizeof(*s->readers)))) {
@@ -203,10 +203,10 @@ int ch_stream_open(struct ch_entry_stream **out, struct ch_catalog *c,
 		return ch_error_set(err, "out of memory");
 	}
 	*out = s;
-	return ch_stream_rewind(s, err);
+	return ch_sorted_rewind(s, err);
 }
 
-void ch_stream_free(struct ch_entry_stream *s)
+void ch_sorted_free(struct ch_sorted_entries *s)
 {
 	if (!s)
 		return;
@@ -218,7 +218,7 @@ void ch_stream_free(struct ch_entry_stream *s)
 
 /* The smallest live reader; runs are few (one per budget's worth of
  * entries), so a linear scan beats keeping a heap. */
-static int smallest(const struct ch_entry_stream *s)
+static int smallest(const struct ch_sorted_entries *s)
 {
 	int best = -1;
 	for (size_t i = 0; i < s->runs->n; i++)
@@ -229,7 +229,7 @@ static int smallest(const struct ch_entry_stream *s)
 	return best;
 }
 
-int ch_stream_next(struct ch_entry_stream *s, const struct ch_entry **e,
+int ch_sorted_next(struct ch_sorted_entries *s, const struct ch_entry **e,
 		   struct ch_error *err)
 {
 	if (s->runs->n == 0) {

@@ -1,9 +1,9 @@
-/* entry_runs.h - an external sort of pack's file entries, so that memory
+/* pack/entry_sort.h - an external sort of pack's file entries, so that memory
  * is bounded by --memory, not by the number of files. */
-#ifndef CH_ENTRY_RUNS_H
-#define CH_ENTRY_RUNS_H
+#ifndef CH_PACK_ENTRY_SORT_H
+#define CH_PACK_ENTRY_SORT_H
 
-#include "internal.h"
+#include "pack/catalog.h"
 
 typedef int (*ch_entry_cmp)(const void *a, const void *b);
 
@@ -22,13 +22,13 @@ void ch_runs_release(struct ch_runs *r);
 /* All entries in cmp order: the catalog sorted in place if nothing was
  * spilled, else a merge of the runs (the catalog's own entries must have
  * been spilled as the last run). */
-struct ch_entry_stream;
-int ch_stream_open(struct ch_entry_stream **s, struct ch_catalog *c,
+struct ch_sorted_entries;
+int ch_sorted_open(struct ch_sorted_entries **s, struct ch_catalog *c,
 		   struct ch_runs *r, ch_entry_cmp cmp, struct ch_error *err);
 /* 1 and *e (valid until the next call), 0 at the end, -1 on error. */
-int ch_stream_next(struct ch_entry_stream *s, const struct ch_entry **e,
+int ch_sorted_next(struct ch_sorted_entries *s, const struct ch_entry **e,
 		   struct ch_error *err);
-int ch_stream_rewind(struct ch_entry_stream *s, struct ch_error *err);
-void ch_stream_free(struct ch_entry_stream *s);
+int ch_sorted_rewind(struct ch_sorted_entries *s, struct ch_error *err);
+void ch_sorted_free(struct ch_sorted_entries *s);
 
 #endif

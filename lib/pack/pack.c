@@ -1,4 +1,4 @@
-/* pack.c - sources -> catalog -> plan -> shards + manifest, atomically. */
+/* pack/pack.c - sources -> catalog -> plan -> shards + manifest, atomically. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -8,10 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "entry_runs.h"
-#include "history.h"
-#include "store.h"
-#include "pack_plan.h"
+#include "pack/entry_sort.h"
+#include "chute/history.h"
+#include "chute/store.h"
+#include "pack/plan.h"
 
 /* Bytes of file list (entries and their names) held in memory before a
  * sorted run is spilled to disk: about half a million files.  Spilling
@@ -168,13 +168,13 @@ struct survey {
 };
 
 /* Duplicates (adjacent in sort order), class names, totals. */
-static int survey(struct ch_entry_stream *st, const struct ch_pack_opts *o,
+static int survey(struct ch_sorted_entries *st, const struct ch_pack_opts *o,
 		  struct survey *sv, struct ch_error *err)
 {
 	struct previous pv = { 0 };
 	const struct ch_entry *e;
 	int rc = -1, got;
-	while ((got = ch_stream_next(st, &e, err)) == 1) {
+	while ((got = ch_sorted_next(st, &e, err)) == 1) {
 		int same_key = sv->files && !strcmp((char *)pv.key.data, e->key);
 		if (same_key && !strcmp((char *)pv.field.data, e->field)) {
 			ch_error_set(err, "duplicate sample field '%s.%s': from "
@@ -399,12 +399,12 @@ static int finish_sample(struct builder *b, struct ch_error *err)
 	return 0;
 }
 
-static int build(struct ch_entry_stream *st, struct builder *b,
+static int build(struct ch_sorted_entries *st, struct builder *b,
 		 struct ch_error *err)
 {
 	const struct ch_entry *e;
 	int got;
-	while ((got = ch_stream_next(st, &e, err)) == 1) {
+	while ((got = ch_sorted_next(st, &e, err)) == 1) {
 		if (b->sample_start < b->cat.n &&
 		    strcmp(b->cat.entries[b->sample_start].key, e->key) &&
 		    finish_sample(b, err) < 0)
@@ -437,8 +437,8 @@ static int scan_sources(struct ch_catalog *c, const char *const *sources,
 			return ch_error_set(err, "out of memory");
 		if (!strcmp(src, "-"))
 			rc = ch_source_list_scan(c, o->list_fd, o->list_sep, err);
-		else if (ch_source_is_remote(src))
-			rc = ch_source_remote_scan(c, src, err);
+		else if (ch_source_is_url(src))
+			rc = ch_source_url_scan(c, src, err);
 		else if (stat(src, &st) < 0)
 			rc = ch_error_errno(err, errno, "cannot read '%s'", src);
 		else if (S_ISDIR(st.st_mode))
@@ -594,7 +594,7 @@ static int pack_entries(const char *tmp, const char *name,
 			struct ch_catalog *cat, struct ch_runs *runs,
 			struct ch_error *err)
 {
-	struct ch_entry_stream *st = NULL;
+	struct ch_sorted_entries *st = NULL;
 	struct survey sv = { 0 };
 	struct builder b = { .o = o, .tmp = tmp, .name = name, .m = m,
 			     .classes = &sv.classes };
@@ -603,10 +603,10 @@ static int pack_entries(const char *tmp, const char *name,
 		prepare_keep_order(cat);
 	else if (runs->n && ch_runs_spill(runs, cat, cmp_entry, err) < 0)
 		return -1;
-	if (ch_stream_open(&st, cat, runs,
+	if (ch_sorted_open(&st, cat, runs,
 			   o->keep_order ? cmp_keep_order : cmp_entry, err) < 0)
 		return -1;
-	if (survey(st, o, &sv, err) < 0 || ch_stream_rewind(st, err) < 0)
+	if (survey(st, o, &sv, err) < 0 || ch_sorted_rewind(st, err) < 0)
 		goto out;
 	b.counters.total_files = sv.samples;
 	b.counters.total_bytes = sv.bytes;
@@ -624,7 +624,7 @@ out:
 	for (size_t i = 0; i < sv.classes.n; i++)
 		free(sv.classes.v[i]);
 	free(sv.classes.v);
-	ch_stream_free(st);
+	ch_sorted_free(st);
 	return rc;
 }
 

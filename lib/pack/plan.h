@@ -1,12 +1,12 @@
-/* pack_plan.h - how one shard's catalog entries group into samples and
- * blocks; shared by pack_shard.c (planning) and pack_encode.c (parallel
+/* pack/plan.h - how one shard's catalog entries group into samples and
+ * blocks; shared by pack/shard_plan.c (planning) and pack/encode.c (parallel
  * work). */
 #ifndef CH_PACK_PLAN_H
 #define CH_PACK_PLAN_H
 
 #include <pthread.h>
 
-#include "internal.h"
+#include "pack/catalog.h"
 
 struct plan_sample {
 	size_t first;	  /* index of its first entry in the catalog */

@@ -1,11 +1,11 @@
-/* pack_shard.c - one shard from the catalog of its entries (sorted, a
+/* pack/shard_plan.c - one shard from the catalog of its entries (sorted, a
  * sample's fields adjacent and in name order): samples, blocks, an
  * optional dictionary, then the parallel encoder and the writer. */
 #include <stdlib.h>
 #include <string.h>
 #include <zdict.h>
 
-#include "pack_plan.h"
+#include "pack/plan.h"
 
 /* zstd's default dictionary size, shrunk for small shards: the dictionary
  * is stored in the shard and must pay for itself. */

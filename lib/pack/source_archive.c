@@ -1,5 +1,5 @@
 /*
- * source_archive.c - archives (tar, tar.gz, tar.zst, zip, ...) as a pack
+ * pack/source_archive.c - archives (tar, tar.gz, tar.zst, zip, ...) as a pack
  * source, read through libarchive without extracting anything.
  *
  * Member data is copied into the catalog's spool file, an unlinked
@@ -7,7 +7,7 @@
  * like a plain file while the archive itself is read once, front to back
  * (a compressed tar cannot be read any other way).
  */
-#include "chute.h"
+#include "pack/catalog.h"
 
 #include <archive.h>
 #include <archive_entry.h>

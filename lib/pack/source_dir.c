@@ -1,4 +1,4 @@
-/* source_dir.c - entries from a folder tree or from a list of paths. */
+/* pack/source_dir.c - entries from a folder tree or from a list of paths. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "pack/catalog.h"
 
 static int add_file(struct ch_catalog *c, const char *path, const char *rel,
 		    const struct stat *st, struct ch_error *err)

@@ -1,4 +1,4 @@
-/* source_filter.c - which files of a source pack takes: --exclude and
+/* pack/source_filter.c - which files of a source pack takes: --exclude and
  * --include globs, hidden names, the output folder itself, and the files
  * whose names have no KEY.FIELD form (collected, so that one error names
  * them all instead of stopping at the first). */
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "pack/catalog.h"
 
 void ch_source_filter_release(struct ch_source_filter *f)
 {

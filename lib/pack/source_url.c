@@ -1,4 +1,4 @@
-/* source_remote.c - http(s):// and s3:// URLs as chute pack sources: a
+/* pack/source_url.c - http(s):// and s3:// URLs as chute pack sources: a
  * file, or an archive (a WebDataset tar shard, say) unpacked while it
  * downloads, through the store layer: several range requests in flight
  * ahead of the reader, each retried like any other, and no local copy
@@ -6,12 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chute.h"
-#include "store.h"
+#include "pack/catalog.h"
+#include "chute/store.h"
 
 enum { PROBE_BYTES = 64 << 10, AHEAD = 4, CHUNK = 4 << 20 };
 
-int ch_source_is_remote(const char *src)
+int ch_source_is_url(const char *src)
 {
 	return !strncmp(src, "http://", 7) || !strncmp(src, "https://", 8) ||
 	       !strncmp(src, "s3://", 5);
@@ -60,7 +60,7 @@ static int split_url(const char *url, char **base, char **key,
 	return 0;
 }
 
-int ch_source_remote_scan(struct ch_catalog *c, const char *url,
+int ch_source_url_scan(struct ch_catalog *c, const char *url,
 			  struct ch_error *err)
 {
 	struct ch_store *st = NULL;

@@ -1,5 +1,5 @@
-/* shard_cache.c - verified local copies of remote files, least recently
- * used first out; see shard_cache.h.
+/* remote/cache.c - verified local copies of remote files, least recently
+ * used first out; see remote/cache.h.
  *
  * The folder is listed once, at open; from then on the cache keeps its
  * own account of the files it holds, and when each was last used, so
@@ -15,9 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "remote.h"
-#include "shard_cache.h"
+#include "common/internal.h"
+#include "chute/remote.h"
+#include "remote/cache.h"
 
 enum { PREFETCH_JOBS = 8 };
 
@@ -28,7 +28,7 @@ struct entry {
 	unsigned pins;	/* handed out by get, not yet given back */
 };
 
-struct ch_shard_cache {
+struct ch_remote_cache {
 	struct ch_store *st;
 	char *dir;
 	uint64_t max_bytes, total, clock;
@@ -45,7 +45,7 @@ struct ch_shard_cache {
 	struct ch_cache_stats stats;
 };
 
-char *ch_shard_cache_default_dir(void)
+char *ch_remote_cache_default_dir(void)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
 	char *p = NULL;
@@ -73,7 +73,7 @@ static int push_ptr(char ***v, size_t *n, size_t *cap, char *p)
 	return 0;
 }
 
-static int is_busy(const struct ch_shard_cache *c, const char *key)
+static int is_busy(const struct ch_remote_cache *c, const char *key)
 {
 	for (size_t i = 0; i < c->nbusy; i++)
 		if (strcmp(c->busy[i], key) == 0)
@@ -81,7 +81,7 @@ static int is_busy(const struct ch_shard_cache *c, const char *key)
 	return 0;
 }
 
-static void drop_busy(struct ch_shard_cache *c, const char *key)
+static void drop_busy(struct ch_remote_cache *c, const char *key)
 {
 	for (size_t i = 0; i < c->nbusy; i++)
 		if (strcmp(c->busy[i], key) == 0) {
@@ -90,7 +90,7 @@ static void drop_busy(struct ch_shard_cache *c, const char *key)
 		}
 }
 
-static struct entry *find_file(struct ch_shard_cache *c, const char *key)
+static struct entry *find_file(struct ch_remote_cache *c, const char *key)
 {
 	for (size_t i = 0; i < c->nfiles; i++)
 		if (strcmp(c->files[i].key, key) == 0)
@@ -99,7 +99,7 @@ static struct entry *find_file(struct ch_shard_cache *c, const char *key)
 }
 
 /* One more reader holds key; called with the lock, key counted in. */
-static void pin(struct ch_shard_cache *c, const char *key)
+static void pin(struct ch_remote_cache *c, const char *key)
 {
 	struct entry *e = find_file(c, key);
 	if (e)
@@ -107,7 +107,7 @@ static void pin(struct ch_shard_cache *c, const char *key)
 }
 
 /* Counts key in (or marks it used when it is in already). */
-static int add_file(struct ch_shard_cache *c, const char *key, uint64_t bytes,
+static int add_file(struct ch_remote_cache *c, const char *key, uint64_t bytes,
 		    uint64_t used)
 {
 	struct entry *e = find_file(c, key);
@@ -132,7 +132,7 @@ static int add_file(struct ch_shard_cache *c, const char *key, uint64_t bytes,
 
 /* Removes least recently used files until the folder fits; keep, files
  * handed out and not given back, and files being fetched stay. */
-static void evict(struct ch_shard_cache *c, const char *keep)
+static void evict(struct ch_remote_cache *c, const char *keep)
 {
 	while (c->total > c->max_bytes) {
 		struct entry *lru = NULL;
@@ -215,7 +215,7 @@ static void list_sub(const char *dir, const char *sub, struct found **f,
 	free(d);
 }
 
-static void scan(struct ch_shard_cache *c)
+static void scan(struct ch_remote_cache *c)
 {
 	char *cas = ch_path_join(c->dir, "cas");
 	DIR *top = cas ? opendir(cas) : NULL;
@@ -237,13 +237,13 @@ static void scan(struct ch_shard_cache *c)
 	free(f);
 }
 
-int ch_shard_cache_open(struct ch_shard_cache **out, struct ch_store *st,
+int ch_remote_cache_open(struct ch_remote_cache **out, struct ch_store *st,
 			const char *dir, uint64_t max_bytes,
 			struct ch_error *err)
 {
-	struct ch_shard_cache *c = calloc(1, sizeof(*c));
+	struct ch_remote_cache *c = calloc(1, sizeof(*c));
 	char *cas = NULL;
-	if (!c || !(c->dir = dir ? strdup(dir) : ch_shard_cache_default_dir()) ||
+	if (!c || !(c->dir = dir ? strdup(dir) : ch_remote_cache_default_dir()) ||
 	    !(cas = ch_path_join(c->dir, "cas"))) {
 		if (c)
 			free(c->dir);
@@ -266,7 +266,7 @@ int ch_shard_cache_open(struct ch_shard_cache **out, struct ch_store *st,
 	return 0;
 }
 
-static void clear_queue(struct ch_shard_cache *c)
+static void clear_queue(struct ch_remote_cache *c)
 {
 	for (size_t i = 0; i < c->nqueue; i++)
 		free((char *)c->queue[i].path);
@@ -275,7 +275,7 @@ static void clear_queue(struct ch_shard_cache *c)
 	c->nqueue = c->qpos = 0;
 }
 
-void ch_shard_cache_free(struct ch_shard_cache *c)
+void ch_remote_cache_free(struct ch_remote_cache *c)
 {
 	if (!c)
 		return;
@@ -314,7 +314,7 @@ static int mkdir_parent(const char *path, struct ch_error *err)
 
 /* Where the copy of a file lives: *key is its name in the remote and
  * the cache ("cas/ab/ab...ef.chs"); both NULL when out of memory. */
-static char *object_path(const struct ch_shard_cache *c, const char *rel,
+static char *object_path(const struct ch_remote_cache *c, const char *rel,
 			 struct ch_hash128 hash, char **key)
 {
 	char *path = NULL;
@@ -361,7 +361,7 @@ static int lock_object(const char *path, int wait, struct ch_error *err)
 /* Fetches those of the n jobs (n <= PREFETCH_JOBS, keys marked busy by
  * the caller, objects locked) that are not on disk, in parallel, and
  * accounts for all of them.  Called without the lock. */
-static int fetch_jobs(struct ch_shard_cache *c, struct ch_store_job *jobs,
+static int fetch_jobs(struct ch_remote_cache *c, struct ch_store_job *jobs,
 		      size_t n, const char *keep, struct ch_error *err)
 {
 	struct ch_store_job todo[PREFETCH_JOBS];
@@ -383,14 +383,14 @@ static int fetch_jobs(struct ch_shard_cache *c, struct ch_store_job *jobs,
 		drop_busy(c, jobs[i].key);
 	}
 	if (*keep && rc == 0)
-		pin(c, keep); /* handed out by get: see ch_shard_cache_put */
+		pin(c, keep); /* handed out by get: see ch_remote_cache_put */
 	evict(c, keep);
 	pthread_cond_broadcast(&c->changed);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
 
-int ch_shard_cache_get(struct ch_shard_cache *c, const struct ch_cache_file *f,
+int ch_remote_cache_get(struct ch_remote_cache *c, const struct ch_cache_file *f,
 		       char **local, struct ch_error *err)
 {
 	char *key, *path = object_path(c, f->path, f->hash, &key);
@@ -434,7 +434,7 @@ int ch_shard_cache_get(struct ch_shard_cache *c, const struct ch_cache_file *f,
 	return 0;
 }
 
-void ch_shard_cache_put(struct ch_shard_cache *c, const char *rel,
+void ch_remote_cache_put(struct ch_remote_cache *c, const char *rel,
 			struct ch_hash128 hash)
 {
 	char *key = ch_remote_cas_key(hash, rel);
@@ -448,7 +448,7 @@ void ch_shard_cache_put(struct ch_shard_cache *c, const char *rel,
 	free(key);
 }
 
-int ch_shard_cache_has(struct ch_shard_cache *c, const char *rel,
+int ch_remote_cache_has(struct ch_remote_cache *c, const char *rel,
 		       uint64_t bytes, struct ch_hash128 hash)
 {
 	char *key, *path = object_path(c, rel, hash, &key);
@@ -470,7 +470,7 @@ struct batch {
 
 /* Takes up to PREFETCH_JOBS missing, unclaimed files off the queue and
  * marks them busy; called with the lock held. */
-static void take_batch(struct ch_shard_cache *c, struct batch *b)
+static void take_batch(struct ch_remote_cache *c, struct batch *b)
 {
 	b->n = 0;
 	while (c->qpos < c->nqueue && b->n < PREFETCH_JOBS) {
@@ -488,7 +488,7 @@ static void take_batch(struct ch_shard_cache *c, struct batch *b)
 	}
 }
 
-static void run_batch(struct ch_shard_cache *c, struct batch *b)
+static void run_batch(struct ch_remote_cache *c, struct batch *b)
 {
 	struct ch_store_job mine[PREFETCH_JOBS];
 	struct ch_error e = {0};
@@ -511,7 +511,7 @@ static void run_batch(struct ch_shard_cache *c, struct batch *b)
 
 static void *prefetcher(void *arg)
 {
-	struct ch_shard_cache *c = arg;
+	struct ch_remote_cache *c = arg;
 	struct batch b;
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
@@ -528,7 +528,7 @@ static void *prefetcher(void *arg)
 	return NULL;
 }
 
-int ch_shard_cache_prefetch(struct ch_shard_cache *c,
+int ch_remote_cache_prefetch(struct ch_remote_cache *c,
 			    const struct ch_cache_file *files, size_t n,
 			    struct ch_error *err)
 {
@@ -560,13 +560,13 @@ int ch_shard_cache_prefetch(struct ch_shard_cache *c,
 	return rc;
 }
 
-static char *version_path(const struct ch_shard_cache *c, const char *id)
+static char *version_path(const struct ch_remote_cache *c, const char *id)
 {
 	char *p = NULL;
 	return asprintf(&p, "%s/versions/%s.json", c->dir, id) < 0 ? NULL : p;
 }
 
-int ch_shard_cache_load_version(struct ch_shard_cache *c, const char *id,
+int ch_remote_cache_load_version(struct ch_remote_cache *c, const char *id,
 				struct ch_manifest *m, struct ch_error *err)
 {
 	char *path = version_path(c, id);
@@ -585,7 +585,7 @@ int ch_shard_cache_load_version(struct ch_shard_cache *c, const char *id,
 	return rc;
 }
 
-int ch_shard_cache_save_version(struct ch_shard_cache *c, const char *id,
+int ch_remote_cache_save_version(struct ch_remote_cache *c, const char *id,
 				const struct ch_buf *raw,
 				struct ch_error *err)
 {
@@ -600,7 +600,7 @@ int ch_shard_cache_save_version(struct ch_shard_cache *c, const char *id,
 	return rc;
 }
 
-void ch_shard_cache_stats(struct ch_shard_cache *c, struct ch_cache_stats *s)
+void ch_remote_cache_stats(struct ch_remote_cache *c, struct ch_cache_stats *s)
 {
 	pthread_mutex_lock(&c->lock);
 	*s = c->stats;

@@ -1,5 +1,5 @@
-/* remote.c - the remote layout (cas/, versions/, tags/) and the push and
- * pull that move a dataset version through it. */
+/* remote/push_pull.c - the remote layout (cas/, versions/, tags/) and the
+ * push and pull that move a dataset version through it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,9 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "history.h"
-#include "internal.h"
-#include "remote.h"
+#include "chute/history.h"
+#include "common/internal.h"
+#include "chute/remote.h"
 
 enum { TAG_MAX = 128, MANIFEST_MAX = 256 << 20 };
 

@@ -1,16 +1,16 @@
-/* ref.c - a dataset version named on the command line: a folder, a
+/* remote/ref.c - a dataset version named on the command line: a folder, a
  * manifest file, or REMOTE[@TAG|@ID]. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "history.h"
-#include "internal.h"
-#include "ref.h"
-#include "remote.h"
-#include "shard_cache.h"
-#include "store.h"
+#include "chute/history.h"
+#include "common/internal.h"
+#include "chute/ref.h"
+#include "chute/remote.h"
+#include "remote/cache.h"
+#include "chute/store.h"
 
 static const char *const schemes[] = {"file://", "http://", "https://",
 				      "s3://"};
@@ -109,7 +109,7 @@ int ch_ref_load_version(const struct ch_ref *ref, const char *id,
 
 struct remote_source {
 	struct ch_store *st;
-	struct ch_shard_cache *cache;
+	struct ch_remote_cache *cache;
 	const struct ch_manifest *m; /* the dataset's */
 	pthread_mutex_t lock;	     /* guards order and random */
 	size_t *order, n, ahead;
@@ -139,7 +139,7 @@ static void prefetch_after(struct remote_source *rs, size_t p)
 	for (size_t i = p; i < rs->n && k < rs->ahead && k < 64; i++)
 		f[k++] = shard_file(rs->m, rs->order[i]);
 	if (k)
-		ch_shard_cache_prefetch(rs->cache, f, k, &e);
+		ch_remote_cache_prefetch(rs->cache, f, k, &e);
 }
 
 static int source_local(void *arg, const char *rel, uint64_t bytes,
@@ -156,7 +156,7 @@ static int source_local(void *arg, const char *rel, uint64_t bytes,
 		}
 	pthread_mutex_unlock(&rs->lock);
 	uint64_t t0 = now_ns();
-	int rc = ch_shard_cache_get(rs->cache, &f, path, err);
+	int rc = ch_remote_cache_get(rs->cache, &f, path, err);
 	__atomic_fetch_add(&rs->wait_ns, now_ns() - t0, __ATOMIC_RELAXED);
 	return rc;
 }
@@ -216,7 +216,7 @@ static int source_ranged(void *arg, size_t s, struct ch_byte_source *src,
 	pthread_mutex_lock(&rs->lock);
 	random = rs->random;
 	pthread_mutex_unlock(&rs->lock);
-	if (!random || ch_shard_cache_has(rs->cache, ms->path, ms->bytes,
+	if (!random || ch_remote_cache_has(rs->cache, ms->path, ms->bytes,
 					  ms->hash))
 		return 0; /* a whole copy is better when there is one */
 	if (!(rr = calloc(1, sizeof(*rr))) ||
@@ -233,7 +233,7 @@ static int source_ranged(void *arg, size_t s, struct ch_byte_source *src,
 static void source_release(void *arg)
 {
 	struct remote_source *rs = arg;
-	ch_shard_cache_free(rs->cache); /* joins its prefetch thread */
+	ch_remote_cache_free(rs->cache); /* joins its prefetch thread */
 	ch_store_close(rs->st);
 	pthread_mutex_destroy(&rs->lock);
 	free(rs->order);
@@ -244,7 +244,7 @@ static void source_stats(void *arg, struct ch_fetch_stats *out)
 {
 	struct remote_source *rs = arg;
 	struct ch_cache_stats cs;
-	ch_shard_cache_stats(rs->cache, &cs);
+	ch_remote_cache_stats(rs->cache, &cs);
 	out->files = cs.misses;
 	out->file_bytes = cs.fetched_bytes;
 	out->cache_hits = cs.hits;
@@ -257,7 +257,7 @@ static void source_stats(void *arg, struct ch_fetch_stats *out)
 static void source_done(void *arg, const char *rel, struct ch_hash128 hash)
 {
 	struct remote_source *rs = arg;
-	ch_shard_cache_put(rs->cache, rel, hash);
+	ch_remote_cache_put(rs->cache, rel, hash);
 }
 
 static const struct ch_dataset_source remote_files = {
@@ -280,7 +280,7 @@ static int open_remote(const struct ch_ref *ref, const char *cache_dir,
 	ds->source = &remote_files;
 	ds->source_arg = rs;
 	if (ch_store_open(&rs->st, ref->remote, NULL, err) < 0 ||
-	    ch_shard_cache_open(&rs->cache, rs->st, cache_dir,
+	    ch_remote_cache_open(&rs->cache, rs->st, cache_dir,
 				cache_bytes ? cache_bytes
 					    : (uint64_t)CH_CACHE_DEFAULT_GB << 30,
 				err) < 0)
@@ -289,14 +289,14 @@ static int open_remote(const struct ch_ref *ref, const char *cache_dir,
 	if (ch_remote_resolve(rs->st, ref->at, id, err) != 0)
 		goto fail;
 	int cached = strcmp(id, ref->at) == 0
-			     ? ch_shard_cache_load_version(rs->cache, id,
+			     ? ch_remote_cache_load_version(rs->cache, id,
 							   &ds->manifest, err)
 			     : 1;
 	if (cached < 0)
 		goto fail;
 	if (cached == 1 &&
 	    (ch_remote_get_version(rs->st, id, &ds->manifest, &raw, err) != 0 ||
-	     ch_shard_cache_save_version(rs->cache, id, &raw, err) < 0))
+	     ch_remote_cache_save_version(rs->cache, id, &raw, err) < 0))
 		goto fail;
 	ds->root = strdup(ref->remote);
 	ds->shards = calloc(ds->manifest.nshards + 1, sizeof(*ds->shards));

@@ -1,4 +1,4 @@
-/* block_cache.c - decoded blocks shared by the threads of a stream.  A
+/* shard/block_cache.c - decoded blocks shared by the threads of a stream.  A
  * global shuffle reads samples of compressed blocks in random order: with
  * no cache each sample costs a whole block's decoding; with one, each
  * block is decoded once while it stays in the cache.  Bounded by bytes;
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "common/internal.h"
 
 #define BUCKETS 8192
 

@@ -1,4 +1,4 @@
-/* block_codec.c - choosing and applying a block's codec. */
+/* shard/block_codec.c - choosing and applying a block's codec. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

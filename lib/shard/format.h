@@ -1,5 +1,5 @@
 /*
- * shard_format.h - byte layout of a chute shard, version 1.1.
+ * shard/format.h - byte layout of a chute shard, version 1.1.
  * The normative description is man/chute-shard.5; keep the two in step.
  *
  * All integers little-endian, fixed width.  The file is contiguous: no

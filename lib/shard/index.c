@@ -1,10 +1,10 @@
-/* shard_index.c - reading a shard's index: whole, or a page at a time. */
+/* shard/index.c - reading a shard's index: whole, or a page at a time. */
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
 
-#include "shard_format.h"
-#include "shard_index.h"
+#include "shard/format.h"
+#include "shard/index.h"
 
 #define ENTRY(ix, p) ((ix)->table + CHS_PAGE_TABLE_HEADER + \
 		      (size_t)(p) * CHS_PAGE_ENTRY_SIZE)

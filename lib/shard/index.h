@@ -1,6 +1,6 @@
-/* shard_index.h - reading a shard's index: whole, or a page at a time.
+/* shard/index.h - reading a shard's index: whole, or a page at a time.
  *
- * A paged index (codec 2, see shard_format.h) is a table of pages, each a
+ * A paged index (codec 2, see shard/format.h) is a table of pages, each a
  * small zstd frame with its own checksum.  Opened lazily, a page is read,
  * checked and decoded the first time a reader asks for bytes in it, so a
  * stream that needs a few samples from each of many shards never touches

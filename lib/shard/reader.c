@@ -1,4 +1,4 @@
-/* shard_reader.c - opening a shard (header, footer, index: checked, never
+/* shard/reader.c - opening a shard (header, footer, index: checked, never
  * trusted) and reading its blocks and samples. */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,9 +10,9 @@
 #include <zstd.h>
 
 #include "chute.h"
-#include "internal.h"
-#include "shard_format.h"
-#include "shard_index.h"
+#include "common/internal.h"
+#include "shard/format.h"
+#include "shard/index.h"
 
 /* An index may not expand more than this from its stored size: bounds the
  * memory a hostile footer can make us allocate. */

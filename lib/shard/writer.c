@@ -1,5 +1,5 @@
-/* shard_writer.c - writing a shard: header, dictionary, blocks, index,
- * footer (layout in shard_format.h and man/chute-shard.5). */
+/* shard/writer.c - writing a shard: header, dictionary, blocks, index,
+ * footer (layout in shard/format.h and man/chute-shard.5). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -10,8 +10,8 @@
 
 
 #include "chute.h"
-#include "xxh.h"
-#include "shard_format.h"
+#include "common/xxh.h"
+#include "shard/format.h"
 
 #define MAX_NAMES 65535
 

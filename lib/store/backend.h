@@ -1,10 +1,11 @@
-/* store_internal.h - what store.c shares with its backends (store_file.c,
- * store_curl.c, store_multi.c) and the .part files (store_part.c). */
-#ifndef CH_STORE_INTERNAL_H
-#define CH_STORE_INTERNAL_H
+/* store/backend.h - what store/store.c shares with its backends
+ * (store/folder.c, store/http.c, store/http_multi.c) and the .part files
+ * (store/part_file.c). */
+#ifndef CH_STORE_BACKEND_H
+#define CH_STORE_BACKEND_H
 
-#include "store.h"
-#include "xxh.h"
+#include "chute/store.h"
+#include "common/xxh.h"
 
 /* One backend: a table chosen by the URL's scheme in ch_store_open. */
 struct ch_store_ops {

@@ -1,4 +1,4 @@
-/* curl_shim.c - libcurl, loaded when a remote is first opened.
+/* store/curl_shim.c - libcurl, loaded when a remote is first opened.
  *
  * Linking libcurl pulls in some 27 more libraries (OpenSSL, GSSAPI, LDAP,
  * ...), and the dynamic loader's work on them made every chute command
@@ -16,7 +16,7 @@
 #include <stdarg.h>
 
 #include "chute.h"
-#include "store_curl.h"
+#include "store/http.h"
 
 static struct {
 	CURLcode (*global_init)(long);

@@ -1,8 +1,8 @@
-/* store_file.c - a store in a local folder (a path or file:///PATH).
+/* store/folder.c - a store in a local folder (a path or file:///PATH).
  * Objects are written to a temporary file in their folder, synced and
  * renamed, so that a reader sees all of an object or none of it. The
  * *_many calls run on a small pool of threads; downloads go through
- * PATH.part and its checks like HTTP's (store_part.c). */
+ * PATH.part and its checks like HTTP's (store/part_file.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "store_internal.h"
+#include "common/internal.h"
+#include "store/backend.h"
 
 enum { CHUNK = 1 << 20 };
 
@@ -146,7 +146,7 @@ static int file_get_range(struct ch_store *st, const char *key, uint64_t off,
 }
 
 /* ------------------------------------------------------------------ */
-/* Writing: FOLDER/.NAME.tmp-PID (locked while written: temp_lock.c),
+/* Writing: FOLDER/.NAME.tmp-PID (locked while written: common/temp_lock.c),
  * synced, renamed over FOLDER/NAME. */
 
 struct tmp_file {

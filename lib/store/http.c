@@ -1,4 +1,4 @@
-/* store_curl.c - HTTP(S) and S3 stores through libcurl: setting up a
+/* store/http.c - HTTP(S) and S3 stores through libcurl: setting up a
  * request, telling a transient failure from a final one and saying what
  * went wrong, and the single calls (stat, get, range, put).
  *
@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "store_curl.h"
+#include "store/http.h"
 
 enum { IDLE_HANDLES = 8, BUFFER_SIZE = 256 * 1024 };
 

@@ -1,13 +1,13 @@
-/* store_curl.h - one HTTP request of an HTTP(S) or S3 store, shared by
- * the single calls (store_curl.c) and the parallel ones (store_multi.c). */
-#ifndef CH_STORE_CURL_H
-#define CH_STORE_CURL_H
+/* store/http.h - one HTTP request of an HTTP(S) or S3 store, shared by the
+ * single calls (store/http.c) and the parallel ones (store/http_multi.c). */
+#ifndef CH_STORE_HTTP_H
+#define CH_STORE_HTTP_H
 
 #include <curl/curl.h>
 
-#include "store_internal.h"
+#include "store/backend.h"
 
-/* Loads libcurl (curl_shim.c) on first use; an error says what to
+/* Loads libcurl (store/curl_shim.c) on first use; an error says what to
  * install when it is missing. */
 int ch_curl_load(struct ch_error *err);
 
@@ -74,7 +74,7 @@ void ch_req_error(struct ch_req *r, CURLcode c, int attempts,
  * one byte to learn the error code. */
 void ch_req_explain(struct ch_req *r);
 
-/* The parallel calls (store_multi.c). */
+/* The parallel calls (store/http_multi.c). */
 int ch_store_curl_stat_many(struct ch_store *st, struct ch_store_job *jobs,
 			    size_t n, const struct ch_transfer_opts *o,
 			    struct ch_error *err);

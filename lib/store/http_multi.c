@@ -1,4 +1,4 @@
-/* store_multi.c - many HTTP(S) or S3 requests at once through libcurl's
+/* store/http_multi.c - many HTTP(S) or S3 requests at once through libcurl's
  * multi interface: up to o->jobs transfers in flight on reused
  * connections, driven by one thread per core (at most 4): receiving and
  * writing a fast download costs a core in system time, so one thread
@@ -17,7 +17,7 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
-#include "store_curl.h"
+#include "store/http.h"
 
 enum slot_state { SLOT_FREE, SLOT_WAIT, SLOT_RUN };
 

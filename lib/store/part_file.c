@@ -1,4 +1,4 @@
-/* store_part.c - a download's PATH.part: hashed while it is written,
+/* store/part_file.c - a download's PATH.part: hashed while it is written,
  * checked against the expected size and XXH3-128, then, when the batch of
  * transfers is over, synced and renamed into place, so that a file under
  * its final name is always verified and on disk. */
@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "store_internal.h"
+#include "common/internal.h"
+#include "store/backend.h"
 
 enum { CHUNK = 1 << 20, WRITEBACK = 4 << 20 };
 

@@ -1,4 +1,4 @@
-/* store_stream.c - an object read front to back while it arrives: a few
+/* store/read_ahead.c - an object read front to back while it arrives: a few
  * range requests of one chunk each are in flight ahead of the reader, so
  * that a remote archive is unpacked as it downloads, in bounded memory
  * (ahead x chunk bytes), with the store's retries on every request. */
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store.h"
+#include "chute/store.h"
 
 enum { MAX_AHEAD = 16 };
 

@@ -1,11 +1,11 @@
-/* store.c - opening a store from its URL, checking keys, and what every
+/* store/store.c - opening a store from its URL, checking keys, and what every
  * backend shares: the retry policy and the progress reports. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "store_internal.h"
+#include "store/backend.h"
 
 enum { MAX_BACKOFF_MS = 30000 };
 

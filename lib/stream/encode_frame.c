@@ -1,6 +1,7 @@
-/* sink_batch.c - one batch as a self-describing frame (man/chute-batch.5):
- * a 64-byte header, the cursor, a field table, then each field's data
- * aligned to 64 bytes so that a reader maps arrays without copying.
+/* stream/encode_frame.c - one batch as a self-describing frame
+ * (man/chute-batch.5): a 64-byte header, the cursor, a field table, then
+ * each field's data aligned to 64 bytes so that a reader maps arrays without
+ * copying.
  *
  *   header  0 "CHB1"  4 u32 flags  8 u64 frame_size  16 u64 epoch
  *          24 u64 batch  32 u32 nsamples  36 u32 nfields
@@ -18,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "shard_format.h"
+#include "stream/encode.h"
+#include "shard/format.h"
 
 #define ALIGN(x, a) (((x) + (a) - 1) / (a) * (a))
 #define HEADER 64
@@ -78,12 +79,6 @@ static int field_names(const struct ch_batch *b, const char ***names,
 	*names = v;
 	*n = len;
 	return 0;
-}
-
-size_t ch_dtype_size(uint32_t dtype)
-{
-	static const size_t size[] = { 1, 1, 8, 2, 4 };
-	return dtype < 5 ? size[dtype] : 0;
 }
 
 /* Bytes of one value of a fixed-shape type. */

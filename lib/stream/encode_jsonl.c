@@ -1,22 +1,24 @@
-/* sink_jsonl.c - one batch as JSON lines (chute stream --format jsonl):
+/* stream/encode_jsonl.c - one batch as JSON lines (chute stream --format
+ * jsonl):
  *
  *   {"key":K,"epoch":E,"batch":B,"fields":{"name":size,...},"text":{...}}
  *
  * one object per sample, keys in that order, compact, fields in the
  * sample's (name) order.  "text" holds the fields a person can read: at
  * most 256 bytes of valid UTF-8 with no control character but tab and
- * newline, never a transformed field (its bytes are numbers).  Written by hand rather than with jansson because keys and
- * field names are file names, which need not be UTF-8: a byte that is not
- * part of a well-formed UTF-8 sequence is written as the escape \uDCXX
- * (XX its value), the lone surrogate Python's "surrogateescape" decodes
- * it to, so that the original bytes can be recovered and never collide
- * with a real character.  Same batch, same bytes.
+ * newline, never a transformed field (its bytes are numbers).  Written
+ * by hand rather than with jansson because keys and field names are file
+ * names, which need not be UTF-8: a byte that is not part of a well-formed
+ * UTF-8 sequence is written as the escape \uDCXX (XX its value), the lone
+ * surrogate Python's "surrogateescape" decodes it to, so that the original
+ * bytes can be recovered and never collide with a real character.  Same
+ * batch, same bytes.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "chute.h"
+#include "stream/encode.h"
 
 #define TEXT_MAX 256
 

@@ -1,6 +1,6 @@
-/* sink_tar.c - one batch as WebDataset tar members (chute stream --format
- * tar): a member KEY.FIELD for every field of every sample, in batch
- * order.  Batches are appended one after the other into one archive, so
+/* stream/encode_tar.c - one batch as WebDataset tar members (chute stream
+ * --format tar): a member KEY.FIELD for every field of every sample, in
+ * batch order.  Batches are appended one after the other into one archive, so
  * the headers are written here by hand (libarchive wants to own the whole
  * archive); ch_tar_end writes the end marker once, after the last batch.
  *
@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "chute.h"
+#include "stream/encode.h"
 
 #define BLOCK 512
 #define NAME_MAX_USTAR 100

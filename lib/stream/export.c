@@ -1,5 +1,5 @@
 /*
- * export.c - shards back to WebDataset tar files.
+ * stream/export.c - shards back to WebDataset tar files.
  *
  * One tar per shard, members "KEY.FIELD" in sample order.  Headers carry
  * nothing from the machine or the clock (mtime 0, uid/gid 0, no user or
@@ -7,7 +7,7 @@
  * tar is written under a hidden temporary name and renamed into place
  * when complete: a reader never sees half a tar under its final name.
  */
-#include "internal.h"
+#include "common/internal.h"
 
 #include <archive.h>
 #include <archive_entry.h>

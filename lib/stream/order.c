@@ -1,4 +1,4 @@
-/* stream_order.c - which samples make batch b of rank r: the epoch's
+/* stream/order.c - which samples make batch b of rank r: the epoch's
  * sequence (shuffled globally, by windows of shards, or not at all), cut
  * between ranks by position, and the cursor that says where a stream is.
  *
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stream_plan.h"
-#include "xxh.h"
+#include "stream/plan.h"
+#include "common/xxh.h"
 
 enum { PURPOSE_SAMPLES = 1, PURPOSE_SHARDS = 2, PURPOSE_WINDOW = 3 };
 

@@ -1,11 +1,11 @@
-/* order.c - which sample comes at each position of an epoch: a keyed
+/* stream/perm.c - which sample comes at each position of an epoch: a keyed
  * pseudorandom permutation (a Feistel network over [0, n), cycle-walked),
  * so position -> sample is computed in O(1) with no state: no table of n
  * entries, and resuming at any position costs nothing. */
 #include <string.h>
 
 #include "chute.h"
-#include "xxh.h"
+#include "common/xxh.h"
 
 #define ROUNDS 6
 

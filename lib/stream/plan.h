@@ -1,9 +1,10 @@
-/* stream_plan.h - order and cursors for ch_stream (stream_order.c). */
+/* stream/plan.h - order and cursors for ch_stream (stream/order.c). */
 #ifndef CH_STREAM_PLAN_H
 #define CH_STREAM_PLAN_H
 
-#include "internal.h"
-#include "transform.h"
+#include "common/internal.h"
+#include "stream/encode.h"
+#include "transform/transform.h"
 
 /* The sequence of one epoch. */
 struct ch_order {
@@ -27,7 +28,7 @@ uint64_t ch_segment_count(uint64_t n, uint64_t c, uint64_t w, uint64_t r,
 uint64_t ch_segment_batches(uint64_t n, uint64_t c, uint64_t w, uint64_t b,
 			    int eval, int drop_last);
 
-/* The shards a stream holds open (shard_table.c): pinned while a batch
+/* The shards a stream holds open (stream/shard_table.c): pinned while a batch
  * reads them, closed least recently used first past budget bytes. */
 struct ch_shard_table;
 int ch_shard_table_new(struct ch_shard_table **out,
@@ -43,7 +44,7 @@ void ch_shard_table_unpin(struct ch_shard_table *t, size_t k);
 void ch_shard_table_stats(struct ch_shard_table *t, uint64_t *opens,
 			  uint64_t *peak_bytes);
 
-/* One split of a dataset as a manifest of its own (stream_split.c):
+/* One split of a dataset as a manifest of its own (stream/split_view.c):
  * positions 0..n-1 of view are the split's samples, ids[i] their sample
  * numbers in the dataset.  8 bytes a sample of the split. */
 struct ch_split_view {
@@ -65,7 +66,7 @@ struct ch_batch_plan {
 	char cursor[CH_CURSOR_MAX];
 };
 
-/* Reading a batch's samples (stream_read.c).  What the workers share: */
+/* Reading a batch's samples (stream/read.c).  What the workers share: */
 struct ch_name_table;
 struct ch_name_table *ch_name_table_new(void);
 void ch_name_table_free(struct ch_name_table *t);
@@ -128,7 +129,7 @@ int ch_batch_read(struct ch_batch_reader *r, struct ch_batch_plan *p,
 int ch_batch_fill(struct ch_batch_reader *r, struct ch_batch_data *b,
 		  uint8_t *frame, struct ch_error *err);
 
-/* --workers auto, --prefetch auto (stream_tune.c). */
+/* --workers auto, --prefetch auto (stream/tune.c). */
 struct ch_tune_input {
 	int threads;	   /* worker threads there are */
 	int max_prefetch;  /* job slots beyond one a thread */

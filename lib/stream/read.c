@@ -1,4 +1,4 @@
-/* stream_read.c - one batch's samples, read by a worker thread.  The
+/* stream/read.c - one batch's samples, read by a worker thread.  The
  * samples are read grouped by shard, one shard pinned at a time, and
  * everything the encoder needs (keys and bytes) is copied out of it, so
  * a worker never holds more than one shard's index, whatever the shuffle
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stream_plan.h"
-#include "xxh.h"
+#include "stream/plan.h"
+#include "common/xxh.h"
 
 #define SKIP_MAX 64
 #define NAME_CACHE 16

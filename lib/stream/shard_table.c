@@ -1,14 +1,14 @@
-/* shard_table.c - the shards a stream holds open, within a memory budget.
- * An open shard is mostly its decoded index (64 bytes a sample or so), so
- * holding every shard of a big dataset open would make memory grow with
- * the dataset.  A batch pins the shards its samples live in; unpinned
+/* stream/shard_table.c - the shards a stream holds open, within a memory
+ * budget.  An open shard is mostly its decoded index (64 bytes a sample or
+ * so), so holding every shard of a big dataset open would make memory grow
+ * with the dataset.  A batch pins the shards its samples live in; unpinned
  * shards stay open, since reopening one means decoding its index again,
  * until the open shards pass the budget: then the least recently used
  * unpinned ones are closed.  Threads open different shards side by side. */
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "stream_plan.h"
+#include "stream/plan.h"
 
 struct slot {
 	struct ch_shard *sh;

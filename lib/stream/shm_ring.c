@@ -1,5 +1,5 @@
 /*
- * shm_ring.c - the producer side of `chute stream --shm`: frames copied
+ * stream/shm_ring.c - the producer side of `chute stream --shm`: frames copied
  * into a ring of slots in POSIX shared memory (chute-batch(5), SHARED-
  * MEMORY RING).  The layout and the futex primitives come from
  * chute_shm.h, the consumers' header, so the two sides cannot drift.
@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "chute_shm.h"
-#include "shm_ring.h"
+#include "chute/shm_ring.h"
 
 #define ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
 

@@ -1,12 +1,12 @@
-/* stream_split.c - streaming one split of a dataset.  The split's sample
+/* stream/split_view.c - streaming one split of a dataset.  The split's sample
  * numbers (ascending, from its split file) become positions 0..n-1 of a
  * manifest view whose shards hold only the split's samples, so that the
- * orders of stream_order.c, the cut between ranks and the cursors work
+ * orders of stream/order.c, the cut between ranks and the cursors work
  * on the split unchanged; ids[] maps a position back. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "stream_plan.h"
+#include "stream/plan.h"
 
 /* The view: the manifest, with each shard counting only its split
  * samples and numbering them from their place in the split. */

@@ -1,5 +1,5 @@
-/* stream.c - batches for a trainer: a sequential planner decides each
- * batch's samples (stream_order.c), workers read and encode batches in
+/* stream/stream.c - batches for a trainer: a sequential planner decides each
+ * batch's samples (stream/order.c), workers read and encode batches in
  * parallel, and the calling thread hands them to the sink in order.  The
  * bytes depend on the plan only, never on which worker did what. */
 #include <pthread.h>
@@ -7,8 +7,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "stream_plan.h"
-#include "xxh.h"
+#include "stream/plan.h"
+#include "common/xxh.h"
 
 
 void ch_stream_opts_init(struct ch_stream_opts *o)

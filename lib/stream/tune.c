@@ -1,9 +1,9 @@
-/* stream_tune.c - what --workers auto and --prefetch auto choose, from
+/* stream/tune.c - what --workers auto and --prefetch auto choose, from
  * stage times measured while the stream runs.  Pure arithmetic: the
  * stream measures, this decides, tests check the decisions. */
 #include <math.h>
 
-#include "stream_plan.h"
+#include "stream/plan.h"
 
 /* Workers: enough that together they prepare batches faster than the
  * consumer takes them, with a quarter to spare; all of them when the

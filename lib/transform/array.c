@@ -1,4 +1,4 @@
-/* transform_array.c - labels and arrays: int, npy, bytes, random-crop,
+/* transform/array.c - labels and arrays: int, npy, bytes, random-crop,
  * pad and the dtype conversions. */
 #include <ctype.h>
 #include <errno.h>
@@ -6,7 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transform.h"
+#include "transform/transform.h"
+
+size_t ch_dtype_size(uint32_t dtype)
+{
+	static const size_t size[] = { 1, 1, 8, 2, 4 };
+	return dtype < 5 ? size[dtype] : 0;
+}
 
 static uint64_t count_of(const struct ch_field_type *t)
 {

@@ -1,4 +1,4 @@
-/* transform_image.c - the geometric image ops, planned before any pixel
+/* transform/geometry.c - the geometric image ops, planned before any pixel
  * is decoded.
  *
  * decode only reads the header.  resize, center-crop, random-resized-crop
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "transform.h"
+#include "transform/transform.h"
 
 static double now(void)
 {

@@ -1,4 +1,4 @@
-/* transform_parse.c - the --transform specs (man/chute-stream.1):
+/* transform/parse.c - the --transform specs (man/chute-stream.1):
  *
  *   FIELD: op [arg ...] | op [arg ...] | ...
  *
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transform.h"
+#include "transform/transform.h"
 
 #define MAX_ARGS 8
 

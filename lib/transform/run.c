@@ -1,4 +1,4 @@
-/* transform_run.c - running a field's pipeline over one sample: the
+/* transform/run.c - running a field's pipeline over one sample: the
  * random numbers, the pixel ops (normalize, layout) and the loop that
  * hands the value from op to op. */
 #include <math.h>
@@ -6,8 +6,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "transform.h"
-#include "xxh.h"
+#include "transform/transform.h"
+#include "common/xxh.h"
 
 static double now(void)
 {

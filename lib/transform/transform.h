@@ -1,6 +1,7 @@
-/* transform.h - chute stream --transform: per-field pipelines of ops that
- * decode and augment samples in the worker threads (transform_parse.c,
- * transform_run.c, transform_image.c, transform_array.c).
+/* transform/transform.h - chute stream --transform: per-field pipelines of
+ * ops that decode and augment samples in the worker threads
+ * (transform/parse.c, transform/run.c, transform/geometry.c,
+ * transform/array.c).
  *
  * A pipeline is parsed once and shared, read-only, by every worker; each
  * worker runs it with its own ch_transformer (decoder, resampler and
@@ -10,7 +11,7 @@
 #ifndef CH_TRANSFORM_H
 #define CH_TRANSFORM_H
 
-#include "image.h"
+#include "image/image.h"
 
 enum ch_op_kind {
 	CH_OP_DECODE, CH_OP_RESIZE, CH_OP_CENTER_CROP, CH_OP_RRC, CH_OP_FLIP,
@@ -90,7 +91,7 @@ int ch_transform_run(struct ch_transformer *tr, const struct ch_pipeline *p,
 		     size_t size, struct ch_buf *out,
 		     struct ch_field_type *type, struct ch_error *err);
 
-/* Images (transform_image.c): an image not yet decoded is the box of
+/* Images (transform/geometry.c): an image not yet decoded is the box of
  * the source it will come from and the size that box becomes. */
 struct ch_geom {
 	struct ch_image_info info;
@@ -115,7 +116,7 @@ int ch_image_realize(struct ch_transformer *tr, const struct ch_geom *g,
 		     struct ch_buf *out, struct ch_field_type *t,
 		     struct ch_error *err);
 
-/* Array ops (transform_array.c), from the bytes in `in` to out. */
+/* Array ops (transform/array.c), from the bytes in `in` to out. */
 int ch_array_int(const uint8_t *in, size_t size, struct ch_buf *out,
 		 struct ch_field_type *t, struct ch_error *err);
 int ch_array_npy(const struct ch_op *op, const uint8_t *in, size_t size,

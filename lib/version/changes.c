@@ -1,4 +1,4 @@
-/* version_changes.c - what a dataset version changed against another, in
+/* version/changes.c - what a dataset version changed against another, in
  * short phrases ("+120 samples", "field cls removed", "split val added"):
  * `chute log` lists them, `chute pack` says them when it replaces a
  * dataset and names what a replacement would lose. */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "common/internal.h"
 
 
 static int has_shard(const struct ch_manifest *m, struct ch_hash128 h)

@@ -1,13 +1,13 @@
-/* dataset.c - a dataset folder, a manifest file, or a lone shard, opened
- * the same way for ls, cat, export and verify. */
+/* version/dataset.c - a dataset folder, a manifest file, or a lone shard,
+ * opened the same way for ls, cat, export and verify. */
 #include <errno.h>
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "internal.h"
-#include "shard_format.h"
+#include "common/internal.h"
+#include "shard/format.h"
 
 
 static int looks_like_shard(const char *path)

@@ -1,5 +1,6 @@
 /*
- * diff.c - two dataset versions compared sample by sample (diff.h).
+ * version/diff.c - two dataset versions compared sample by sample
+ * (chute/diff.h).
  *
  * Each version becomes one record a sample (key, content hash, split,
  * class), sorted by key; one merge of the two sorted arrays then finds
@@ -10,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "diff.h"
+#include "chute/diff.h"
 
 struct rec {
 	const char *key;

@@ -1,6 +1,6 @@
 /*
- * history.c - a dataset folder's past versions and its stat cache
- * (history.h).
+ * version/history.c - a dataset folder's past versions and its stat cache
+ * (chute/history.h).
  *
  * Both live in DIR/.chute, which chute pack carries across a repack.
  * Versions are manifests named by their id, so saving one twice is
@@ -21,8 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "history.h"
-#include "internal.h"
+#include "chute/history.h"
+#include "common/internal.h"
 
 #define STAT_HEADER "chute-stat 1\n"
 /* A record is under 100 bytes plus its path: a million shards fit. */

@@ -1,5 +1,5 @@
 /*
- * manifest.c - dataset manifests (man/chute-manifest.5).
+ * version/manifest.c - dataset manifests (man/chute-manifest.5).
  *
  * One JSON document per dataset version, through jansson.  A manifest goes
  * struct -> JSON tree (encode) -> text on write, and text -> JSON tree ->
@@ -25,8 +25,8 @@
 #include <jansson.h>
 
 #include "chute.h"
-#include "internal.h"
-#include "xxh.h"
+#include "common/internal.h"
+#include "common/xxh.h"
 
 #define FORMAT_NAME "chute-manifest"
 /* Version 2: the id names the content only (THE ID in chute-manifest(5))

@@ -1,5 +1,5 @@
 /*
- * split.c - deterministic train / val / test splits (chute split), and
+ * version/split.c - deterministic train / val / test splits (chute split), and
  * reading a split back (for chute stream --split and chute ls --split).
  *
  * A sample's split depends only on its group and the seed: the group is
@@ -27,10 +27,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "history.h"
-#include "internal.h"
-#include "shard_format.h"
-#include "xxh.h"
+#include "chute/history.h"
+#include "common/internal.h"
+#include "shard/format.h"
+#include "common/xxh.h"
 
 #define FRACTION_UNITS 10000
 #define OUT_BUFFER (1u << 16)

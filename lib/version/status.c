@@ -1,7 +1,7 @@
 /*
- * status.c - a dataset folder against its manifest (chute status).
+ * version/status.c - a dataset folder against its manifest (chute status).
  *
- * Each file the manifest names is stat'ed; the stat cache (history.h)
+ * Each file the manifest names is stat'ed; the stat cache (chute/history.h)
  * vouches for those whose size, mtime and inode are what it recorded with
  * the hash the manifest wants, and the others are hashed.  Then shards/
  * and splits/ are walked for files the manifest does not name.
@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "history.h"
-#include "internal.h"
+#include "chute/history.h"
+#include "common/internal.h"
 
 struct status_run {
 	const struct ch_status_opts *o;

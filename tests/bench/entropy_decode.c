@@ -1,4 +1,4 @@
-/* entropy_decode.c - chute's JPEG entropy decoder (lib/jpeg_huff.c)
+/* entropy_decode.c - chute's JPEG entropy decoder (lib/image/jpeg_huff.c)
  * against libjpeg-turbo's own, for scripts/bench-transform.sh: the same
  * JPEGs decoded by ch_image_decode with one and then the other, on one
  * thread, the two taking turns ROUNDS times so that load from elsewhere
@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "image.h"
+#include "image/image.h"
 
 struct jpeg {
 	uint8_t *data;

@@ -13,19 +13,19 @@
  *
  * Built against the library:
  *	make build/libchute.a
- *	cc -O2 -std=c11 -D_GNU_SOURCE -Ilib tests/bench/resample_speed.c \
+ *	cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Ilib tests/bench/resample_speed.c \
  *	   build/libchute.a -lm -o /tmp/resample_speed
  *
- * With a baseline (an older image_resample.c, compiled with its public
+ * With a baseline (an older image/resample.c, compiled with its public
  * names prefixed by base_), the first line is that one, and the last
  * says how far the outputs are apart (largest and mean difference per
  * byte):
- *	cc -O2 -std=c11 -D_GNU_SOURCE -Ilib -c OLD/image_resample.c \
+ *	cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Ilib -c OLD/image_resample.c \
  *	   -Dch_image_resample=base_image_resample \
  *	   -Dch_resampler_new=base_resampler_new \
  *	   -Dch_resampler_free=base_resampler_free \
  *	   -Dch_resample_support=base_resample_support -o /tmp/base.o
- *	cc -O2 -std=c11 -D_GNU_SOURCE -Ilib -DBASELINE \
+ *	cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Ilib -DBASELINE \
  *	   tests/bench/resample_speed.c /tmp/base.o build/libchute.a -lm \
  *	   -o /tmp/resample_speed */
 #include <math.h>
@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "image.h"
+#include "image/image.h"
 
 #ifdef BASELINE
 struct ch_resampler *base_resampler_new(void);

@@ -142,7 +142,7 @@ else:
 
 @test "docs: every man page carries the version of the binary" {
 	local version page
-	version=$(sed -n 's/^#define CH_VERSION "\(.*\)"$/\1/p' "$REPO_ROOT/lib/chute.h")
+	version=$(sed -n 's/^#define CH_VERSION "\(.*\)"$/\1/p' "$REPO_ROOT/include/chute.h")
 	for page in "$MAN"/*.[1-8]; do
 		grep -q "^\\.TH .*\"chute $version\"" "$page" ||
 			fail "$page: .TH does not say \"chute $version\""
@@ -151,8 +151,8 @@ else:
 
 @test "docs: chute --version prints the version" {
 	local version
-	version=$(sed -n 's/^#define CH_VERSION "\(.*\)"$/\1/p' "$REPO_ROOT/lib/chute.h")
-	[ -n "$version" ] || fail "no CH_VERSION in lib/chute.h"
+	version=$(sed -n 's/^#define CH_VERSION "\(.*\)"$/\1/p' "$REPO_ROOT/include/chute.h")
+	[ -n "$version" ] || fail "no CH_VERSION in include/chute.h"
 	run -0 chute --version
 	assert_output "chute $version"
 }

@@ -2,7 +2,7 @@
 # chute stream --shm NAME: the frames of --format batch through a ring of
 # slots in /dev/shm (chute-batch(5), SHARED-MEMORY RING), read by
 # scripts/chute_batch.py (shm_frames) and by a C consumer built on
-# lib/chute_shm.h.  Every test checks that no segment is left behind.
+# include/chute_shm.h.  Every test checks that no segment is left behind.
 
 load helper
 
@@ -110,7 +110,7 @@ int main(int argc, char **argv)
 	return rc < 0;
 }
 EOF
-	cc -std=c99 -Wall -Wextra -Werror -I"$REPO_ROOT/lib" consumer.c -o consumer
+	cc -std=c99 -Wall -Wextra -Werror -I"$REPO_ROOT/include" consumer.c -o consumer
 	chute stream -b 4 -e 3 ds >pipe.out
 	chute stream -b 4 -e 3 --shm "$RING" --slots 2 ds 2>chute.err &
 	local pid=$!

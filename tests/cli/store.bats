@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# The store layer (lib/store.h) through tests/store_tool, against a folder,
+# The store layer (include/chute/store.h) through tests/store_tool, against
+# a folder,
 # nginx with WebDAV and s3rver, all on 127.0.0.1.  Each case is a function
 # run once per kind of remote.
 

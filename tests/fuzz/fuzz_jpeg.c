@@ -1,6 +1,6 @@
 /*
  * fuzz_jpeg.c - libFuzzer target for chute's JPEG entropy decoder
- * (lib/jpeg_huff.c) against libjpeg's own: any bytes, decoded whole and
+ * (lib/image/jpeg_huff.c) against libjpeg's own: any bytes, decoded whole and
  * in a region, by both.  Neither may crash (the sanitizers watch), a
  * refusal says why, and where both decode, the pixels are the same.
  *
@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "../jpeg_compare.h"
-#include "image.h"
+#include "image/image.h"
 
 static void compare(struct ch_image_decoder *d, const uint8_t *data,
 		    size_t size, const struct ch_decode_req *req)

@@ -40,7 +40,7 @@
 #include <unistd.h>
 
 #include "chute.h"
-#include "shard_format.h"
+#include "shard/format.h"
 
 #ifndef FUZZ_PAGE_RULES
 #define FUZZ_PAGE_RULES 1

@@ -1,6 +1,6 @@
 /*
  * fuzz_shm_ring.c - libFuzzer target for the producer of `chute stream
- * --shm` (lib/shm_ring.c) against a hostile consumer.
+ * --shm` (lib/stream/shm_ring.c) against a hostile consumer.
  *
  * The target is chute and its consumer at once: it makes a ring, maps it
  * as a consumer does (writable), and plays the input as a list of moves:
@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "chute_shm.h"
-#include "shm_ring.h"
+#include "chute/shm_ring.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

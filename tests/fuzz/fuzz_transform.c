@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transform.h"
+#include "transform/transform.h"
 
 static const char *const specs[] = {
 	"a: decode | random-resized-crop 24 | flip | layout chw",

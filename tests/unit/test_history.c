@@ -1,13 +1,13 @@
 /*
  * test_history.c - the stat cache's records and file, and what
- * ch_history_load says about ids it cannot serve (history.h).
+ * ch_history_load says about ids it cannot serve (chute/history.h).
  */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "chute.h"
-#include "history.h"
+#include "chute/history.h"
 #include "unit.h"
 
 static char dir[] = "/tmp/chute-test-history-XXXXXX";

@@ -13,7 +13,7 @@
 #include <png.h>
 #include <turbojpeg.h>
 
-#include "image.h"
+#include "image/image.h"
 #include "unit.h"
 
 /* ------------------------------------------------------------------ */

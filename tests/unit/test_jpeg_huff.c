@@ -1,4 +1,4 @@
-/* test_jpeg_huff.c - chute's JPEG entropy decoder (lib/jpeg_huff.c)
+/* test_jpeg_huff.c - chute's JPEG entropy decoder (lib/image/jpeg_huff.c)
  * against libjpeg's own, through ch_image_decode: the same pixels from
  * every kind of baseline scan, and the same verdict on damaged ones. */
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include <jpeglib.h>
 
 #include "../jpeg_compare.h"
-#include "image.h"
+#include "image/image.h"
 #include "unit.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;

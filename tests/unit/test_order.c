@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "chute.h"
-#include "stream_plan.h"
+#include "stream/plan.h"
 #include "unit.h"
 
 static int is_permutation(uint64_t n, uint64_t seed, uint64_t epoch)

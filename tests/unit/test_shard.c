@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "chute.h"
+#include "pack/catalog.h"
 #include "unit.h"
 
 static char dir[] = "/tmp/chute-test-shard-XXXXXX";

@@ -13,7 +13,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "transform.h"
+#include "transform/transform.h"
 #include "unit.h"
 
 static struct ch_transforms *parse1(const char *spec, int eval,

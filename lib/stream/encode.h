@@ -1,0 +1,42 @@
+/* stream/encode.h - one batch's samples encoded for the sink: a frame
+ * (stream/encode_frame.c, man/chute-batch.5), JSON lines or tar members.
+ * Private to stream/; the unit tests call the encoders directly. */
+#ifndef CH_STREAM_ENCODE_H
+#define CH_STREAM_ENCODE_H
+
+#include "chute.h"
+
+struct ch_batch {
+	uint64_t epoch, batch;
+	uint32_t flags;
+	const char *cursor;
+	size_t nsamples;
+	struct ch_batch_sample {
+		const char *key;
+		size_t key_len;
+		uint32_t nfields;
+		const char *const *names; /* field names, name order */
+		const uint64_t *sizes;
+		const uint8_t *const *data;
+		/* non-NULL: the data is not there yet.  ch_encode_frame
+		 * leaves room for each field and stores the frame offset
+		 * where its bytes go in dest[f], for the caller to copy them
+		 * in (other encoders do not take such samples). */
+		uint64_t *dest;
+		/* NULL: every field is bytes; else each field's type: a
+		 * fixed-shape field has the same type in every sample of the
+		 * batch and its bytes are one value of it */
+		const struct ch_field_type *types;
+	} *samples;
+};
+int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,
+		    struct ch_error *err);
+int ch_encode_jsonl(const struct ch_batch *b, struct ch_buf *out,
+		    struct ch_error *err);
+/* tar members KEY.FIELD (ustar, pax headers for long names), no end
+ * marker: ch_tar_end appends the two zero blocks that end the archive. */
+int ch_encode_tar(const struct ch_batch *b, struct ch_buf *out,
+		  struct ch_error *err);
+int ch_tar_end(struct ch_buf *out, struct ch_error *err);
+
+#endif

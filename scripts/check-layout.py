@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""check-layout.py - the shape of the C tree, checked (issue 19).
+
+    check-layout.py [BUILD]     (BUILD: the folder make built, default build)
+
+1. The public boundary: cmd/ includes only its own headers and those under
+   include/; a header under include/ includes nothing private.
+2. Modules: lib/ holds folders only, each with a README.md whose line
+   "May call: A, B" names the modules whose functions it may use (or
+   "May call: nothing").  What each object file really calls is read with
+   nm from BUILD/lib/MODULE/*.o and held against that line.
+3. No circles: no file of lib/ reaches itself through the functions it
+   calls (a file calling its own module's files is fine, in one direction).
+
+Prints one line per breach and exits 1 if there is any, 2 if it cannot run.
+"""
+import collections
+import glob
+import os
+import re
+import subprocess
+import sys
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def boundary():
+    bad = []
+    for path in sorted(glob.glob('cmd/*.[ch]')):
+        for name in INCLUDE.findall(open(path, encoding='utf-8').read()):
+            if not (os.path.isfile(os.path.join('cmd', name)) or
+                    os.path.isfile(os.path.join('include', name))):
+                bad.append('%s: includes "%s", which is not public '
+                           '(include/) nor cmd/\'s own' % (path, name))
+    for path in sorted(glob.glob('include/**/*.h', recursive=True)):
+        for name in INCLUDE.findall(open(path, encoding='utf-8').read()):
+            if not os.path.isfile(os.path.join('include', name)):
+                bad.append('%s: a public header includes "%s", which is '
+                           'not public' % (path, name))
+    return bad
+
+
+def modules():
+    """{module: set of modules it may call}, and the breaches found."""
+    bad, allowed = [], {}
+    loose = [p for p in glob.glob('lib/*') if not os.path.isdir(p)
+             and not p.endswith('README.md')]
+    bad += ['%s: lib/ holds module folders only' % p for p in sorted(loose)]
+    for folder in sorted(glob.glob('lib/*/')):
+        mod = os.path.basename(folder.rstrip('/'))
+        readme = os.path.join(folder, 'README.md')
+        if not os.path.isfile(readme):
+            bad.append('%s: no README.md saying what it owns' % folder)
+            continue
+        m = re.search(r'^May call: (.*)$', open(readme).read(), re.M)
+        if not m:
+            bad.append('%s: no "May call:" line' % readme)
+            continue
+        names = m.group(1).strip().rstrip('.')
+        allowed[mod] = set() if names == 'nothing' else {
+            n.strip() for n in names.split(',')}
+    return allowed, bad
+
+
+def symbols(build):
+    """The functions and data each object defines and uses."""
+    defs, uses = {}, collections.defaultdict(set)
+    objs = sorted(glob.glob(os.path.join(build, 'lib', '*', '*.o')))
+    if not objs:
+        sys.exit('check-layout: no objects under %s/lib: run make first'
+                 % build)
+    for obj in objs:
+        unit = os.path.relpath(obj, os.path.join(build, 'lib'))[:-2]
+        out = subprocess.run(['nm', obj], capture_output=True, text=True,
+                             check=True).stdout
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) == 3 and f[1] in 'TDBRC':
+                defs[f[2]] = unit
+            elif len(f) == 2 and f[0] == 'U':
+                uses[unit].add(f[1])
+    calls = collections.defaultdict(set)
+    for unit, names in uses.items():
+        for name in names:
+            other = defs.get(name)
+            if other and other != unit:
+                calls[unit].add((other, name))
+    return set(defs.values()) | set(uses), calls
+
+
+def layering(units, calls, allowed):
+    bad = []
+    for unit in sorted(units):
+        mod = unit.split('/')[0]
+        for other, name in sorted(calls[unit]):
+            omod = other.split('/')[0]
+            if omod != mod and omod not in allowed.get(mod, set()):
+                bad.append('lib/%s.c calls %s (lib/%s.c): module %s may not '
+                           'call %s (lib/%s/README.md)' %
+                           (unit, name, other, mod, omod, mod))
+    return bad
+
+
+def circles(units, calls):
+    """Strongly connected components of more than one file (Tarjan)."""
+    graph = {u: sorted({o for o, _ in calls[u]}) for u in units}
+    index, low, stack, on, found = {}, {}, [], set(), []
+    sys.setrecursionlimit(10000)
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, []):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    bad = []
+    for comp in sorted(found):
+        links = ['%s -> %s (%s)' % (a, b, min(n for o, n in calls[a] if o == b))
+                 for a in comp for b in comp if b in graph[a]]
+        bad.append('circle: %s' % '; '.join(links))
+    return bad
+
+
+def main():
+    build = sys.argv[1] if len(sys.argv) > 1 else 'build'
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    os.chdir(root)
+    allowed, bad = modules()
+    bad += boundary()
+    units, calls = symbols(build)
+    bad += layering(units, calls, allowed)
+    bad += circles(units, calls)
+    for line in bad:
+        print(line)
+    if bad:
+        print('check-layout: %d problem%s' % (len(bad), 's'[len(bad) == 1:]))
+        return 1
+    print('check-layout: %d files in %d modules: boundary, calls and no '
+          'circles ok' % (len(units), len(allowed)))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
