@@ -318,7 +318,8 @@ int ch_array_pad(const struct ch_buf *in, struct ch_field_type *t,
 	out->len = 0;
 	if (ch_buf_reserve(out, n * item, err) < 0)
 		return -1;
-	memcpy(out->data, in->data, have * item);
+	if (have) /* an empty array may have no buffer at all */
+		memcpy(out->data, in->data, have * item);
 	for (size_t i = have; i < n; i++)
 		store(t->dtype, value, out->data + i * item);
 	out->len = n * item;
