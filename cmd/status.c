@@ -7,7 +7,7 @@
 
 #include "chute.h"
 #include "cmd.h"
-#include "chute/history.h"
+#include "chute/status.h"
 
 enum { OPT_HASH = CMD_LONG_ONLY, OPT_JSON };
 

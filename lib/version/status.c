@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "chute/history.h"
+#include "chute/status.h"
 #include "common/internal.h"
 
 struct status_run {
