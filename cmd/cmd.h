@@ -29,6 +29,7 @@ int cmd_export(int argc, char **argv);
 int cmd_log(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_manifest(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
 int cmd_pull(int argc, char **argv);
 int cmd_push(int argc, char **argv);
@@ -135,6 +136,13 @@ int cmd_parse_size(const char *opt, const char *s, uint64_t *out);
 int cmd_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max,
 		  uint64_t *out);
 
+/* The default dataset name (pack, merge): the last component of dir,
+ * in *out (the caller frees).  Returns 0 or EXIT_USAGE, said why. */
+int cmd_default_name(const char *dir, char **out);
+/* 0 if name can name shard files (no '/', no control byte), else
+ * EXIT_USAGE, said why. */
+int cmd_check_name(const char *name);
+
 /* The closest of names[0..n) to word within a Damerau distance of 2, or
  * NULL. */
 const char *cmd_closest(const char *word, const char *const *names,
@@ -160,6 +168,12 @@ json_t *cmd_json_bytes(const char *s, size_t len);
 
 /* Prints one compact JSON document and a newline to out. */
 int cmd_json_print(json_t *doc, FILE *out);
+
+/* The line pack and merge print after the first when out_dir held a
+ * version (old_id not empty): "DIR: unchanged", or "replaced DIR: OLD
+ * -> NEW (CHANGES)". */
+void cmd_print_replaced(const char *dir, const char *old_id, const char *id,
+			const char *changes);
 
 /* ------------------------------------------------------------------ */
 /* Transfers (push, pull): a progress line when stderr is a terminal    */

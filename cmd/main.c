@@ -30,6 +30,7 @@ static const struct command commands[] = {
 	{"log", cmd_log, "show the versions a dataset version comes from"},
 	{"ls", cmd_ls, "list the samples of a dataset or shard"},
 	{"manifest", cmd_manifest, "show a dataset version: its id and what it holds"},
+	{"merge", cmd_merge, "merge the parts of a dataset packed apart into one"},
 	{"pack", cmd_pack, "pack files into compressed, checksummed shards"},
 	{"pull", cmd_pull, "fetch a dataset version from a remote"},
 	{"push", cmd_push, "send a dataset version to a remote"},

@@ -100,6 +100,8 @@ static void print_options(const struct ch_manifest *m)
 		  o->block_size, o->level, o->dict ? "yes" : "no",
 		  o->keep_order ? "yes" : "no",
 		  o->label_from ? o->label_from : "none");
+	if (o->parts)
+		printf(", part %" PRIu64 " of %" PRIu64, o->part, o->parts);
 	putchar('\n');
 }
 

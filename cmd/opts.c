@@ -398,3 +398,37 @@ int cmd_parse_dataset_args(const struct cmd_spec *spec, int argc, char **argv,
 		return cmd_error("%s: name a dataset", what);
 	return 0;
 }
+
+/* The default name: the last component of DIR. */
+int cmd_default_name(const char *dir, char **out)
+{
+	size_t len = strlen(dir);
+	const char *base;
+
+	while (len > 1 && dir[len - 1] == '/')
+		len--;
+	base = memrchr(dir, '/', len);
+	base = base ? base + 1 : dir;
+	len -= (size_t)(base - dir);
+	if (len == 0 || (len == 1 && base[0] == '.') ||
+	    (len == 2 && base[0] == '.' && base[1] == '.'))
+		return cmd_error("cannot name the dataset after '%s': give a "
+				 "name with --name", dir);
+	*out = strndup(base, len);
+	if (!*out)
+		return cmd_error("out of memory");
+	return 0;
+}
+
+/* The name is in every shard's file name, shards/NAME-NNNNNN.chs
+ * (chute-manifest(5), SHARD PATHS). */
+int cmd_check_name(const char *name)
+{
+	for (const char *c = name; *c; c++)
+		if (*c == '/' || (unsigned char)*c < 0x20 || *c == 0x7f)
+			return cmd_error("the dataset name '%s' names the shard "
+					 "files: it cannot hold '/' or a control "
+					 "character (give another with --name)",
+					 name);
+	return *name ? 0 : cmd_error("the dataset name is empty");
+}

@@ -111,3 +111,16 @@ int cmd_json_print(json_t *doc, FILE *out)
 		return -1;
 	return fputc('\n', out) == EOF ? -1 : 0;
 }
+
+/* ------------------------------------------------------------------ */
+/* A dataset replaced                                                   */
+
+void cmd_print_replaced(const char *dir, const char *old_id, const char *id,
+			const char *changes)
+{
+	if (old_id[0] && strcmp(old_id, id) == 0)
+		printf("%s: unchanged\n", dir);
+	else if (old_id[0])
+		printf("replaced %s: %.12s -> %.12s (%s)\n", dir, old_id, id,
+		       changes);
+}

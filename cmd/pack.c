@@ -20,7 +20,12 @@ enum {
 	OPT_KEEP_ORDER,
 	OPT_LABEL_FROM,
 	OPT_MAX_SAMPLE_SIZE,
+	OPT_PART,
+	OPT_PARTS,
 };
+
+/* --part I/N and --parts N: N at most this */
+#define MAX_PARTS (1u << 20)
 
 static const char *const pack_usage[] = {
 	"pack [OPTIONS] SRC... -o DIR",
@@ -50,6 +55,10 @@ static const struct cmd_opt pack_opts[] = {
 	{'n', "name", "NAME", "dataset and shard name (default: DIR's name)"},
 	{'0', "null", NULL, "the list on stdin is NUL-separated"},
 	{'o', "output", "DIR", "dataset folder to create or replace"},
+	{OPT_PART, "part", "I/N",
+	 "pack part I of N, I from 0 (default: from Slurm)"},
+	{OPT_PARTS, "parts", "N",
+	 "N parts, I from $JOB_COMPLETION_INDEX"},
 	{'q', "quiet", NULL, "no progress line on a terminal"},
 	{'s', "shard-size", "SIZE",
 	 "bytes per shard (default 256M), or samples: 10000s"},
@@ -68,7 +77,8 @@ static const struct cmd_spec pack_spec = {
 		 "and G suffixes.  Hidden files and folders (.name) and the\n"
 		 "output folder are never packed.  A GLOB without / matches a\n"
 		 "file's or a folder's name, one with / the path from the\n"
-		 "source's top.\n",
+		 "source's top.  A part holds the samples whose key's XXH3-64\n"
+		 "is I modulo N; chute merge makes one dataset of the N parts.\n",
 };
 
 /* ------------------------------------------------------------------ */
@@ -143,6 +153,8 @@ struct pack_args {
 	size_t nsources, stdin_lists;
 	const char **exclude, **include; /* argc long each */
 	size_t nexclude, ninclude;
+	const char *part;  /* --part as given, or NULL */
+	uint64_t parts;	   /* --parts, 0 if not given */
 	int null_sep, quiet;
 };
 
@@ -209,6 +221,11 @@ static int take_option(struct pack_args *a, int c, const char *arg)
 	case OPT_FORCE:
 		a->o.force = 1;
 		return 0;
+	case OPT_PART:
+		a->part = arg;
+		return 0;
+	case OPT_PARTS:
+		return cmd_parse_u64("--parts", arg, 1, MAX_PARTS, &a->parts);
 	case OPT_KEEP_ORDER:
 		a->o.keep_order = 1;
 		return 0;
@@ -222,6 +239,93 @@ static int take_option(struct pack_args *a, int c, const char *arg)
 		return -1;
 	}
 	return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Parts: --part I/N, or the index a scheduler gives each task          */
+
+/* "I/N", I below N; "none": the whole dataset. */
+static int parse_part(const char *s, struct ch_pack_opts *o)
+{
+	unsigned long long i, n;
+	int used = 0;
+
+	if (strcmp(s, "none") == 0) {
+		o->part = o->parts = 0;
+		return 0;
+	}
+	if (s[0] >= '0' && s[0] <= '9' &&
+	    sscanf(s, "%llu/%llu%n", &i, &n, &used) == 2 &&
+	    s[used] == '\0' && strchr(s, '/')[1] >= '0' &&
+	    strchr(s, '/')[1] <= '9' && n >= 1 && n <= MAX_PARTS && i < n) {
+		o->part = i;
+		o->parts = n;
+		return 0;
+	}
+	return cmd_error("invalid value '%s' for --part: expected I/N, part I "
+			 "from 0 to N-1 of N parts (N from 1 to %u), or none",
+			 s, MAX_PARTS);
+}
+
+/* The task's index from the environment: Kubernetes' Indexed Job
+ * (JOB_COMPLETION_INDEX, which says no count: with --parts), else a Slurm array's task id counted from
+ * the array's first (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN).
+ * Returns 1 with *index set, 0 if neither is there, -1 if bad. */
+static int index_from_env(int k8s_too, uint64_t *index)
+{
+	const char *k8s = getenv("JOB_COMPLETION_INDEX");
+	const char *id = getenv("SLURM_ARRAY_TASK_ID");
+	const char *min = getenv("SLURM_ARRAY_TASK_MIN");
+	uint64_t first = 0;
+
+	if (k8s_too && k8s && *k8s)
+		return cmd_parse_u64("JOB_COMPLETION_INDEX", k8s, 0,
+				     MAX_PARTS - 1, index) < 0 ? -1 : 1;
+	if (!id || !*id)
+		return 0;
+	if (cmd_parse_u64("SLURM_ARRAY_TASK_ID", id, 0, UINT32_MAX,
+			  index) < 0 ||
+	    (min && *min && cmd_parse_u64("SLURM_ARRAY_TASK_MIN", min, 0,
+					  *index, &first) < 0))
+		return -1;
+	*index -= first;
+	return 1;
+}
+
+/* --part wins; then --parts N with the index from the environment; then
+ * a Slurm array, whole (SLURM_ARRAY_TASK_COUNT parts).  Else the whole
+ * dataset. */
+static int resolve_part(struct pack_args *a)
+{
+	const char *count = getenv("SLURM_ARRAY_TASK_COUNT");
+	uint64_t index = 0, n = a->parts;
+	int found;
+
+	if (a->part && a->parts)
+		return cmd_error("give either --part I/N or --parts N, not "
+				 "both");
+	if (a->part)
+		return parse_part(a->part, &a->o);
+	if (!a->parts && !(count && *count && getenv("SLURM_ARRAY_TASK_ID")))
+		return 0;
+	found = index_from_env(a->parts != 0, &index);
+	if (found < 0)
+		return EXIT_USAGE;
+	if (!found)
+		return cmd_error("--parts %llu needs the index of the part: "
+				 "set $JOB_COMPLETION_INDEX, or give --part I/N",
+				 (unsigned long long)n);
+	if (!n && cmd_parse_u64("SLURM_ARRAY_TASK_COUNT", count, 1,
+				MAX_PARTS, &n) < 0)
+		return EXIT_USAGE;
+	if (index >= n)
+		return cmd_error("part %llu of %llu: parts are numbered from 0 "
+				 "to %llu", (unsigned long long)index,
+				 (unsigned long long)n,
+				 (unsigned long long)n - 1);
+	a->o.part = index;
+	a->o.parts = n;
+	return 0;
 }
 
 /* Returns 0 to go on, or the exit status. */
@@ -255,28 +359,7 @@ static int parse_args(struct pack_args *a, int argc, char **argv)
 	if (a->null_sep && !a->stdin_lists)
 		return cmd_error("--null applies to a list on stdin, and no - "
 				 "was given");
-	return 0;
-}
-
-/* The default name: the last component of DIR. */
-static int default_name(const char *dir, char **out)
-{
-	size_t len = strlen(dir);
-	const char *base;
-
-	while (len > 1 && dir[len - 1] == '/')
-		len--;
-	base = memrchr(dir, '/', len);
-	base = base ? base + 1 : dir;
-	len -= (size_t)(base - dir);
-	if (len == 0 || (len == 1 && base[0] == '.') ||
-	    (len == 2 && base[0] == '.' && base[1] == '.'))
-		return cmd_error("cannot name the dataset after '%s': give a "
-				 "name with --name", dir);
-	*out = strndup(base, len);
-	if (!*out)
-		return cmd_error("out of memory");
-	return 0;
+	return resolve_part(a);
 }
 
 /* ------------------------------------------------------------------ */
@@ -306,28 +389,14 @@ static int run_pack(struct pack_args *a)
 		cmd_error("%s", err.msg);
 		return cmd_signal_status() ? cmd_signal_status() : EXIT_USAGE;
 	}
+	if (a->o.parts)
+		printf("part %" PRIu64 " of %" PRIu64 ": ", a->o.part,
+		       a->o.parts);
 	printf("packed %" PRIu64 " samples (%" PRIu64 " bytes) into %zu "
 	       "shards, id %s\n",
 	       res.samples, res.bytes, res.shards, res.id);
-	if (res.old_id[0] && strcmp(res.old_id, res.id) == 0)
-		printf("%s: unchanged\n", a->o.out_dir);
-	else if (res.old_id[0])
-		printf("replaced %s: %.12s -> %.12s (%s)\n", a->o.out_dir,
-		       res.old_id, res.id, res.changes);
+	cmd_print_replaced(a->o.out_dir, res.old_id, res.id, res.changes);
 	return 0;
-}
-
-/* The name is in every shard's file name, shards/NAME-NNNNNN.chs
- * (chute-manifest(5), SHARD PATHS). */
-static int check_name(const char *name)
-{
-	for (const char *c = name; *c; c++)
-		if (*c == '/' || (unsigned char)*c < 0x20 || *c == 0x7f)
-			return cmd_error("the dataset name '%s' names the shard "
-					 "files: it cannot hold '/' or a control "
-					 "character (give another with --name)",
-					 name);
-	return *name ? 0 : cmd_error("the dataset name is empty");
 }
 
 int cmd_pack(int argc, char **argv)
@@ -351,14 +420,14 @@ int cmd_pack(int argc, char **argv)
 	if (status != 0)
 		goto done;
 	if (!a.o.name) {
-		status = default_name(a.o.out_dir, &name);
+		status = cmd_default_name(a.o.out_dir, &name);
 		if (status != 0)
 			goto done;
 		a.o.name = name;
 	}
 	a.o.nexclude = a.nexclude;
 	a.o.ninclude = a.ninclude;
-	status = check_name(a.o.name);
+	status = cmd_check_name(a.o.name);
 	if (status == 0)
 		status = run_pack(&a);
 done:

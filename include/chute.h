@@ -352,6 +352,10 @@ struct ch_manifest_options {
 	int dict; /* 1 if --dict */
 	int keep_order;
 	char *label_from; /* "dir" or NULL */
+	/* A part of a dataset (chute pack --part): part `part` of `parts`,
+	 * the samples whose key ch_part_of puts there; parts 0: a whole
+	 * dataset.  "part" in the manifest's options. */
+	uint64_t part, parts;
 };
 
 /* A named subset of the samples ("train", "val", "test"): its sample
@@ -546,6 +550,9 @@ struct ch_pack_opts {
 	size_t ninclude;
 	int force;		/* replace a dataset even if fields, labels
 				 * or splits would be lost */
+	/* Pack only part `part` (0-based) of `parts` (0: all): the samples
+	 * whose key ch_part_of assigns to it. */
+	uint64_t part, parts;
 	int list_fd;		/* for source "-" */
 	int list_sep;		/* '\n' or 0 */
 	volatile sig_atomic_t *cancel; /* set asynchronously to stop */
@@ -573,12 +580,47 @@ int ch_version_losses(const struct ch_manifest *old,
 		      const struct ch_manifest *v, char *buf, size_t size);
 
 void ch_pack_opts_init(struct ch_pack_opts *o);
+/* The part, of `parts`, that holds the sample with this key: XXH3-64
+ * (seed 0) of the key's bytes modulo parts (chute-pack(1), PARTS). */
+uint64_t ch_part_of(const char *key, size_t key_len, uint64_t parts);
 /* Packs the sources into o->out_dir atomically: everything is written in a
  * temporary folder beside it and swapped into place at the end; on failure
  * or cancellation nothing under out_dir changes. */
 int ch_pack(const char *const *sources, size_t nsources,
 	    const struct ch_pack_opts *o, struct ch_pack_result *res,
 	    struct ch_error *err);
+
+/* ------------------------------------------------------------------ */
+/* merge: parts packed apart into one dataset                           */
+
+struct ch_merge_opts {
+	const char *out_dir;
+	const char *name;	/* shard name prefix and manifest name */
+	int force;		/* replace a dataset even if fields, labels
+				 * or splits are lost */
+	volatile sig_atomic_t *cancel;
+};
+
+struct ch_merge_result {
+	uint64_t samples, bytes, shard_bytes;
+	size_t shards, parts;
+	int linked;	   /* 1: shards hard-linked, 0: some copied */
+	char id[33];
+	char old_id[33];   /* the version replaced; "" for none */
+	char changes[512]; /* what changed against it, ", "-separated */
+};
+
+/* Merges the parts (dataset folders packed with --part I/N) into
+ * o->out_dir: all N parts, each once, packed with the same options,
+ * sources and chute version, each holding only keys of its own part.
+ * Their shards go in part order, hard-linked (copied across file
+ * systems, never re-encoded) and renamed in the dataset's sequence,
+ * under one manifest; the order of parts[] does not matter.  Written
+ * aside and swapped into place as ch_pack does: on failure nothing
+ * under out_dir changes. */
+int ch_merge(const char *const *parts, size_t nparts,
+	     const struct ch_merge_opts *o, struct ch_merge_result *res,
+	     struct ch_error *err);
 
 /* ------------------------------------------------------------------ */
 /* verify                                                               */

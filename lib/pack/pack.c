@@ -11,6 +11,7 @@
 #include "pack/entry_sort.h"
 #include "chute/history.h"
 #include "chute/store.h"
+#include "pack/output.h"
 #include "pack/plan.h"
 
 /* Bytes of file list (entries and their names) held in memory before a
@@ -19,6 +20,18 @@
  * time). */
 #define MEMORY_DEFAULT (64u << 20)
 #define MEMORY_MIN (1u << 20)
+
+uint64_t ch_part_of(const char *key, size_t key_len, uint64_t parts)
+{
+	return parts ? ch_hash64(key, key_len) % parts : 0;
+}
+
+/* Whether the sample with this key is one pack writes: all of them, or
+ * those of the part --part asked for. */
+static int in_part(const struct ch_pack_opts *o, const char *key)
+{
+	return !o->parts || ch_part_of(key, strlen(key), o->parts) == o->part;
+}
 
 void ch_pack_opts_init(struct ch_pack_opts *o)
 {
@@ -182,6 +195,9 @@ static int survey(struct ch_sorted_entries *st, const struct ch_pack_opts *o,
 				     (char *)pv.origin.data, e->origin);
 			goto out;
 		}
+		/* every sample is checked and its class counted, whatever
+		 * part it is in: each part fails where a whole pack would,
+		 * and all parts number the classes alike */
 		sv->sample_bytes = (same_key ? sv->sample_bytes : 0) + e->size;
 		if (sv->sample_bytes > o->max_sample_size) {
 			ch_error_set(err, "sample '%s' is larger than "
@@ -191,14 +207,15 @@ static int survey(struct ch_sorted_entries *st, const struct ch_pack_opts *o,
 				     e->origin, (unsigned long long)e->size);
 			goto out;
 		}
+		int counted = in_part(o, e->key);
 		if (!same_key) {
-			sv->samples++;
+			sv->samples += counted;
 			if (o->label_from &&
 			    class_add(&sv->classes, e->key, e->origin, err) < 0)
 				goto out;
 		}
-		sv->files++;
-		sv->bytes += e->size;
+		sv->files += counted;
+		sv->bytes += counted ? e->size : 0;
 		if (remember(&pv, e, err) < 0)
 			goto out;
 		if (o->cancel && *o->cancel) {
@@ -281,7 +298,7 @@ static int add_schema(struct ch_manifest *m, const struct ch_catalog *c,
 	return 0;
 }
 
-static char *shard_name(const char *name, size_t i)
+char *ch_pack_shard_name(const char *name, size_t i)
 {
 	char *s = NULL;
 	if (asprintf(&s, "shards/%s-%06zu.chs", name, i) < 0)
@@ -312,7 +329,7 @@ static int flush_shard(struct builder *b, size_t n, uint64_t samples,
 		if (ch_catalog_add(&next, &b->cat.entries[i], err) < 0)
 			goto out;
 	b->cat.n = n;
-	if (!(ms->path = shard_name(b->name, m->nshards - 1)) ||
+	if (!(ms->path = ch_pack_shard_name(b->name, m->nshards - 1)) ||
 	    !(path = ch_path_join(b->tmp, ms->path))) {
 		ch_error_set(err, "out of memory");
 		goto out;
@@ -405,6 +422,8 @@ static int build(struct ch_sorted_entries *st, struct builder *b,
 	const struct ch_entry *e;
 	int got;
 	while ((got = ch_sorted_next(st, &e, err)) == 1) {
+		if (!in_part(b->o, e->key))
+			continue;
 		if (b->sample_start < b->cat.n &&
 		    strcmp(b->cat.entries[b->sample_start].key, e->key) &&
 		    finish_sample(b, err) < 0)
@@ -475,8 +494,8 @@ static int is_empty_dir(const char *dir)
 
 /* An existing output folder is replaced only if it is a chute dataset (or
  * empty): pack must never wipe out unrelated data by a typo. */
-static int check_replaceable(const char *dir, int *exists,
-			     struct ch_error *err)
+int ch_pack_check_replaceable(const char *dir, int *exists,
+			      struct ch_error *err)
 {
 	struct stat st;
 	*exists = 0;
@@ -500,8 +519,8 @@ static int check_replaceable(const char *dir, int *exists,
 /* Claims the temporary folder beside out_dir, OUT_PARENT/.OUT.tmp-PID,
  * removing those of runs that died; a run still writing out_dir makes
  * this one fail rather than race it to the rename. */
-static int claim_temp(const char *out_dir, struct ch_temp *t,
-		      struct ch_error *err)
+int ch_pack_claim_temp(const char *out_dir, struct ch_temp *t,
+		       struct ch_error *err)
 {
 	char *a = strdup(out_dir), *b = strdup(out_dir), *live = NULL;
 	int rc = -1;
@@ -531,8 +550,8 @@ out:
 	return rc;
 }
 
-static int swap_into_place(const char *tmp, const char *out, int exists,
-			   struct ch_error *err)
+int ch_pack_swap_into_place(const char *tmp, const char *out, int exists,
+			    struct ch_error *err)
 {
 	if (!exists) {
 		if (rename(tmp, out) < 0)
@@ -575,6 +594,7 @@ static int fill_manifest(struct ch_manifest *m, const struct ch_catalog *c,
 		.block_size = o->block_size, .level = o->level, .dict = o->dict,
 		.keep_order = o->keep_order,
 		.label_from = o->label_from ? strdup(o->label_from) : NULL,
+		.part = o->part, .parts = o->parts,
 	};
 	if (!m->name || !m->chute_version ||
 	    (o->label_from && !m->options.label_from))
@@ -641,6 +661,23 @@ static int keep_history(const char *tmp, const char *out_dir,
 	return ch_history_save(tmp, m, err);
 }
 
+int ch_pack_write_version(const char *tmp, const char *out_dir,
+			  struct ch_manifest *m, struct ch_manifest *old,
+			  struct ch_error *err)
+{
+	char *man = ch_path_join(tmp, "manifest.json");
+	int rc = -1;
+	if (!man)
+		return ch_error_set(err, "out of memory");
+	if (ch_history_set_parent(out_dir, old, m, err) == 0 &&
+	    keep_history(tmp, out_dir, m, old, err) == 0 &&
+	    ch_manifest_write(m, man, err) == 0 &&
+	    ch_statcache_record(tmp, m, err) == 0)
+		rc = ch_fsync_dir(tmp, err);
+	free(man);
+	return rc;
+}
+
 static int pack_into(const char *tmp, const char *const *sources,
 		     size_t nsources, const struct ch_pack_opts *o,
 		     struct ch_manifest *m, struct ch_manifest *old,
@@ -652,8 +689,7 @@ static int pack_into(const char *tmp, const char *const *sources,
 							    &name_owned);
 	int rc = -1;
 	char *shards = ch_path_join(tmp, "shards");
-	char *man = ch_path_join(tmp, "manifest.json");
-	if (!shards || !man || mkdir(shards, 0755) < 0) {
+	if (!shards || mkdir(shards, 0755) < 0) {
 		ch_error_errno(err, errno, "cannot create '%s'",
 			       shards ? shards : tmp);
 		goto out;
@@ -668,10 +704,7 @@ static int pack_into(const char *tmp, const char *const *sources,
 	    fill_manifest(m, cat, name, o, err) < 0 ||
 	    pack_entries(tmp, name, o, m, cat, &runs, err) < 0 ||
 	    ch_fsync_dir(shards, err) < 0 ||
-	    ch_history_set_parent(o->out_dir, old, m, err) < 0 ||
-	    keep_history(tmp, o->out_dir, m, old, err) < 0 ||
-	    ch_manifest_write(m, man, err) < 0 ||
-	    ch_statcache_record(tmp, m, err) < 0 || ch_fsync_dir(tmp, err) < 0)
+	    ch_pack_write_version(tmp, o->out_dir, m, old, err) < 0)
 		goto out;
 	if (o->cancel && *o->cancel) {
 		ch_error_set(err, "interrupted");
@@ -682,15 +715,14 @@ out:
 	ch_runs_release(&runs);
 	free(name_owned);
 	free(shards);
-	free(man);
 	return rc;
 }
 
 /* The version the output folder holds, which becomes the parent; none
  * (id empty) when there is none, or one whose id does not match its
  * content (edited by hand: no version of ours). */
-static void read_previous(const char *out_dir, int exists,
-			  struct ch_manifest *old)
+void ch_pack_read_previous(const char *out_dir, int exists,
+			   struct ch_manifest *old)
 {
 	struct ch_error ignored;
 	char *man = exists ? ch_path_join(out_dir, "manifest.json") : NULL;
@@ -705,18 +737,18 @@ static void read_previous(const char *out_dir, int exists,
  * replaces is refused without --force: a repack of a labelled, split
  * dataset must not quietly give an unlabelled one.  v is the new version,
  * or what is already known of it before the scan. */
-static int refuse_losses(const struct ch_pack_opts *o,
-			 const struct ch_manifest *old,
-			 const struct ch_manifest *v, struct ch_error *err)
+int ch_pack_refuse_losses(int force, const char *out_dir,
+			  const struct ch_manifest *old,
+			  const struct ch_manifest *v, struct ch_error *err)
 {
 	char lost[600];
-	if (o->force || !old->id[0] ||
+	if (force || !old->id[0] ||
 	    !ch_version_losses(old, v, lost, sizeof(lost)))
 		return 0;
 	return ch_error_set(err, "refusing to replace '%s' (version %.12s): "
 			    "the new version would lose %s; pack with "
 			    "--force to replace it anyway",
-			    o->out_dir, old->id, lost);
+			    out_dir, old->id, lost);
 }
 
 /* Before the scan: pack writes no splits, and labels only with
@@ -729,15 +761,24 @@ static int refuse_known_losses(const struct ch_pack_opts *o,
 				     .nfields = old->nfields,
 				     .nclasses = o->label_from ? old->nclasses
 							       : 0 };
-	return refuse_losses(o, old, &known, err);
+	return ch_pack_refuse_losses(o->force, o->out_dir, old, &known, err);
 }
 
 static void add_change(void *arg, const char *phrase)
 {
-	struct ch_pack_result *res = arg;
-	size_t used = strlen(res->changes);
-	snprintf(res->changes + used, sizeof(res->changes) - used, "%s%s",
+	char *changes = arg;
+	size_t used = strlen(changes);
+	snprintf(changes + used, CH_CHANGES_SIZE - used, "%s%s",
 		 used ? ", " : "", phrase);
+}
+
+void ch_pack_changes(const struct ch_manifest *v,
+		     const struct ch_manifest *old,
+		     char changes[CH_CHANGES_SIZE])
+{
+	changes[0] = '\0';
+	if (old->id[0])
+		ch_version_changes(v, old, add_change, changes);
 }
 
 /* The output folder, if it exists, is never packed into itself. */
@@ -774,10 +815,15 @@ int ch_pack(const char *const *sources, size_t nsources,
 		return ch_error_set(err, "--max-sample-size is over %llu bytes, "
 				    "the most a shard's block may hold",
 				    CH_MAX_SAMPLE_LIMIT);
-	if (check_replaceable(o->out_dir, &exists, err) < 0)
+	if (eff.parts && eff.part >= eff.parts)
+		return ch_error_set(err, "part %llu of %llu: parts are numbered "
+				    "from 0 to %llu", (unsigned long long)eff.part,
+				    (unsigned long long)eff.parts,
+				    (unsigned long long)eff.parts - 1);
+	if (ch_pack_check_replaceable(o->out_dir, &exists, err) < 0)
 		return -1;
 	struct ch_temp claim = { .fd = -1 };
-	if (claim_temp(o->out_dir, &claim, err) < 0)
+	if (ch_pack_claim_temp(o->out_dir, &claim, err) < 0)
 		return -1;
 	const char *tmp = claim.path;
 	struct ch_source_filter filter = {
@@ -788,17 +834,16 @@ int ch_pack(const char *const *sources, size_t nsources,
 	ch_catalog_init(&cat, tmp);
 	cat.cancel = o->cancel;
 	cat.filter = &filter;
-	read_previous(o->out_dir, exists, &old);
+	ch_pack_read_previous(o->out_dir, exists, &old);
 	if (refuse_known_losses(o, &old, err) < 0 ||
 	    pack_into(tmp, sources, nsources, o, &m, &old, &cat, err) < 0 ||
-	    refuse_losses(o, &old, &m, err) < 0 ||
-	    check_replaceable(o->out_dir, &exists, err) < 0 ||
-	    swap_into_place(tmp, o->out_dir, exists, err) < 0)
+	    ch_pack_refuse_losses(o->force, o->out_dir, &old, &m, err) < 0 ||
+	    ch_pack_check_replaceable(o->out_dir, &exists, err) < 0 ||
+	    ch_pack_swap_into_place(tmp, o->out_dir, exists, err) < 0)
 		goto out;
-	if (old.id[0]) {
+	if (old.id[0])
 		memcpy(res->old_id, old.id, sizeof(res->old_id));
-		ch_version_changes(&m, &old, add_change, res);
-	}
+	ch_pack_changes(&m, &old, res->changes);
 	res->samples = m.samples;
 	res->bytes = m.bytes;
 	res->shard_bytes = m.shard_bytes;

@@ -374,6 +374,20 @@ static json_t *encode_strings(char *const *v, size_t n, const char *name,
 	return arr;
 }
 
+/* Only a part has one: a whole dataset's options have no "part" key. */
+static json_t *encode_part(const struct ch_manifest_options *o,
+			   struct ch_error *err)
+{
+	json_t *obj = json_object();
+
+	if (put_u64(obj, "options.part", "index", o->part, err) < 0 ||
+	    put_u64(obj, "options.part", "count", o->parts, err) < 0) {
+		json_decref(obj);
+		return NULL;
+	}
+	return obj;
+}
+
 static json_t *encode_options(const struct ch_manifest_options *o,
 			      struct ch_error *err)
 {
@@ -388,7 +402,8 @@ static json_t *encode_options(const struct ch_manifest_options *o,
 	    put_u64(obj, "options", "block_size", o->block_size, err) < 0 ||
 	    set_new(obj, "level", json_integer(o->level), err) < 0 ||
 	    set_new(obj, "dict", json_boolean(o->dict), err) < 0 ||
-	    set_new(obj, "keep_order", json_boolean(o->keep_order), err) < 0) {
+	    set_new(obj, "keep_order", json_boolean(o->keep_order), err) < 0 ||
+	    (o->parts && put(obj, "part", encode_part(o, err), err) < 0)) {
 		json_decref(obj);
 		return NULL;
 	}
@@ -966,12 +981,30 @@ static int decode_strings(json_t *doc, const char *key, int sorted,
 	return 0;
 }
 
+/* "part": {"index": I, "count": N}, I below N. */
+static int decode_part(json_t *options, struct ch_manifest_options *o,
+		       struct dec *d)
+{
+	static const char *const keys[] = { "index", "count", NULL };
+	json_t *obj = get_kind(options, "options", "part", JSON_OBJECT, d);
+
+	if (!obj || check_keys(obj, "options.part", keys, d) < 0 ||
+	    get_u64(obj, "options.part", "index", &o->part, d) < 0 ||
+	    get_u64(obj, "options.part", "count", &o->parts, d) < 0)
+		return -1;
+	if (o->parts == 0 || o->part >= o->parts)
+		return bad(d, "options.part", "index",
+			   "expected a part below the count, and a count "
+			   "above 0");
+	return 0;
+}
+
 static int decode_options(json_t *doc, struct ch_manifest_options *o,
 			  struct dec *d)
 {
 	static const char *const keys[] = {
 		"shard_bytes", "shard_samples", "block_size", "level",
-		"dict", "keep_order", "label_from", NULL
+		"dict", "keep_order", "label_from", "part", NULL
 	};
 	json_t *obj = get_kind(doc, "", "options", JSON_OBJECT, d);
 	json_t *level;
@@ -996,7 +1029,7 @@ static int decode_options(json_t *doc, struct ch_manifest_options *o,
 	    json_integer_value(level) > INT_MAX)
 		return bad(d, "options", "level", "expected an integer");
 	o->level = (int)json_integer_value(level);
-	return 0;
+	return json_object_get(obj, "part") ? decode_part(obj, o, d) : 0;
 }
 
 static int decode_parent(json_t *doc, struct ch_manifest *m, struct dec *d)

@@ -35,6 +35,11 @@ if [ -z "${PYTHON:-}" ]; then
 fi
 export PYTHON
 
+# chute pack packs one part when it runs in a Slurm array or a Kubernetes
+# Indexed Job: tests run there too must see a plain machine.
+unset SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_MIN SLURM_ARRAY_TASK_COUNT \
+	JOB_COMPLETION_INDEX
+
 # Called by each file's setup(): a fresh folder per test, and a clear
 # failure when the binary is missing instead of 127 everywhere.
 chute_setup() {

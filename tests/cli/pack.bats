@@ -622,3 +622,101 @@ EOF
 	run -0 chute pack -q -s 70000s tiny.tar -o one
 	assert_output --partial "into 1 shards"
 }
+
+# ---------------------------------------------------------------- --part
+
+# keys_of DS: the keys of dataset DS, sorted.
+keys_of() {
+	chute ls "$1" | cut -f1 | LC_ALL=C sort
+}
+
+# part_rule N: each key on stdin and its part, XXH3-64 of KEY mod N, as chute-pack(1) says, in Python.
+part_rule() {
+	"$PYTHON" -c 'import sys, xxhash
+n = int(sys.argv[1])
+for key in sys.stdin.read().split():
+    print(key, xxhash.xxh3_64_intdigest(key.encode()) % n)' "$1"
+}
+
+@test "pack: --part I/N splits the samples into disjoint parts that cover them all, by the documented rule" {
+	mkfixture src
+	local part # not i: bats' run sets its own
+	for part in 0 1 2; do
+		run -0 chute pack -q --part "$part/3" src -o "p$part"
+		assert_output --regexp "^part $part of 3: packed [0-9]+ samples"
+		keys_of "p$part" >"keys$part"
+		run -0 chute verify "p$part"
+		run -0 grep -A3 '"part"' "p$part/manifest.json"
+		assert_output --partial "\"index\": $part"
+		assert_output --partial '"count": 3'
+	done
+	chute pack -q src -o whole >/dev/null
+	keys_of whole >all
+	run -0 bash -c 'LC_ALL=C sort keys0 keys1 keys2 | uniq -d'
+	assert_output ""
+	run -0 bash -c 'LC_ALL=C sort keys0 keys1 keys2 | cmp - all'
+	for part in 0 1 2; do
+		part_rule 3 <"keys$part" >"rule$part"
+		run -0 awk -v i="$part" '$2 != i' "rule$part"
+		assert_output ""
+	done
+	run -0 chute manifest p1
+	assert_output --partial ", part 1 of 3"
+}
+
+@test "pack: --part takes its default from a Slurm array, counted from its first task" {
+	mkfixture src
+	chute pack -q --part 2/4 src -o explicit >/dev/null
+	SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_COUNT=4 \
+		run -0 chute pack -q src -o slurm
+	assert_output --regexp "^part 2 of 4: "
+	SLURM_ARRAY_TASK_ID=3 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_COUNT=4 \
+		run -0 chute pack -q src -o slurm1
+	assert_output --regexp "^part 2 of 4: "
+	run -0 diff <(keys_of explicit) <(keys_of slurm)
+	run -0 diff <(keys_of explicit) <(keys_of slurm1)
+	# an explicit --part wins, and none packs everything
+	SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_COUNT=4 \
+		run -0 chute pack -q --part 0/2 src -o over
+	assert_output --regexp "^part 0 of 2: "
+	SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_COUNT=4 \
+		run -0 chute pack -q --part none src -o all
+	assert_output --regexp "^packed 20 samples"
+	# an id alone, without a count, is no array
+	SLURM_ARRAY_TASK_ID=2 run -0 chute pack -q src -o plain
+	assert_output --regexp "^packed 20 samples"
+}
+
+@test "pack: --parts N takes the index from JOB_COMPLETION_INDEX" {
+	mkfixture src
+	chute pack -q --part 1/3 src -o explicit >/dev/null
+	JOB_COMPLETION_INDEX=1 run -0 chute pack -q --parts 3 src -o k8s
+	assert_output --regexp "^part 1 of 3: "
+	run -0 diff <(keys_of explicit) <(keys_of k8s)
+	# without --parts the index says nothing
+	JOB_COMPLETION_INDEX=1 run -0 chute pack -q src -o plain
+	assert_output --regexp "^packed 20 samples"
+	JOB_COMPLETION_INDEX=1 run -0 chute pack -q --part 0/2 src -o over
+	assert_output --regexp "^part 0 of 2: "
+}
+
+@test "pack: bad --part and --parts values exit 2 before anything is read" {
+	mkfixture src
+	local bad
+	for bad in 0/0 3/2 2/2 junk 1/ /2 -1/2 1/2x 1/1048577 " 1/2"; do
+		run -2 chute pack -q --part "$bad" src -o ds
+		assert_output "chute pack: invalid value '$bad' for --part: expected I/N, part I from 0 to N-1 of N parts (N from 1 to 1048576), or none"
+	done
+	run -2 chute pack -q --parts 3 src -o ds
+	assert_output "chute pack: --parts 3 needs the index of the part: set \$JOB_COMPLETION_INDEX, or give --part I/N"
+	JOB_COMPLETION_INDEX=3 run -2 chute pack -q --parts 3 src -o ds
+	assert_output "chute pack: part 3 of 3: parts are numbered from 0 to 2"
+	JOB_COMPLETION_INDEX=x run -2 chute pack -q --parts 3 src -o ds
+	assert_output --partial "JOB_COMPLETION_INDEX"
+	run -2 chute pack -q --part 1/2 --parts 2 src -o ds
+	assert_output "chute pack: give either --part I/N or --parts N, not both"
+	run -2 chute pack -q --parts 0 src -o ds
+	SLURM_ARRAY_TASK_ID=5 SLURM_ARRAY_TASK_COUNT=4 run -2 chute pack -q src -o ds
+	assert_output "chute pack: part 5 of 4: parts are numbered from 0 to 3"
+	assert_file_not_exists ds
+}
