@@ -267,10 +267,11 @@ static int parse_part(const char *s, struct ch_pack_opts *o)
 			 s, MAX_PARTS);
 }
 
-/* The task's index from the environment: Kubernetes' Indexed Job
- * (JOB_COMPLETION_INDEX, which says no count: with --parts), else a Slurm array's task id counted from
- * the array's first (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN).
- * Returns 1 with *index set, 0 if neither is there, -1 if bad. */
+/* The task's index from the environment: if k8s_too, Kubernetes'
+ * Indexed Job (JOB_COMPLETION_INDEX, which says no count: --parts does),
+ * else a Slurm array's task id counted from the array's first
+ * (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN).  Returns 1 with *index
+ * set, 0 if neither is there, -1 if bad. */
 static int index_from_env(int k8s_too, uint64_t *index)
 {
 	const char *k8s = getenv("JOB_COMPLETION_INDEX");

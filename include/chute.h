@@ -595,7 +595,8 @@ int ch_pack(const char *const *sources, size_t nsources,
 
 struct ch_merge_opts {
 	const char *out_dir;
-	const char *name;	/* shard name prefix and manifest name */
+	const char *name;	/* shard name prefix and manifest name (NULL:
+				 * out_dir's last component) */
 	int force;		/* replace a dataset even if fields, labels
 				 * or splits are lost */
 	volatile sig_atomic_t *cancel;

@@ -247,8 +247,10 @@ static int add_fields(struct ch_manifest *m, const struct ch_manifest *part,
 {
 	for (size_t i = 0; i < part->nfields; i++) {
 		const struct ch_manifest_field *f = &part->fields[i];
-		struct ch_manifest_field *have = bsearch(f, m->fields,
-			m->nfields, sizeof(*m->fields), cmp_field);
+		struct ch_manifest_field *have = NULL;
+		if (m->nfields) /* no fields yet: no array to search */
+			have = bsearch(f, m->fields, m->nfields,
+				       sizeof(*m->fields), cmp_field);
 		if (!have) {
 			void *v = realloc(m->fields,
 					  (m->nfields + 1) * sizeof(*m->fields));
@@ -394,23 +396,27 @@ static int merge_into(const char *tmp, const struct part *p, size_t n,
 		      struct ch_manifest *old, int *linked,
 		      struct ch_error *err)
 {
-	char *shards = ch_path_join(tmp, "shards");
+	char *shards = ch_path_join(tmp, "shards"), *name_owned = NULL;
+	const char *name = o->name ? o->name : ch_pack_default_name(o->out_dir,
+								    &name_owned);
 	int rc = -1;
 	if (!shards || mkdir(shards, 0755) < 0) {
 		ch_error_errno(err, errno, "cannot create '%s'",
 			       shards ? shards : tmp);
 		goto out;
 	}
-	if (fill_manifest(m, p, n, o->name, err) < 0 ||
+	if (fill_manifest(m, p, n, name, err) < 0 ||
 	    place_shards(tmp, m, p, n, o, linked, err) < 0 ||
 	    ch_fsync_dir(shards, err) < 0 ||
-	    ch_pack_refuse_losses(o->force, o->out_dir, old, m, err) < 0 ||
+	    ch_pack_refuse_losses("merge", o->force, o->out_dir, old, m,
+				  err) < 0 ||
 	    ch_pack_write_version(tmp, o->out_dir, m, old, err) < 0 ||
 	    cancelled(o, err) < 0)
 		goto out;
 	rc = 0;
 out:
 	free(shards);
+	free(name_owned);
 	return rc;
 }
 

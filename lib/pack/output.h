@@ -27,10 +27,13 @@ int ch_pack_write_version(const char *tmp, const char *out_dir,
 			  struct ch_manifest *m, struct ch_manifest *old,
 			  struct ch_error *err);
 /* Refuses, unless force, a version v that loses fields, labels or
- * splits of old. */
-int ch_pack_refuse_losses(int force, const char *out_dir,
+ * splits of old; the message says to `verb` ("pack") with --force. */
+int ch_pack_refuse_losses(const char *verb, int force, const char *out_dir,
 			  const struct ch_manifest *old,
 			  const struct ch_manifest *v, struct ch_error *err);
+/* The name of a dataset given none: out_dir's last component (*owned,
+ * the caller's to free, holds it). */
+const char *ch_pack_default_name(const char *out_dir, char **owned);
 /* "shards/NAME-NNNNNN.chs" (caller frees; NULL: no memory). */
 char *ch_pack_shard_name(const char *name, size_t i);
 /* What v changed against old, into changes ("" when old has no id). */

@@ -569,7 +569,7 @@ int ch_pack_swap_into_place(const char *tmp, const char *out, int exists,
 	return rc;
 }
 
-static const char *default_name(const char *out_dir, char **owned)
+const char *ch_pack_default_name(const char *out_dir, char **owned)
 {
 	char *copy = strdup(out_dir);
 	*owned = copy;
@@ -685,7 +685,7 @@ static int pack_into(const char *tmp, const char *const *sources,
 {
 	struct ch_runs runs = { .tmp_dir = tmp };
 	char *name_owned = NULL;
-	const char *name = o->name ? o->name : default_name(o->out_dir,
+	const char *name = o->name ? o->name : ch_pack_default_name(o->out_dir,
 							    &name_owned);
 	int rc = -1;
 	char *shards = ch_path_join(tmp, "shards");
@@ -737,7 +737,7 @@ void ch_pack_read_previous(const char *out_dir, int exists,
  * replaces is refused without --force: a repack of a labelled, split
  * dataset must not quietly give an unlabelled one.  v is the new version,
  * or what is already known of it before the scan. */
-int ch_pack_refuse_losses(int force, const char *out_dir,
+int ch_pack_refuse_losses(const char *verb, int force, const char *out_dir,
 			  const struct ch_manifest *old,
 			  const struct ch_manifest *v, struct ch_error *err)
 {
@@ -746,9 +746,9 @@ int ch_pack_refuse_losses(int force, const char *out_dir,
 	    !ch_version_losses(old, v, lost, sizeof(lost)))
 		return 0;
 	return ch_error_set(err, "refusing to replace '%s' (version %.12s): "
-			    "the new version would lose %s; pack with "
+			    "the new version would lose %s; %s with "
 			    "--force to replace it anyway",
-			    out_dir, old->id, lost);
+			    out_dir, old->id, lost, verb);
 }
 
 /* Before the scan: pack writes no splits, and labels only with
@@ -761,7 +761,8 @@ static int refuse_known_losses(const struct ch_pack_opts *o,
 				     .nfields = old->nfields,
 				     .nclasses = o->label_from ? old->nclasses
 							       : 0 };
-	return ch_pack_refuse_losses(o->force, o->out_dir, old, &known, err);
+	return ch_pack_refuse_losses("pack", o->force, o->out_dir, old, &known,
+				     err);
 }
 
 static void add_change(void *arg, const char *phrase)
@@ -837,7 +838,8 @@ int ch_pack(const char *const *sources, size_t nsources,
 	ch_pack_read_previous(o->out_dir, exists, &old);
 	if (refuse_known_losses(o, &old, err) < 0 ||
 	    pack_into(tmp, sources, nsources, o, &m, &old, &cat, err) < 0 ||
-	    ch_pack_refuse_losses(o->force, o->out_dir, &old, &m, err) < 0 ||
+	    ch_pack_refuse_losses("pack", o->force, o->out_dir, &old, &m,
+				  err) < 0 ||
 	    ch_pack_check_replaceable(o->out_dir, &exists, err) < 0 ||
 	    ch_pack_swap_into_place(tmp, o->out_dir, exists, err) < 0)
 		goto out;

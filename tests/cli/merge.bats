@@ -248,3 +248,17 @@ scale_recipe() {
 	run -0 chute diff whole data/train
 	assert_line --partial "equal: same samples"
 }
+
+@test "merge: a merge that would lose the splits of the dataset it replaces needs --force" {
+	chute pack -q -s 20s -o ds src >/dev/null
+	chute split ds --val 0.1 >/dev/null
+	local before
+	before=$(snapshot ds)
+	pack_parts parts 2
+	run -2 chute merge parts/0 parts/1 -o ds
+	assert_output --partial "would lose split train, split val; merge with --force"
+	assert_equal "$(snapshot ds)" "$before"
+	run -0 chute merge --force parts/0 parts/1 -o ds
+	run -0 chute log ds
+	assert_equal "${#lines[@]}" 3
+}
