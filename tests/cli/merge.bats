@@ -74,7 +74,11 @@ setup() {
 	local s
 	for s in x/ds/shards/*.chs; do
 		cmp "$s" "y/ds/shards/${s##*/}" || fail "$s differs"
-	done
+	done	# names are no part of the id (chute-manifest(5), THE ID)
+	local id
+	id=$(chute manifest x/ds | sed -n 's/^version //p')
+	run -0 chute merge -n other a/3 a/2 a/1 a/0 -o z
+	assert_output --partial "id $id"
 }
 
 @test "merge: chute diff finds the samples of a one-process pack, all equal" {
