@@ -9,6 +9,7 @@
 #include "chute.h"
 #include "cmd.h"
 #include "chute/shm_ring.h"
+#include "stream_opts.h"
 #include "stream_shm.h"
 
 #define MIN_SLOT (64u << 10)
@@ -31,7 +32,8 @@ int shm_sink_check(const struct shm_sink *s, const char *output,
 	if (format != CH_FORMAT_BATCH)
 		return cmd_error("--shm carries batch frames: --format %s "
 				 "cannot go with it",
-				 format == CH_FORMAT_JSONL ? "jsonl" : "tar");
+				 stream_option_name(CH_STREAM_OPT_FORMAT,
+						    (int)format));
 	return 0;
 }
 
@@ -66,10 +68,7 @@ int shm_sink_put(const struct ch_batch_out *b, void *arg,
 				    s->name, (unsigned long long)room,
 				    s->slot_size ? ""
 						 : ", sized from the first batch");
-	int rc = ch_shm_ring_put(s->ring, b->data, b->size, err);
-	if (rc != 0)
-		return rc;
-	return stream_save_cursor(s->state, b->cursor, err);
+	return ch_shm_ring_put(s->ring, b->data, b->size, err);
 }
 
 int shm_sink_end(struct shm_sink *s, int status, const char *msg)

@@ -144,6 +144,10 @@ static uint64_t transforms_hash(const struct ch_stream_opts *o)
 	return h;
 }
 
+/* The options of this hash are those the table of
+ * include/chute/stream_options.h marks HASHED (tests/unit/test_order.c
+ * holds one against the other).  Its layout is frozen: every cursor ever
+ * saved carries it. */
 uint32_t ch_stream_options_hash(const struct ch_stream_opts *o)
 {
 	/* the options that shape the sequence of samples, and only where
@@ -161,6 +165,24 @@ uint32_t ch_stream_options_hash(const struct ch_stream_opts *o)
 	if (o->ntransforms) /* transforms change the bytes: and their seed */
 		h ^= transforms_hash(o) | 1;
 	return (uint32_t)h;
+}
+
+#define HASHED_NAME(ID, SHORT, NAME, ARG, TYPE, LIMITS, OWNER, FIELD,     \
+			DEFAULT, HASH, ...)                                 \
+	CH_SO_HASHED_NAME_##HASH(NAME)
+#define CH_SO_HASHED_NAME_HASHED(name) "--" name,
+#define CH_SO_HASHED_NAME__(name)
+
+void ch_stream_options_hashed(char *out, size_t size)
+{
+	static const char *const names[] = { CH_STREAM_OPTIONS(HASHED_NAME) };
+	size_t n = sizeof(names) / sizeof(*names), len = 0;
+	out[0] = '\0';
+	for (size_t i = 0; i < n && len < size; i++) {
+		const char *sep = i == 0 ? "" : i + 1 < n ? ", " : " or ";
+		int k = snprintf(out + len, size - len, "%s%s", sep, names[i]);
+		len += k > 0 ? (size_t)k : 0;
+	}
 }
 
 void ch_cursor_format(char *out, size_t size, const char *dataset_id,

@@ -2,6 +2,7 @@
 #ifndef CH_STREAM_PLAN_H
 #define CH_STREAM_PLAN_H
 
+#include "chute/stream_options.h"
 #include "common/internal.h"
 #include "stream/encode.h"
 #include "transform/transform.h"
@@ -147,6 +148,8 @@ struct ch_cursor {
 };
 
 uint32_t ch_stream_options_hash(const struct ch_stream_opts *o);
+/* "--a, --b or --c": the options that enter the hash, for a message. */
+void ch_stream_options_hashed(char *out, size_t size);
 void ch_cursor_format(char *out, size_t size, const char *dataset_id,
 		      uint32_t opt_hash, uint64_t epoch, uint64_t batch,
 		      uint64_t pos);

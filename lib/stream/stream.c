@@ -11,16 +11,16 @@
 #include "common/xxh.h"
 
 
+/* The defaults of the options, from their table (chute/stream_options.h). */
+#define DEFAULT(ID, SHORT, NAME, ARG, TYPE, LIMITS, OWNER, FIELD, VALUE, ...) \
+	CH_SO_DEFAULT_##OWNER(FIELD, VALUE)
+#define CH_SO_DEFAULT_LIB(field, value) o->field = (value);
+#define CH_SO_DEFAULT_CMD(field, value)
+
 void ch_stream_opts_init(struct ch_stream_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->shuffle = CH_SHUFFLE_GLOBAL;
-	o->window = 4;
-	o->epochs = 1;
-	o->batch_size = 256;
-	o->world = 1;
-	o->cache = 256u << 20;
-	o->index_memory = 256u << 20;
+	CH_STREAM_OPTIONS(DEFAULT)
 	o->stats_interval = 5;
 }
 
@@ -144,11 +144,12 @@ static int planner_init(struct planner *p, const struct ch_dataset *ds,
 		return ch_error_set(err, "cursor '%s' is from another dataset "
 				    "(id %s..., this one is %.16s...)",
 				    o->resume, c.id, m->id);
-	if (c.opt_hash != p->opt_hash)
+	if (c.opt_hash != p->opt_hash) {
+		char hashed[256];
+		ch_stream_options_hashed(hashed, sizeof(hashed));
 		return ch_error_set(err, "cursor '%s' was made with other stream "
-				    "options (shuffle, window, seed, batch "
-				    "size, drop-last or mode differ)",
-				    o->resume);
+				    "options (%s differ)", o->resume, hashed);
+	}
 	if (c.pos > m->samples)
 		return ch_error_set(err, "cursor '%s' is past the end of the "
 				    "epoch", o->resume);
