@@ -36,9 +36,7 @@ void ch_store_sleep_ms(long ms)
 
 uint64_t ch_store_now_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return (uint64_t)(ch_now() * 1000);
 }
 
 void ch_store_report(struct ch_store_reporter *r,

@@ -3,16 +3,8 @@
  * (random numbers: transform/random.c). */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "transform/transform.h"
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 /* ------------------------------------------------------------------ */
 /* The worker's state                                                   */
@@ -228,11 +220,11 @@ static int run_image(struct run *r, const struct ch_pipeline *p,
 			     r->in_out ? r->out : r->cur, &r->t, err) < 0)
 		return 0;
 	r->chw = chw;
-	double t0 = now();
+	double t0 = ch_now();
 	for (; i < p->nops; i++)
 		if (value_op(r, p, i, k, err) < 0)
 			return (int)i;
-	r->tr->convert_s += now() - t0;
+	r->tr->convert_s += ch_now() - t0;
 	return -1;
 }
 
@@ -257,13 +249,13 @@ static int run_array(struct run *r, const struct ch_pipeline *p,
 		     const struct ch_transform_key *k, const uint8_t *in,
 		     size_t size, struct ch_error *err)
 {
-	double t0 = now();
+	double t0 = ch_now();
 	if (first_array_op(r, p, in, size, err) < 0)
 		return 0;
 	for (size_t i = 1; i < p->nops; i++)
 		if (value_op(r, p, i, k, err) < 0)
 			return (int)i;
-	r->tr->convert_s += now() - t0;
+	r->tr->convert_s += ch_now() - t0;
 	return -1;
 }
 
