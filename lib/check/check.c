@@ -1,9 +1,8 @@
 /* check/check.c - chute check: the driver.  Opens the dataset, loads its
- * splits, opens the shards and scans their samples in parallel (on
- * common/pool.c, as verify does), then runs the
- * rules that need the whole picture: duplicates and leakage over a table
- * sorted by content hash, near-duplicates, the eval split, labels, size
- * outliers. */
+ * splits, opens the shards and scans their samples in parallel (tasks on
+ * common/pool.c, as verify does), then runs the rules that need the whole
+ * picture: duplicates and leakage over a table sorted by content hash,
+ * near-duplicates, the eval split, labels, size outliers. */
 #include <stdlib.h>
 #include <string.h>
 
