@@ -21,7 +21,7 @@
 
 #define RECORD_FORMAT "chute-run"
 #define RECORD_VERSION 1
-#define SAVE_EVERY_NS 100000000LL /* 100 ms */
+#define SAVE_EVERY_S 0.1
 
 /* The first option given that shapes the stream, which --replay
  * refuses. */
@@ -476,7 +476,7 @@ int record_begin(struct stream_record *r, const struct ch_dataset *ds,
 		return cmd_error("cannot make the run record '%s': a path or "
 				 "option that is not UTF-8, or out of memory",
 				 r->record);
-	clock_gettime(CLOCK_MONOTONIC, &r->saved);
+	r->saved = ch_now();
 	if (save(r, "running", &err) < 0) {
 		json_decref(r->doc); /* nothing more to say in it */
 		r->doc = NULL;
@@ -495,16 +495,10 @@ void record_wrap(struct stream_record *r, ch_batch_sink *sink, void **arg)
 	*arg = r;
 }
 
-static long long ns_between(const struct timespec *a, const struct timespec *b)
-{
-	return (long long)(b->tv_sec - a->tv_sec) * 1000000000LL +
-	       (b->tv_nsec - a->tv_nsec);
-}
-
 int record_sink(const struct ch_batch_out *b, void *arg, struct ch_error *err)
 {
 	struct stream_record *r = arg;
-	struct timespec now;
+	double now;
 	int ret = r->inner(b, r->inner_arg, err);
 	if (ret != 0) {
 		r->stopped = ret > 0; /* not written: the cursor stays */
@@ -513,8 +507,8 @@ int record_sink(const struct ch_batch_out *b, void *arg, struct ch_error *err)
 	if (b->cursor)
 		snprintf(r->cursor, sizeof r->cursor, "%s", b->cursor);
 	r->batches++;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (ns_between(&r->saved, &now) < SAVE_EVERY_NS)
+	now = ch_now();
+	if (now - r->saved < SAVE_EVERY_S)
 		return 0;
 	r->saved = now;
 	return save(r, "running", err);

@@ -35,7 +35,7 @@ struct stream_record {
 	char cursor[128];    /* of the last batch written; "" before one */
 	uint64_t batches;
 	int stopped;	     /* the consumer went away */
-	struct timespec saved; /* when the record was last written */
+	double saved; /* when the record was last written (ch_now()) */
 };
 
 /* Remembers option opt (enum ch_stream_option) if it shapes the stream,

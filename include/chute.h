@@ -946,6 +946,8 @@ int ch_check_file_atomic(const char *path, struct ch_error *err);
 size_t ch_utf8_len(const uint8_t *p, size_t left, uint32_t *cp);
 /* Number of online CPUs, at least 1. */
 int ch_cpu_count(void);
+/* Seconds on the monotonic clock (CLOCK_MONOTONIC), for durations. */
+double ch_now(void);
 /* s[0..len) made safe for a terminal, as text output shows keys, field
  * names and paths: the backslash and every byte that is not printable
  * text (below 0x20, 0x7f, the C1 controls U+0080..U+009F, anything not

@@ -92,17 +92,6 @@ int check_size_outliers(struct checker *c, struct ch_error *err)
 /* ------------------------------------------------------------------ */
 /* Labels                                                               */
 
-void check_labels_release(struct ch_check_labels *l)
-{
-	for (size_t g = 0; g < l->ngroups; g++) {
-		free(l->groups[g].name);
-		free(l->groups[g].counts);
-	}
-	free(l->groups);
-	free(l->values);
-	memset(l, 0, sizeof(*l));
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;

@@ -3,7 +3,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "chute/history.h"
 #include "common/internal.h"
@@ -117,11 +116,10 @@ struct remote_source {
 	uint64_t wait_ns, ranges, range_bytes; /* atomic: from all readers */
 };
 
-static uint64_t now_ns(void)
+/* Nanoseconds since t0 (a ch_now()). */
+static uint64_t ns_since(double t0)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+	return (uint64_t)((ch_now() - t0) * 1e9);
 }
 
 static struct ch_cache_file shard_file(const struct ch_manifest *m, size_t k)
@@ -155,9 +153,9 @@ static int source_local(void *arg, const char *rel, uint64_t bytes,
 			break;
 		}
 	pthread_mutex_unlock(&rs->lock);
-	uint64_t t0 = now_ns();
+	double t0 = ch_now();
 	int rc = ch_remote_cache_get(rs->cache, &f, path, err);
-	__atomic_fetch_add(&rs->wait_ns, now_ns() - t0, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&rs->wait_ns, ns_since(t0), __ATOMIC_RELAXED);
 	return rc;
 }
 
@@ -191,9 +189,9 @@ static int range_read(void *arg, void *buf, size_t n, uint64_t off,
 {
 	struct range_reader *rr = arg;
 	struct remote_source *rs = rr->rs;
-	uint64_t t0 = now_ns();
+	double t0 = ch_now();
 	int rc = ch_store_get_range(rs->st, rr->key, off, n, buf, err);
-	__atomic_fetch_add(&rs->wait_ns, now_ns() - t0, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&rs->wait_ns, ns_since(t0), __ATOMIC_RELAXED);
 	__atomic_fetch_add(&rs->ranges, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&rs->range_bytes, n, __ATOMIC_RELAXED);
 	return rc;

@@ -1,13 +1,10 @@
-/* store/store.c - opening a store from its URL, checking keys, and what every
- * backend shares: the retry policy and the progress reports. */
-#include <errno.h>
+/* store/store.c - opening a store from its URL (the backend chosen by its
+ * scheme), checking keys, and the calls handed to the backend.  What the
+ * backends share among themselves is store/transfer.c's. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "store/backend.h"
-
-enum { MAX_BACKOFF_MS = 30000 };
 
 static char *dup_trimmed(const char *s)
 {
@@ -217,11 +214,7 @@ char *ch_store_key_url(const struct ch_store *st, const char *key)
 {
 	if (st->kind == CH_STORE_DIR)
 		return ch_store_file_path(st, key);
-	size_t n = strlen(st->url) + strlen(key) + 2;
-	char *s = malloc(n);
-	if (s)
-		snprintf(s, n, "%s/%s", st->url, key);
-	return s;
+	return ch_store_object_url(st, key);
 }
 
 /* Keys are relative, '/'-separated, without empty, "." or ".." segments
@@ -351,46 +344,4 @@ int ch_store_put_many(struct ch_store *st, struct ch_store_job *jobs,
 	if (check_jobs(jobs, n, 1, err) < 0)
 		return -1;
 	return n ? st->ops->put_many(st, jobs, n, o, err) : 0;
-}
-
-/* ------------------------------------------------------------------ */
-
-long ch_store_backoff_ms(const struct ch_store *st, int n)
-{
-	long ms = st->opts.backoff_ms;
-	for (int i = 1; i < n && ms < MAX_BACKOFF_MS; i++)
-		ms *= 2;
-	return ms < MAX_BACKOFF_MS ? ms : MAX_BACKOFF_MS;
-}
-
-void ch_store_sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
-uint64_t ch_store_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-void ch_store_report(struct ch_store_reporter *r,
-		     const struct ch_store_progress *p, int force)
-{
-	if (!r->o || !r->o->progress)
-		return;
-	uint64_t now = ch_store_now_ms();
-	if (!force && now - r->last_ms < 100)
-		return;
-	r->last_ms = now;
-	r->o->progress(p, r->o->progress_arg);
-}
-
-int ch_store_jobs(const struct ch_transfer_opts *o)
-{
-	int jobs = o && o->jobs > 0 ? o->jobs : 8;
-	return jobs > 256 ? 256 : jobs;
 }

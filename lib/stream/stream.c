@@ -5,7 +5,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "stream/plan.h"
 #include "common/xxh.h"
@@ -204,13 +203,6 @@ struct streamer {
 	struct tuning tune;
 };
 
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 static int encode_batch(struct streamer *s, struct job *j)
 {
 	struct ch_batch b = {
@@ -260,16 +252,16 @@ static void *work(void *arg)
 		j->seq = s->next_seq++;
 		s->busy++;
 		pthread_mutex_unlock(&s->lock);
-		double t0 = now();
+		double t0 = ch_now();
 		int rc = ch_batch_read(w->reader, &j->plan, &j->data, &j->err);
-		double t1 = now();
+		double t1 = ch_now();
 		j->data_error = j->data.data_error;
 		if (rc == 0 && (rc = encode_batch(s, j)) < 0)
 			j->data_error = 1; /* the data will not fit the format */
 		if (rc == 0 && (rc = ch_batch_fill(w->reader, &j->data,
 						   j->out.data, &j->err)) < 0)
 			j->data_error = rc == CH_DATA_ERROR;
-		double t2 = now();
+		double t2 = ch_now();
 		pthread_mutex_lock(&s->lock);
 		s->busy--;
 		s->read_s += t1 - t0;
@@ -291,14 +283,14 @@ static struct job *wait_ready(struct streamer *s, uint64_t seq,
 			      struct ch_stream_stats *st)
 {
 	struct job *j = &s->jobs[seq % s->njobs];
-	double t0 = now();
+	double t0 = ch_now();
 	pthread_mutex_lock(&s->lock);
 	while (!(j->state == READY && j->seq == seq) &&
 	       !(s->planned_all && seq >= s->end_seq))
 		pthread_cond_wait(&s->changed, &s->lock);
 	int end = !(j->state == READY && j->seq == seq);
 	pthread_mutex_unlock(&s->lock);
-	st->wait_workers_s += now() - t0;
+	st->wait_workers_s += ch_now() - t0;
 	return end ? NULL : j;
 }
 
@@ -319,7 +311,7 @@ static void retune(struct streamer *s, struct ch_stream_stats *st,
 	struct tuning *t = &s->tune;
 	if (!t->workers && !t->prefetch)
 		return; /* nothing is auto: no lock on the writer's path */
-	double at = now();
+	double at = ch_now();
 	t->consume_s += sink_s;
 	pthread_mutex_lock(&s->lock);
 	if (t->batches >= 8 && at - t->since >= 0.1) {
@@ -359,7 +351,7 @@ static void report_stats(struct streamer *s, struct ch_stream_stats *st,
 				     &st->cache_misses);
 	ch_shard_table_stats(s->shared.shards, &st->shard_opens,
 			     &st->index_peak);
-	st->elapsed_s = now() - start;
+	st->elapsed_s = ch_now() - start;
 	s->o->on_stats(st, s->o->stats_arg);
 }
 
@@ -367,7 +359,7 @@ static void report_stats(struct streamer *s, struct ch_stream_stats *st,
 static int write_batches(struct streamer *s, ch_batch_sink sink, void *arg,
 			 struct ch_stream_stats *st, struct ch_error *err)
 {
-	double start = now(), last = start;
+	double start = ch_now(), last = start;
 	for (uint64_t seq = 0;; seq++) {
 		struct job *j = wait_ready(s, seq, st);
 		if (!j)
@@ -385,9 +377,9 @@ static int write_batches(struct streamer *s, ch_batch_sink sink, void *arg,
 			.samples = j->plan.n, .flags = j->plan.flags,
 			.cursor = j->plan.cursor,
 		};
-		double t0 = now();
+		double t0 = ch_now();
 		int rc = sink(&out, arg, err);
-		double sink_s = now() - t0;
+		double sink_s = ch_now() - t0;
 		st->wait_sink_s += sink_s;
 		if (rc != 0)
 			return rc;
@@ -397,9 +389,9 @@ static int write_batches(struct streamer *s, ch_batch_sink sink, void *arg,
 		st->bytes += j->out.len;
 		release_job(s, j, seq);
 		retune(s, st, sink_s);
-		if (s->o->on_stats && now() - last >= s->o->stats_interval) {
+		if (s->o->on_stats && ch_now() - last >= s->o->stats_interval) {
 			report_stats(s, st, start);
-			last = now();
+			last = ch_now();
 		}
 	}
 	if (s->plan_failed) {
@@ -445,7 +437,7 @@ static void size_pool(struct streamer *s, const struct ch_stream_opts *o,
 	s->tune.workers = o->workers <= 0;
 	s->tune.prefetch = o->prefetch <= 0;
 	s->tune.max_prefetch = 4 * s->threads < 8 ? 8 : 4 * s->threads;
-	s->tune.since = now();
+	s->tune.since = ch_now();
 	st->workers = s->workers_active = s->threads;
 	st->prefetch = o->prefetch > 0 ? o->prefetch : 2 * s->threads;
 	s->njobs = (size_t)s->threads +
@@ -473,7 +465,7 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 	struct worker *ws = NULL;
 	struct ch_transforms *tx = NULL;
 	int workers, started = 0, rc = -1;
-	double t0 = now();
+	double t0 = ch_now();
 	memset(st, 0, sizeof(*st));
 	if (o->batch_size == 0 || o->world == 0 || o->rank >= o->world)
 		return ch_error_set(err, "bad batch size, rank or world size");
@@ -590,6 +582,6 @@ out:
 	pthread_cond_destroy(&s.changed);
 	st->read_s = s.read_s;
 	st->encode_s = s.encode_s;
-	st->elapsed_s = now() - t0;
+	st->elapsed_s = ch_now() - t0;
 	return rc < 0 ? -1 : 0;
 }
