@@ -712,12 +712,8 @@ static int run_stream(struct stream_args *a)
 	a->shm.state = a->state;
 	a->shm.cancel = a->o.cancel;
 	record_wrap(&a->rec, &put, &put_arg);
-	if (ch_stream(&ds, &a->o, put, put_arg, &st, &err) < 0) {
-		cmd_error("%s", err.msg);
-		status = cmd_signal_status() ? cmd_signal_status()
-		       : st.data_error || err.data ? EXIT_CHECK
-					     : EXIT_USAGE;
-	}
+	if (ch_stream(&ds, &a->o, put, put_arg, &st, &err) < 0)
+		status = cmd_fail(&err);
 	if (a->shm.name)
 		status = shm_sink_end(&a->shm, status, err.msg);
 	if (a->stats)

@@ -77,7 +77,7 @@ static int run_pool(struct checker *c, struct ch_error *err)
 	if (c->oom)
 		return ch_error_set(err, "out of memory");
 	if (cancelled(c))
-		return ch_error_set(err, "interrupted");
+		return ch_error_interrupted(err);
 	return 0;
 }
 
@@ -158,13 +158,13 @@ static int which_rules(struct checker *c)
 static int open_dataset(struct checker *c, const char *path,
 			struct ch_error *err)
 {
-	if (ch_dataset_open(&c->ds, path, err) < 0)
+	if (ch_dataset_open_folder(&c->ds, path, err) < 0)
 		return -1;
 	const struct ch_manifest *m = &c->ds.manifest;
 	if (c->ds.lone_shard)
-		return ch_error_set(err, "'%s' has no manifest: check needs a "
-				    "dataset folder or its manifest.json",
-				    path);
+		return ch_error_usage(err, "'%s' has no manifest: check needs "
+				      "a dataset folder or its manifest.json",
+				      path);
 	if (m->nsplits > SPLIT_MAX)
 		return ch_error_set(err, "'%s' has %zu splits; check tells at "
 				    "most %u apart", path, m->nsplits,

@@ -750,7 +750,7 @@ int ch_verify(const char *path, const struct ch_verify_opts *o,
 		goto out;
 	}
 	if (cancelled(&v)) {
-		ch_error_set(err, "interrupted");
+		ch_error_interrupted(err);
 		goto out;
 	}
 	rc = 0;

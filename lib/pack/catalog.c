@@ -87,7 +87,7 @@ int ch_catalog_add(struct ch_catalog *c, const struct ch_entry *e,
 		   struct ch_error *err)
 {
 	if (c->cancel && *c->cancel)
-		return ch_error_set(err, "interrupted");
+		return ch_error_interrupted(err);
 	if (c->n == c->cap) {
 		size_t ncap = c->cap ? c->cap * 2 : 1024;
 		struct ch_entry *v = realloc(c->entries, ncap * sizeof(*v));

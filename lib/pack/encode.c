@@ -181,7 +181,7 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&p->lock);
 		int rc = -1;
 		if (p->job->cancel && *p->job->cancel)
-			ch_error_set(&sl->err, "interrupted");
+			ch_error_interrupted(&sl->err);
 		else
 			rc = fill_slot(p->job, sl, t);
 		pthread_mutex_lock(&p->lock);

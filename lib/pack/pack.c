@@ -202,7 +202,7 @@ static int survey(struct ch_sorted_entries *st, const struct ch_pack_opts *o,
 		if (remember(&pv, e, err) < 0)
 			goto out;
 		if (o->cancel && *o->cancel) {
-			ch_error_set(err, "interrupted");
+			ch_error_interrupted(err);
 			goto out;
 		}
 	}
@@ -451,7 +451,7 @@ static int scan_sources(struct ch_catalog *c, const char *const *sources,
 		if (rc < 0)
 			return -1;
 		if (o->cancel && *o->cancel)
-			return ch_error_set(err, "interrupted");
+			return ch_error_interrupted(err);
 	}
 	if (ch_source_filter_check(c->filter, err) < 0)
 		return -1;
@@ -674,7 +674,7 @@ static int pack_into(const char *tmp, const char *const *sources,
 	    ch_statcache_record(tmp, m, err) < 0 || ch_fsync_dir(tmp, err) < 0)
 		goto out;
 	if (o->cancel && *o->cancel) {
-		ch_error_set(err, "interrupted");
+		ch_error_interrupted(err);
 		goto out;
 	}
 	rc = 0;

@@ -302,12 +302,12 @@ int ch_remote_push(const char *path, struct ch_store *st,
 			return ch_error_set(err, "'%s' is not a valid tag name "
 					    "(1-128 of A-Z a-z 0-9 . _ -, not "
 					    "starting with '.')", o->tags[i]);
-	if (ch_dataset_open(&ds, path, err) < 0)
+	if (ch_dataset_open_folder(&ds, path, err) < 0)
 		return -1;
 	const struct ch_manifest *m = &ds.manifest;
 	if (ds.lone_shard) {
-		ch_error_set(err, "'%s' is a shard, not a dataset: push the "
-			     "folder that holds its manifest", path);
+		ch_error_usage(err, "'%s' is a shard, not a dataset: push the "
+			       "folder that holds its manifest", path);
 		goto out;
 	}
 	if (!m->id_ok) {

@@ -384,7 +384,7 @@ static int check_samples(struct ch_shard *sh, struct ch_error *err)
 {
 	for (uint64_t i = 0; i < sh->nsamples; i++)
 		if (check_sample(sh, i, err) < 0 || check_key(sh, i, err) < 0)
-			return CH_DATA_ERROR; /* they only check */
+			return -1; /* they only check */
 	return 0;
 }
 

@@ -288,14 +288,12 @@ static int read_one(struct ch_batch_reader *r, struct ch_batch_data *b,
 	if (got < 0) {
 		if (r->sh->skip_corrupt)
 			return 1;
-		b->data_error = got == CH_DATA_ERROR;
 		return -1;
 	}
 	ch_shard_sample(sh, sl->local, &si);
 	if ((got = fetch(r, sh, sl->local, &si, h, &data, &cached, err)) < 0) {
 		if (r->sh->skip_corrupt)
 			return 1;
-		b->data_error = got == CH_DATA_ERROR;
 		size_t n = strlen(err->msg);
 		snprintf(err->msg + n, sizeof(err->msg) - n, " (sample '%.*s')",
 			 (int)(si.key_len > 200 ? 200 : si.key_len), si.key);
@@ -391,8 +389,6 @@ static int read_group(struct ch_batch_reader *r, struct ch_batch_data *b,
 	size_t k = b->slots[b->order[from]].shard;
 	struct ch_shard *sh;
 	int rc = ch_shard_table_pin(r->sh->shards, k, wait, &sh, err);
-	if (rc < 0) /* a shard that will not open */
-		b->data_error = rc == CH_DATA_ERROR;
 	if (rc <= 0)
 		return rc < 0 ? -1 : 1;
 	warm_group(r, b, sh, from, to);
@@ -576,7 +572,7 @@ static int transform_pass(struct ch_batch_reader *r,
 			continue;
 		if (!r->sh->skip_corrupt) {
 			name_sample(r->sh, b, sl, err);
-			b->data_error = 1;
+			err->kind = CH_ERR_DATA; /* a sample the op cannot take */
 			return -1;
 		}
 		sl->state = FAILED;
@@ -627,7 +623,6 @@ int ch_batch_read(struct ch_batch_reader *r, struct ch_batch_plan *p,
 	b->nfields = 0;
 	b->deferred = 0;
 	b->skipped = 0;
-	b->data_error = 0;
 	if (grow_batch(b, p->n ? p->n : 1, err) < 0)
 		return -1;
 	b->nslots = p->n;

@@ -294,7 +294,7 @@ static int check_consumer(struct ch_shm_ring *r, struct ch_error *err)
 static int check_cancel(const struct ch_shm_ring *r, struct ch_error *err)
 {
 	if (r->cancel && *r->cancel)
-		return ch_error_set(err, "interrupted");
+		return ch_error_interrupted(err);
 	return 0;
 }
 

@@ -42,7 +42,9 @@ int ch_split_view_init(struct ch_split_view *v, const struct ch_dataset *ds,
 	if (ch_split_load(ds, name, &v->ids, &v->n, err) < 0 ||
 	    make_view(v, m, err) < 0) {
 		ch_split_view_release(v);
-		return known ? -2 : -1;
+		if (known && err) /* the manifest names it: its file is bad */
+			err->kind = CH_ERR_DATA;
+		return -1;
 	}
 	return 0;
 }

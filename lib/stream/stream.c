@@ -173,8 +173,8 @@ struct job {
 	struct ch_batch_plan plan;
 	struct ch_batch_data data;
 	struct ch_buf out;
-	int failed, data_error;
-	struct ch_error err;
+	int failed;
+	struct ch_error err; /* its kind says whose fault */
 };
 
 enum { FREE, PLANNED, READY };
@@ -262,12 +262,11 @@ static void *work(void *arg)
 		double t0 = now();
 		int rc = ch_batch_read(w->reader, &j->plan, &j->data, &j->err);
 		double t1 = now();
-		j->data_error = j->data.data_error;
 		if (rc == 0 && (rc = encode_batch(s, j)) < 0)
-			j->data_error = 1; /* the data will not fit the format */
-		if (rc == 0 && (rc = ch_batch_fill(w->reader, &j->data,
-						   j->out.data, &j->err)) < 0)
-			j->data_error = rc == CH_DATA_ERROR;
+			j->err.kind = CH_ERR_DATA; /* it will not fit the format */
+		if (rc == 0)
+			rc = ch_batch_fill(w->reader, &j->data, j->out.data,
+					   &j->err);
 		double t2 = now();
 		pthread_mutex_lock(&s->lock);
 		s->busy--;
@@ -373,11 +372,10 @@ static int write_batches(struct streamer *s, ch_batch_sink sink, void *arg,
 			break;
 		if (j->failed) {
 			*err = j->err;
-			st->data_error = j->data_error;
 			return -1;
 		}
 		if (s->o->cancel && *s->o->cancel)
-			return ch_error_set(err, "interrupted");
+			return ch_error_interrupted(err);
 		struct ch_batch_out out = {
 			.data = j->out.data, .size = j->out.len,
 			.epoch = j->plan.epoch, .batch = j->plan.batch,
@@ -481,20 +479,14 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.changed, NULL);
 	if (o->split) {
-		int got = ch_split_view_init(&s.split, ds, o->split, err);
-		if (got < 0) {
-			st->data_error = got == -2;
+		if (ch_split_view_init(&s.split, ds, o->split, err) < 0)
 			goto out;
-		}
 	}
 	/* the planner first: it tells a remote dataset how it will be read */
 	if (planner_init(&s.planner, ds, &s.split, o, err) < 0)
 		goto out;
-	int got = check_index_memory(ds, o, err);
-	if (got < 0) {
-		st->data_error = got == CH_DATA_ERROR;
+	if (check_index_memory(ds, o, err) < 0)
 		goto out;
-	}
 	if (o->ntransforms &&
 	    ch_transforms_parse(o->transforms, o->ntransforms, o->eval,
 				&tx, err) < 0)
@@ -544,7 +536,7 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 		}
 	rc = write_batches(&s, sink, sink_arg, st, err);
 	if (rc == 0 && o->cancel && *o->cancel)
-		rc = ch_error_set(err, "interrupted");
+		rc = ch_error_interrupted(err);
 	if (rc == 0 && o->format == CH_FORMAT_TAR) {
 		struct ch_buf end = { 0 };
 		rc = ch_tar_end(&end, err);

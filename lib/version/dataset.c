@@ -106,6 +106,17 @@ fail:
 	return rc;
 }
 
+int ch_dataset_open_folder(struct ch_dataset *ds, const char *path,
+			   struct ch_error *err)
+{
+	if (ch_dataset_open(ds, path, err) == 0)
+		return 0;
+	if (err && err->kind == CH_ERR_DATA && !is_dir(path) &&
+	    looks_like_shard(path))
+		err->kind = CH_ERR_USAGE;
+	return -1;
+}
+
 void ch_dataset_release(struct ch_dataset *ds)
 {
 	if (ds->shards)
@@ -274,7 +285,7 @@ int ch_dataset_open_shard(const struct ch_dataset *ds, size_t s,
 		return rc;
 	if (ch_dataset_check_shard(ds, s, sh, err) < 0) {
 		ch_shard_close(sh);
-		return CH_DATA_ERROR;
+		return -1;
 	}
 	*out = sh;
 	return 0;

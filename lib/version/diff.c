@@ -347,7 +347,7 @@ static int load_a(struct differ *df, struct ch_error *err)
 
 	for (size_t k = 0; k < m->nshards; k++) {
 		if (cancelled(df))
-			return ch_error_set(err, "interrupted");
+			return ch_error_interrupted(err);
 		int rc = load_shard(df, &df->a, k,
 				    m->nclasses && !df->a.shared[k], err);
 		if (rc < 0)
@@ -366,7 +366,7 @@ static int load_b(struct differ *df, struct ch_error *err)
 		size_t from = df->b.shared[k];
 
 		if (cancelled(df))
-			return ch_error_set(err, "interrupted");
+			return ch_error_interrupted(err);
 		if (from == SIZE_MAX) {
 			int rc = load_shard(df, &df->b, k, m->nclasses != 0,
 					    err);

@@ -168,15 +168,13 @@ static int group_of(struct splitter *sp, const char *key, size_t len,
 	    ch_buf_append(&sp->key, "", 1, err) < 0)
 		return -1;
 	k = (const char *)sp->key.data;
-	if (regexec(&sp->re, k, 2, mt, 0) != 0 || mt[1].rm_so < 0) {
-		sp->res->data_error = 1;
-		return ch_error_set(err, "key '%.*s%s' does not match --group "
-				    "'%s' (or its first group takes no part "
-				    "in the match)",
-				    (int)(len > KEY_SHOWN ? KEY_SHOWN : len),
-				    key, len > KEY_SHOWN ? "..." : "",
-				    sp->o->group);
-	}
+	if (regexec(&sp->re, k, 2, mt, 0) != 0 || mt[1].rm_so < 0)
+		return ch_error_data(err, "key '%.*s%s' does not match --group "
+				     "'%s' (or its first group takes no part "
+				     "in the match)",
+				     (int)(len > KEY_SHOWN ? KEY_SHOWN : len),
+				     key, len > KEY_SHOWN ? "..." : "",
+				     sp->o->group);
 	*g = k + mt[1].rm_so;
 	*glen = (size_t)(mt[1].rm_eo - mt[1].rm_so);
 	return 0;
@@ -360,7 +358,7 @@ static int tally(struct splitter *sp, struct set_out *so,
 		return 0;
 	c = class_of(sp, sh, i, si, err, &failed);
 	if (failed) {
-		sp->res->data_error = 1;
+		err->kind = CH_ERR_DATA; /* its shard cannot be read */
 		return -1;
 	}
 	if (c < 0)
@@ -380,7 +378,7 @@ static int split_shard_samples(struct splitter *sp, const struct ch_shard *sh,
 		int set;
 
 		if ((i & 0xffff) == 0 && cancelled(sp))
-			return ch_error_set(err, "interrupted");
+			return ch_error_interrupted(err);
 		ch_shard_sample(sh, i, &si);
 		if (assign(sp, si.key, si.key_len, &set, err) < 0 ||
 		    add_sample(&sp->sets[set], first + i, err) < 0 ||
@@ -409,7 +407,7 @@ static int split_shards(struct splitter *sp, struct ch_error *err)
 		if (rc == 0)
 			rc = ch_dataset_check_shard(&sp->ds, s, sh, err);
 		if (rc < 0) {
-			sp->res->data_error = 1;
+			err->kind = CH_ERR_DATA; /* even a missing file */
 			ch_shard_close(sh);
 			return -1;
 		}
@@ -567,18 +565,16 @@ static void remove_stale(struct splitter *sp)
 static int open_dataset(struct splitter *sp, const char *path,
 			struct ch_error *err)
 {
-	if (ch_dataset_open(&sp->ds, path, err) < 0)
+	if (ch_dataset_open_folder(&sp->ds, path, err) < 0)
 		return -1;
 	if (sp->ds.lone_shard)
-		return ch_error_set(err, "'%s' is a lone shard: splits are "
-				    "recorded in a dataset's manifest, give "
-				    "the dataset folder", path);
-	if (!sp->ds.manifest.id_ok) {
-		sp->res->data_error = 1;
-		return ch_error_set(err, "the id of '%s' does not match its "
-				    "content (was it edited?): run chute "
-				    "verify", path);
-	}
+		return ch_error_usage(err, "'%s' is a lone shard: splits are "
+				      "recorded in a dataset's manifest, give "
+				      "the dataset folder", path);
+	if (!sp->ds.manifest.id_ok)
+		return ch_error_data(err, "the id of '%s' does not match its "
+				     "content (was it edited?): run chute "
+				     "verify", path);
 	sp->manifest_path = ch_manifest_path(path);
 	sp->dir = ch_path_join(sp->ds.root, "splits");
 	if (!sp->manifest_path || !sp->dir)
@@ -604,7 +600,7 @@ static int run_split(struct splitter *sp, const char *path,
 		if (sp->sets[s].units && place_set(sp, s, err) < 0)
 			return -1;
 	if (cancelled(sp))
-		return ch_error_set(err, "interrupted");
+		return ch_error_interrupted(err);
 	if (ch_fsync_dir(sp->dir, err) < 0 || write_manifest(sp, err) < 0)
 		return -1;
 	remove_stale(sp);
@@ -622,11 +618,8 @@ int ch_split(const char *path, const struct ch_split_opts *o,
 		sp.sets[s].tmp.fd = -1;
 	rc = run_split(&sp, path, err);
 	if (rc < 0) {
-		int data_error = res->data_error;
-
 		discard_sets(&sp);
 		ch_split_result_release(res);
-		res->data_error = data_error;
 	}
 	for (int s = 0; s < NSETS; s++) {
 		struct set_out *so = &sp.sets[s];

@@ -245,7 +245,7 @@ static int compare(struct status_run *r, const struct ch_dataset *ds,
 			       m->splits[i].hash, err) < 0)
 			return -1;
 	if (cancelled(r))
-		return ch_error_set(err, "interrupted");
+		return ch_error_interrupted(err);
 	first_unexpected = r->res->nitems;
 	if (list_named(r, m, err) < 0 || walk(r, "shards", err) < 0 ||
 	    walk(r, "splits", err) < 0)
@@ -280,11 +280,11 @@ int ch_status(const char *path, const struct ch_status_opts *o,
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
-	if (ch_dataset_open(&ds, path, err) < 0)
+	if (ch_dataset_open_folder(&ds, path, err) < 0)
 		return -1;
 	if (ds.lone_shard) {
-		ch_error_set(err, "'%s' is a lone shard: status compares a "
-			     "dataset folder with its manifest", path);
+		ch_error_usage(err, "'%s' is a lone shard: status compares a "
+			       "dataset folder with its manifest", path);
 		goto out;
 	}
 	r.root = ds.root;
