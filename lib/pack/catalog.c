@@ -109,7 +109,7 @@ int ch_catalog_add(struct ch_catalog *c, const struct ch_entry *e,
 						      e->size ? e->size : 1)))
 		failed = 1;
 	if (failed)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	c->entries[c->n++] = d;
 	c->added++;
 	if (c->spill && c->n * sizeof(*c->entries) + c->chunk_used +
@@ -153,7 +153,7 @@ int ch_split_key(const char *relpath, char **key, char **field,
 	if (!*key || !*field) {
 		free(*key);
 		free(*field);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	return 0;
 }

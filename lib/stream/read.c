@@ -85,7 +85,7 @@ int ch_batch_reader_new(struct ch_batch_reader **out,
 	struct ch_batch_reader *r = calloc(1, sizeof(*r));
 	if (!r || !(r->blocks = ch_block_reader_new())) {
 		free(r);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	r->sh = sh;
 	r->index = index;
@@ -189,7 +189,7 @@ static int grow_batch(struct ch_batch_data *b, uint64_t n, struct ch_error *err)
 	RESIZE(b->keys, n, ok);
 	RESIZE(b->keys2, n, ok);
 	if (!ok)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	b->cap = n;
 	return 0;
 }
@@ -210,7 +210,7 @@ static int grow_fields(struct ch_batch_data *b, size_t need,
 	RESIZE(b->dest, cap, ok);
 	RESIZE(b->types, cap, ok);
 	if (!ok)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	b->fields_cap = cap;
 	return 0;
 }
@@ -318,7 +318,7 @@ static int read_one(struct ch_batch_reader *r, struct ch_batch_data *b,
 		ch_shard_field(sh, sl->local, f, &fi);
 		size_t k = b->nfields++;
 		if (!(b->names[k] = name_of(r, fi.name)))
-			rc = ch_error_set(err, "out of memory");
+			rc = ch_error_nomem(err);
 		b->sizes[k] = fi.size;
 		b->src[k] = fi.offset;
 		b->types[k] = (struct ch_field_type){ 0 };
@@ -456,7 +456,7 @@ static int read_pass(struct ch_batch_reader *r, struct ch_batch_data *b,
 	sort_by_place(b, m);
 	size_t *starts = malloc((m + 1) * sizeof(*starts));
 	if (!starts)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (size_t i = 0; i < m; i++)
 		if (i == 0 || b->slots[b->order[i]].shard !=
 				      b->slots[b->order[i - 1]].shard)

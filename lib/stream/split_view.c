@@ -15,7 +15,7 @@ static int make_view(struct ch_split_view *v, const struct ch_manifest *m,
 {
 	size_t ns = m->nshards;
 	if (!(v->shards = calloc(ns ? ns : 1, sizeof(*v->shards))))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	uint64_t at = 0;
 	for (size_t k = 0; k < ns; k++) {
 		uint64_t end = m->shards[k].first_sample + m->shards[k].samples;

@@ -130,28 +130,28 @@ static int planner_init(struct planner *p, const struct ch_dataset *ds,
 	p->opt_hash = ch_stream_options_hash(o);
 	if (ch_segment_batches(m->samples, 0, o->world, o->batch_size, o->eval,
 			       o->drop_last) == 0)
-		return ch_error_set(err, "%llu samples make no batch for %llu "
-				    "ranks with batches of %llu",
-				    (unsigned long long)m->samples,
-				    (unsigned long long)o->world,
-				    (unsigned long long)o->batch_size);
+		return ch_error_usage(err, "%llu samples make no batch for "
+				      "%llu ranks with batches of %llu",
+				      (unsigned long long)m->samples,
+				      (unsigned long long)o->world,
+				      (unsigned long long)o->batch_size);
 	if (!o->resume)
 		return enter_segment(p, 0, 0, 0, err);
 	struct ch_cursor c;
 	if (ch_cursor_parse(o->resume, &c, err) < 0)
 		return -1;
 	if (strncmp(c.id, m->id, 16) != 0)
-		return ch_error_set(err, "cursor '%s' is from another dataset "
-				    "(id %s..., this one is %.16s...)",
-				    o->resume, c.id, m->id);
+		return ch_error_usage(err, "cursor '%s' is from another "
+				      "dataset (id %s..., this one is "
+				      "%.16s...)", o->resume, c.id, m->id);
 	if (c.opt_hash != p->opt_hash)
-		return ch_error_set(err, "cursor '%s' was made with other stream "
-				    "options (shuffle, window, seed, batch "
-				    "size, drop-last or mode differ)",
-				    o->resume);
+		return ch_error_usage(err, "cursor '%s' was made with other "
+				      "stream options (shuffle, window, seed, "
+				      "batch size, drop-last or mode differ)",
+				      o->resume);
 	if (c.pos > m->samples)
-		return ch_error_set(err, "cursor '%s' is past the end of the "
-				    "epoch", o->resume);
+		return ch_error_usage(err, "cursor '%s' is past the end of the "
+				      "epoch", o->resume);
 	return enter_segment(p, c.epoch, c.pos, c.batch + 1, err);
 }
 
@@ -473,7 +473,8 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 	double t0 = now();
 	memset(st, 0, sizeof(*st));
 	if (o->batch_size == 0 || o->world == 0 || o->rank >= o->world)
-		return ch_error_set(err, "bad batch size, rank or world size");
+		return ch_error_usage(err, "bad batch size, rank or world "
+				      "size");
 	size_pool(&s, o, st);
 	workers = s.threads;
 	pthread_mutex_init(&s.lock, NULL);
@@ -492,7 +493,7 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 				&tx, err) < 0)
 		goto out;
 	if (o->cache && !(s.cache = ch_block_cache_new((size_t)o->cache))) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	s.shared = (struct ch_stream_shared){
@@ -506,14 +507,14 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 			       s.cache, err) < 0)
 		goto out;
 	if (!(s.shared.names = ch_name_table_new())) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	s.jobs = calloc(s.njobs, sizeof(*s.jobs));
 	threads = calloc((size_t)workers, sizeof(*threads));
 	ws = calloc((size_t)workers, sizeof(*ws));
 	if (!s.jobs || !threads || !ws) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	for (size_t i = 0; i < s.njobs; i++)

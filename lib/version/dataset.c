@@ -33,7 +33,7 @@ static int open_lone_shard(struct ch_dataset *ds, const char *path,
 	    !(m->shards = calloc(1, sizeof(*m->shards))) ||
 	    !(m->shards[0].path = strdup(basename(b))) ||
 	    !(ds->shards = calloc(1, sizeof(*ds->shards)))) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	m->nshards = 1;
@@ -87,7 +87,7 @@ int ch_dataset_open(struct ch_dataset *ds, const char *path,
 	ds->root = ch_dataset_dir(path);
 	man = ch_manifest_path(path);
 	if (!ds->root || !man) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto fail;
 	}
 	if (ch_manifest_read(&ds->manifest, man, err) < 0)
@@ -95,7 +95,7 @@ int ch_dataset_open(struct ch_dataset *ds, const char *path,
 	ds->shards = calloc(ds->manifest.nshards ? ds->manifest.nshards : 1,
 			    sizeof(*ds->shards));
 	if (!ds->shards) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto fail;
 	}
 	free(man);
@@ -143,7 +143,7 @@ int ch_dataset_file(const struct ch_dataset *ds, const char *rel,
 		return ds->source->local(ds->source_arg, rel, bytes, hash,
 					 path, err);
 	if (!(*path = ch_path_join(ds->root, rel)))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	return 0;
 }
 

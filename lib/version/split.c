@@ -102,18 +102,18 @@ static int compile_group(struct splitter *sp, struct ch_error *err)
 	if (!sp->o->group)
 		return 0;
 	if (!*sp->o->group)
-		return ch_error_set(err, "empty --group regex");
+		return ch_error_usage(err, "empty --group regex");
 	rc = regcomp(&sp->re, sp->o->group, REG_EXTENDED);
 	if (rc != 0) {
 		regerror(rc, NULL, why, sizeof(why));
-		return ch_error_set(err, "invalid --group regex '%s': %s",
-				    sp->o->group, why);
+		return ch_error_usage(err, "invalid --group regex '%s': %s",
+				      sp->o->group, why);
 	}
 	sp->have_re = 1;
 	if (sp->re.re_nsub < 1)
-		return ch_error_set(err, "--group regex '%s' has no "
-				    "parenthesised group to name a sample's "
-				    "group", sp->o->group);
+		return ch_error_usage(err, "--group regex '%s' has no "
+				      "parenthesised group to name a sample's "
+				      "group", sp->o->group);
 	return 0;
 }
 
@@ -125,18 +125,20 @@ static int check_opts(struct splitter *sp, struct ch_error *err)
 	long test = share_units(o->test), val = share_units(o->val);
 
 	if (test < 0)
-		return ch_error_set(err, "--test %g: expected a fraction from "
-				    "0 to below 1 in steps of 0.0001", o->test);
+		return ch_error_usage(err, "--test %g: expected a fraction "
+				      "from 0 to below 1 in steps of 0.0001",
+				      o->test);
 	if (val < 0)
-		return ch_error_set(err, "--val %g: expected a fraction from "
-				    "0 to below 1 in steps of 0.0001", o->val);
+		return ch_error_usage(err, "--val %g: expected a fraction "
+				      "from 0 to below 1 in steps of 0.0001",
+				      o->val);
 	if (test + val >= FRACTION_UNITS)
-		return ch_error_set(err, "--val %g and --test %g leave nothing "
-				    "for train: together they must stay "
-				    "below 1", o->val, o->test);
+		return ch_error_usage(err, "--val %g and --test %g leave "
+				      "nothing for train: together they must "
+				      "stay below 1", o->val, o->test);
 	if (o->seed > (uint64_t)INT64_MAX)
-		return ch_error_set(err, "--seed %" PRIu64 ": at most 2^63-1",
-				    o->seed);
+		return ch_error_usage(err, "--seed %" PRIu64 ": at most 2^63-1",
+				      o->seed);
 	sp->sets[SET_TEST].units = test;
 	sp->sets[SET_VAL].units = val;
 	sp->sets[SET_TRAIN].units = FRACTION_UNITS - test - val;
@@ -251,7 +253,7 @@ static int open_sets(struct splitter *sp, size_t nclasses,
 		if (nclasses)
 			so->classes = calloc(nclasses, sizeof(*so->classes));
 		if (!so->buf || !so->hash || (nclasses && !so->classes))
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		XXH3_128bits_reset(so->hash);
 	}
 	return 0;
@@ -289,7 +291,7 @@ static int place_set(struct splitter *sp, int s, struct ch_error *err)
 		 set_names[s], hex);
 	so->full = ch_path_join(sp->ds.root, so->rel);
 	if (!so->full)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (rename(so->tmp.path, so->full) < 0)
 		return ch_error_errno(err, errno, "cannot rename '%s' to '%s'",
 				      so->tmp.path, so->full);
@@ -401,7 +403,7 @@ static int split_shards(struct splitter *sp, struct ch_error *err)
 		int rc;
 
 		if (!path)
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		rc = ch_shard_open(&sh, path, err);
 		free(path);
 		if (rc == 0)
@@ -447,10 +449,10 @@ static int record_splits(struct splitter *sp, struct ch_manifest *m,
 	m->splits = calloc(NSETS, sizeof(*m->splits));
 	res->tallies = calloc(NSETS, sizeof(*res->tallies));
 	if (!m->splits || !res->tallies)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	m->split_rule.seed = sp->o->seed;
 	if (sp->o->group && !(m->split_rule.group = strdup(sp->o->group)))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (int k = 0; k < NSETS; k++) {
 		struct set_out *so = &sp->sets[by_name[k]];
 		struct ch_manifest_split *out = &m->splits[m->nsplits];
@@ -460,7 +462,7 @@ static int record_splits(struct splitter *sp, struct ch_manifest *m,
 		out->name = strdup(set_names[by_name[k]]);
 		out->path = strdup(so->rel);
 		if (!out->name || !out->path)
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		out->samples = so->samples;
 		out->bytes = 8 * so->samples;
 		out->hash = so->digest;
@@ -506,7 +508,7 @@ static int write_manifest(struct splitter *sp, struct ch_error *err)
 	m->chute_version = strdup(CH_VERSION);
 	m->format_version = 0; /* a new version: the current format */
 	if (!m->chute_version)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (record_splits(sp, m, err) < 0 ||
 	    ch_history_set_parent(sp->ds.root, &sp->ds.manifest, m, err) < 0)
 		return -1;
@@ -578,7 +580,7 @@ static int open_dataset(struct splitter *sp, const char *path,
 	sp->manifest_path = ch_manifest_path(path);
 	sp->dir = ch_path_join(sp->ds.root, "splits");
 	if (!sp->manifest_path || !sp->dir)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	return 0;
 }
 
@@ -591,7 +593,7 @@ static int run_split(struct splitter *sp, const char *path,
 		return -1;
 	nclasses = sp->ds.manifest.nclasses;
 	if (nclasses && !(sp->reader = ch_block_reader_new()))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	sp->made_dir = access(sp->dir, F_OK) < 0;
 	if (ch_mkdir_p(sp->dir, err) < 0 || open_sets(sp, nclasses, err) < 0 ||
 	    split_shards(sp, err) < 0)
@@ -669,9 +671,9 @@ static const struct ch_manifest_split *find_split(const struct ch_dataset *ds,
 		if (strcmp(m->splits[i].name, name) == 0)
 			return &m->splits[i];
 	if (m->nsplits == 0) {
-		ch_error_set(err, "'%s' has no splits: %s", root, lone ?
-			     "a lone shard has no manifest to record them" :
-			     "make them with chute split");
+		ch_error_usage(err, "'%s' has no splits: %s", root, lone ?
+			       "a lone shard has no manifest to record them" :
+			       "make them with chute split");
 		return NULL;
 	}
 	for (size_t i = 0; i < m->nsplits && used < sizeof(names); i++) {
@@ -680,8 +682,8 @@ static const struct ch_manifest_split *find_split(const struct ch_dataset *ds,
 		if (n > 0)
 			used += (size_t)n;
 	}
-	ch_error_set(err, "'%s' has no split '%s'; its splits: %s", root, name,
-		     names);
+	ch_error_usage(err, "'%s' has no split '%s'; its splits: %s", root,
+		       name, names);
 	return NULL;
 }
 

@@ -46,7 +46,7 @@ static int add_item(struct status_run *r, enum ch_status_kind kind,
 						   cap * sizeof(*v));
 		if (!v) {
 			free(why);
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		}
 		res->items = v;
 		r->cap = cap;
@@ -57,7 +57,7 @@ static int add_item(struct status_run *r, enum ch_status_kind kind,
 	it->path = strdup(path);
 	if (!it->path) {
 		free(why);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	res->nitems++;
 	return 0;
@@ -112,7 +112,7 @@ static int check_file(struct status_run *r, const char *rel, uint64_t bytes,
 	int rc = -1;
 
 	if (!full)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (stat(full, &st) < 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
 			rc = add_item(r, CH_WS_MISSING, rel, NULL, err);
@@ -175,7 +175,7 @@ static int walk(struct status_run *r, const char *rel, struct ch_error *err)
 			rc = ch_error_errno(err, errno, "cannot list '%s'",
 					    full);
 		else if (!full)
-			rc = ch_error_set(err, "out of memory");
+			rc = ch_error_nomem(err);
 		free(full);
 		return rc;
 	}
@@ -187,7 +187,7 @@ static int walk(struct status_run *r, const char *rel, struct ch_error *err)
 			continue;
 		child = ch_path_join(rel, de->d_name);
 		if (!child) {
-			rc = ch_error_set(err, "out of memory");
+			rc = ch_error_nomem(err);
 			break;
 		}
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
@@ -217,7 +217,7 @@ static int list_named(struct status_run *r, const struct ch_manifest *m,
 {
 	r->named = malloc((m->nshards + m->nsplits + 1) * sizeof(*r->named));
 	if (!r->named)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (size_t i = 0; i < m->nshards; i++)
 		r->named[r->nnamed++] = m->shards[i].path;
 	for (size_t i = 0; i < m->nsplits; i++)
@@ -292,7 +292,7 @@ int ch_status(const char *path, const struct ch_status_opts *o,
 	res->shards = ds.manifest.nshards;
 	res->split_files = ds.manifest.nsplits;
 	if (!(name = manifest_name(path))) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	if (ch_statcache_load(ds.root, &r.cache, err) < 0 ||
