@@ -6,7 +6,8 @@
  * A subcommand is one file cmd/<name>.c exporting cmd_<name>(argc, argv),
  * where argv[0] is the command name ("pack").  It returns the process exit
  * status: 0 success, 1 the data failed a check, 2 usage or I/O error, or
- * 128 + signal number when interrupted.
+ * 128 + signal number when interrupted; for a failed lib call,
+ * cmd_exit_status says which from the error's kind.
  */
 #ifndef CHUTE_CMD_H
 #define CHUTE_CMD_H

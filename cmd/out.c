@@ -56,7 +56,7 @@ int cmd_exit_status(const struct ch_error *err)
 	case CH_ERR_USAGE:
 	case CH_ERR_IO:
 	case CH_ERR_MEMORY:
-	case CH_ERR_INTERRUPTED: /* by a cancel flag no signal set */
+	case CH_ERR_INTERRUPTED: /* a flag that no signal of ours set */
 		break;
 	}
 	return EXIT_USAGE;
