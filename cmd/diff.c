@@ -331,7 +331,7 @@ int cmd_diff(int argc, char **argv)
 			break;
 	if (opened < 2 || ch_diff(&ds[0], &ds[1], &o, &d, &err) < 0) {
 		status = cmd_exit_status(&err);
-		if (status <= 128) /* stopped by a signal: nothing to say */
+		if (status <= 128) /* above: a signal, which says it all */
 			cmd_error("%s", err.msg);
 		goto out;
 	}

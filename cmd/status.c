@@ -128,7 +128,7 @@ int cmd_status(int argc, char **argv)
 	a.o.cancel = cmd_catch_signals();
 	if (ch_status(path, &a.o, &r, &err) < 0) {
 		status = cmd_exit_status(&err);
-		if (status <= 128) /* stopped by a signal: nothing to say */
+		if (status <= 128) /* above: a signal, which says it all */
 			cmd_error("%s", err.msg);
 		return status;
 	}
