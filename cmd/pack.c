@@ -294,10 +294,8 @@ static int run_pack(struct pack_args *a)
 	rc = ch_pack(a->sources, a->nsources, &a->o, &res, &err);
 	progress_clear(&pr);
 	pthread_mutex_destroy(&pr.lock);
-	if (rc < 0) {
-		cmd_error("%s", err.msg);
-		return cmd_signal_status() ? cmd_signal_status() : EXIT_USAGE;
-	}
+	if (rc < 0)
+		return cmd_fail(&err);
 	printf("packed %" PRIu64 " samples (%" PRIu64 " bytes) into %zu "
 	       "shards, id %s\n",
 	       res.samples, res.bytes, res.shards, res.id);

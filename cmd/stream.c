@@ -459,7 +459,7 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 	if (shm_sink_check(&a->shm, a->output, a->o.format) != 0)
 		return EXIT_USAGE;
 	if (open_dataset(a, &ds, &err) < 0)
-		return cmd_error("%s", err.msg);
+		return cmd_fail(&err);
 	status = record_begin(&a->rec, &ds, a->dataset, &a->o);
 	sink.fd = a->bench || status ? -1 : open_output(&sink, a->output);
 	if (status || (sink.fd < 0 && !a->bench)) {
@@ -477,12 +477,8 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 		put_arg = &state;
 	}
 	record_wrap(&a->rec, &put, &put_arg);
-	if (ch_stream(&ds, &a->o, put, put_arg, st, &err) < 0) {
-		cmd_error("%s", err.msg);
-		status = cmd_signal_status() ? cmd_signal_status()
-		       : st->data_error || err.data ? EXIT_CHECK
-					      : EXIT_USAGE;
-	}
+	if (ch_stream(&ds, &a->o, put, put_arg, st, &err) < 0)
+		status = cmd_fail(&err);
 	if (a->shm.name)
 		status = shm_sink_end(&a->shm, status, err.msg);
 	if (a->stats)

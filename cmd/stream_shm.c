@@ -79,11 +79,9 @@ int shm_sink_end(struct shm_sink *s, int status, const char *msg)
 			ch_shm_ring_fail(s->ring, msg);
 	} else if ((!s->ring && make_ring(s, 0, &err) < 0) ||
 		   ch_shm_ring_finish(s->ring, &err) < 0) {
-		cmd_error("%s", err.msg);
+		status = cmd_fail(&err);
 		if (s->ring)
 			ch_shm_ring_fail(s->ring, err.msg);
-		status = cmd_signal_status() ? cmd_signal_status()
-					     : EXIT_USAGE;
 	}
 	ch_shm_ring_free(s->ring);
 	s->ring = NULL;

@@ -47,7 +47,7 @@ static int run_task(void *arg, size_t i, int worker, struct ch_error *err)
 		return 0;
 	}
 	if (!w->r && !(w->r = ch_block_reader_new()))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	check_scan(c, &c->tasks[i], w->r, &w->d);
 	return 0;
 }
@@ -57,7 +57,7 @@ static int run_pool(struct checker *c, struct ch_error *err)
 	int jobs = c->o->jobs > 0 ? c->o->jobs : ch_cpu_count();
 	struct scan_pool p = { c, calloc((size_t)jobs, sizeof(*p.workers)) };
 	if (!p.workers)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	int rc = ch_pool_run(jobs, c->ntasks, run_task, &p, c->o->cancel, err);
 	for (int i = 0; i < jobs; i++) {
 		check_decoder_release(&p.workers[i].d);
@@ -74,7 +74,7 @@ static int add_task(struct checker *c, struct check_task t, size_t *cap,
 		size_t n = *cap ? *cap * 2 : 64;
 		struct check_task *nt = realloc(c->tasks, n * sizeof(*nt));
 		if (!nt)
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		c->tasks = nt;
 		*cap = n;
 	}
@@ -144,13 +144,13 @@ static int which_rules(struct checker *c)
 static int open_dataset(struct checker *c, const char *path,
 			struct ch_error *err)
 {
-	if (ch_dataset_open(&c->ds, path, err) < 0)
+	if (ch_dataset_open_folder(&c->ds, path, err) < 0)
 		return -1;
 	const struct ch_manifest *m = &c->ds.manifest;
 	if (c->ds.lone_shard)
-		return ch_error_set(err, "'%s' has no manifest: check needs a "
-				    "dataset folder or its manifest.json",
-				    path);
+		return ch_error_usage(err, "'%s' has no manifest: check needs "
+				      "a dataset folder or its manifest.json",
+				      path);
 	if (m->nsplits > SPLIT_MAX)
 		return ch_error_set(err, "'%s' has %zu splits; check tells at "
 				    "most %u apart", path, m->nsplits,
@@ -159,7 +159,7 @@ static int open_dataset(struct checker *c, const char *path,
 	c->sh = calloc(c->nshards + 1, sizeof(*c->sh));
 	c->first = calloc(c->nshards + 1, sizeof(*c->first));
 	if (!c->sh || !c->first)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (size_t s = 0; s < c->nshards; s++)
 		c->first[s + 1] = c->first[s] + m->shards[s].samples;
 	c->total = c->first[c->nshards];
@@ -178,7 +178,7 @@ static int load_splits(struct checker *c, struct ch_error *err)
 	if (m->nsplits == 0)
 		return 0;
 	if (!(c->split_of = malloc(c->total ? c->total : 1)))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	memset(c->split_of, SPLIT_NONE, c->total);
 	for (size_t i = 0; i < m->nsplits; i++) {
 		uint64_t *ids = NULL, n = 0;
@@ -229,7 +229,7 @@ static int pick_required(struct checker *c, struct ch_error *err)
 {
 	const struct ch_manifest *m = &c->ds.manifest;
 	if (!(c->required = calloc(m->nfields + 1, 1)))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (size_t k = 0; k < m->nfields; k++) {
 		int want = 0;
 		for (size_t j = 0; c->o->required && j < c->o->nrequired; j++)
@@ -257,7 +257,7 @@ static int pick_labels(struct checker *c, struct ch_error *err)
 {
 	const struct ch_manifest *m = &c->ds.manifest;
 	if (!(c->is_label = calloc(m->nfields + 1, 1)))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (size_t k = 0; k < m->nfields; k++) {
 		const char *name = m->fields[k].name;
 		int label = strcmp(name, "cls") == 0;

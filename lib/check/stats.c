@@ -72,7 +72,7 @@ int check_size_outliers(struct checker *c, struct ch_error *err)
 	if (c->sizes) {
 		uint64_t *tmp = malloc(c->total * sizeof(*tmp) + 1);
 		if (!tmp)
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		for (size_t k = 0; k < c->ds.manifest.nfields; k++)
 			field_outliers(c, k, tmp);
 		free(tmp);

@@ -366,7 +366,7 @@ static int refuse_special_manifest(const char *path, struct ch_error *err)
 	struct stat st;
 	int rc = 0;
 	if (!man)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (stat(man, &st) == 0)
 		rc = refuse_special(man, &st, err);
 	free(man);
@@ -442,7 +442,7 @@ static int add_task(struct verifier *v, struct vtask t, size_t *cap,
 		size_t n = *cap ? *cap * 2 : 64;
 		struct vtask *nt = realloc(v->tasks, n * sizeof(*nt));
 		if (!nt)
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		v->tasks = nt;
 		*cap = n;
 	}
@@ -695,7 +695,7 @@ int ch_verify(const char *path, const struct ch_verify_opts *o,
 	}
 	v.nshards = v.ds.manifest.nshards;
 	if (!(v.shards = calloc(v.nshards ? v.nshards : 1, sizeof(*v.shards)))) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	for (size_t s = 0; s < v.nshards; s++)
@@ -708,7 +708,7 @@ int ch_verify(const char *path, const struct ch_verify_opts *o,
 	int jobs = o->jobs > 0 ? o->jobs : ch_cpu_count();
 	v.nreaders = jobs;
 	if (!(v.readers = calloc((size_t)jobs, sizeof(*v.readers)))) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	for (size_t s = 0; s < v.nshards; s++)
@@ -720,7 +720,7 @@ int ch_verify(const char *path, const struct ch_verify_opts *o,
 				err) < 0)
 			goto out;
 	if (cancelled(&v)) {
-		ch_error_set(err, "interrupted");
+		ch_error_interrupted(err);
 		goto out;
 	}
 	rc = 0;

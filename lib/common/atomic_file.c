@@ -36,7 +36,7 @@ static int sync_parent(const char *path, struct ch_error *err)
 {
 	char *dir = parent_of(path);
 	if (!dir)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	int rc = ch_fsync_dir(dir, err);
 	free(dir);
 	return rc;
@@ -48,7 +48,7 @@ int ch_check_file_atomic(const char *path, struct ch_error *err)
 	char *dir = parent_of(path);
 	int rc = 0;
 	if (!dir)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (stat(dir, &st) < 0 || access(dir, W_OK | X_OK) < 0)
 		rc = ch_error_set(err, "%s (its folder)", strerror(errno));
 	else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
@@ -68,7 +68,7 @@ int ch_write_file_atomic(const char *path, const char *data, size_t len,
 	int ret = -1, drop = 1;
 
 	if (!dir) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	if (ch_temp_create(&t, dir, slash ? slash + 1 : path, 0, err) < 0)

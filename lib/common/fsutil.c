@@ -27,7 +27,7 @@ int ch_mkdir_p(const char *path, struct ch_error *err)
 {
 	char *p = strdup(path);
 	if (!p)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (char *s = p + 1;; s++) {
 		if (*s != '/' && *s != '\0')
 			continue;

@@ -75,7 +75,7 @@ static int verdict(struct run *r, struct ch_error *err)
 		return -1;
 	}
 	if (is_set(r->cancel))
-		return ch_error_set(err, "interrupted");
+		return ch_error_interrupted(err);
 	return 0;
 }
 
@@ -112,7 +112,7 @@ static int run_pool(int threads, size_t ntasks, ch_pool_task *task,
 	if (!tid || !ws) {
 		free(tid);
 		free(ws);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	pthread_mutex_init(&r.mu, NULL);
 	pthread_condattr_init(&ca);
@@ -202,7 +202,7 @@ static void make_one(struct ch_ordered *o, size_t i, struct result *out)
 	struct ch_error e = { 0 };
 	int rc = -1;
 	if (is_set(o->cancel))
-		ch_error_set(&e, "interrupted");
+		ch_error_interrupted(&e);
 	else
 		rc = o->make(o->arg, i, i % o->window, &e);
 	pthread_mutex_lock(&o->mu);
@@ -252,7 +252,7 @@ int ch_ordered_start(struct ch_ordered **out, int threads, size_t ntasks,
 			free(o->threads);
 		}
 		free(o);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	o->make = make;
 	o->arg = arg;

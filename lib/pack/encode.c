@@ -95,7 +95,7 @@ static int grow(void **v, size_t *cap, size_t need, size_t each,
 		n *= 2;
 	void *p = realloc(*v, n * each);
 	if (!p)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	*v = p;
 	*cap = n;
 	return 0;
@@ -202,7 +202,7 @@ int ch_encode_shard(const struct encode_job *job, struct ch_error *err)
 	e.nslots = 2 * (size_t)jobs;
 	e.slots = calloc(e.nslots, sizeof(*e.slots));
 	if (!e.slots) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	for (size_t i = 0; i < e.nslots; i++) {

@@ -41,13 +41,13 @@ int ch_ref_parse(const char *text, struct ch_ref *ref, struct ch_error *err)
 		goto oom;
 	if (!*ref->at) {
 		ch_ref_release(ref);
-		return ch_error_set(err, "'%s': nothing after '@' (give a tag "
-				    "or a version id)", text);
+		return ch_error_usage(err, "'%s': nothing after '@' (give a "
+				      "tag or a version id)", text);
 	}
 	return 0;
 oom:
 	ch_ref_release(ref);
-	return ch_error_set(err, "out of memory");
+	return ch_error_nomem(err);
 }
 
 void ch_ref_release(struct ch_ref *ref)
@@ -84,7 +84,7 @@ int ch_ref_load(const struct ch_ref *ref, struct ch_manifest *m,
 		return remote_version(ref, NULL, m, err) == 0 ? 0 : -1;
 	char *man = ch_manifest_path(ref->path);
 	if (!man)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	int rc = ch_manifest_read(m, man, err);
 	free(man);
 	return rc;
@@ -97,7 +97,7 @@ int ch_ref_load_version(const struct ch_ref *ref, const char *id,
 		return remote_version(ref, id, m, err);
 	char *dir = ch_dataset_dir(ref->path);
 	if (!dir)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	int rc = ch_history_load(dir, id, m, err);
 	free(dir);
 	return rc;
@@ -220,7 +220,7 @@ static int source_ranged(void *arg, size_t s, struct ch_byte_source *src,
 	if (!(rr = calloc(1, sizeof(*rr))) ||
 	    !(rr->key = ch_remote_cas_key(ms->hash, ms->path))) {
 		free(rr);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	rr->rs = rs;
 	*src = (struct ch_byte_source){range_read, range_release, rr,
@@ -272,7 +272,7 @@ static int open_remote(const struct ch_ref *ref, const char *cache_dir,
 	char id[33];
 	memset(ds, 0, sizeof(*ds));
 	if (!rs)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	pthread_mutex_init(&rs->lock, NULL);
 	rs->m = &ds->manifest;
 	ds->source = &remote_files;
@@ -299,7 +299,7 @@ static int open_remote(const struct ch_ref *ref, const char *cache_dir,
 	ds->root = strdup(ref->remote);
 	ds->shards = calloc(ds->manifest.nshards + 1, sizeof(*ds->shards));
 	if (!ds->root || !ds->shards) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto fail;
 	}
 	ch_buf_release(&raw);

@@ -39,7 +39,7 @@ static int file_stat(struct ch_store *st, const char *key, uint64_t *size,
 {
 	char *path = ch_store_file_path(st, key);
 	if (!path)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	struct stat sb;
 	int rc = 1;
 	if (stat(path, &sb) < 0) {
@@ -101,7 +101,7 @@ static int file_get(struct ch_store *st, const char *key, size_t max,
 {
 	char *path = ch_store_file_path(st, key);
 	if (!path)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	int fd = -1;
 	int rc = open_object(path, &fd, err);
 	if (rc != 0)
@@ -135,7 +135,7 @@ static int file_get_range(struct ch_store *st, const char *key, uint64_t off,
 {
 	char *path = ch_store_file_path(st, key);
 	if (!path)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	int fd = -1;
 	int rc = open_object(path, &fd, err);
 	if (rc == 0)
@@ -170,13 +170,13 @@ static int tmp_create(struct tmp_file *t, struct ch_store *st,
 	t->tmp.fd = -1;
 	t->path = ch_store_file_path(st, key);
 	if (!t->path)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	const char *slash = strrchr(t->path, '/');
 	const char *name = slash ? slash + 1 : t->path;
 	size_t dlen = slash ? (size_t)(slash - t->path) : 0;
 	t->dir = dlen ? strndup(t->path, dlen) : strdup(slash ? "/" : ".");
 	if (!t->dir)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (ch_mkdir_p(t->dir, err) < 0 ||
 	    ch_temp_create(&t->tmp, t->dir, name, 0, err) < 0)
 		return -1;
@@ -237,7 +237,7 @@ static int copy_fd(int src, const char *src_path, uint64_t off, int (*sink)(
 {
 	uint8_t *buf = malloc(CHUNK);
 	if (!buf)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	int rc = 0;
 	for (;;) {
 		ssize_t n = pread(src, buf, CHUNK, (off_t)off);
@@ -452,7 +452,7 @@ static int get_job(struct pool *pl, struct ch_store_job *job,
 {
 	char *path = ch_store_file_path(pl->st, job->key);
 	if (!path)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	int continued = 0;
 	int rc = get_try(pl, job, path, 1, &continued, err);
 	job->resumed = continued;

@@ -34,7 +34,7 @@ static int s3_setup(struct ch_store *st, struct curl_store *cs,
 	n = strlen(st->s3_region) + 16;
 	cs->sigv4 = malloc(n);
 	if (!cs->userpwd || !cs->sigv4)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	sprintf(cs->userpwd, "%s:%s", st->s3_key_id, st->s3_secret);
 	snprintf(cs->sigv4, n, "aws:amz:%s:s3", st->s3_region);
 	int failed = 0;
@@ -45,12 +45,12 @@ static int s3_setup(struct ch_store *st, struct curl_store *cs,
 		size_t tn = strlen(st->s3_token) + 32;
 		char *h = malloc(tn);
 		if (!h)
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		snprintf(h, tn, "x-amz-security-token: %s", st->s3_token);
 		cs->headers = add_header(cs->headers, h, &failed);
 		free(h);
 	}
-	return failed ? ch_error_set(err, "out of memory") : 0;
+	return failed ? ch_error_nomem(err) : 0;
 }
 
 static void curl_close(struct ch_store *st)
@@ -76,7 +76,7 @@ int ch_store_curl_open(struct ch_store *st, struct ch_error *err)
 	struct curl_store *cs = calloc(1, sizeof(*cs));
 	if (!cs) {
 		curl_global_cleanup();
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	pthread_mutex_init(&cs->mu, NULL);
 	st->impl = cs; /* from here on, curl_close releases it all */
@@ -84,7 +84,7 @@ int ch_store_curl_open(struct ch_store *st, struct ch_error *err)
 	/* no "Expect: 100-continue" round trip before each upload */
 	cs->headers = add_header(cs->headers, "Expect:", &failed);
 	if (failed)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (st->kind == CH_STORE_S3)
 		return s3_setup(st, cs, err);
 	return 0;

@@ -352,11 +352,11 @@ static int many_init(struct many *m, struct many_shared *sh, int index,
 	m->slots = calloc((size_t)nslots, sizeof(*m->slots));
 	m->multi = curl_multi_init();
 	if (!m->slots || !m->multi)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (int i = 0; i < m->nslots; i++) {
 		m->slots[i].fd = -1;
 		if (!(m->slots[i].h = curl_easy_init()))
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 	}
 	return 0;
 }
@@ -433,7 +433,7 @@ static int run_many(struct ch_store *st, enum ch_req_kind kind,
 	sh.bytes = calloc((size_t)nt, sizeof(*sh.bytes));
 	sh.files = calloc((size_t)nt, sizeof(*sh.files));
 	if (!sh.bytes || !sh.files) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	for (; made < nt; made++) /* slots dealt out as evenly as can be */

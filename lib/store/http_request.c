@@ -187,7 +187,7 @@ int ch_req_init(struct ch_req *r, struct ch_store *st, CURL *h,
 	r->key_url = ch_store_object_url(st, key);
 	if (!h || !r->url || !r->key_url) {
 		ch_req_release(r);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	curl_easy_reset(h);
 	set_common(r);

@@ -45,7 +45,7 @@ int ch_store_stream_open(struct ch_store_stream **out, struct ch_store *st,
 	struct ch_store_stream *s = calloc(1, sizeof(*s));
 	if (!s || !(s->key = strdup(key))) {
 		free(s);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	s->st = st;
 	s->size = size;
@@ -55,7 +55,7 @@ int ch_store_stream_open(struct ch_store_stream **out, struct ch_store *st,
 	for (int i = 0; i < s->ahead; i++)
 		if (!(s->bufs[i] = malloc(s->chunk_size))) {
 			ch_store_stream_close(s);
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		}
 	if (ch_ordered_start(&s->fetches, s->ahead, s->nchunks,
 			     (size_t)s->ahead, fetch, s, NULL, err) < 0) {

@@ -33,7 +33,7 @@ static int dup_env(char **dst, const char *v, struct ch_error *err)
 	if (!v)
 		return 0;
 	*dst = strdup(v);
-	return *dst ? 0 : ch_error_set(err, "out of memory");
+	return *dst ? 0 : ch_error_nomem(err);
 }
 
 /* s3://BUCKET[/PREFIX] with the credentials, the region and the endpoint
@@ -63,7 +63,7 @@ static int parse_s3(struct ch_store *st, struct ch_error *err)
 	    dup_env(&st->s3_secret, secret, err) < 0 ||
 	    dup_env(&st->s3_region, region, err) < 0 ||
 	    dup_env(&st->s3_token, env2("AWS_SESSION_TOKEN", NULL), err) < 0)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 
 	/* An endpoint (s3rver, MinIO, ...) gets path-style URLs; AWS itself
 	 * virtual-hosted ones, except for dotted bucket names, which would
@@ -75,7 +75,7 @@ static int parse_s3(struct ch_store *st, struct ch_error *err)
 	st->base = malloc(cap);
 	if (!st->base || (endpoint && !ep)) {
 		free(ep);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	if (ep)
 		snprintf(st->base, cap, "%s/%.*s", ep, (int)blen, rest);
@@ -126,7 +126,7 @@ static int parse_url(struct ch_store *st, struct ch_error *err)
 		st->ops = &ch_store_file_ops;
 		st->base = strdup(u);
 	}
-	return st->base ? 0 : ch_error_set(err, "out of memory");
+	return st->base ? 0 : ch_error_nomem(err);
 }
 
 static void fill_defaults(struct ch_store_opts *o)
@@ -148,7 +148,7 @@ static int hide_password(struct ch_store *st, struct ch_error *err)
 {
 	char *shown = ch_url_redact(st->url);
 	if (!shown)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	free(st->url);
 	st->url = shown;
 	return 0;
@@ -162,13 +162,13 @@ int ch_store_open(struct ch_store **out, const char *url,
 		return ch_error_set(err, "empty remote URL");
 	struct ch_store *st = calloc(1, sizeof(*st));
 	if (!st)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (opts)
 		st->opts = *opts;
 	fill_defaults(&st->opts);
 	st->url = dup_trimmed(url);
 	if (!st->url) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto fail;
 	}
 	if (parse_url(st, err) < 0 || hide_password(st, err) < 0)

@@ -35,7 +35,7 @@ static int plan_windows(struct ch_order *ord, const struct ch_manifest *m,
 	ord->shard_order = calloc(ns ? ns : 1, sizeof(*ord->shard_order));
 	ord->group_start = calloc(ng + 1, sizeof(*ord->group_start));
 	if (!ord->shard_order || !ord->group_start)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	ch_perm_init(&sp, ns, ord->seed, ord->epoch, PURPOSE_SHARDS);
 	for (size_t i = 0; i < ns; i++)
 		ord->shard_order[i] = (size_t)ch_perm_at(&sp, i);
@@ -201,8 +201,10 @@ int ch_cursor_parse(const char *s, struct ch_cursor *c, struct ch_error *err)
 	memset(c, 0, sizeof(*c));
 	if (sscanf(s, "ch1.%16[0-9a-f].%8x.%llu.%llu.%llu%c", c->id, &h, &e,
 		   &b, &p, &tail) != 5 || strlen(c->id) != 16)
-		return ch_error_set(err, "'%s' is not a chute cursor (expected "
-				    "ch1.ID.OPTIONS.EPOCH.BATCH.POSITION)", s);
+		return ch_error_usage(err, "'%s' is not a chute cursor "
+				      "(expected "
+				      "ch1.ID.OPTIONS.EPOCH.BATCH.POSITION)",
+				      s);
 	c->opt_hash = h;
 	c->epoch = e;
 	c->batch = b;

@@ -38,7 +38,7 @@ int ch_shard_table_new(struct ch_shard_table **out,
 void ch_shard_table_free(struct ch_shard_table *t);
 /* Pins shard k, opening it if no thread has it open.  Returns 1 when
  * pinned; 0 (wait = 0 only) when another thread is opening it right now;
- * -1 on error (CH_DATA_ERROR when the shard failed a check). */
+ * -1 on error. */
 int ch_shard_table_pin(struct ch_shard_table *t, size_t k, int wait,
 		       struct ch_shard **out, struct ch_error *err);
 void ch_shard_table_unpin(struct ch_shard_table *t, size_t k);
@@ -53,7 +53,8 @@ struct ch_split_view {
 	struct ch_manifest_shard *shards;
 	uint64_t *ids, n;
 };
-/* -1: no such split (a usage error); -2: its file is bad (a data error). */
+/* -1 on error: CH_ERR_DATA when the split is in the manifest but its file
+ * is bad. */
 int ch_split_view_init(struct ch_split_view *v, const struct ch_dataset *ds,
 		       const char *name, struct ch_error *err);
 void ch_split_view_release(struct ch_split_view *v);
@@ -105,7 +106,6 @@ struct ch_batch_data {
 	struct ch_buf xraw;	     /* transformed fields' values */
 	struct ch_field_type *types; /* with transforms: each field's */
 	uint64_t skipped; /* corrupt samples met (--on-error skip) */
-	int data_error;	  /* the failure was a corrupt sample */
 };
 void ch_batch_data_release(struct ch_batch_data *b);
 

@@ -129,29 +129,30 @@ static int planner_init(struct planner *p, const struct ch_dataset *ds,
 	p->opt_hash = ch_stream_options_hash(o);
 	if (ch_segment_batches(m->samples, 0, o->world, o->batch_size, o->eval,
 			       o->drop_last) == 0)
-		return ch_error_set(err, "%llu samples make no batch for %llu "
-				    "ranks with batches of %llu",
-				    (unsigned long long)m->samples,
-				    (unsigned long long)o->world,
-				    (unsigned long long)o->batch_size);
+		return ch_error_usage(err, "%llu samples make no batch for "
+				      "%llu ranks with batches of %llu",
+				      (unsigned long long)m->samples,
+				      (unsigned long long)o->world,
+				      (unsigned long long)o->batch_size);
 	if (!o->resume)
 		return enter_segment(p, 0, 0, 0, err);
 	struct ch_cursor c;
 	if (ch_cursor_parse(o->resume, &c, err) < 0)
 		return -1;
 	if (strncmp(c.id, m->id, 16) != 0)
-		return ch_error_set(err, "cursor '%s' is from another dataset "
-				    "(id %s..., this one is %.16s...)",
-				    o->resume, c.id, m->id);
+		return ch_error_usage(err, "cursor '%s' is from another "
+				      "dataset (id %s..., this one is "
+				      "%.16s...)", o->resume, c.id, m->id);
 	if (c.opt_hash != p->opt_hash) {
 		char hashed[256];
 		ch_stream_options_hashed(hashed, sizeof(hashed));
-		return ch_error_set(err, "cursor '%s' was made with other stream "
-				    "options (%s differ)", o->resume, hashed);
+		return ch_error_usage(err, "cursor '%s' was made with other "
+				      "stream options (%s differ)",
+				      o->resume, hashed);
 	}
 	if (c.pos > m->samples)
-		return ch_error_set(err, "cursor '%s' is past the end of the "
-				    "epoch", o->resume);
+		return ch_error_usage(err, "cursor '%s' is past the end of the "
+				      "epoch", o->resume);
 	return enter_segment(p, c.epoch, c.pos, c.batch + 1, err);
 }
 
@@ -173,8 +174,8 @@ struct job {
 	struct ch_batch_plan plan;
 	struct ch_batch_data data;
 	struct ch_buf out;
-	int failed, data_error;
-	struct ch_error err;
+	int failed;
+	struct ch_error err; /* its kind says whose fault */
 };
 
 enum { FREE, PLANNED, READY };
@@ -255,12 +256,11 @@ static void *work(void *arg)
 		double t0 = ch_now();
 		int rc = ch_batch_read(w->reader, &j->plan, &j->data, &j->err);
 		double t1 = ch_now();
-		j->data_error = j->data.data_error;
 		if (rc == 0 && (rc = encode_batch(s, j)) < 0)
-			j->data_error = 1; /* the data will not fit the format */
-		if (rc == 0 && (rc = ch_batch_fill(w->reader, &j->data,
-						   j->out.data, &j->err)) < 0)
-			j->data_error = rc == CH_DATA_ERROR;
+			j->err.kind = CH_ERR_DATA; /* it will not fit the format */
+		if (rc == 0)
+			rc = ch_batch_fill(w->reader, &j->data, j->out.data,
+					   &j->err);
 		double t2 = ch_now();
 		pthread_mutex_lock(&s->lock);
 		s->busy--;
@@ -366,11 +366,10 @@ static int write_batches(struct streamer *s, ch_batch_sink sink, void *arg,
 			break;
 		if (j->failed) {
 			*err = j->err;
-			st->data_error = j->data_error;
 			return -1;
 		}
 		if (s->o->cancel && *s->o->cancel)
-			return ch_error_set(err, "interrupted");
+			return ch_error_interrupted(err);
 		struct ch_batch_out out = {
 			.data = j->out.data, .size = j->out.len,
 			.epoch = j->plan.epoch, .batch = j->plan.batch,
@@ -468,32 +467,27 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 	double t0 = ch_now();
 	memset(st, 0, sizeof(*st));
 	if (o->batch_size == 0 || o->world == 0 || o->rank >= o->world)
-		return ch_error_set(err, "bad batch size, rank or world size");
+		return ch_error_usage(err, "bad batch size, rank or world "
+				      "size");
 	size_pool(&s, o, st);
 	workers = s.threads;
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.changed, NULL);
 	if (o->split) {
-		int got = ch_split_view_init(&s.split, ds, o->split, err);
-		if (got < 0) {
-			st->data_error = got == -2;
+		if (ch_split_view_init(&s.split, ds, o->split, err) < 0)
 			goto out;
-		}
 	}
 	/* the planner first: it tells a remote dataset how it will be read */
 	if (planner_init(&s.planner, ds, &s.split, o, err) < 0)
 		goto out;
-	int got = check_index_memory(ds, o, err);
-	if (got < 0) {
-		st->data_error = got == CH_DATA_ERROR;
+	if (check_index_memory(ds, o, err) < 0)
 		goto out;
-	}
 	if (o->ntransforms &&
 	    ch_transforms_parse(o->transforms, o->ntransforms, o->eval,
 				&tx, err) < 0)
 		goto out;
 	if (o->cache && !(s.cache = ch_block_cache_new((size_t)o->cache))) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	s.shared = (struct ch_stream_shared){
@@ -507,14 +501,14 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 			       s.cache, err) < 0)
 		goto out;
 	if (!(s.shared.names = ch_name_table_new())) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	s.jobs = calloc(s.njobs, sizeof(*s.jobs));
 	threads = calloc((size_t)workers, sizeof(*threads));
 	ws = calloc((size_t)workers, sizeof(*ws));
 	if (!s.jobs || !threads || !ws) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	for (size_t i = 0; i < s.njobs; i++)
@@ -537,7 +531,7 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 		}
 	rc = write_batches(&s, sink, sink_arg, st, err);
 	if (rc == 0 && o->cancel && *o->cancel)
-		rc = ch_error_set(err, "interrupted");
+		rc = ch_error_interrupted(err);
 	if (rc == 0 && o->format == CH_FORMAT_TAR) {
 		struct ch_buf end = { 0 };
 		rc = ch_tar_end(&end, err);

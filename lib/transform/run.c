@@ -16,7 +16,7 @@ int ch_transformer_init(struct ch_transformer *tr, struct ch_error *err)
 	tr->rs = ch_resampler_new();
 	if (!tr->dec || !tr->rs) {
 		ch_transformer_release(tr);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	return 0;
 }
