@@ -122,9 +122,8 @@ static int write_field(const struct cat_target *t)
 
 	if (!r)
 		return cmd_error("out of memory");
-	int rc = ch_sample_read(r, t->sh, t->sample, &data, &err);
-	if (rc < 0) {
-		status = cmd_fail(rc, err.msg);
+	if (ch_sample_read(r, t->sh, t->sample, &data, &err) < 0) {
+		status = cmd_fail(&err);
 		goto done;
 	}
 	if (cmd_write_all(STDOUT_FILENO, data + t->field.offset,
@@ -177,11 +176,10 @@ int cmd_cat(int argc, char **argv)
 		return status < 0 ? 0 : status;
 	memset(&ds, 0, sizeof ds);
 	memset(&t, 0, sizeof t);
-	int rc = ch_dataset_open(&ds, a.path, &err);
-	if (rc < 0)
-		return cmd_fail(rc, err.msg);
-	if ((rc = find_sample(&ds, a.which, &t, &err)) < 0)
-		status = cmd_fail(rc, err.msg);
+	if (ch_dataset_open(&ds, a.path, &err) < 0)
+		return cmd_fail(&err);
+	if (find_sample(&ds, a.which, &t, &err) < 0)
+		status = cmd_fail(&err);
 	else if (pick_field(&t, a.field) == 0)
 		status = write_field(&t);
 	else

@@ -115,7 +115,7 @@ static int make_opts(const struct check_args *a, struct ch_check_opts *o)
 
 	ch_check_opts_init(o);
 	if (a->rules && ch_check_rules_read(o, a->rules, &err) < 0)
-		return cmd_error("%s", err.msg);
+		return cmd_fail(&err);
 	o->deep |= a->deep; /* a rules file may have asked for them */
 	o->near_duplicates |= a->near;
 	o->allow_no_eval = a->allow_no_eval;
@@ -331,8 +331,7 @@ int cmd_check(int argc, char **argv)
 	}
 	if (ch_check(a.path, &o, &rep, &err) < 0) {
 		ch_check_opts_release(&o);
-		cmd_error("%s", err.msg);
-		return cmd_signal_status() ? cmd_signal_status() : EXIT_USAGE;
+		return cmd_fail(&err);
 	}
 	if (a.json)
 		print_json(&rep);

@@ -6,7 +6,8 @@
  * A subcommand is one file cmd/<name>.c exporting cmd_<name>(argc, argv),
  * where argv[0] is the command name ("pack").  It returns the process exit
  * status: 0 success, 1 the data failed a check, 2 usage or I/O error, or
- * 128 + signal number when interrupted.
+ * 128 + signal number when interrupted; for a failed lib call,
+ * cmd_exit_status says which from the error's kind.
  */
 #ifndef CHUTE_CMD_H
 #define CHUTE_CMD_H
@@ -114,10 +115,10 @@ const char *cmd_name(void);
  * message goes through ch_url_redact and ch_escape: no URL password and
  * no raw control byte ever reaches the terminal. */
 int cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Prints msg, the error of a lib call that returned rc, like cmd_error,
- * and returns its exit status: EXIT_CHECK when the data failed a check
- * (rc is CH_DATA_ERROR), else EXIT_USAGE. */
-int cmd_fail(int rc, const char *msg);
+/* Prints err's message, the error of a lib call, like cmd_error, and
+ * returns cmd_exit_status(err). */
+struct ch_error;
+int cmd_fail(const struct ch_error *err);
 /* Text output of a key, field name, path or message: s escaped by
  * ch_escape (cmd_put: a NUL-terminated s). */
 void cmd_put_text(FILE *out, const char *s, size_t len);
@@ -155,8 +156,11 @@ const char *cmd_closest(const char *word, const char *const *names,
  * the returned flag (a second signal kills as usual; a signal ignored on
  * entry stays ignored). */
 volatile sig_atomic_t *cmd_catch_signals(void);
-/* 128 + the caught signal, or 0 if none was caught. */
-int cmd_signal_status(void);
+/* The exit status of a failure: 128 + the signal once one was caught
+ * (whatever failed on the way out: the run was stopped), else by err's
+ * kind: EXIT_CHECK for data that failed a check, EXIT_USAGE for the rest
+ * (usage, I/O, memory).  The one place a kind becomes a status. */
+int cmd_exit_status(const struct ch_error *err);
 
 /* Writes all of buf to fd, retrying short writes.  Returns 0, or -1 with
  * errno set (EPIPE when the reader went away). */

@@ -306,8 +306,8 @@ static int open_version(const char *text, struct ch_dataset *ds,
 	ch_ref_release(&ref);
 	if (rc == 0 && ds->lone_shard) {
 		ch_dataset_release(ds);
-		return ch_error_set(err, "'%s' is a lone shard: give a dataset "
-				    "folder or manifest", text);
+		return ch_error_usage(err, "'%s' is a lone shard: give a "
+				      "dataset folder or manifest", text);
 	}
 	return rc;
 }
@@ -326,13 +326,13 @@ int cmd_diff(int argc, char **argv)
 		return status < 0 ? 0 : status;
 	memset(ds, 0, sizeof ds);
 	o.cancel = cmd_catch_signals();
-	int rc = 0;
 	for (; opened < 2; opened++)
-		if ((rc = open_version(a.refs[opened], &ds[opened], &err)) < 0)
+		if (open_version(a.refs[opened], &ds[opened], &err) < 0)
 			break;
-	if (opened < 2 || (rc = ch_diff(&ds[0], &ds[1], &o, &d, &err)) < 0) {
-		status = cmd_signal_status() ? cmd_signal_status() :
-					       cmd_fail(rc, err.msg);
+	if (opened < 2 || ch_diff(&ds[0], &ds[1], &o, &d, &err) < 0) {
+		status = cmd_exit_status(&err);
+		if (status <= 128) /* above: a signal, which says it all */
+			cmd_error("%s", err.msg);
 		goto out;
 	}
 	if (a.json)

@@ -79,17 +79,13 @@ int cmd_export(int argc, char **argv)
 	if (status != 0)
 		return status < 0 ? 0 : status;
 	memset(&ds, 0, sizeof ds);
-	int rc = ch_dataset_open(&ds, path, &err);
-	if (rc < 0)
-		return cmd_fail(rc, err.msg);
+	if (ch_dataset_open(&ds, path, &err) < 0)
+		return cmd_fail(&err);
 	o.cancel = cmd_catch_signals();
-	if ((rc = ch_export(&ds, &o, &written, &err)) < 0) {
-		status = cmd_fail(rc, err.msg);
-		if (cmd_signal_status())
-			status = cmd_signal_status();
-	} else {
+	if (ch_export(&ds, &o, &written, &err) < 0)
+		status = cmd_fail(&err);
+	else
 		printf("exported %zu shards into %s\n", written, o.out_dir);
-	}
 	ch_dataset_release(&ds);
 	return status;
 }

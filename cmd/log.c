@@ -127,7 +127,7 @@ static int walk(const struct ch_ref *ref, struct ch_manifest *m, int json)
 						      &err)
 				: 1;
 		if (found < 0) {
-			rc = cmd_error("%s", err.msg);
+			rc = cmd_fail(&err);
 			break;
 		}
 		json_t *o = entry(m, found == 0 ? &parent : NULL);
@@ -171,11 +171,11 @@ int cmd_log(int argc, char **argv)
 	if (status != 0)
 		return status < 0 ? 0 : status;
 	if (ch_ref_parse(text, &ref, &err) < 0)
-		return cmd_error("%s", err.msg);
+		return cmd_fail(&err);
 	memset(&m, 0, sizeof m);
 	if (ch_ref_load(&ref, &m, &err) < 0) {
 		ch_ref_release(&ref);
-		return cmd_error("%s", err.msg);
+		return cmd_fail(&err);
 	}
 	status = walk(&ref, &m, json);
 	ch_ref_release(&ref);

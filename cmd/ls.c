@@ -177,8 +177,8 @@ int cmd_ls(int argc, char **argv)
 	if (status != 0)
 		return status < 0 ? 0 : status;
 	memset(&ds, 0, sizeof ds);
-	if ((rc = ch_dataset_open(&ds, path, &err)) < 0)
-		return cmd_fail(rc, err.msg);
+	if (ch_dataset_open(&ds, path, &err) < 0)
+		return cmd_fail(&err);
 	setvbuf(stdout, out_buffer, _IOFBF, sizeof out_buffer);
 	if (split)
 		rc = list_split(&ds, split, json, &err);
@@ -188,7 +188,5 @@ int cmd_ls(int argc, char **argv)
 		rc = errno == EPIPE ? 1 : ch_error_errno(&err, errno,
 				"cannot write to standard output");
 	ch_dataset_release(&ds);
-	if (rc < 0)
-		return cmd_fail(rc, err.msg);
-	return 0;
+	return rc < 0 ? cmd_fail(&err) : 0;
 }

@@ -136,7 +136,7 @@ static int print_json(struct ch_manifest *m)
 	int rc;
 
 	if (ch_manifest_format(m, &text, &len, &err) < 0)
-		return cmd_error("%s", err.msg);
+		return cmd_fail(&err);
 	/* as chute writes it: the id is computed, whatever was stored */
 	rc = fwrite(text, 1, len, stdout) == len ? 0 : -1;
 	free(text);
@@ -156,11 +156,11 @@ int cmd_manifest(int argc, char **argv)
 	if (status != 0)
 		return status < 0 ? 0 : status;
 	if (ch_ref_parse(text, &ref, &err) < 0)
-		return cmd_error("%s", err.msg);
+		return cmd_fail(&err);
 	memset(&m, 0, sizeof(m));
 	if (ch_ref_load(&ref, &m, &err) < 0) {
 		ch_ref_release(&ref);
-		return cmd_error("%s", err.msg);
+		return cmd_fail(&err);
 	}
 	if (json)
 		status = print_json(&m);

@@ -83,12 +83,8 @@ static int run_merge(struct merge_args *a)
 	memset(&res, 0, sizeof res);
 	a->o.cancel = cmd_catch_signals();
 	rc = ch_merge(a->parts, a->nparts, &a->o, &res, &err);
-	if (rc < 0 && cmd_signal_status()) {
-		cmd_error("%s", err.msg);
-		return cmd_signal_status();
-	}
 	if (rc < 0)
-		return cmd_fail(rc, err.msg);
+		return cmd_fail(&err);
 	printf("merged %zu parts: %" PRIu64 " samples (%" PRIu64 " bytes) "
 	       "in %zu shards, id %s\n",
 	       res.parts, res.samples, res.bytes, res.shards, res.id);

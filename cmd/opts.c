@@ -83,10 +83,10 @@ int cmd_error(const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
-int cmd_fail(int rc, const char *msg)
+int cmd_fail(const struct ch_error *err)
 {
-	cmd_error("%s", msg);
-	return rc == CH_DATA_ERROR ? EXIT_CHECK : EXIT_USAGE;
+	cmd_error("%s", err->msg);
+	return cmd_exit_status(err);
 }
 
 

@@ -46,9 +46,20 @@ volatile sig_atomic_t *cmd_catch_signals(void)
 	return &caught;
 }
 
-int cmd_signal_status(void)
+int cmd_exit_status(const struct ch_error *err)
 {
-	return caught ? 128 + caught : 0;
+	if (caught)
+		return 128 + caught;
+	switch (err->kind) {
+	case CH_ERR_DATA:
+		return EXIT_CHECK;
+	case CH_ERR_USAGE:
+	case CH_ERR_IO:
+	case CH_ERR_MEMORY:
+	case CH_ERR_INTERRUPTED: /* a flag that no signal of ours set */
+		break;
+	}
+	return EXIT_USAGE;
 }
 
 /* ------------------------------------------------------------------ */

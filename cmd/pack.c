@@ -6,7 +6,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "chute.h"
@@ -86,16 +85,9 @@ static const struct cmd_spec pack_spec = {
 
 struct progress {
 	pthread_mutex_t lock;
-	struct timespec start, last;
+	double start, last; /* ch_now() */
 	int width; /* characters now on the line, 0 if nothing drawn */
 };
-
-static double seconds_between(const struct timespec *a,
-			      const struct timespec *b)
-{
-	return (double)(b->tv_sec - a->tv_sec) +
-	       (double)(b->tv_nsec - a->tv_nsec) / 1e9;
-}
 
 static void draw(struct progress *pr, const struct ch_progress *p,
 		 double elapsed)
@@ -125,13 +117,13 @@ static void draw(struct progress *pr, const struct ch_progress *p,
 static void on_progress(const struct ch_progress *p, void *arg)
 {
 	struct progress *pr = arg;
-	struct timespec now;
+	double now;
 
 	if (pthread_mutex_trylock(&pr->lock) != 0)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (pr->width == 0 || seconds_between(&pr->last, &now) >= 0.1) {
-		draw(pr, p, seconds_between(&pr->start, &now));
+	now = ch_now();
+	if (pr->width == 0 || now - pr->last >= 0.1) {
+		draw(pr, p, now - pr->start);
 		pr->last = now;
 	}
 	pthread_mutex_unlock(&pr->lock);
@@ -374,7 +366,7 @@ static int run_pack(struct pack_args *a)
 
 	memset(&pr, 0, sizeof pr);
 	pthread_mutex_init(&pr.lock, NULL);
-	clock_gettime(CLOCK_MONOTONIC, &pr.start);
+	pr.start = ch_now();
 	if (!a->quiet && isatty(STDERR_FILENO)) {
 		a->o.progress = on_progress;
 		a->o.progress_arg = &pr;
@@ -386,10 +378,8 @@ static int run_pack(struct pack_args *a)
 	rc = ch_pack(a->sources, a->nsources, &a->o, &res, &err);
 	progress_clear(&pr);
 	pthread_mutex_destroy(&pr.lock);
-	if (rc < 0) {
-		cmd_error("%s", err.msg);
-		return cmd_signal_status() ? cmd_signal_status() : EXIT_USAGE;
-	}
+	if (rc < 0)
+		return cmd_fail(&err);
 	if (a->o.parts)
 		printf("part %" PRIu64 " of %" PRIu64 ": ", a->o.part,
 		       a->o.parts);

@@ -108,10 +108,10 @@ int cmd_pull(int argc, char **argv)
 	status = ch_ref_parse(text, &ref, &err);
 	free(text);
 	if (status < 0)
-		return cmd_error("%s", err.msg);
+		return cmd_fail(&err);
 	if (ch_store_open(&st, ref.remote, &a.store, &err) < 0) {
 		ch_ref_release(&ref);
-		return cmd_error("%s", err.msg);
+		return cmd_fail(&err);
 	}
 	cmd_transfer_begin(&t, &a.xfer);
 	status = ch_remote_pull(st, ref.at, a.dir, &a.xfer, &r, &err);
@@ -119,7 +119,7 @@ int cmd_pull(int argc, char **argv)
 	ch_store_close(st);
 	ch_ref_release(&ref);
 	if (status != 0)
-		return cmd_error("%s", err.msg);
+		return cmd_fail(&err);
 	printf("pulled %s into %s: %zu files, %zu downloaded (%.1f MB, %zu "
 	       "resumed), %zu already there\n", r.id, a.dir, r.files,
 	       r.downloaded, (double)r.downloaded_bytes / 1e6, r.resumed,

@@ -92,13 +92,13 @@ int cmd_push(int argc, char **argv)
 	a.push.tags = a.tags;
 	a.push.ntags = a.ntags;
 	if (ch_store_open(&st, a.remote, &a.store, &err) < 0)
-		return cmd_error("%s", err.msg);
+		return cmd_fail(&err);
 	cmd_transfer_begin(&t, &a.push.xfer);
 	status = ch_remote_push(a.dataset, st, &a.push, &r, &err);
 	cmd_transfer_end(&t);
 	if (status < 0) {
 		ch_store_close(st);
-		return cmd_error("%s", err.msg);
+		return cmd_fail(&err);
 	}
 	/* the store's url: its password hidden */
 	printf("pushed %s to %s: %zu of %zu files sent (%.1f of %.1f MB), "

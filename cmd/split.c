@@ -223,12 +223,8 @@ int cmd_split(int argc, char **argv)
 	if (status != 0)
 		return status < 0 ? 0 : status;
 	a.o.cancel = cmd_catch_signals();
-	if (ch_split(a.path, &a.o, &res, &err) < 0) {
-		cmd_error("%s", err.msg);
-		if (cmd_signal_status())
-			return cmd_signal_status();
-		return res.data_error ? EXIT_CHECK : EXIT_USAGE;
-	}
+	if (ch_split(a.path, &a.o, &res, &err) < 0)
+		return cmd_fail(&err);
 	if (a.json)
 		print_json(&res);
 	else

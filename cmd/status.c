@@ -127,9 +127,10 @@ int cmd_status(int argc, char **argv)
 		return status < 0 ? 0 : status;
 	a.o.cancel = cmd_catch_signals();
 	if (ch_status(path, &a.o, &r, &err) < 0) {
-		if (cmd_signal_status())
-			return cmd_signal_status();
-		return cmd_error("%s", err.msg);
+		status = cmd_exit_status(&err);
+		if (status <= 128) /* above: a signal, which says it all */
+			cmd_error("%s", err.msg);
+		return status;
 	}
 	if (a.json)
 		print_json(&r);

@@ -12,95 +12,16 @@
 #include "chute.h"
 #include "cmd.h"
 #include "chute/ref.h"
-#include "stream_record.h"
-#include "stream_shm.h"
-
-enum {
-	OPT_DROP_LAST = CMD_LONG_ONLY,
-	OPT_MODE,
-	OPT_NO_DROP_LAST,
-	OPT_ON_ERROR,
-	OPT_INDEX_MEMORY,
-	OPT_PIN,
-	OPT_RANK,
-	OPT_RECORD,
-	OPT_REMOTE_CACHE,
-	OPT_REMOTE_CACHE_SIZE,
-	OPT_REPLAY,
-	OPT_RESUME,
-	OPT_SEED,
-	OPT_SHM,
-	OPT_SHUFFLE,
-	OPT_SLOT_SIZE,
-	OPT_SLOTS,
-	OPT_SPLIT,
-	OPT_STATE,
-	OPT_STATS,
-	OPT_STATS_JSON,
-	OPT_TRANSFORM,
-	OPT_WINDOW,
-	OPT_WORLD_SIZE,
-};
+#include "stream.h"
+#include "stream_opts.h"
 
 static const char *const stream_usage[] = {
 	"stream [OPTIONS] DATASET",
 	NULL,
 };
 
-static const struct cmd_opt stream_opts[] = {
-	{'b', "batch-size", "N", "samples per batch (default 256)"},
-	{'c', "cache", "SIZE", "decoded blocks kept in memory (default 256M)"},
-	{OPT_DROP_LAST, "drop-last", NULL,
-	 "drop the last partial batch of each epoch (train)"},
-	{'e', "epochs", "N", "epochs to stream, 0 for ever (default 1)"},
-	{'f', "format", "FORMAT", "batch (default), jsonl or tar"},
-	CMD_HELP_OPT,
-	{OPT_INDEX_MEMORY, "index-memory", "SIZE",
-	 "open shard indexes kept in memory (default 256M)"},
-	{OPT_MODE, "mode", "MODE", "train (default) or eval"},
-	{OPT_NO_DROP_LAST, "no-drop-last", NULL,
-	 "keep the last partial batch, flagged (default)"},
-	{'o', "output", "FILE", "write to FILE instead of standard output"},
-	{OPT_ON_ERROR, "on-error", "WHAT",
-	 "fail (default) or skip corrupt samples"},
-	{OPT_PIN, "pin", NULL, "lock the --shm ring in memory (mlock)"},
-	{'p', "prefetch", "N|auto",
-	 "batches prepared ahead (default auto: as measured)"},
-	{OPT_RANK, "rank", "R", "this rank (default: $RANK, else 0)"},
-	{OPT_RECORD, "record", "RUN",
-	 "keep a run record in RUN: data, options, last cursor"},
-	{OPT_REMOTE_CACHE, "remote-cache", "DIR",
-	 "verified shards of remote datasets (default ~/.cache/chute)"},
-	{OPT_REMOTE_CACHE_SIZE, "remote-cache-size", "SIZE",
-	 "most bytes the remote cache keeps (default 10G)"},
-	{OPT_REPLAY, "replay", "RUN",
-	 "stream the data and options of run record RUN again"},
-	{OPT_RESUME, "resume", "CURSOR|last",
-	 "continue after the batch of CURSOR (last: of --replay)"},
-	{OPT_SEED, "seed", "S", "shuffle seed (default 0)"},
-	{OPT_SHM, "shm", "NAME",
-	 "frames into shared-memory ring /dev/shm/chute-NAME"},
-	{OPT_SHUFFLE, "shuffle", "MODE", "global (default), window or none"},
-	{OPT_SLOT_SIZE, "slot-size", "SIZE",
-	 "bytes per --shm slot (default: first frame + 25 %)"},
-	{OPT_SLOTS, "slots", "K", "slots in the --shm ring (default 4)"},
-	{OPT_SPLIT, "split", "NAME",
-	 "stream one split of the manifest (chute split)"},
-	{OPT_STATE, "state", "FILE",
-	 "replace FILE with the cursor of each batch written"},
-	{OPT_STATS, "stats", NULL,
-	 "print where the time goes, every 5 s and at exit"},
-	{OPT_STATS_JSON, "stats-json", "FILE",
-	 "replace FILE with the statistics as JSON, every 5 s"},
-	{OPT_TRANSFORM, "transform", "'FIELD: OP | ...'",
-	 "decode and augment FIELD in the workers (repeatable)"},
-	{'w', "workers", "N|auto",
-	 "reader threads (default auto: as measured)"},
-	{OPT_WINDOW, "window", "N", "shards per window (default 4)"},
-	{OPT_WORLD_SIZE, "world-size", "W",
-	 "number of ranks (default: $WORLD_SIZE, else 1)"},
-	{0, NULL, NULL, NULL},
-};
+/* Every option of chute stream, from include/chute/stream_options.h. */
+static struct cmd_opt stream_opts[CH_STREAM_OPT_COUNT + 1];
 
 static const struct cmd_spec stream_spec = {
 	.name = "stream",
@@ -123,203 +44,75 @@ static const struct cmd_spec stream_spec = {
 		 "  --transform 'img: bytes u8 28x28'\n",
 };
 
-/* chute bench takes the options that shape and feed the stream, and
- * writes nothing but its report. */
-static const char *const bench_usage[] = {
-	"bench [OPTIONS] DATASET",
-	NULL,
-};
-
-static const struct cmd_opt bench_opts[] = {
-	{'b', "batch-size", "N", "samples per batch (default 256)"},
-	{'c', "cache", "SIZE", "decoded blocks kept in memory (default 256M)"},
-	{'e', "epochs", "N", "epochs to stream (default 1)"},
-	{'f', "format", "FORMAT", "batch (default), jsonl or tar"},
-	CMD_HELP_OPT,
-	{OPT_INDEX_MEMORY, "index-memory", "SIZE",
-	 "open shard indexes kept in memory (default 256M)"},
-	{OPT_MODE, "mode", "MODE", "train (default) or eval"},
-	{'p', "prefetch", "N|auto",
-	 "batches prepared ahead (default auto: as measured)"},
-	{OPT_REMOTE_CACHE, "remote-cache", "DIR",
-	 "verified shards of remote datasets (default ~/.cache/chute)"},
-	{OPT_REMOTE_CACHE_SIZE, "remote-cache-size", "SIZE",
-	 "most bytes the remote cache keeps (default 10G)"},
-	{OPT_SEED, "seed", "S", "shuffle seed (default 0)"},
-	{OPT_SHUFFLE, "shuffle", "MODE", "global (default), window or none"},
-	{OPT_SPLIT, "split", "NAME",
-	 "stream one split of the manifest (chute split)"},
-	{OPT_TRANSFORM, "transform", "'FIELD: OP | ...'",
-	 "decode and augment FIELD in the workers (repeatable)"},
-	{'w', "workers", "N|auto",
-	 "reader threads (default auto: as measured)"},
-	{OPT_WINDOW, "window", "N", "shards per window (default 4)"},
-	{0, NULL, NULL, NULL},
-};
-
-static const struct cmd_spec bench_spec = {
-	.name = "bench",
-	.summary = "measure where the time of a stream goes",
-	.usage = bench_usage,
-	.opts = bench_opts,
-	.extra = "Streams DATASET into nothing with the stream options given\n"
-		 "and prints the busy time of each stage and the one that\n"
-		 "limits throughput.\n",
-};
-
-struct stream_args {
-	struct ch_stream_opts o;
-	const char *dataset, *output, *state, *stats_json;
-	int stats, rank_set, world_set;
-	int stats_json_failed; /* said once; the exit status is 2 */
-	int bench; /* chute bench: no output, a table at the end */
-	struct shm_sink shm; /* --shm and its options */
-	const char **transforms; /* --transform, in order */
-	size_t ntransforms;
-	struct stream_record rec; /* --record, --replay */
-	const char *remote_cache;
-	uint64_t remote_cache_size;
-};
-
 struct sink {
 	int fd;
-	const char *state;
 	const char *path; /* -o FILE, or NULL: standard output */
 	char *tmp;	  /* where FILE is written until the end, or NULL */
 };
 
-static int pick(const char *opt, const char *s, const char *const *names,
-		int n, int *out)
+static int add_transform(struct stream_args *a, const char *spec)
 {
-	for (int i = 0; i < n; i++)
-		if (strcmp(s, names[i]) == 0) {
-			*out = i;
-			return 0;
-		}
-	const char *near = cmd_closest(s, names, (size_t)n);
-	char list[64] = "";
-	for (int i = 0; i < n; i++)
-		snprintf(list + strlen(list), sizeof list - strlen(list),
-			 "%s%s", i ? ", " : "", names[i]);
-	if (near)
-		cmd_error("invalid value '%s' for %s; did you mean '%s'?", s,
-			  opt, near);
-	else
-		cmd_error("invalid value '%s' for %s: expected one of %s", s,
-			  opt, list);
-	return -1;
+	const char **v = realloc(a->transforms, (a->ntransforms + 1) *
+						    sizeof(*v));
+	if (!v)
+		return cmd_error("out of memory");
+	a->transforms = v;
+	v[a->ntransforms++] = spec;
+	a->o.transforms = v;
+	a->o.ntransforms = a->ntransforms;
+	return 0;
 }
 
-static int parse_threads(const char *opt, const char *s, int *out)
+/* Option opt, its argument read by the table, into a: the members of
+ * struct ch_stream_opts by the table too, the command's own here. */
+static int take_option(struct stream_args *a, int opt, const char *arg)
 {
-	if (strcmp(s, "auto") == 0) {
-		*out = 0;
+	union stream_value v;
+	if (stream_parse_value(opt, NULL, arg, &v) < 0)
+		return -1;
+	if (opt == CH_STREAM_OPT_TRANSFORM)
+		return add_transform(a, v.text);
+	if (stream_options[opt].lib) {
+		stream_option_set(&a->o, opt, &v);
+		a->rank_set |= opt == CH_STREAM_OPT_RANK;
+		a->world_set |= opt == CH_STREAM_OPT_WORLD_SIZE;
 		return 0;
 	}
-	return cmd_parse_int(opt, s, 1, 1024, out);
-}
-
-static int take_option(struct stream_args *a, int c, const char *arg)
-{
-	static const char *const formats[] = {"batch", "jsonl", "tar"};
-	static const char *const modes[] = {"train", "eval"};
-	static const char *const shuffles[] = {"global", "window", "none"};
-	struct ch_stream_opts *o = &a->o;
-	int v;
-	switch (c) {
-	case 'b':
-		return cmd_parse_u64("--batch-size", arg, 1, 1u << 24,
-				     &o->batch_size);
-	case 'c':
-		if (strcmp(arg, "0") == 0) {
-			o->cache = 0;
-			return 0;
-		}
-		return cmd_parse_size("--cache", arg, &o->cache);
-	case 'e':
-		return cmd_parse_u64("--epochs", arg, 0, UINT64_MAX, &o->epochs);
-	case 'f':
-		if (pick("--format", arg, formats, 3, &v) < 0)
-			return -1;
-		o->format = (enum ch_format)v;
-		return 0;
-	case 'o': a->output = arg; return 0;
-	case 'p': return parse_threads("--prefetch", arg, &o->prefetch);
-	case 'w': return parse_threads("--workers", arg, &o->workers);
-	case OPT_SPLIT: o->split = arg; return 0;
-	case OPT_INDEX_MEMORY:
-		return cmd_parse_size("--index-memory", arg, &o->index_memory);
-	case OPT_DROP_LAST: o->drop_last = 1; return 0;
-	case OPT_NO_DROP_LAST: o->drop_last = 0; return 0;
-	case OPT_MODE:
-		if (pick("--mode", arg, modes, 2, &v) < 0)
-			return -1;
-		o->eval = v;
-		return 0;
-	case OPT_RANK:
-		a->rank_set = 1;
-		return cmd_parse_u64("--rank", arg, 0, 1u << 20, &o->rank);
-	case OPT_ON_ERROR: {
-		static const char *const whats[] = {"fail", "skip"};
-		if (pick("--on-error", arg, whats, 2, &v) < 0)
-			return -1;
-		o->skip_corrupt = v;
-		return 0;
+	switch (opt) {
+	case CH_STREAM_OPT_OUTPUT: a->output = v.text; break;
+	case CH_STREAM_OPT_PIN: a->shm.pin = 1; break;
+	case CH_STREAM_OPT_RECORD: a->rec.record = v.text; break;
+	case CH_STREAM_OPT_REMOTE_CACHE: a->remote_cache = v.text; break;
+	case CH_STREAM_OPT_REMOTE_CACHE_SIZE:
+		a->remote_cache_size = v.u64;
+		break;
+	case CH_STREAM_OPT_REPLAY: a->rec.replay = v.text; break;
+	case CH_STREAM_OPT_SHM: a->shm.name = v.text; break;
+	case CH_STREAM_OPT_SLOT_SIZE: a->shm.slot_size = v.u64; break;
+	case CH_STREAM_OPT_SLOTS: a->shm.slots = v.u64; break;
+	case CH_STREAM_OPT_STATE: a->state = v.text; break;
+	case CH_STREAM_OPT_STATS: a->stats = 1; break;
+	case CH_STREAM_OPT_STATS_JSON: a->stats_json = v.text; break;
 	}
-	case OPT_RECORD: a->rec.record = arg; return 0;
-	case OPT_REPLAY: a->rec.replay = arg; return 0;
-	case OPT_RESUME: o->resume = arg; return 0;
-	case OPT_SEED:
-		return cmd_parse_u64("--seed", arg, 0, UINT64_MAX, &o->seed);
-	case OPT_SHUFFLE:
-		if (pick("--shuffle", arg, shuffles, 3, &v) < 0)
-			return -1;
-		o->shuffle = (enum ch_shuffle)v;
-		return 0;
-	case OPT_STATE: a->state = arg; return 0;
-	case OPT_SHM: a->shm.name = arg; return 0;
-	case OPT_REMOTE_CACHE: a->remote_cache = arg; return 0;
-	case OPT_REMOTE_CACHE_SIZE:
-		return cmd_parse_size("--remote-cache-size", arg,
-				      &a->remote_cache_size);
-	case OPT_SLOTS:
-		return cmd_parse_u64("--slots", arg, 1, 1024, &a->shm.slots);
-	case OPT_SLOT_SIZE:
-		return cmd_parse_size("--slot-size", arg, &a->shm.slot_size);
-	case OPT_PIN: a->shm.pin = 1; return 0;
-	case OPT_STATS: a->stats = 1; return 0;
-	case OPT_STATS_JSON: a->stats_json = arg; return 0;
-	case OPT_TRANSFORM: {
-		const char **v = realloc(a->transforms, (a->ntransforms + 1) *
-							    sizeof(*v));
-		if (!v)
-			return cmd_error("out of memory");
-		a->transforms = v;
-		v[a->ntransforms++] = arg;
-		o->transforms = v;
-		o->ntransforms = a->ntransforms;
-		return 0;
-	}
-	case OPT_WINDOW:
-		return cmd_parse_u64("--window", arg, 1, 1u << 20, &o->window);
-	case OPT_WORLD_SIZE:
-		a->world_set = 1;
-		return cmd_parse_u64("--world-size", arg, 1, 1u << 20,
-				     &o->world);
-	}
-	return -1;
+	return 0;
 }
 
 /* torchrun sets RANK and WORLD_SIZE; options win over them. */
 static int ranks_from_env(struct stream_args *a)
 {
 	const char *r = getenv("RANK"), *w = getenv("WORLD_SIZE");
-	if (!a->rank_set && r && *r &&
-	    cmd_parse_u64("RANK", r, 0, 1u << 20, &a->o.rank) < 0)
-		return -1;
-	if (!a->world_set && w && *w &&
-	    cmd_parse_u64("WORLD_SIZE", w, 1, 1u << 20, &a->o.world) < 0)
-		return -1;
+	union stream_value v;
+	if (!a->rank_set && r && *r) {
+		if (stream_parse_value(CH_STREAM_OPT_RANK, "RANK", r, &v) < 0)
+			return -1;
+		a->o.rank = v.u64;
+	}
+	if (!a->world_set && w && *w) {
+		if (stream_parse_value(CH_STREAM_OPT_WORLD_SIZE, "WORLD_SIZE",
+				       w, &v) < 0)
+			return -1;
+		a->o.world = v.u64;
+	}
 	if (a->o.rank >= a->o.world) {
 		cmd_error("rank %llu is not below the world size %llu",
 			  (unsigned long long)a->o.rank,
@@ -329,12 +122,12 @@ static int ranks_from_env(struct stream_args *a)
 	return 0;
 }
 
-/* Returns 0 to go on, -1 after --help, or the exit status. */
-static int parse_args(struct stream_args *a, int argc, char **argv)
+int stream_parse_args(struct stream_args *a, const struct cmd_spec *spec,
+		      int argc, char **argv)
 {
 	struct cmd_parser p;
 	int c, replay;
-	cmd_parser_init(&p, a->bench ? &bench_spec : &stream_spec, argc, argv);
+	cmd_parser_init(&p, spec, argc, argv);
 	a->rec.argc = argc;
 	a->rec.argv = argv;
 	while ((c = cmd_next(&p)) != CMD_END) {
@@ -343,9 +136,10 @@ static int parse_args(struct stream_args *a, int argc, char **argv)
 		if (c == CMD_BAD)
 			return EXIT_USAGE;
 		if (c != CMD_POSITIONAL) {
-			if (take_option(a, c, p.arg) < 0)
+			int opt = stream_option_of(c);
+			if (take_option(a, opt, p.arg) < 0)
 				return EXIT_USAGE;
-			record_note_option(&a->rec, stream_opts, c);
+			record_note_option(&a->rec, opt);
 			continue;
 		}
 		if (a->dataset)
@@ -378,17 +172,27 @@ static int to_sink(const struct ch_batch_out *b, void *arg,
 			       : ch_error_errno(err, errno,
 						"cannot write the stream");
 	}
-	return stream_save_cursor(s->state, b->cursor, err);
+	return 0;
 }
 
-int stream_save_cursor(const char *state, const char *cursor,
-		       struct ch_error *err)
+/* --state FILE: in front of the sink that takes the batches (a file or
+ * the --shm ring), FILE replaced with the cursor of each batch taken. */
+struct state_sink {
+	const char *path;
+	ch_batch_sink inner;
+	void *inner_arg;
+};
+
+static int to_state(const struct ch_batch_out *b, void *arg,
+		    struct ch_error *err)
 {
-	if (!state || !cursor)
-		return 0;
+	struct state_sink *s = arg;
+	int rc = s->inner(b, s->inner_arg, err);
+	if (rc != 0 || !b->cursor)
+		return rc;
 	char line[128];
-	int n = snprintf(line, sizeof line, "%s\n", cursor);
-	return ch_write_file_atomic(state, line, (size_t)n, err);
+	int n = snprintf(line, sizeof line, "%s\n", b->cursor);
+	return ch_write_file_atomic(s->path, line, (size_t)n, err);
 }
 
 /* Share of the writer's waiting spent waiting on the workers: high means
@@ -441,7 +245,7 @@ static json_t *stats_doc(const struct ch_stream_stats *st)
 }
 
 /* A remote dataset's fetches; nothing for a local one. */
-static int is_remote(const struct ch_fetch_stats *f)
+int stream_is_remote(const struct ch_fetch_stats *f)
 {
 	return f && f->files + f->cache_hits + f->ranges > 0;
 }
@@ -454,7 +258,7 @@ static void write_stats_json(struct stream_args *a,
 			     const struct ch_fetch_stats *fetch)
 {
 	json_t *doc = stats_doc(st);
-	if (doc && is_remote(fetch))
+	if (doc && stream_is_remote(fetch))
 		json_object_set_new(doc, "remote", json_pack(
 			"{s:I, s:I, s:I, s:I, s:I, s:f}",
 			"files", (json_int_t)fetch->files,
@@ -545,12 +349,9 @@ static void on_stats(const struct ch_stream_stats *st, void *arg)
 		write_stats_json(a, st, NULL);
 }
 
-/* The stage that limits throughput: the writer waits on the workers when
- * they are the bottleneck; among them, reading (with decompression) or
- * encoding takes the larger share of their time. */
 static void print_fetch(const struct ch_fetch_stats *f)
 {
-	if (!is_remote(f))
+	if (!stream_is_remote(f))
 		return;
 	fprintf(stderr, "stream: remote: %llu files fetched (%.1f MB), %llu "
 			"found in the cache, %llu range requests (%.1f MB); "
@@ -559,46 +360,6 @@ static void print_fetch(const struct ch_fetch_stats *f)
 		(unsigned long long)f->cache_hits,
 		(unsigned long long)f->ranges, (double)f->range_bytes / 1e6,
 		f->wait_s);
-}
-
-static void print_bench(const struct ch_stream_stats *st,
-			const struct ch_fetch_stats *f)
-{
-	double t = st->elapsed_s > 0 ? st->elapsed_s : 1e-9;
-	double capacity = t * st->workers;
-	double busy = st->read_s + st->encode_s;
-	printf("chute bench: %llu batches, %llu samples, %.1f MB in %.2f s\n"
-	       "%-22s %10s %9s\n",
-	       (unsigned long long)st->batches, (unsigned long long)st->samples,
-	       (double)st->bytes / 1e6, t, "stage", "busy s", "of time");
-	printf("%-22s %10.3f %8.0f %%\n", "read + decompress", st->read_s,
-	       100 * st->read_s / capacity);
-	if (st->decode_s + st->resample_s + st->convert_s > 0) {
-		printf("%-22s %10.3f %8.0f %%\n", "  transform: decode",
-		       st->decode_s, 100 * st->decode_s / capacity);
-		printf("%-22s %10.3f %8.0f %%\n", "  transform: resize",
-		       st->resample_s, 100 * st->resample_s / capacity);
-		printf("%-22s %10.3f %8.0f %%\n", "  transform: other",
-		       st->convert_s, 100 * st->convert_s / capacity);
-	}
-	if (is_remote(f))
-		printf("%-22s %10.3f %8.0f %%\n", "  fetch from remote",
-		       f->wait_s, 100 * f->wait_s / capacity);
-	printf("%-22s %10.3f %8.0f %%\n", "encode", st->encode_s,
-	       100 * st->encode_s / capacity);
-	printf("%-22s %10.3f %8.0f %%\n", "writer waiting", st->wait_workers_s,
-	       100 * st->wait_workers_s / t);
-	printf("throughput: %.0f samples/s, %.1f MB/s with %d workers, "
-	       "prefetch %d\n", (double)st->samples / t,
-	       (double)st->bytes / 1e6 / t, st->workers, st->prefetch);
-	const char *limit = busy / capacity < 0.5 ? "the writer (one thread)"
-			    : is_remote(f) && f->wait_s > st->read_s / 2
-				    ? "fetching from the remote (a warm cache, "
-				      "or --shuffle window with more --window)"
-			    : st->read_s >= st->encode_s
-				    ? "read + decompress (add workers or cache)"
-				    : "encode (add workers)";
-	printf("limiting stage: %s\n", limit);
 }
 
 /* -o FILE goes to a temporary beside FILE, renamed into place when the
@@ -681,14 +442,15 @@ static int check_replaceable(const char *opt, const char *path)
 	return cmd_error("cannot write %s '%s': %s", opt, path, err.msg);
 }
 
-static int run_stream(struct stream_args *a)
+int stream_run(struct stream_args *a, struct ch_stream_stats *st,
+	       struct ch_fetch_stats *fetch)
 {
 	struct ch_dataset ds;
-	struct ch_stream_stats st;
 	struct ch_error err = {0};
-	struct sink sink = { .state = a->state };
+	struct sink sink = {0};
 	ch_batch_sink put = a->shm.name ? shm_sink_put : to_sink;
 	void *put_arg = a->shm.name ? (void *)&a->shm : &sink;
+	struct state_sink state = { a->state, put, put_arg };
 	int status = 0;
 	if (check_replaceable("--state", a->state) ||
 	    check_replaceable("--stats-json", a->stats_json) ||
@@ -697,7 +459,7 @@ static int run_stream(struct stream_args *a)
 	if (shm_sink_check(&a->shm, a->output, a->o.format) != 0)
 		return EXIT_USAGE;
 	if (open_dataset(a, &ds, &err) < 0)
-		return cmd_error("%s", err.msg);
+		return cmd_fail(&err);
 	status = record_begin(&a->rec, &ds, a->dataset, &a->o);
 	sink.fd = a->bench || status ? -1 : open_output(&sink, a->output);
 	if (status || (sink.fd < 0 && !a->bench)) {
@@ -709,30 +471,26 @@ static int run_stream(struct stream_args *a)
 		a->o.on_stats = on_stats;
 		a->o.stats_arg = a;
 	}
-	a->shm.state = a->state;
 	a->shm.cancel = a->o.cancel;
-	record_wrap(&a->rec, &put, &put_arg);
-	if (ch_stream(&ds, &a->o, put, put_arg, &st, &err) < 0) {
-		cmd_error("%s", err.msg);
-		status = cmd_signal_status() ? cmd_signal_status()
-		       : st.data_error || err.data ? EXIT_CHECK
-					     : EXIT_USAGE;
+	if (a->state) {
+		put = to_state;
+		put_arg = &state;
 	}
+	record_wrap(&a->rec, &put, &put_arg);
+	if (ch_stream(&ds, &a->o, put, put_arg, st, &err) < 0)
+		status = cmd_fail(&err);
 	if (a->shm.name)
 		status = shm_sink_end(&a->shm, status, err.msg);
 	if (a->stats)
-		print_stats(&a->o, &st, 1);
-	struct ch_fetch_stats fetch;
-	ch_dataset_fetch_stats(&ds, &fetch);
+		print_stats(&a->o, st, 1);
+	ch_dataset_fetch_stats(&ds, fetch);
 	if (a->stats)
-		print_fetch(&fetch);
+		print_fetch(fetch);
 	if (a->stats_json)
-		write_stats_json(a, &st, &fetch);
-	if (st.skipped)
+		write_stats_json(a, st, fetch);
+	if (st->skipped)
 		fprintf(stderr, "chute stream: skipped %llu corrupt samples\n",
-			(unsigned long long)st.skipped);
-	if (a->bench && status == 0)
-		print_bench(&st, &fetch);
+			(unsigned long long)st->skipped);
 	if (a->output)
 		status = close_output(&sink, status);
 	/* the stream itself went through: FILE is in place */
@@ -742,32 +500,32 @@ static int run_stream(struct stream_args *a)
 	return record_end(&a->rec, status);
 }
 
+void stream_args_init(struct stream_args *a, int bench)
+{
+	memset(a, 0, sizeof(*a));
+	ch_stream_opts_init(&a->o);
+	a->bench = bench;
+}
+
+void stream_args_release(struct stream_args *a)
+{
+	free(a->transforms);
+	a->transforms = NULL;
+	record_release(&a->rec);
+}
+
 int cmd_stream(int argc, char **argv)
 {
 	struct stream_args a;
-	memset(&a, 0, sizeof a);
-	ch_stream_opts_init(&a.o);
-	int status = parse_args(&a, argc, argv);
+	struct ch_stream_stats st;
+	struct ch_fetch_stats fetch;
+	stream_args_init(&a, 0);
+	stream_cmd_opts(stream_opts, 0);
+	int status = stream_parse_args(&a, &stream_spec, argc, argv);
 	if (status != 0)
 		status = status < 0 ? 0 : status;
 	else
-		status = run_stream(&a);
-	free(a.transforms);
-	record_release(&a.rec);
-	return status;
-}
-
-int cmd_bench(int argc, char **argv)
-{
-	struct stream_args a;
-	memset(&a, 0, sizeof a);
-	ch_stream_opts_init(&a.o);
-	a.bench = 1;
-	int status = parse_args(&a, argc, argv);
-	if (status != 0)
-		status = status < 0 ? 0 : status;
-	else
-		status = run_stream(&a);
-	free(a.transforms);
+		status = stream_run(&a, &st, &fetch);
+	stream_args_release(&a);
 	return status;
 }

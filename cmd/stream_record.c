@@ -16,38 +16,19 @@
 #include <string.h>
 
 #include "chute/ref.h"
+#include "stream_opts.h"
 #include "stream_record.h"
 
 #define RECORD_FORMAT "chute-run"
 #define RECORD_VERSION 1
-#define SAVE_EVERY_NS 100000000LL /* 100 ms */
+#define SAVE_EVERY_S 0.1
 
-#define COUNT(a) (sizeof(a) / sizeof(*(a)))
-
-static const char *const shuffles[] = {"global", "window", "none"};
-static const char *const formats[] = {"batch", "jsonl", "tar"};
-static const char *const modes[] = {"train", "eval"};
-static const char *const on_errors[] = {"fail", "skip"};
-
-/* The options a record fixes: those hashed into cursors and every other
- * one that changes the bytes this rank gets. */
-static const char *const shaping_opts[] = {
-	"batch-size", "drop-last", "epochs",	"format",     "mode",
-	"no-drop-last", "on-error", "rank",	"seed",	      "shuffle",
-	"split",	"transform", "window", "world-size",
-};
-
-void record_note_option(struct stream_record *r, const struct cmd_opt *table,
-			int id)
+/* The first option given that shapes the stream, which --replay
+ * refuses. */
+void record_note_option(struct stream_record *r, int opt)
 {
-	for (; table->name && !r->shaping; table++) {
-		if (table->id != id)
-			continue;
-		for (size_t i = 0; i < COUNT(shaping_opts); i++)
-			if (strcmp(table->name, shaping_opts[i]) == 0)
-				r->shaping = table->name;
-		return;
-	}
+	if (!r->shaping && stream_option_shapes(opt))
+		r->shaping = stream_options[opt].name;
 }
 
 /* jansson's integers are signed: a whole number past INT64_MAX (a seed)
@@ -136,10 +117,10 @@ static const char *read_str(struct reading *rd, const char *key, int nullable)
 }
 
 static int read_name(struct reading *rd, const char *key,
-		     const char *const *names, int n)
+		     const char *const *names)
 {
 	const char *s = read_str(rd, key, 0);
-	for (int i = 0; s && i < n; i++)
+	for (int i = 0; s && names[i]; i++)
 		if (strcmp(s, names[i]) == 0)
 			return i;
 	if (s)
@@ -177,23 +158,44 @@ static int read_transforms(struct reading *rd, struct stream_record *r,
 	return 0;
 }
 
-/* The same ranges as on the command line (stream.c). */
+/* Option opt from its key, within the bounds of the command line. */
+static void read_option(struct reading *rd, struct stream_record *r,
+			struct ch_stream_opts *o, int opt)
+{
+	const struct stream_option *d = &stream_options[opt];
+	union stream_value v = {0};
+	switch (d->type) {
+	case STREAM_U64:
+		v.u64 = read_u64(rd, d->record_key, d->min, d->max);
+		break;
+	case STREAM_NAME:
+		v.i = read_name(rd, d->record_key, d->names);
+		break;
+	case STREAM_SET:
+		v.i = read_bool(rd, d->record_key);
+		break;
+	case STREAM_TEXT:
+		v.text = read_str(rd, d->record_key, 1);
+		break;
+	case STREAM_LIST:
+		read_transforms(rd, r, o);
+		return;
+	default: /* no record keeps the others */
+		return;
+	}
+	stream_option_set(o, opt, &v);
+}
+
 static void read_options(struct reading *rd, struct stream_record *r,
 			 struct ch_stream_opts *o)
 {
-	o->split = read_str(rd, "split", 1);
-	o->shuffle = (enum ch_shuffle)read_name(rd, "shuffle", shuffles, 3);
-	o->window = read_u64(rd, "window", 1, 1u << 20);
-	o->seed = read_u64(rd, "seed", 0, UINT64_MAX);
-	o->batch_size = read_u64(rd, "batch_size", 1, 1u << 24);
-	o->drop_last = read_bool(rd, "drop_last");
-	o->eval = read_name(rd, "mode", modes, 2);
-	o->epochs = read_u64(rd, "epochs", 0, UINT64_MAX);
-	o->world = read_u64(rd, "world_size", 1, 1u << 20);
-	o->rank = read_u64(rd, "rank", 0, o->world - 1);
-	o->format = (enum ch_format)read_name(rd, "format", formats, 3);
-	o->skip_corrupt = read_name(rd, "on_error", on_errors, 2);
-	read_transforms(rd, r, o);
+	for (int at = 0; at < CH_STREAM_RECORD_KEYS; at++) {
+		int opt = stream_option_recorded(at);
+		read_option(rd, r, o, opt);
+		/* a rank is below the world size, as on the command line */
+		if (opt == CH_STREAM_OPT_WORLD_SIZE && o->rank >= o->world)
+			refuse(rd, "rank", "a whole number in range");
+	}
 }
 
 /* A recorded remote's hidden password ("USER:***@") dropped: the remote
@@ -371,7 +373,7 @@ out:
 	return j;
 }
 
-static json_t *options_json(const struct ch_stream_opts *o)
+static json_t *transforms_json(const struct ch_stream_opts *o)
 {
 	json_t *t = json_array();
 	for (size_t i = 0; t && i < o->ntransforms; i++)
@@ -379,17 +381,41 @@ static json_t *options_json(const struct ch_stream_opts *o)
 			json_decref(t);
 			t = NULL;
 		}
-	return json_pack("{s:s?, s:s, s:o, s:o, s:o, s:b, s:s, s:o, s:o, s:o,"
-			 " s:o, s:s, s:s}",
-			 "split", o->split, "shuffle", shuffles[o->shuffle],
-			 "window", u64_json(o->window), "seed",
-			 u64_json(o->seed), "batch_size",
-			 u64_json(o->batch_size), "drop_last", o->drop_last,
-			 "mode", modes[o->eval ? 1 : 0], "epochs",
-			 u64_json(o->epochs), "rank", u64_json(o->rank),
-			 "world_size", u64_json(o->world), "transforms", t,
-			 "format", formats[o->format], "on_error",
-			 on_errors[o->skip_corrupt ? 1 : 0]);
+	return t;
+}
+
+static json_t *option_json(const struct ch_stream_opts *o, int opt)
+{
+	union stream_value v = stream_option_get(o, opt);
+	switch (stream_options[opt].type) {
+	case STREAM_U64:
+		return u64_json(v.u64);
+	case STREAM_NAME:
+		return json_string(stream_option_name(opt, v.i));
+	case STREAM_SET:
+		return json_boolean(v.i);
+	case STREAM_TEXT:
+		return v.text ? json_string(v.text) : json_null();
+	case STREAM_LIST:
+		return transforms_json(o);
+	default: /* no record keeps the others */
+		return NULL;
+	}
+}
+
+/* The options the record keeps, in their positions. */
+static json_t *options_json(const struct ch_stream_opts *o)
+{
+	json_t *j = json_object();
+	for (int at = 0; j && at < CH_STREAM_RECORD_KEYS; at++) {
+		int opt = stream_option_recorded(at);
+		if (json_object_set_new(j, stream_options[opt].record_key,
+					option_json(o, opt)) < 0) {
+			json_decref(j);
+			j = NULL;
+		}
+	}
+	return j;
 }
 
 static json_t *record_doc(const struct stream_record *r,
@@ -450,7 +476,7 @@ int record_begin(struct stream_record *r, const struct ch_dataset *ds,
 		return cmd_error("cannot make the run record '%s': a path or "
 				 "option that is not UTF-8, or out of memory",
 				 r->record);
-	clock_gettime(CLOCK_MONOTONIC, &r->saved);
+	r->saved = ch_now();
 	if (save(r, "running", &err) < 0) {
 		json_decref(r->doc); /* nothing more to say in it */
 		r->doc = NULL;
@@ -469,16 +495,10 @@ void record_wrap(struct stream_record *r, ch_batch_sink *sink, void **arg)
 	*arg = r;
 }
 
-static long long ns_between(const struct timespec *a, const struct timespec *b)
-{
-	return (long long)(b->tv_sec - a->tv_sec) * 1000000000LL +
-	       (b->tv_nsec - a->tv_nsec);
-}
-
 int record_sink(const struct ch_batch_out *b, void *arg, struct ch_error *err)
 {
 	struct stream_record *r = arg;
-	struct timespec now;
+	double now;
 	int ret = r->inner(b, r->inner_arg, err);
 	if (ret != 0) {
 		r->stopped = ret > 0; /* not written: the cursor stays */
@@ -487,8 +507,8 @@ int record_sink(const struct ch_batch_out *b, void *arg, struct ch_error *err)
 	if (b->cursor)
 		snprintf(r->cursor, sizeof r->cursor, "%s", b->cursor);
 	r->batches++;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (ns_between(&r->saved, &now) < SAVE_EVERY_NS)
+	now = ch_now();
+	if (now - r->saved < SAVE_EVERY_S)
 		return 0;
 	r->saved = now;
 	return save(r, "running", err);

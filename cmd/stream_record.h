@@ -35,13 +35,12 @@ struct stream_record {
 	char cursor[128];    /* of the last batch written; "" before one */
 	uint64_t batches;
 	int stopped;	     /* the consumer went away */
-	struct timespec saved; /* when the record was last written */
+	double saved; /* when the record was last written (ch_now()) */
 };
 
-/* Remembers option `id` of `table` if it shapes the stream, so that
- * --replay can refuse it. */
-void record_note_option(struct stream_record *r, const struct cmd_opt *table,
-			int id);
+/* Remembers option opt (enum ch_stream_option) if it shapes the stream,
+ * so that --replay can refuse it. */
+void record_note_option(struct stream_record *r, int opt);
 
 /* After the command line: loads --replay's record into o and *dataset
  * (refusing a dataset or a shaping option also given) and resolves

@@ -9,6 +9,7 @@
 #include "chute.h"
 #include "cmd.h"
 #include "chute/shm_ring.h"
+#include "stream_opts.h"
 #include "stream_shm.h"
 
 #define MIN_SLOT (64u << 10)
@@ -31,7 +32,8 @@ int shm_sink_check(const struct shm_sink *s, const char *output,
 	if (format != CH_FORMAT_BATCH)
 		return cmd_error("--shm carries batch frames: --format %s "
 				 "cannot go with it",
-				 format == CH_FORMAT_JSONL ? "jsonl" : "tar");
+				 stream_option_name(CH_STREAM_OPT_FORMAT,
+						    (int)format));
 	return 0;
 }
 
@@ -66,10 +68,7 @@ int shm_sink_put(const struct ch_batch_out *b, void *arg,
 				    s->name, (unsigned long long)room,
 				    s->slot_size ? ""
 						 : ", sized from the first batch");
-	int rc = ch_shm_ring_put(s->ring, b->data, b->size, err);
-	if (rc != 0)
-		return rc;
-	return stream_save_cursor(s->state, b->cursor, err);
+	return ch_shm_ring_put(s->ring, b->data, b->size, err);
 }
 
 int shm_sink_end(struct shm_sink *s, int status, const char *msg)
@@ -80,11 +79,9 @@ int shm_sink_end(struct shm_sink *s, int status, const char *msg)
 			ch_shm_ring_fail(s->ring, msg);
 	} else if ((!s->ring && make_ring(s, 0, &err) < 0) ||
 		   ch_shm_ring_finish(s->ring, &err) < 0) {
-		cmd_error("%s", err.msg);
+		status = cmd_fail(&err);
 		if (s->ring)
 			ch_shm_ring_fail(s->ring, err.msg);
-		status = cmd_signal_status() ? cmd_signal_status()
-					     : EXIT_USAGE;
 	}
 	ch_shm_ring_free(s->ring);
 	s->ring = NULL;

@@ -18,7 +18,6 @@ struct shm_sink {
 	uint64_t slots;		/* --slots; 0: 4 */
 	uint64_t slot_size;	/* --slot-size; 0: from the first frame */
 	int pin;		/* --pin */
-	const char *state;	/* --state FILE */
 	volatile sig_atomic_t *cancel;
 	struct ch_shm_ring *ring; /* made at the first frame */
 };
@@ -37,9 +36,5 @@ int shm_sink_put(const struct ch_batch_out *b, void *arg,
  * ring that says so); else marks it failed with msg.  Removes the ring
  * from /dev/shm on every path.  Returns the exit status. */
 int shm_sink_end(struct shm_sink *s, int status, const char *msg);
-
-/* --state FILE: replaces FILE with the cursor (both sinks; stream.c). */
-int stream_save_cursor(const char *state, const char *cursor,
-		       struct ch_error *err);
 
 #endif

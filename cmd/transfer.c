@@ -3,23 +3,15 @@
  * and the options that tune transfers.
  */
 #include <stdio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cmd.h"
 #include "chute/remote.h"
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 void cmd_transfer_progress(const struct ch_store_progress *p, void *arg)
 {
 	struct cmd_transfer *t = arg;
-	double s = now_s() - t->start;
+	double s = ch_now() - t->start;
 	if (!t->tty)
 		return;
 	fprintf(stderr, "\rchute %s: %zu/%zu files, %.1f/%.1f MB, %.1f MB/s ",
@@ -47,7 +39,7 @@ int cmd_transfer_option(int c, const char *arg, struct ch_store_opts *so,
 void cmd_transfer_begin(struct cmd_transfer *t, struct ch_transfer_opts *o)
 {
 	t->tty = isatty(STDERR_FILENO);
-	t->start = now_s();
+	t->start = ch_now();
 	t->shown = 0;
 	o->progress = cmd_transfer_progress;
 	o->progress_arg = t;
@@ -62,5 +54,5 @@ void cmd_transfer_end(struct cmd_transfer *t)
 
 double cmd_transfer_seconds(const struct cmd_transfer *t)
 {
-	return now_s() - t->start;
+	return ch_now() - t->start;
 }

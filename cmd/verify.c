@@ -179,7 +179,8 @@ struct verify_totals {
 	json_t *errors;
 };
 
-/* Returns 0 when the check ran, -1 when it could not. */
+/* Returns 0 when the check ran, else the exit status of why it could
+ * not. */
 static int verify_one(const char *path, struct ch_verify_opts *o,
 		      struct verify_run *v, struct verify_totals *t)
 {
@@ -191,12 +192,12 @@ static int verify_one(const char *path, struct ch_verify_opts *o,
 	v->arg_is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 	memset(&res, 0, sizeof res);
 	if (ch_verify(path, o, &res, &err) < 0) {
-		cmd_error("%s", err.msg);
+		int status = cmd_fail(&err);
 		if (t->errors)
 			json_array_append_new(t->errors,
 					      str_or_null(err.msg));
 		t->failed++;
-		return -1;
+		return status;
 	}
 	t->ran++;
 	t->sum.shards += res.shards;
@@ -307,11 +308,9 @@ int cmd_verify(int argc, char **argv)
 	o.arg = &v;
 	o.cancel = cmd_catch_signals();
 	for (size_t i = 0; i < npaths; i++) {
-		if (verify_one(paths[i], &o, &v, &t) < 0 &&
-		    cmd_signal_status()) {
-			status = cmd_signal_status();
+		status = verify_one(paths[i], &o, &v, &t);
+		if (status > 128) /* stopped by a signal */
 			goto done;
-		}
 	}
 	if (json)
 		print_report(&t, v.problems);

@@ -3,13 +3,16 @@
  *
  * Conventions: functions that can fail return 0 on success and -1 on
  * failure, filling a caller-owned struct ch_error with a message that says
- * what went wrong, why, and where (file, offset).  Those that read shards
- * return CH_DATA_ERROR (-2) instead when the data failed a check (a bad
- * magic, header, footer or index, a truncated file, a checksum or hash
- * mismatch, a block that does not decode): cmd/ exits 1 for it, 2 for -1
- * (usage, I/O, memory).  The library never prints
- * and never exits.  Objects are created by *_open / *_init and released by
- * the matching *_close / *_release / *_free; whoever created one owns it.
+ * what went wrong, why, and where (file, offset), and with the kind of
+ * failure: CH_ERR_DATA when the data failed a check (a bad magic, header,
+ * footer or index, a truncated file, a checksum or hash mismatch, a block
+ * that does not decode), CH_ERR_USAGE, CH_ERR_IO, CH_ERR_MEMORY or
+ * CH_ERR_INTERRUPTED otherwise.  The kind travels with the struct (copied
+ * between threads, passed up through layers); cmd/ turns it into the exit
+ * status in one place (1 for data, 2 for usage, I/O and memory, 128 + the
+ * signal when interrupted).  The library never prints and never exits.
+ * Objects are created by *_open / *_init and released by the matching
+ * *_close / *_release / *_free; whoever created one owns it.
  */
 #ifndef CHUTE_H
 #define CHUTE_H
@@ -25,28 +28,44 @@
 /* ------------------------------------------------------------------ */
 /* Errors                                                              */
 
-struct ch_error {
-	char msg[1024];
-	int data; /* 1: the data failed a check (exit 1), not I/O or usage */
+/* What kind of failure an error is: what the caller can do about it. */
+enum ch_error_kind {
+	CH_ERR_IO,	    /* the system or the environment: a file, the
+			       network, permissions, a full disk */
+	CH_ERR_USAGE,	    /* the caller asked for something invalid:
+			       options, arguments, names, specs */
+	CH_ERR_DATA,	    /* the data failed a check: corrupt, truncated,
+			       not what the manifest says */
+	CH_ERR_MEMORY,	    /* out of memory, or a resource limit */
+	CH_ERR_INTERRUPTED, /* stopped by a signal (a cancel flag) */
 };
 
-/* Formats a message into err (if not NULL) and returns -1, so that
- * `return ch_error_set(err, "...")` reads naturally. */
+struct ch_error {
+	char msg[1024];
+	enum ch_error_kind kind; /* 0, CH_ERR_IO, in a zeroed struct */
+};
+
+/* Formats a message into err (if not NULL), kind CH_ERR_IO (the most
+ * common), and returns -1, so that `return ch_error_set(err, "...")` reads
+ * naturally. */
 int ch_error_set(struct ch_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* Like ch_error_set, with ": strerror(errnum)" appended. */
+/* Like ch_error_set, with ": strerror(errnum)" appended; kind CH_ERR_IO,
+ * or CH_ERR_MEMORY for ENOMEM. */
 int ch_error_errno(struct ch_error *err, int errnum, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* The return of a function whose data failed a check (see above). */
-#define CH_DATA_ERROR (-2)
-
-/* Like ch_error_set, for data that failed a check (corrupt, or not what
- * the manifest says): returns CH_DATA_ERROR and sets err->data, which
- * ch_error_set and ch_error_errno clear. */
+/* Like ch_error_set, each with its kind: data that failed a check
+ * (corrupt, or not what the manifest says), a request of the caller's
+ * that is invalid, a run stopped by its cancel flag, memory that ran
+ * out. */
 int ch_error_data(struct ch_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+int ch_error_usage(struct ch_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int ch_error_interrupted(struct ch_error *err);	/* "interrupted" */
+int ch_error_nomem(struct ch_error *err);	/* "out of memory" */
 
 /* ------------------------------------------------------------------ */
 /* Hashes (XXH3)                                                        */
@@ -462,6 +481,11 @@ struct ch_dataset {
 
 int ch_dataset_open(struct ch_dataset *ds, const char *path,
 		    struct ch_error *err);
+/* ch_dataset_open for what needs a dataset folder (check, split, status,
+ * push refuse a lone shard): a shard given to it is the caller's mistake,
+ * CH_ERR_USAGE, even when opening it also found it corrupt. */
+int ch_dataset_open_folder(struct ch_dataset *ds, const char *path,
+			   struct ch_error *err);
 void ch_dataset_release(struct ch_dataset *ds);
 /* Full path of shard s ("ROOT/shards/x.chs"); caller frees. */
 char *ch_dataset_shard_path(const struct ch_dataset *ds, size_t s);
@@ -497,7 +521,7 @@ int ch_dataset_open_shard(const struct ch_dataset *ds, size_t s,
 			  struct ch_error *err);
 /* Whether sh is the file shard s of the manifest names: its size, sample
  * count and seal (a manifest of version 1 has none) are the entry's, and
- * its fields are in the schema.  A mismatch is a data error (err->data)
+ * its fields are in the schema.  A mismatch is a data error (CH_ERR_DATA)
  * that names the shard and what differs.  ch_dataset_open_shard and
  * ch_dataset_shard call it. */
 int ch_dataset_check_shard(const struct ch_dataset *ds, size_t s,
@@ -703,9 +727,6 @@ struct ch_split_tally {
 struct ch_split_result {
 	struct ch_manifest manifest;	/* the new version, as written */
 	struct ch_split_tally *tallies; /* one per manifest.splits[i] */
-	int data_error; /* the failure was the data's (a key the group
-			 * regex does not match, an edited manifest, an
-			 * unreadable shard), not the options' or the disk's */
 };
 
 /* Assigns every sample of the dataset at path (a folder or its manifest
@@ -943,7 +964,6 @@ struct ch_stream_stats {
 						   workers: decoding images,
 						   cropping and resizing,
 						   the other ops */
-	int data_error;		     /* the failure was a corrupt sample */
 };
 
 /* Streams batches of the dataset to sink until the epochs are done, the
@@ -989,6 +1009,8 @@ int ch_check_file_atomic(const char *path, struct ch_error *err);
 size_t ch_utf8_len(const uint8_t *p, size_t left, uint32_t *cp);
 /* Number of online CPUs, at least 1. */
 int ch_cpu_count(void);
+/* Seconds on the monotonic clock (CLOCK_MONOTONIC), for durations. */
+double ch_now(void);
 /* s[0..len) made safe for a terminal, as text output shows keys, field
  * names and paths: the backslash and every byte that is not printable
  * text (below 0x20, 0x7f, the C1 controls U+0080..U+009F, anything not

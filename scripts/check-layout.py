@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """check-layout.py - the shape of the C tree, checked (issue 19).
 
-    check-layout.py [BUILD]     (BUILD: the folder make built, default build)
+    check-layout.py [--root DIR] [BUILD]
+
+DIR is the tree to check (default: this repository); BUILD the folder make
+built, relative to DIR unless absolute (default build).
 
 1. The public boundary: cmd/ includes only its own headers and those under
    include/; a header under include/ includes nothing private.
@@ -9,11 +12,13 @@
    "May call: A, B" names the modules whose functions it may use (or
    "May call: nothing").  What each object file really calls is read with
    nm from BUILD/lib/MODULE/*.o and held against that line.
-3. No circles: no file of lib/ reaches itself through the functions it
-   calls (a file calling its own module's files is fine, in one direction).
+3. No circles: no file of lib/ or cmd/ reaches itself through the
+   functions it calls (a file calling its own module's files is fine, in
+   one direction); cmd/'s calls are read from BUILD/cmd/*.o.
 
 Prints one line per breach and exits 1 if there is any, 2 if it cannot run.
 """
+import argparse
 import collections
 import glob
 import os
@@ -22,6 +27,11 @@ import subprocess
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def cannot(why):
+    print('check-layout: %s' % why, file=sys.stderr)
+    sys.exit(2)
 
 
 def boundary():
@@ -63,14 +73,18 @@ def modules():
 
 
 def symbols(build):
-    """The functions and data each object defines and uses."""
+    """The functions and data each object defines and uses.  A unit is
+    named by its module and file under lib/ ("check/verify"), or
+    "cmd/FILE" for cmd/."""
     defs, uses = {}, collections.defaultdict(set)
     objs = sorted(glob.glob(os.path.join(build, 'lib', '*', '*.o')))
     if not objs:
-        sys.exit('check-layout: no objects under %s/lib: run make first'
-                 % build)
+        cannot('no objects under %s/lib: run make first' % build)
+    objs += sorted(glob.glob(os.path.join(build, 'cmd', '*.o')))
     for obj in objs:
         unit = os.path.relpath(obj, os.path.join(build, 'lib'))[:-2]
+        if unit.startswith('../cmd/'):
+            unit = unit[3:]
         out = subprocess.run(['nm', obj], capture_output=True, text=True,
                              check=True).stdout
         for line in out.splitlines():
@@ -88,10 +102,17 @@ def symbols(build):
     return set(defs.values()) | set(uses), calls
 
 
+def source(unit):
+    """The source file of a unit."""
+    return '%s.c' % (unit if unit.startswith('cmd/') else 'lib/' + unit)
+
+
 def layering(units, calls, allowed):
     bad = []
     for unit in sorted(units):
         mod = unit.split('/')[0]
+        if mod == 'cmd':
+            continue
         for other, name in sorted(calls[unit]):
             omod = other.split('/')[0]
             if omod != mod and omod not in allowed.get(mod, set()):
@@ -133,16 +154,25 @@ def circles(units, calls):
             visit(v)
     bad = []
     for comp in sorted(found):
-        links = ['%s -> %s (%s)' % (a, b, min(n for o, n in calls[a] if o == b))
+        links = ['%s -> %s (%s)' % (source(a), source(b),
+                                    min(n for o, n in calls[a] if o == b))
                  for a in comp for b in comp if b in graph[a]]
         bad.append('circle: %s' % '; '.join(links))
     return bad
 
 
 def main():
-    build = sys.argv[1] if len(sys.argv) > 1 else 'build'
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    os.chdir(root)
+    ap = argparse.ArgumentParser(description='The shape of the C tree.')
+    ap.add_argument('--root', default=os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), help='the tree (default: the repo)')
+    ap.add_argument('build', nargs='?', default='build',
+                    help='the folder make built, relative to the root')
+    args = ap.parse_args()
+    build = args.build
+    try:
+        os.chdir(args.root)
+    except OSError as e:
+        cannot('%s: %s' % (args.root, e.strerror))
     allowed, bad = modules()
     bad += boundary()
     units, calls = symbols(build)
@@ -153,8 +183,9 @@ def main():
     if bad:
         print('check-layout: %d problem%s' % (len(bad), 's'[len(bad) == 1:]))
         return 1
-    print('check-layout: %d files in %d modules: boundary, calls and no '
-          'circles ok' % (len(units), len(allowed)))
+    ncmd = sum(u.startswith('cmd/') for u in units)
+    print('check-layout: %d files in %d modules and %d in cmd/: boundary, '
+          'calls and no circles ok' % (len(units) - ncmd, len(allowed), ncmd))
     return 0
 
 

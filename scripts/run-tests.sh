@@ -135,7 +135,7 @@ bats_suite() {
 		broken "$1" "bats is not installed (scripts/install-deps.sh)"
 		return
 	fi
-	suite "$1" env CHUTE_BIN="$ROOT/$2" bats --tap "${files[@]}"
+	suite "$1" env CHUTE_BIN="$ROOT/$2" bats --tap --timing "${files[@]}"
 }
 
 if [ "$DEPS" = 1 ]; then

@@ -1,20 +1,15 @@
 /* check/check.c - chute check: the driver.  Opens the dataset, loads its
- * splits, opens the shards and scans their samples in parallel (a fixed
- * pool of threads taking tasks in turn, as verify does), then runs the
- * rules that need the whole picture: duplicates and leakage over a table
- * sorted by content hash, near-duplicates, the eval split, labels, size
- * outliers. */
+ * splits, opens the shards and scans their samples in parallel (tasks on
+ * common/pool.c, as verify does), then runs the rules that need the whole
+ * picture: duplicates and leakage over a table sorted by content hash,
+ * near-duplicates, the eval split, labels, size outliers. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "check/internal.h"
+#include "common/pool.h"
 
 #define TASK_SAMPLES 16384 /* samples per scan task, rounded up to a block */
-
-static int cancelled(const struct checker *c)
-{
-	return c->o->cancel && *c->o->cancel;
-}
 
 /* ------------------------------------------------------------------ */
 /* The pool                                                             */
@@ -31,54 +26,45 @@ static void open_task(struct checker *c, size_t s)
 	check_note(c, CH_RULE_READABLE, &h);
 }
 
-static void *worker(void *arg)
+/* What a worker keeps from one scan task to the next. */
+struct scan_worker {
+	struct ch_block_reader *r;
+	struct check_decoder d;
+};
+
+struct scan_pool {
+	struct checker *c;
+	struct scan_worker *workers; /* one per thread of the pool */
+};
+
+static int run_task(void *arg, size_t i, int worker, struct ch_error *err)
 {
-	struct checker *c = arg;
-	struct ch_block_reader *r = ch_block_reader_new();
-	struct check_decoder d = { 0 };
-	if (!r) {
-		c->oom = 1;
-		return NULL;
+	struct scan_pool *p = arg;
+	struct checker *c = p->c;
+	struct scan_worker *w = &p->workers[worker];
+	if (c->phase_open) {
+		open_task(c, c->tasks[i].shard);
+		return 0;
 	}
-	for (;;) {
-		pthread_mutex_lock(&c->lock);
-		size_t i = c->next < c->ntasks ? c->next++ : SIZE_MAX;
-		pthread_mutex_unlock(&c->lock);
-		if (i == SIZE_MAX || cancelled(c))
-			break;
-		if (c->phase_open)
-			open_task(c, c->tasks[i].shard);
-		else
-			check_scan(c, &c->tasks[i], r, &d);
-	}
-	check_decoder_release(&d);
-	ch_block_reader_free(r);
-	return NULL;
+	if (!w->r && !(w->r = ch_block_reader_new()))
+		return ch_error_nomem(err);
+	check_scan(c, &c->tasks[i], w->r, &w->d);
+	return 0;
 }
 
 static int run_pool(struct checker *c, struct ch_error *err)
 {
 	int jobs = c->o->jobs > 0 ? c->o->jobs : ch_cpu_count();
-	if ((size_t)jobs > c->ntasks)
-		jobs = c->ntasks ? (int)c->ntasks : 1;
-	pthread_t *t = calloc((size_t)jobs, sizeof(*t));
-	int started = 0;
-	c->next = 0;
-	if (!t)
-		return ch_error_set(err, "out of memory");
-	for (; started < jobs; started++)
-		if (pthread_create(&t[started], NULL, worker, c) != 0)
-			break;
-	if (started == 0)
-		worker(c);
-	for (int i = 0; i < started; i++)
-		pthread_join(t[i], NULL);
-	free(t);
-	if (c->oom)
-		return ch_error_set(err, "out of memory");
-	if (cancelled(c))
-		return ch_error_set(err, "interrupted");
-	return 0;
+	struct scan_pool p = { c, calloc((size_t)jobs, sizeof(*p.workers)) };
+	if (!p.workers)
+		return ch_error_nomem(err);
+	int rc = ch_pool_run(jobs, c->ntasks, run_task, &p, c->o->cancel, err);
+	for (int i = 0; i < jobs; i++) {
+		check_decoder_release(&p.workers[i].d);
+		ch_block_reader_free(p.workers[i].r);
+	}
+	free(p.workers);
+	return rc;
 }
 
 static int add_task(struct checker *c, struct check_task t, size_t *cap,
@@ -88,7 +74,7 @@ static int add_task(struct checker *c, struct check_task t, size_t *cap,
 		size_t n = *cap ? *cap * 2 : 64;
 		struct check_task *nt = realloc(c->tasks, n * sizeof(*nt));
 		if (!nt)
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		c->tasks = nt;
 		*cap = n;
 	}
@@ -158,13 +144,13 @@ static int which_rules(struct checker *c)
 static int open_dataset(struct checker *c, const char *path,
 			struct ch_error *err)
 {
-	if (ch_dataset_open(&c->ds, path, err) < 0)
+	if (ch_dataset_open_folder(&c->ds, path, err) < 0)
 		return -1;
 	const struct ch_manifest *m = &c->ds.manifest;
 	if (c->ds.lone_shard)
-		return ch_error_set(err, "'%s' has no manifest: check needs a "
-				    "dataset folder or its manifest.json",
-				    path);
+		return ch_error_usage(err, "'%s' has no manifest: check needs "
+				      "a dataset folder or its manifest.json",
+				      path);
 	if (m->nsplits > SPLIT_MAX)
 		return ch_error_set(err, "'%s' has %zu splits; check tells at "
 				    "most %u apart", path, m->nsplits,
@@ -173,7 +159,7 @@ static int open_dataset(struct checker *c, const char *path,
 	c->sh = calloc(c->nshards + 1, sizeof(*c->sh));
 	c->first = calloc(c->nshards + 1, sizeof(*c->first));
 	if (!c->sh || !c->first)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (size_t s = 0; s < c->nshards; s++)
 		c->first[s + 1] = c->first[s] + m->shards[s].samples;
 	c->total = c->first[c->nshards];
@@ -192,7 +178,7 @@ static int load_splits(struct checker *c, struct ch_error *err)
 	if (m->nsplits == 0)
 		return 0;
 	if (!(c->split_of = malloc(c->total ? c->total : 1)))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	memset(c->split_of, SPLIT_NONE, c->total);
 	for (size_t i = 0; i < m->nsplits; i++) {
 		uint64_t *ids = NULL, n = 0;
@@ -243,7 +229,7 @@ static int pick_required(struct checker *c, struct ch_error *err)
 {
 	const struct ch_manifest *m = &c->ds.manifest;
 	if (!(c->required = calloc(m->nfields + 1, 1)))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (size_t k = 0; k < m->nfields; k++) {
 		int want = 0;
 		for (size_t j = 0; c->o->required && j < c->o->nrequired; j++)
@@ -271,7 +257,7 @@ static int pick_labels(struct checker *c, struct ch_error *err)
 {
 	const struct ch_manifest *m = &c->ds.manifest;
 	if (!(c->is_label = calloc(m->nfields + 1, 1)))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (size_t k = 0; k < m->nfields; k++) {
 		const char *name = m->fields[k].name;
 		int label = strcmp(name, "cls") == 0;

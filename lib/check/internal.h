@@ -108,10 +108,9 @@ struct checker {
 		size_t shard;
 		uint64_t begin, end; /* samples */
 	} *tasks;
-	size_t ntasks, next;
+	size_t ntasks;
 	int phase_open; /* tasks open shards rather than scan samples */
 	pthread_mutex_t lock;
-	int oom; /* a worker ran out of memory */
 	size_t worst[CH_RULE_COUNT]; /* the example last in order, when full */
 };
 

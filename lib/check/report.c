@@ -182,6 +182,18 @@ void check_sort_examples(struct ch_check_report *rep)
 			      sizeof(*rep->rules[r].examples), cmp_example);
 }
 
+/* The label counts a report holds (check/stats.c fills them). */
+void check_labels_release(struct ch_check_labels *l)
+{
+	for (size_t g = 0; g < l->ngroups; g++) {
+		free(l->groups[g].name);
+		free(l->groups[g].counts);
+	}
+	free(l->groups);
+	free(l->values);
+	memset(l, 0, sizeof(*l));
+}
+
 void ch_check_report_release(struct ch_check_report *rep)
 {
 	for (int r = 0; r < CH_RULE_COUNT; r++) {

@@ -64,8 +64,8 @@ struct rules_file {
 
 static int bad(struct rules_file *f, const char *key, const char *expected)
 {
-	return ch_error_set(f->err, "'%s': key '%s': expected %s", f->path,
-			    key, expected);
+	return ch_error_usage(f->err, "'%s': key '%s': expected %s", f->path,
+			      key, expected);
 }
 
 /* Like bad, with the value found: "..., not \"maybe\"". */
@@ -73,8 +73,8 @@ static int bad_value(struct rules_file *f, const char *key, json_t *v,
 		     const char *expected)
 {
 	char *got = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-	ch_error_set(f->err, "'%s': key '%s': expected %s, not %.100s",
-		     f->path, key, expected, got ? got : "this");
+	ch_error_usage(f->err, "'%s': key '%s': expected %s, not %.100s",
+		       f->path, key, expected, got ? got : "this");
 	free(got);
 	return -1;
 }
@@ -193,13 +193,13 @@ static int parse_names(struct rules_file *f, const char *key, json_t *v,
 		return bad(f, key, "an array of field names");
 	free_names(names, count);
 	if (!(*names = calloc(n ? n : 1, sizeof(char *))))
-		return ch_error_set(f->err, "out of memory");
+		return ch_error_nomem(f->err);
 	json_array_foreach(v, i, item) {
 		const char *s = json_string_value(item);
 		if (!s || !*s)
 			return bad(f, key, "an array of field names");
 		if (!((*names)[(*count)++] = strdup(s)))
-			return ch_error_set(f->err, "out of memory");
+			return ch_error_nomem(f->err);
 	}
 	qsort(*names, n, sizeof(char *), cmp_str);
 	return 0;
@@ -243,10 +243,10 @@ int ch_check_rules_read(struct ch_check_opts *o, const char *path,
 	json_t *v, *doc = json_load_file(path, 0, &je);
 	int rc = -1;
 	if (!doc)
-		return ch_error_set(err, "'%s': %s (line %d, column %d)", path,
-				    je.text, je.line, je.column);
+		return ch_error_usage(err, "'%s': %s (line %d, column %d)",
+				      path, je.text, je.line, je.column);
 	if (!json_is_object(doc)) {
-		ch_error_set(err, "'%s': expected a JSON object", path);
+		ch_error_usage(err, "'%s': expected a JSON object", path);
 		goto out;
 	}
 	json_object_foreach(doc, key, v)

@@ -72,7 +72,7 @@ int check_size_outliers(struct checker *c, struct ch_error *err)
 	if (c->sizes) {
 		uint64_t *tmp = malloc(c->total * sizeof(*tmp) + 1);
 		if (!tmp)
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		for (size_t k = 0; k < c->ds.manifest.nfields; k++)
 			field_outliers(c, k, tmp);
 		free(tmp);
@@ -91,17 +91,6 @@ int check_size_outliers(struct checker *c, struct ch_error *err)
 
 /* ------------------------------------------------------------------ */
 /* Labels                                                               */
-
-void check_labels_release(struct ch_check_labels *l)
-{
-	for (size_t g = 0; g < l->ngroups; g++) {
-		free(l->groups[g].name);
-		free(l->groups[g].counts);
-	}
-	free(l->groups);
-	free(l->values);
-	memset(l, 0, sizeof(*l));
-}
 
 static int cmp_u64(const void *a, const void *b)
 {

@@ -14,6 +14,7 @@
 
 
 #include "common/internal.h"
+#include "common/pool.h"
 #include "common/xxh.h"
 
 #define WINDOW (32u << 20) /* a multiple of the page size */
@@ -46,13 +47,12 @@ struct verifier {
 	struct vshard *shards;
 	size_t nshards;
 	struct vtask *tasks;
-	size_t ntasks, next;
+	size_t ntasks;
 	pthread_mutex_t lock;
 	struct ch_verify_result *res;
-	/* a resource error (memory) stops every worker: no verdict on the
-	 * data, exit 2 */
-	int failed;
-	struct ch_error failure;
+	/* --deep: each worker's block reader, made on its first block */
+	struct ch_block_reader **readers;
+	int nreaders;
 };
 
 static void report(struct verifier *v, enum ch_problem_kind kind,
@@ -79,19 +79,7 @@ static void report(struct verifier *v, enum ch_problem_kind kind,
 
 static int cancelled(struct verifier *v)
 {
-	pthread_mutex_lock(&v->lock);
-	int failed = v->failed;
-	pthread_mutex_unlock(&v->lock);
-	return failed || (v->o->cancel && *v->o->cancel);
-}
-
-static void fail(struct verifier *v, const struct ch_error *err)
-{
-	pthread_mutex_lock(&v->lock);
-	if (!v->failed)
-		v->failure = *err;
-	v->failed = 1;
-	pthread_mutex_unlock(&v->lock);
+	return v->o->cancel && *v->o->cancel;
 }
 
 /* The first sample stored in block b (samples of a block are
@@ -266,9 +254,11 @@ static void blocks_task(struct verifier *v, const struct vtask *t)
 	close(fd);
 }
 
-/* --deep: decode each block (checking its hash) and rehash its samples. */
-static void deep_task(struct verifier *v, const struct vtask *t,
-		      struct ch_block_reader *r)
+/* --deep: decode each block (checking its hash) and rehash its samples.
+ * A resource error (memory) fails the task: no verdict on the data, exit
+ * 2. */
+static int deep_task(struct verifier *v, const struct vtask *t,
+		     struct ch_block_reader *r, struct ch_error *fail)
 {
 	struct vshard *vs = &v->shards[t->shard];
 	uint64_t n = ch_shard_sample_count(vs->sh);
@@ -277,11 +267,9 @@ static void deep_task(struct verifier *v, const struct vtask *t,
 		size_t size;
 		struct ch_error err;
 		if (cancelled(v))
-			return;
-		if (ch_block_reader_reserve(r, vs->sh, b, &err) < 0) {
-			fail(v, &err);
-			return;
-		}
+			return 0;
+		if (ch_block_reader_reserve(r, vs->sh, b, fail) < 0)
+			return -1;
 		if (ch_block_read(r, vs->sh, b, &data, &size, &err) < 0) {
 			report_block(v, vs, b, "cannot read or decode");
 			continue;
@@ -297,36 +285,31 @@ static void deep_task(struct verifier *v, const struct vtask *t,
 				       "'%.*s'", (int)si.key_len, si.key);
 		}
 	}
+	return 0;
 }
 
 static void open_shard(struct verifier *v, size_t s);
 
-static void *worker(void *arg)
+/* Task i of the phase, on the pool's worker number worker. */
+static int run_task(void *arg, size_t i, int worker, struct ch_error *err)
 {
 	struct verifier *v = arg;
-	struct ch_block_reader *r = ch_block_reader_new();
-	for (;;) {
-		pthread_mutex_lock(&v->lock);
-		size_t i = v->next < v->ntasks ? v->next++ : SIZE_MAX;
-		pthread_mutex_unlock(&v->lock);
-		if (i == SIZE_MAX || cancelled(v))
-			break;
-		const struct vtask *t = &v->tasks[i];
-		switch (t->kind) {
-		case TASK_OPEN: open_shard(v, t->shard); break;
-		case TASK_FILE: file_task(v, t); break;
-		case TASK_BLOCKS: blocks_task(v, t); break;
-		case TASK_DEEP:
-			if (r)
-				deep_task(v, t, r);
-			else
-				report(v, CH_PROBLEM_STRUCTURE, NULL, -1, NULL,
-				       -1, "out of memory");
-			break;
-		}
+	const struct vtask *t = &v->tasks[i];
+	struct ch_block_reader **r = &v->readers[worker];
+	switch (t->kind) {
+	case TASK_OPEN: open_shard(v, t->shard); break;
+	case TASK_FILE: file_task(v, t); break;
+	case TASK_BLOCKS: blocks_task(v, t); break;
+	case TASK_DEEP:
+		if (!*r)
+			*r = ch_block_reader_new();
+		if (*r)
+			return deep_task(v, t, *r, err);
+		report(v, CH_PROBLEM_STRUCTURE, NULL, -1, NULL, -1,
+		       "out of memory");
+		break;
 	}
-	ch_block_reader_free(r);
-	return NULL;
+	return 0;
 }
 
 static int cmp_name(const void *a, const void *b)
@@ -383,7 +366,7 @@ static int refuse_special_manifest(const char *path, struct ch_error *err)
 	struct stat st;
 	int rc = 0;
 	if (!man)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (stat(man, &st) == 0)
 		rc = refuse_special(man, &st, err);
 	free(man);
@@ -459,7 +442,7 @@ static int add_task(struct verifier *v, struct vtask t, size_t *cap,
 		size_t n = *cap ? *cap * 2 : 64;
 		struct vtask *nt = realloc(v->tasks, n * sizeof(*nt));
 		if (!nt)
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		v->tasks = nt;
 		*cap = n;
 	}
@@ -521,7 +504,7 @@ static int plan_tasks(struct verifier *v, enum phase phase,
 	size_t cap = 0;
 	free(v->tasks);
 	v->tasks = NULL;
-	v->ntasks = v->next = 0;
+	v->ntasks = 0;
 	for (size_t s = 0; s < v->nshards; s++) {
 		const struct vshard *vs = &v->shards[s];
 		int rc = 0;
@@ -687,22 +670,6 @@ static void check_splits(struct verifier *v)
 	free(seen);
 }
 
-static int run_workers(struct verifier *v, int jobs, struct ch_error *err)
-{
-	pthread_t *t = calloc((size_t)jobs, sizeof(*t));
-	int started = 0;
-	if (!t)
-		return ch_error_set(err, "out of memory");
-	for (; started < jobs; started++)
-		if (pthread_create(&t[started], NULL, worker, v) != 0)
-			break;
-	if (started == 0)
-		worker(v);
-	for (int i = 0; i < started; i++)
-		pthread_join(t[i], NULL);
-	free(t);
-	return 0;
-}
 
 int ch_verify(const char *path, const struct ch_verify_opts *o,
 	      struct ch_verify_result *res, struct ch_error *err)
@@ -728,7 +695,7 @@ int ch_verify(const char *path, const struct ch_verify_opts *o,
 	}
 	v.nshards = v.ds.manifest.nshards;
 	if (!(v.shards = calloc(v.nshards ? v.nshards : 1, sizeof(*v.shards)))) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	for (size_t s = 0; s < v.nshards; s++)
@@ -739,18 +706,21 @@ int ch_verify(const char *path, const struct ch_verify_opts *o,
 	if (!v.ds.lone_shard)
 		find_unexpected(&v);
 	int jobs = o->jobs > 0 ? o->jobs : ch_cpu_count();
+	v.nreaders = jobs;
+	if (!(v.readers = calloc((size_t)jobs, sizeof(*v.readers)))) {
+		ch_error_nomem(err);
+		goto out;
+	}
 	for (size_t s = 0; s < v.nshards; s++)
 		if (locate_shard(&v, s, err) < 0)
 			goto out;
 	for (enum phase p = PHASE_FILES; p <= PHASE_BLOCKS; p++)
-		if (plan_tasks(&v, p, err) < 0 || run_workers(&v, jobs, err) < 0)
+		if (plan_tasks(&v, p, err) < 0 ||
+		    ch_pool_run(jobs, v.ntasks, run_task, &v, o->cancel,
+				err) < 0)
 			goto out;
-	if (v.failed) {
-		*err = v.failure;
-		goto out;
-	}
 	if (cancelled(&v)) {
-		ch_error_set(err, "interrupted");
+		ch_error_interrupted(err);
 		goto out;
 	}
 	rc = 0;
@@ -759,6 +729,9 @@ out:
 		free(v.shards[s].path);
 		ch_shard_close(v.shards[s].sh);
 	}
+	for (int i = 0; v.readers && i < v.nreaders; i++)
+		ch_block_reader_free(v.readers[i]);
+	free(v.readers);
 	free(v.shards);
 	free(v.tasks);
 	ch_dataset_release(&v.ds);

@@ -1,35 +1,62 @@
 /* common/error.c - filling a caller-owned struct ch_error. */
+#include <errno.h>
 #include <stdarg.h>
 #include <string.h>
 
 #include "chute.h"
 
-static void set(struct ch_error *err, int data, const char *fmt, va_list ap)
+static void set(struct ch_error *err, enum ch_error_kind kind,
+		const char *fmt, va_list ap)
 {
 	if (!err)
 		return;
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	err->data = data;
+	err->kind = kind;
 }
 
 int ch_error_set(struct ch_error *err, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	set(err, 0, fmt, ap);
+	set(err, CH_ERR_IO, fmt, ap);
 	va_end(ap);
 	return -1;
 }
 
-/* The data's fault: said twice, by the return value (for callers that
- * pass it up) and in err (for those that keep only err). */
 int ch_error_data(struct ch_error *err, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	set(err, 1, fmt, ap);
+	set(err, CH_ERR_DATA, fmt, ap);
 	va_end(ap);
-	return CH_DATA_ERROR;
+	return -1;
+}
+
+int ch_error_usage(struct ch_error *err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	set(err, CH_ERR_USAGE, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int ch_error_interrupted(struct ch_error *err)
+{
+	if (err) {
+		snprintf(err->msg, sizeof(err->msg), "interrupted");
+		err->kind = CH_ERR_INTERRUPTED;
+	}
+	return -1;
+}
+
+int ch_error_nomem(struct ch_error *err)
+{
+	if (err) {
+		snprintf(err->msg, sizeof(err->msg), "out of memory");
+		err->kind = CH_ERR_MEMORY;
+	}
+	return -1;
 }
 
 int ch_error_errno(struct ch_error *err, int errnum, const char *fmt, ...)
@@ -37,12 +64,12 @@ int ch_error_errno(struct ch_error *err, int errnum, const char *fmt, ...)
 	if (err) {
 		va_list ap;
 		va_start(ap, fmt);
-		int n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		set(err, errnum == ENOMEM ? CH_ERR_MEMORY : CH_ERR_IO, fmt, ap);
 		va_end(ap);
-		err->data = 0;
-		if (n >= 0 && (size_t)n < sizeof(err->msg))
-			snprintf(err->msg + n, sizeof(err->msg) - (size_t)n,
-				 ": %s", strerror(errnum));
+		size_t n = strlen(err->msg);
+		if (n + 1 < sizeof(err->msg))
+			snprintf(err->msg + n, sizeof(err->msg) - n, ": %s",
+				 strerror(errnum));
 	}
 	return -1;
 }

@@ -82,7 +82,7 @@ int ch_temp_sweep(const char *dir, const char *name, const char *keep,
 			continue;
 		if (sweep_one(dirfd(d), de->d_name) && live && !*live &&
 		    !(*live = ch_path_join(dir, de->d_name)))
-			rc = ch_error_set(err, "out of memory");
+			rc = ch_error_nomem(err);
 	}
 	closedir(d);
 	return rc;
@@ -116,7 +116,7 @@ int ch_temp_create(struct ch_temp *t, const char *dir, const char *name,
 		     n && dir[n - 1] == '/' ? "" : "/", name,
 		     (long)getpid()) < 0) {
 		t->path = NULL;
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	if (folder) {
 		if (mkdir(t->path, 0755) == 0)

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "chute.h"
@@ -74,6 +75,13 @@ int ch_cpu_count(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n < 1 ? 1 : (int)n;
+}
+
+double ch_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
 /* Length of the well-formed UTF-8 sequence at p (overlong forms,

@@ -87,7 +87,7 @@ int ch_catalog_add(struct ch_catalog *c, const struct ch_entry *e,
 		   struct ch_error *err)
 {
 	if (c->cancel && *c->cancel)
-		return ch_error_set(err, "interrupted");
+		return ch_error_interrupted(err);
 	if (c->n == c->cap) {
 		size_t ncap = c->cap ? c->cap * 2 : 1024;
 		struct ch_entry *v = realloc(c->entries, ncap * sizeof(*v));
@@ -109,7 +109,7 @@ int ch_catalog_add(struct ch_catalog *c, const struct ch_entry *e,
 						      e->size ? e->size : 1)))
 		failed = 1;
 	if (failed)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	c->entries[c->n++] = d;
 	c->added++;
 	if (c->spill && c->n * sizeof(*c->entries) + c->chunk_used +
@@ -153,7 +153,7 @@ int ch_split_key(const char *relpath, char **key, char **field,
 	if (!*key || !*field) {
 		free(*key);
 		free(*field);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	return 0;
 }

@@ -1,36 +1,29 @@
 /* pack/encode.c - reading, hashing and compressing the blocks of a shard in
- * parallel, writing them in order.  Memory: 2 x jobs slots, each holding
- * one block's raw bytes and its compressed copy. */
+ * parallel, writing them in order (common/pool.c's ordered results).
+ * Memory: 2 x jobs slots, each holding one block's raw bytes and its
+ * compressed copy. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/pool.h"
 #include "pack/plan.h"
 
 struct slot {
-	int ready;   /* filled by a worker, not yet written */
-	int failed;
-	size_t block; /* index in plan->blocks */
 	struct ch_buf raw;
 	struct ch_block_encoder *enc;
 	struct ch_encoded_block out;
 	struct ch_sample_desc *descs;
 	struct ch_field_desc *fields;
 	size_t descs_cap, fields_cap;
-	struct ch_error err;
 };
 
-struct pool {
+struct encoder {
 	const struct encode_job *job;
-	pthread_mutex_t lock;
-	pthread_cond_t changed;
-	struct slot *slots;
+	struct slot *slots; /* block b in slots[b % nslots] */
 	size_t nslots;
-	size_t next_task;  /* next block (relative to the shard) to take */
-	size_t next_write; /* next block the writer waits for */
-	int stop;
 };
 
 static int read_range(int fd, uint8_t *out, uint64_t size, uint64_t off,
@@ -102,18 +95,18 @@ static int grow(void **v, size_t *cap, size_t need, size_t each,
 		n *= 2;
 	void *p = realloc(*v, n * each);
 	if (!p)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	*v = p;
 	*cap = n;
 	return 0;
 }
 
 /* Fills a slot with block b: raw bytes, sample descriptions, encoding. */
-static int fill_slot(const struct encode_job *job, struct slot *sl, size_t b)
+static int fill_slot(const struct encode_job *job, struct slot *sl, size_t b,
+		     struct ch_error *err)
 {
 	const struct plan_block *pb = &job->plan->blocks[b];
 	const struct ch_catalog *cat = job->cat;
-	struct ch_error *err = &sl->err;
 	size_t nfields = 0;
 	for (size_t i = 0; i < pb->nsamples; i++)
 		nfields += job->plan->samples[pb->first_sample + i].nfields;
@@ -162,119 +155,74 @@ static int fill_slot(const struct encode_job *job, struct slot *sl, size_t b)
 	return 0;
 }
 
-static void *worker(void *arg)
+/* On a worker of the pool: block b into its slot. */
+static int make_block(void *arg, size_t b, size_t slot, struct ch_error *err)
 {
-	struct pool *p = arg;
-	size_t nblocks = p->job->plan->nblocks;
-	pthread_mutex_lock(&p->lock);
-	for (;;) {
-		if (p->stop || p->next_task >= nblocks)
-			break;
-		size_t t = p->next_task;
-		struct slot *sl = &p->slots[t % p->nslots];
-		/* the slot is free once the writer is past its last use */
-		if (t >= p->next_write + p->nslots) {
-			pthread_cond_wait(&p->changed, &p->lock);
-			continue;
-		}
-		p->next_task++;
-		pthread_mutex_unlock(&p->lock);
-		int rc = -1;
-		if (p->job->cancel && *p->job->cancel)
-			ch_error_set(&sl->err, "interrupted");
-		else
-			rc = fill_slot(p->job, sl, t);
-		pthread_mutex_lock(&p->lock);
-		sl->block = t;
-		sl->failed = rc < 0;
-		sl->ready = 1;
-		pthread_cond_broadcast(&p->changed);
-	}
-	pthread_mutex_unlock(&p->lock);
-	return NULL;
+	struct encoder *e = arg;
+	return fill_slot(e->job, &e->slots[slot], b, err);
 }
 
-static void release_slots(struct pool *p)
+static void release_slots(struct encoder *e)
 {
-	for (size_t i = 0; i < p->nslots; i++) {
-		struct slot *sl = &p->slots[i];
+	for (size_t i = 0; i < e->nslots; i++) {
+		struct slot *sl = &e->slots[i];
 		ch_buf_release(&sl->raw);
 		ch_block_encoder_free(sl->enc);
 		free(sl->descs);
 		free(sl->fields);
 	}
-	free(p->slots);
+	free(e->slots);
 }
 
-/* Waits for block t, writes it, frees its slot. */
-static int write_next(struct pool *p, size_t t, struct ch_error *err)
+/* Waits for the next block, writes it, frees its slot. */
+static int write_next(struct encoder *e, struct ch_ordered *q,
+		      struct ch_error *err)
 {
-	const struct encode_job *job = p->job;
-	struct slot *sl = &p->slots[t % p->nslots];
-	pthread_mutex_lock(&p->lock);
-	while (!(sl->ready && sl->block == t))
-		pthread_cond_wait(&p->changed, &p->lock);
-	pthread_mutex_unlock(&p->lock);
-	if (sl->failed) {
-		*err = sl->err;
+	const struct encode_job *job = e->job;
+	size_t slot;
+	if (ch_ordered_next(q, &slot, err) < 0)
 		return -1;
-	}
+	struct slot *sl = &e->slots[slot];
 	if (ch_shard_writer_add(job->writer, &sl->out, err) < 0)
 		return -1;
 	job->counters->files += sl->out.nsamples;
 	job->counters->bytes += sl->out.raw_size;
 	if (job->progress)
 		job->progress(job->counters, job->progress_arg);
-	pthread_mutex_lock(&p->lock);
-	sl->ready = 0;
-	p->next_write = t + 1;
-	pthread_cond_broadcast(&p->changed);
-	pthread_mutex_unlock(&p->lock);
+	ch_ordered_release(q);
 	return 0;
 }
 
 int ch_encode_shard(const struct encode_job *job, struct ch_error *err)
 {
-	struct pool p = { .job = job };
+	struct encoder e = { .job = job };
 	int jobs = job->jobs < 1 ? 1 : job->jobs;
-	pthread_t *threads = calloc((size_t)jobs, sizeof(*threads));
-	int started = 0, rc = -1;
-	p.nslots = 2 * (size_t)jobs;
-	p.slots = calloc(p.nslots, sizeof(*p.slots));
-	pthread_mutex_init(&p.lock, NULL);
-	pthread_cond_init(&p.changed, NULL);
-	if (!threads || !p.slots) {
-		ch_error_set(err, "out of memory");
+	struct ch_ordered *q = NULL;
+	int rc = -1;
+	e.nslots = 2 * (size_t)jobs;
+	e.slots = calloc(e.nslots, sizeof(*e.slots));
+	if (!e.slots) {
+		ch_error_nomem(err);
 		goto out;
 	}
-	for (size_t i = 0; i < p.nslots; i++) {
-		p.slots[i].enc = ch_block_encoder_new(job->level, job->dict,
+	for (size_t i = 0; i < e.nslots; i++) {
+		e.slots[i].enc = ch_block_encoder_new(job->level, job->dict,
 						      job->dict_size);
-		if (!p.slots[i].enc) {
+		if (!e.slots[i].enc) {
 			ch_error_set(err, "cannot create a zstd encoder");
 			goto out;
 		}
 	}
-	for (; started < jobs; started++)
-		if (pthread_create(&threads[started], NULL, worker, &p) != 0) {
-			ch_error_set(err, "cannot start worker threads");
-			goto out;
-		}
+	if (ch_ordered_start(&q, jobs, job->plan->nblocks, e.nslots,
+			     make_block, &e, job->cancel, err) < 0)
+		goto out;
 	for (size_t t = 0; t < job->plan->nblocks; t++)
-		if (write_next(&p, t, err) < 0)
+		if (write_next(&e, q, err) < 0)
 			goto out;
 	rc = 0;
 out:
-	pthread_mutex_lock(&p.lock);
-	p.stop = 1;
-	pthread_cond_broadcast(&p.changed);
-	pthread_mutex_unlock(&p.lock);
-	for (int i = 0; i < started; i++)
-		pthread_join(threads[i], NULL);
-	if (p.slots)
-		release_slots(&p);
-	pthread_mutex_destroy(&p.lock);
-	pthread_cond_destroy(&p.changed);
-	free(threads);
+	ch_ordered_stop(q);
+	if (e.slots)
+		release_slots(&e);
 	return rc;
 }

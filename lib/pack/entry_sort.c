@@ -70,7 +70,7 @@ int ch_runs_spill(struct ch_runs *r, struct ch_catalog *c, ch_entry_cmp cmp,
 {
 	FILE **v = realloc(r->files, (r->n + 1) * sizeof(*v));
 	if (!v)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	r->files = v;
 	FILE *f = temp_file(r->tmp_dir);
 	if (!f)
@@ -194,13 +194,13 @@ int ch_sorted_open(struct ch_sorted_entries **out, struct ch_catalog *c,
 {
 	struct ch_sorted_entries *s = calloc(1, sizeof(*s));
 	if (!s)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	*s = (struct ch_sorted_entries){ .cat = c, .runs = r, .cmp = cmp };
 	if (r->n == 0)
 		qsort(c->entries, c->n, sizeof(*c->entries), cmp);
 	else if (!(s->readers = calloc(r->n, sizeof(*s->readers)))) {
 		free(s);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	*out = s;
 	return ch_sorted_rewind(s, err);

@@ -31,7 +31,7 @@ static const struct ch_manifest *man(const struct part *p)
 static int cancelled(const struct ch_merge_opts *o, struct ch_error *err)
 {
 	if (o->cancel && *o->cancel)
-		return ch_error_set(err, "interrupted");
+		return ch_error_interrupted(err);
 	return 0;
 }
 
@@ -255,13 +255,13 @@ static int add_fields(struct ch_manifest *m, const struct ch_manifest *part,
 			void *v = realloc(m->fields,
 					  (m->nfields + 1) * sizeof(*m->fields));
 			if (!v)
-				return ch_error_set(err, "out of memory");
+				return ch_error_nomem(err);
 			m->fields = v;
 			have = &m->fields[m->nfields];
 			*have = (struct ch_manifest_field){
 				.name = strdup(f->name) };
 			if (!have->name)
-				return ch_error_set(err, "out of memory");
+				return ch_error_nomem(err);
 			m->nfields++;
 		}
 		have->count += f->count;
@@ -290,7 +290,7 @@ static int fill_manifest(struct ch_manifest *m, const struct part *p,
 					: NULL;
 	if (!m->name || !m->chute_version || !m->sources || !m->classes ||
 	    (first->options.label_from && !m->options.label_from))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (size_t i = 0; i < n; i++) {
 		const struct ch_manifest *pm = man(&p[i]);
 		m->samples += pm->samples;
@@ -364,7 +364,7 @@ static int place_shards(const char *tmp, struct ch_manifest *m,
 	for (size_t i = 0; i < n; i++)
 		total += man(&p[i])->nshards;
 	if (!(m->shards = calloc(total ? total : 1, sizeof(*m->shards))))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (size_t i = 0; i < n; i++) {
 		const struct ch_manifest *pm = man(&p[i]);
 		for (size_t s = 0; s < pm->nshards; s++) {
@@ -376,7 +376,7 @@ static int place_shards(const char *tmp, struct ch_manifest *m,
 			char *to = ms->path ? ch_path_join(tmp, ms->path) : NULL;
 			m->nshards++;
 			int rc = from && to ? place_shard(from, to, linked, err)
-					    : ch_error_set(err, "out of memory");
+					    : ch_error_nomem(err);
 			free(from);
 			free(to);
 			if (rc < 0 || cancelled(o, err) < 0)
@@ -450,7 +450,7 @@ int ch_merge(const char *const *paths, size_t n,
 	struct part *p = calloc(n ? n : 1, sizeof(*p));
 	int exists, linked = 1, rc = -1;
 	if (!p)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (n == 0) {
 		ch_error_set(err, "no parts to merge");
 		goto out;

@@ -143,13 +143,13 @@ static int class_add(struct classes *cl, const char *key, const char *origin,
 		size_t cap = cl->cap ? cl->cap * 2 : 16;
 		char **v = realloc(cl->v, cap * sizeof(*v));
 		if (!v)
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		cl->v = v;
 		cl->cap = cap;
 	}
 	char *name = strndup(p, len);
 	if (!name)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	memmove(cl->v + at + 1, cl->v + at, (cl->n - at) * sizeof(*cl->v));
 	cl->v[at] = name;
 	cl->n++;
@@ -219,7 +219,7 @@ static int survey(struct ch_sorted_entries *st, const struct ch_pack_opts *o,
 		if (remember(&pv, e, err) < 0)
 			goto out;
 		if (o->cancel && *o->cancel) {
-			ch_error_set(err, "interrupted");
+			ch_error_interrupted(err);
 			goto out;
 		}
 	}
@@ -278,13 +278,13 @@ static int add_schema(struct ch_manifest *m, const struct ch_catalog *c,
 		if (f == m->nfields) {
 			void *v = realloc(m->fields, (f + 1) * sizeof(*m->fields));
 			if (!v)
-				return ch_error_set(err, "out of memory");
+				return ch_error_nomem(err);
 			m->fields = v;
 			m->fields[f] = (struct ch_manifest_field){
 				.name = strdup(e->field) };
 			m->nfields++;
 			if (!m->fields[f].name)
-				return ch_error_set(err, "out of memory");
+				return ch_error_nomem(err);
 			qsort(m->fields, m->nfields, sizeof(*m->fields),
 			      cmp_field_name);
 			f = 0;
@@ -318,7 +318,7 @@ static int flush_shard(struct builder *b, size_t n, uint64_t samples,
 	char *path = NULL;
 	void *v = realloc(m->shards, (m->nshards + 1) * sizeof(*m->shards));
 	if (!v)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	m->shards = v;
 	struct ch_manifest_shard *ms = &m->shards[m->nshards];
 	memset(ms, 0, sizeof(*ms));
@@ -331,7 +331,7 @@ static int flush_shard(struct builder *b, size_t n, uint64_t samples,
 	b->cat.n = n;
 	if (!(ms->path = ch_pack_shard_name(b->name, m->nshards - 1)) ||
 	    !(path = ch_path_join(b->tmp, ms->path))) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	if (ch_pack_write_shard(&b->cat, b->o, path, &b->counters, &sum,
@@ -446,14 +446,14 @@ static int scan_sources(struct ch_catalog *c, const char *const *sources,
 			struct ch_error *err)
 {
 	if (!(c->sources = calloc(n ? n : 1, sizeof(*c->sources))))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (size_t i = 0; i < n; i++) {
 		const char *src = sources[i];
 		struct stat st;
 		int rc;
 		/* a URL's password never reaches the manifest */
 		if (!(c->sources[c->nsources++] = ch_url_redact(src)))
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		if (!strcmp(src, "-"))
 			rc = ch_source_list_scan(c, o->list_fd, o->list_sep, err);
 		else if (ch_source_is_url(src))
@@ -470,7 +470,7 @@ static int scan_sources(struct ch_catalog *c, const char *const *sources,
 		if (rc < 0)
 			return -1;
 		if (o->cancel && *o->cancel)
-			return ch_error_set(err, "interrupted");
+			return ch_error_interrupted(err);
 	}
 	if (ch_source_filter_check(c->filter, err) < 0)
 		return -1;
@@ -525,7 +525,7 @@ int ch_pack_claim_temp(const char *out_dir, struct ch_temp *t,
 	char *a = strdup(out_dir), *b = strdup(out_dir), *live = NULL;
 	int rc = -1;
 	if (!a || !b) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	const char *parent = dirname(a), *name = basename(b);
@@ -598,7 +598,7 @@ static int fill_manifest(struct ch_manifest *m, const struct ch_catalog *c,
 	};
 	if (!m->name || !m->chute_version ||
 	    (o->label_from && !m->options.label_from))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	return 0;
 }
 
@@ -707,7 +707,7 @@ static int pack_into(const char *tmp, const char *const *sources,
 	    ch_pack_write_version(tmp, o->out_dir, m, old, err) < 0)
 		goto out;
 	if (o->cancel && *o->cancel) {
-		ch_error_set(err, "interrupted");
+		ch_error_interrupted(err);
 		goto out;
 	}
 	rc = 0;
@@ -810,17 +810,18 @@ int ch_pack(const char *const *sources, size_t nsources,
 	if (!eff.block_size)
 		eff.block_size = eff.dict ? BLOCK_DEFAULT_DICT : BLOCK_DEFAULT;
 	if (eff.level < 1 || eff.level > 19)
-		return ch_error_set(err, "compression level %d is outside 1..19",
-				    eff.level);
+		return ch_error_usage(err, "compression level %d is outside "
+				      "1..19", eff.level);
 	if (eff.max_sample_size > CH_MAX_SAMPLE_LIMIT)
-		return ch_error_set(err, "--max-sample-size is over %llu bytes, "
-				    "the most a shard's block may hold",
-				    CH_MAX_SAMPLE_LIMIT);
+		return ch_error_usage(err, "--max-sample-size is over %llu "
+				      "bytes, the most a shard's block may "
+				      "hold", CH_MAX_SAMPLE_LIMIT);
 	if (eff.parts && eff.part >= eff.parts)
-		return ch_error_set(err, "part %llu of %llu: parts are numbered "
-				    "from 0 to %llu", (unsigned long long)eff.part,
-				    (unsigned long long)eff.parts,
-				    (unsigned long long)eff.parts - 1);
+		return ch_error_usage(err, "part %llu of %llu: parts are "
+				      "numbered from 0 to %llu",
+				      (unsigned long long)eff.part,
+				      (unsigned long long)eff.parts,
+				      (unsigned long long)eff.parts - 1);
 	if (ch_pack_check_replaceable(o->out_dir, &exists, err) < 0)
 		return -1;
 	struct ch_temp claim = { .fd = -1 };

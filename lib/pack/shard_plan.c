@@ -18,7 +18,7 @@ static int group_samples(const struct ch_catalog *c, struct pack_plan *pl,
 {
 	pl->samples = calloc(c->n ? c->n : 1, sizeof(*pl->samples));
 	if (!pl->samples)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (size_t i = 0; i < c->n; i++) {
 		const struct ch_entry *e = &c->entries[i];
 		if (i == 0 || strcmp(c->entries[i - 1].key, e->key))
@@ -42,7 +42,7 @@ static int plan_blocks(struct pack_plan *pl, uint64_t block_size,
 	pl->blocks = calloc(pl->nsamples ? pl->nsamples : 1,
 			    sizeof(*pl->blocks));
 	if (!pl->blocks)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	struct plan_block *bl = NULL;
 	for (size_t i = 0; i < pl->nsamples; i++) {
 		uint64_t size = pl->samples[i].size;
@@ -75,7 +75,7 @@ static int train_dict(const struct ch_catalog *cat, const struct pack_plan *pl,
 	int rc = -1;
 	dict->len = 0;
 	if (!sizes)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	size_t dict_size = pl->bytes / 64 > DICT_MAX ? DICT_MAX
 			   : pl->bytes / 64 < DICT_MIN ? DICT_MIN
 						       : (size_t)(pl->bytes / 64);

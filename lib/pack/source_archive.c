@@ -363,7 +363,7 @@ static int scan_members(struct scan *s, struct ch_error *err)
 	while ((r = next_member(s, &ae, err)) == 0) {
 		char *origin = NULL;
 		if (asprintf(&origin, "%s:%s", s->path, s->member) < 0)
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		r = ch_source_filter_admit(
 			s->cat->filter, s->member,
 			archive_entry_filetype(ae) == AE_IFDIR, 0, origin, err);

@@ -54,13 +54,13 @@ static int list_names(const char *dir, char ***names, size_t *n,
 			cap = cap ? cap * 2 : 64;
 			char **nv = realloc(v, cap * sizeof(*nv));
 			if (!nv) {
-				rc = ch_error_set(err, "out of memory");
+				rc = ch_error_nomem(err);
 				break;
 			}
 			v = nv;
 		}
 		if (!(v[len] = strdup(de->d_name))) {
-			rc = ch_error_set(err, "out of memory");
+			rc = ch_error_nomem(err);
 			break;
 		}
 		len++;
@@ -142,7 +142,7 @@ static int scan(struct ch_catalog *c, const char *dir, size_t root_len,
 		char *path = ch_path_join(dir, names[i]);
 		struct stat st;
 		if (!path) {
-			rc = ch_error_set(err, "out of memory");
+			rc = ch_error_nomem(err);
 		} else if (fstatat(dfd, names[i], &st, 0) < 0) {
 			rc = ch_error_errno(err, errno, "cannot read '%s'", path);
 		} else {

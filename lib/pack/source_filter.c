@@ -95,7 +95,7 @@ int ch_source_filter_admit(struct ch_source_filter *f, const char *rel,
 		return 1;
 	if (f->nstrays < CH_STRAYS_SHOWN &&
 	    !(f->strays[f->nstrays] = strdup(origin)))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	f->nstrays++;
 	return 0;
 }

@@ -31,7 +31,7 @@ static int probe(struct ch_store *st, const char *key, uint64_t size,
 	uint8_t *head = malloc(n ? n : 1);
 	int rc = -1;
 	if (!head)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (ch_store_get_range(st, key, 0, n, head, err) == 0) {
 		*archive = n > 0 && ch_source_is_archive_data(head, n);
 		rc = 0;
@@ -55,7 +55,7 @@ static int split_url(const char *url, char **base, char **key,
 		free(*base);
 		free(*key);
 		*base = *key = NULL;
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	return 0;
 }
@@ -73,7 +73,7 @@ int ch_source_url_scan(struct ch_catalog *c, const char *url,
 	if (ch_store_open(&st, base, NULL, err) < 0)
 		goto out;
 	if (!(name = ch_store_key_url(st, key))) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	if ((there = ch_store_stat(st, key, &size, err)) <= 0) {

@@ -248,7 +248,7 @@ int ch_remote_cache_open(struct ch_remote_cache **out, struct ch_store *st,
 		if (c)
 			free(c->dir);
 		free(c);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	int rc = ch_mkdir_p(cas, err);
 	free(cas);
@@ -305,7 +305,7 @@ static int mkdir_parent(const char *path, struct ch_error *err)
 	char *d = strdup(path), *slash = d ? strrchr(d, '/') : NULL;
 	int rc = -1;
 	if (!slash)
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 	else if (*slash = '\0', ch_mkdir_p(d, err) == 0)
 		rc = 0;
 	free(d);
@@ -343,7 +343,7 @@ static int lock_object(const char *path, int wait, struct ch_error *err)
 	if (mkdir_parent(path, err) < 0)
 		return -1;
 	if (asprintf(&lock, "%s.lock", path) < 0) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		return -1;
 	}
 	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -396,7 +396,7 @@ int ch_remote_cache_get(struct ch_remote_cache *c, const struct ch_cache_file *f
 	char *key, *path = object_path(c, f->path, f->hash, &key);
 	int rc = -1, mine = 0;
 	if (!path)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	pthread_mutex_lock(&c->lock);
 	while (is_busy(c, key))
 		pthread_cond_wait(&c->changed, &c->lock);
@@ -406,7 +406,7 @@ int ch_remote_cache_get(struct ch_remote_cache *c, const struct ch_cache_file *f
 		c->stats.hits++;
 		rc = 0;
 	} else if (push_ptr(&c->busy, &c->nbusy, &c->busy_cap, key) < 0) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 	} else {
 		mine = 1;
 	}
@@ -535,14 +535,14 @@ int ch_remote_cache_prefetch(struct ch_remote_cache *c,
 	struct ch_cache_file *q = calloc(n + 1, sizeof(*q));
 	int rc = 0;
 	if (!q)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (size_t i = 0; i < n; i++) {
 		q[i] = files[i];
 		if (!(q[i].path = strdup(files[i].path))) {
 			while (i--)
 				free((char *)q[i].path);
 			free(q);
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		}
 	}
 	pthread_mutex_lock(&c->lock);
@@ -573,7 +573,7 @@ int ch_remote_cache_load_version(struct ch_remote_cache *c, const char *id,
 	struct ch_error ignored;
 	int rc = 1;
 	if (!path)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (access(path, F_OK) == 0 &&
 	    ch_manifest_read(m, path, &ignored) == 0) {
 		if (m->id_ok && strcmp(m->id, id) == 0)
@@ -592,7 +592,7 @@ int ch_remote_cache_save_version(struct ch_remote_cache *c, const char *id,
 	char *path = version_path(c, id);
 	int rc = -1;
 	if (!path)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (mkdir_parent(path, err) == 0)
 		rc = ch_write_file_atomic(path, (const char *)raw->data,
 					  raw->len, err);

@@ -50,8 +50,8 @@ int ch_remote_resolve(struct ch_store *st, const char *at, char id[33],
 		return 0;
 	}
 	if (!ch_remote_tag_ok(at))
-		return ch_error_set(err, "'%s' is neither a version id (32 hex "
-				    "digits) nor a tag name", at);
+		return ch_error_usage(err, "'%s' is neither a version id (32 "
+				      "hex digits) nor a tag name", at);
 	char key[TAG_MAX + 8];
 	snprintf(key, sizeof(key), "tags/%s", at);
 	rc = ch_store_get(st, key, 4096, &b, err);
@@ -119,7 +119,7 @@ static struct vfile *version_files(const struct ch_manifest *m, size_t *n,
 {
 	struct vfile *f = calloc(m->nshards + m->nsplits + 1, sizeof(*f));
 	if (!f) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		return NULL;
 	}
 	for (size_t i = 0; i < m->nshards; i++)
@@ -163,7 +163,7 @@ static struct ch_store_job *make_jobs(const struct vfile *f, size_t n,
 	}
 	return jobs;
 oom:
-	ch_error_set(err, "out of memory");
+	ch_error_nomem(err);
 	return NULL;
 }
 
@@ -226,7 +226,7 @@ static int push_files(struct ch_store *st, const struct vfile *f, size_t n,
 	if (ch_store_stat_many(st, jobs, n, xo, err) < 0)
 		goto out;
 	if (!(todo = calloc(n + 1, sizeof(*todo)))) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -299,15 +299,16 @@ int ch_remote_push(const char *path, struct ch_store *st,
 	memset(r, 0, sizeof(*r));
 	for (size_t i = 0; i < o->ntags; i++)
 		if (!ch_remote_tag_ok(o->tags[i]))
-			return ch_error_set(err, "'%s' is not a valid tag name "
-					    "(1-128 of A-Z a-z 0-9 . _ -, not "
-					    "starting with '.')", o->tags[i]);
-	if (ch_dataset_open(&ds, path, err) < 0)
+			return ch_error_usage(err, "'%s' is not a valid tag "
+					      "name (1-128 of A-Z a-z 0-9 . _ "
+					      "-, not starting with '.')",
+					      o->tags[i]);
+	if (ch_dataset_open_folder(&ds, path, err) < 0)
 		return -1;
 	const struct ch_manifest *m = &ds.manifest;
 	if (ds.lone_shard) {
-		ch_error_set(err, "'%s' is a shard, not a dataset: push the "
-			     "folder that holds its manifest", path);
+		ch_error_usage(err, "'%s' is a shard, not a dataset: push the "
+			       "folder that holds its manifest", path);
 		goto out;
 	}
 	if (!m->id_ok) {
@@ -367,7 +368,7 @@ static int mkdir_for(const char *path, struct ch_error *err)
 	char *d = strdup(path), *slash = d ? strrchr(d, '/') : NULL;
 	int rc = 0;
 	if (!d)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (slash) {
 		*slash = '\0';
 		rc = ch_mkdir_p(d, err);
@@ -406,7 +407,7 @@ static int plan_pull(const char *dir, const struct vfile *f, size_t n,
 			free(final);
 			free(stage);
 			ch_statcache_release(&sc);
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		}
 		r->bytes += f[i].bytes;
 		int here = file_matches(final, f[i].bytes, f[i].hash,
@@ -426,7 +427,7 @@ static int plan_pull(const char *dir, const struct vfile *f, size_t n,
 		j->hash = f[i].hash;
 		if (!j->key) {
 			ch_statcache_release(&sc);
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		}
 		r->downloaded_bytes += f[i].bytes;
 	}
@@ -454,7 +455,7 @@ static int place_one(const char *dir, const struct vfile *f, size_t i,
 	if (t == i)
 		return 0; /* it was in place already */
 	if (!(twin = ch_path_join(dir, f[t].path)))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (!file_matches(final, f[i].bytes, f[i].hash, NULL)) {
 		unlink(final);
 		if (mkdir_for(final, err) < 0)
@@ -476,7 +477,7 @@ static int place_files(const char *dir, const struct vfile *f, size_t n,
 		char *stage = staging_path(dir, &f[i]);
 		int rc = 0;
 		if (!final || !stage)
-			rc = ch_error_set(err, "out of memory");
+			rc = ch_error_nomem(err);
 		else
 			rc = place_one(dir, f, i, stage, final, err);
 		free(final);
@@ -509,7 +510,7 @@ int ch_remote_pull(struct ch_store *st, const char *at, const char *dir,
 	if (!(stage_dir = ch_path_join(dir, ".chute/pull")) ||
 	    !(man = ch_path_join(dir, "manifest.json")) ||
 	    !(jobs = calloc(n + 1, sizeof(*jobs)))) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	if (ch_mkdir_p(stage_dir, err) < 0 ||

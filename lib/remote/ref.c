@@ -3,7 +3,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "chute/history.h"
 #include "common/internal.h"
@@ -42,13 +41,13 @@ int ch_ref_parse(const char *text, struct ch_ref *ref, struct ch_error *err)
 		goto oom;
 	if (!*ref->at) {
 		ch_ref_release(ref);
-		return ch_error_set(err, "'%s': nothing after '@' (give a tag "
-				    "or a version id)", text);
+		return ch_error_usage(err, "'%s': nothing after '@' (give a "
+				      "tag or a version id)", text);
 	}
 	return 0;
 oom:
 	ch_ref_release(ref);
-	return ch_error_set(err, "out of memory");
+	return ch_error_nomem(err);
 }
 
 void ch_ref_release(struct ch_ref *ref)
@@ -85,7 +84,7 @@ int ch_ref_load(const struct ch_ref *ref, struct ch_manifest *m,
 		return remote_version(ref, NULL, m, err) == 0 ? 0 : -1;
 	char *man = ch_manifest_path(ref->path);
 	if (!man)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	int rc = ch_manifest_read(m, man, err);
 	free(man);
 	return rc;
@@ -98,7 +97,7 @@ int ch_ref_load_version(const struct ch_ref *ref, const char *id,
 		return remote_version(ref, id, m, err);
 	char *dir = ch_dataset_dir(ref->path);
 	if (!dir)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	int rc = ch_history_load(dir, id, m, err);
 	free(dir);
 	return rc;
@@ -117,11 +116,10 @@ struct remote_source {
 	uint64_t wait_ns, ranges, range_bytes; /* atomic: from all readers */
 };
 
-static uint64_t now_ns(void)
+/* Nanoseconds since t0 (a ch_now()). */
+static uint64_t ns_since(double t0)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+	return (uint64_t)((ch_now() - t0) * 1e9);
 }
 
 static struct ch_cache_file shard_file(const struct ch_manifest *m, size_t k)
@@ -155,9 +153,9 @@ static int source_local(void *arg, const char *rel, uint64_t bytes,
 			break;
 		}
 	pthread_mutex_unlock(&rs->lock);
-	uint64_t t0 = now_ns();
+	double t0 = ch_now();
 	int rc = ch_remote_cache_get(rs->cache, &f, path, err);
-	__atomic_fetch_add(&rs->wait_ns, now_ns() - t0, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&rs->wait_ns, ns_since(t0), __ATOMIC_RELAXED);
 	return rc;
 }
 
@@ -191,9 +189,9 @@ static int range_read(void *arg, void *buf, size_t n, uint64_t off,
 {
 	struct range_reader *rr = arg;
 	struct remote_source *rs = rr->rs;
-	uint64_t t0 = now_ns();
+	double t0 = ch_now();
 	int rc = ch_store_get_range(rs->st, rr->key, off, n, buf, err);
-	__atomic_fetch_add(&rs->wait_ns, now_ns() - t0, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&rs->wait_ns, ns_since(t0), __ATOMIC_RELAXED);
 	__atomic_fetch_add(&rs->ranges, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&rs->range_bytes, n, __ATOMIC_RELAXED);
 	return rc;
@@ -222,7 +220,7 @@ static int source_ranged(void *arg, size_t s, struct ch_byte_source *src,
 	if (!(rr = calloc(1, sizeof(*rr))) ||
 	    !(rr->key = ch_remote_cas_key(ms->hash, ms->path))) {
 		free(rr);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	rr->rs = rs;
 	*src = (struct ch_byte_source){range_read, range_release, rr,
@@ -274,7 +272,7 @@ static int open_remote(const struct ch_ref *ref, const char *cache_dir,
 	char id[33];
 	memset(ds, 0, sizeof(*ds));
 	if (!rs)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	pthread_mutex_init(&rs->lock, NULL);
 	rs->m = &ds->manifest;
 	ds->source = &remote_files;
@@ -301,7 +299,7 @@ static int open_remote(const struct ch_ref *ref, const char *cache_dir,
 	ds->root = strdup(ref->remote);
 	ds->shards = calloc(ds->manifest.nshards + 1, sizeof(*ds->shards));
 	if (!ds->root || !ds->shards) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto fail;
 	}
 	ch_buf_release(&raw);

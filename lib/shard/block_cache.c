@@ -195,7 +195,7 @@ int ch_block_cache_get(struct ch_block_cache *c, struct ch_block_reader *r,
 	struct entry *e = claim(c, sh, b, &mine);
 	pthread_mutex_unlock(&c->lock);
 	if (!e)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	int rc;
 	if (mine && (rc = load(c, r, sh, e, err)) < 0)
 		return rc;
@@ -223,7 +223,7 @@ int ch_block_cache_warm(struct ch_block_cache *c, struct ch_block_reader *r,
 	if (present || full)
 		return present ? 0 : 1;
 	if (!e)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	int rc = load(c, r, sh, e, err);
 	if (rc == 0)
 		ch_block_cache_unpin(c, e);

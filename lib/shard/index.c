@@ -91,7 +91,7 @@ static int read_table(struct shard_index *ix,
 	if (!(ix->table = malloc(size)) ||
 	    !(ix->frame_at = malloc(((size_t)ix->npages + 1) *
 				    sizeof(*ix->frame_at))))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if ((rc = stored_bytes(ix, ix->table, size, 0, err)) < 0)
 		return rc;
 	if (ch_hash64(ix->table, size) != loc->hash)
@@ -125,7 +125,7 @@ static int decode_page(struct shard_index *ix, uint32_t p, const uint8_t *src,
 				     "('%s', byte %llu)", p, ix->path,
 				     (unsigned long long)(ix->at + at));
 	if (!ix->dctx && !(ix->dctx = ZSTD_createDCtx()))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	uint64_t off = (uint64_t)p * ix->page_size;
 	uint64_t len = ix->raw_size - off < ix->page_size ? ix->raw_size - off
 							  : ix->page_size;

@@ -126,7 +126,7 @@ static int read_dict(struct ch_shard *sh, uint64_t dict_hash,
 		return ch_error_data(err, "dictionary runs past the end of '%s'",
 				     sh->path);
 	if (!(sh->dict = malloc(sh->dict_size)))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	int rc = shard_read(sh, sh->dict, sh->dict_size, CHS_HEADER_SIZE, err);
 	if (rc < 0)
 		return rc;
@@ -224,7 +224,7 @@ static int rank_names(struct ch_shard *sh, struct ch_error *err)
 	sh->name_rank = calloc(sh->nnames ? sh->nnames : 1,
 			       sizeof(*sh->name_rank));
 	if (!sh->name_rank)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (uint32_t i = 0; i < sh->nnames; i++)
 		for (uint32_t k = 0; k < sh->nnames; k++)
 			sh->name_rank[i] +=
@@ -279,7 +279,7 @@ static int map_sections(struct ch_shard *sh, const struct footer *ft,
 		return rc;
 	sh->names = calloc(sh->nnames ? sh->nnames : 1, sizeof(*sh->names));
 	if (!sh->names)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	size_t at = 0;
 	for (uint32_t i = 0; i < sh->nnames; i++) {
 		const uint8_t *z = memchr(names + at, 0, names_size - at);
@@ -384,7 +384,7 @@ static int check_samples(struct ch_shard *sh, struct ch_error *err)
 {
 	for (uint64_t i = 0; i < sh->nsamples; i++)
 		if (check_sample(sh, i, err) < 0 || check_key(sh, i, err) < 0)
-			return CH_DATA_ERROR; /* they only check */
+			return -1; /* they only check */
 	return 0;
 }
 
@@ -395,7 +395,7 @@ static int check_key_order(struct ch_shard *sh, struct ch_error *err)
 	int rc = -1;
 	uint8_t *seen = calloc(sh->nsamples ? sh->nsamples : 1, 1);
 	if (!seen)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (uint64_t i = 0; i < sh->nsamples; i++) {
 		uint32_t s = ld32(sh->order + 4 * i);
 		if (s >= sh->nsamples || seen[s]) {
@@ -524,7 +524,7 @@ static int load_shard(struct ch_shard *sh, struct ch_error *err)
 	/* a lazy shard's samples are checked as they are prepared */
 	if (!sh->all_checked &&
 	    !(sh->checked = calloc(sh->nsamples / 8 + 1, 1)))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	return 0;
 }
 
@@ -537,7 +537,7 @@ int ch_shard_open_flags(struct ch_shard **out, const char *path,
 		free(sh);
 		if (src && src->release)
 			src->release(src->arg);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	int rc = -1;
 	sh->flags = flags;

@@ -60,7 +60,7 @@ int ch_shard_writer_open(struct ch_shard_writer **out, const char *path,
 	if (!w || !(w->path = strdup(path)) ||
 	    !(w->file_hash = XXH3_createState())) {
 		ch_shard_writer_free(w);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	XXH3_128bits_reset(w->file_hash);
 	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -102,10 +102,10 @@ static int name_id(struct ch_shard_writer *w, const char *name, uint32_t *id,
 				    MAX_NAMES, w->path);
 	char **v = realloc(w->names, (w->nnames + 1) * sizeof(*v));
 	if (!v)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	w->names = v;
 	if (!(v[w->nnames] = strdup(name)))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	*id = w->nnames++;
 	return 0;
 }
@@ -247,7 +247,7 @@ static size_t compress_index(const struct ch_buf *idx, struct ch_buf *z,
 	if (!c || ch_buf_reserve(z, bound, err) < 0) {
 		ZSTD_freeCCtx(c);
 		if (!c)
-			ch_error_set(err, "out of memory");
+			ch_error_nomem(err);
 		return 0;
 	}
 	ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, 3);

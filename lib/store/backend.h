@@ -1,6 +1,6 @@
 /* store/backend.h - what store/store.c shares with its backends
- * (store/folder.c, store/http.c, store/http_multi.c) and the .part files
- * (store/part_file.c). */
+ * (store/folder.c, store/http.c, store/http_multi.c), what the backends
+ * share (store/transfer.c) and the .part files (store/part_file.c). */
 #ifndef CH_STORE_BACKEND_H
 #define CH_STORE_BACKEND_H
 
@@ -53,6 +53,10 @@ int ch_store_curl_open(struct ch_store *st, struct ch_error *err);
 
 /* The folder path of key in a CH_STORE_DIR store (malloc'd). */
 char *ch_store_file_path(const struct ch_store *st, const char *key);
+
+/* An HTTP(S) or S3 store's object as users name it: URL/KEY (malloc'd);
+ * ch_store_key_url is this or a folder path. */
+char *ch_store_object_url(const struct ch_store *st, const char *key);
 
 /* Retries: milliseconds to wait before retry number n (1, 2, ...):
  * backoff_ms doubled each time, capped at 30 s. */

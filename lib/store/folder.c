@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/internal.h"
+#include "common/pool.h"
 #include "store/backend.h"
 
 enum { CHUNK = 1 << 20 };
@@ -38,7 +39,7 @@ static int file_stat(struct ch_store *st, const char *key, uint64_t *size,
 {
 	char *path = ch_store_file_path(st, key);
 	if (!path)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	struct stat sb;
 	int rc = 1;
 	if (stat(path, &sb) < 0) {
@@ -100,7 +101,7 @@ static int file_get(struct ch_store *st, const char *key, size_t max,
 {
 	char *path = ch_store_file_path(st, key);
 	if (!path)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	int fd = -1;
 	int rc = open_object(path, &fd, err);
 	if (rc != 0)
@@ -134,7 +135,7 @@ static int file_get_range(struct ch_store *st, const char *key, uint64_t off,
 {
 	char *path = ch_store_file_path(st, key);
 	if (!path)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	int fd = -1;
 	int rc = open_object(path, &fd, err);
 	if (rc == 0)
@@ -169,13 +170,13 @@ static int tmp_create(struct tmp_file *t, struct ch_store *st,
 	t->tmp.fd = -1;
 	t->path = ch_store_file_path(st, key);
 	if (!t->path)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	const char *slash = strrchr(t->path, '/');
 	const char *name = slash ? slash + 1 : t->path;
 	size_t dlen = slash ? (size_t)(slash - t->path) : 0;
 	t->dir = dlen ? strndup(t->path, dlen) : strdup(slash ? "/" : ".");
 	if (!t->dir)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (ch_mkdir_p(t->dir, err) < 0 ||
 	    ch_temp_create(&t->tmp, t->dir, name, 0, err) < 0)
 		return -1;
@@ -236,7 +237,7 @@ static int copy_fd(int src, const char *src_path, uint64_t off, int (*sink)(
 {
 	uint8_t *buf = malloc(CHUNK);
 	if (!buf)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	int rc = 0;
 	for (;;) {
 		ssize_t n = pread(src, buf, CHUNK, (off_t)off);
@@ -323,8 +324,8 @@ static int file_put_file(struct ch_store *st, const char *key,
 }
 
 /* ------------------------------------------------------------------ */
-/* A pool of threads working through the jobs.  Progress is reported
- * from the caller's thread only. */
+/* The jobs, on common/pool.c's threads.  Progress is reported from the
+ * caller's thread only. */
 
 struct pool;
 typedef int (*job_fn)(struct pool *pl, struct ch_store_job *job,
@@ -333,95 +334,49 @@ typedef int (*job_fn)(struct pool *pl, struct ch_store_job *job,
 struct pool {
 	struct ch_store *st;
 	struct ch_store_job *jobs;
-	size_t n;
 	job_fn fn;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	size_t next;	 /* next job to take */
-	size_t finished; /* jobs done */
-	int running;	 /* threads still working */
-	int failed;
-	struct ch_error err; /* the first failure */
+	pthread_mutex_t mu; /* guards prog */
 	struct ch_store_progress prog;
+	struct ch_store_reporter rep;
 };
 
-static void *pool_worker(void *arg)
+static int pool_task(void *arg, size_t i, int worker, struct ch_error *err)
 {
 	struct pool *pl = arg;
-	struct ch_error err;
+	(void)worker;
+	int rc = pl->fn(pl, &pl->jobs[i], err);
 	pthread_mutex_lock(&pl->mu);
-	while (!pl->failed && pl->next < pl->n) {
-		struct ch_store_job *job = &pl->jobs[pl->next++];
-		pthread_mutex_unlock(&pl->mu);
-		int rc = pl->fn(pl, job, &err);
-		pthread_mutex_lock(&pl->mu);
-		if (rc < 0 && !pl->failed) {
-			pl->failed = 1;
-			pl->err = err;
-		}
-		pl->prog.files++;
-		pthread_cond_broadcast(&pl->cv);
-	}
-	pl->running--;
-	pthread_cond_broadcast(&pl->cv);
+	pl->prog.files++;
 	pthread_mutex_unlock(&pl->mu);
-	return NULL;
+	return rc;
+}
+
+static void pool_watch(void *arg)
+{
+	struct pool *pl = arg;
+	pthread_mutex_lock(&pl->mu);
+	struct ch_store_progress p = pl->prog;
+	pthread_mutex_unlock(&pl->mu);
+	ch_store_report(&pl->rep, &p, 0);
 }
 
 static int pool_run(struct ch_store *st, struct ch_store_job *jobs, size_t n,
 		    const struct ch_transfer_opts *o, job_fn fn,
 		    uint64_t total_bytes, struct ch_error *err)
 {
-	struct pool pl = { .st = st, .jobs = jobs, .n = n, .fn = fn };
+	struct pool pl = { .st = st, .jobs = jobs, .fn = fn, .rep = { o, 0 } };
+	struct ch_error e;
 	pl.prog.total_files = n;
 	pl.prog.total_bytes = total_bytes;
-	size_t want = (size_t)ch_store_jobs(o);
-	size_t nthreads = want < n ? want : n;
-	pthread_t *threads = calloc(nthreads, sizeof(*threads));
-	if (!threads)
-		return ch_error_set(err, "out of memory");
 	pthread_mutex_init(&pl.mu, NULL);
-	pthread_cond_init(&pl.cv, NULL);
-	struct ch_store_reporter rep = { o, 0 };
-	size_t started = 0;
-	pthread_mutex_lock(&pl.mu);
-	for (; started < nthreads; started++) {
-		if (pthread_create(&threads[started], NULL, pool_worker, &pl))
-			break;
-		pl.running++;
-	}
-	if (started == 0) {
-		pl.failed = 1;
-		ch_error_set(&pl.err, "cannot start a thread");
-	}
-	while (pl.running > 0) {
-		struct ch_store_progress p = pl.prog;
-		pthread_mutex_unlock(&pl.mu);
-		ch_store_report(&rep, &p, 0);
-		pthread_mutex_lock(&pl.mu);
-		if (pl.running == 0)
-			break;
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&pl.cv, &pl.mu, &ts);
-	}
-	struct ch_store_progress last = pl.prog;
-	pthread_mutex_unlock(&pl.mu);
-	for (size_t i = 0; i < started; i++)
-		pthread_join(threads[i], NULL);
-	if (!pl.failed)
-		ch_store_report(&rep, &last, 1);
-	free(threads);
-	pthread_cond_destroy(&pl.cv);
+	int rc = ch_pool_run_watched(ch_store_jobs(o), n, pool_task, &pl, NULL,
+				     pool_watch, 100, &e);
+	if (rc == 0)
+		ch_store_report(&pl.rep, &pl.prog, 1);
 	pthread_mutex_destroy(&pl.mu);
-	if (pl.failed && err)
-		*err = pl.err;
-	return pl.failed ? -1 : 0;
+	if (rc < 0 && err)
+		*err = e;
+	return rc;
 }
 
 static int stat_job(struct pool *pl, struct ch_store_job *job,
@@ -497,7 +452,7 @@ static int get_job(struct pool *pl, struct ch_store_job *job,
 {
 	char *path = ch_store_file_path(pl->st, job->key);
 	if (!path)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	int continued = 0;
 	int rc = get_try(pl, job, path, 1, &continued, err);
 	job->resumed = continued;

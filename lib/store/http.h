@@ -1,5 +1,6 @@
-/* store/http.h - one HTTP request of an HTTP(S) or S3 store, shared by the
- * single calls (store/http.c) and the parallel ones (store/http_multi.c). */
+/* store/http.h - one HTTP request of an HTTP(S) or S3 store
+ * (store/http_request.c), shared by the single calls (store/http.c) and
+ * the parallel ones (store/http_multi.c). */
 #ifndef CH_STORE_HTTP_H
 #define CH_STORE_HTTP_H
 
@@ -10,6 +11,18 @@
 /* Loads libcurl (store/curl_shim.c) on first use; an error says what to
  * install when it is missing. */
 int ch_curl_load(struct ch_error *err);
+
+enum { IDLE_HANDLES = 8 };
+
+/* A store's libcurl state (st->impl), set up by store/http.c. */
+struct curl_store {
+	char *userpwd;	 /* S3: KEY:SECRET */
+	char *sigv4;	 /* S3: aws:amz:REGION:s3 */
+	struct curl_slist *headers;
+	pthread_mutex_t mu; /* guards idle */
+	CURL *idle[IDLE_HANDLES];
+	int nidle;
+};
 
 enum ch_req_kind { CH_REQ_HEAD, CH_REQ_GET, CH_REQ_PUT };
 

@@ -17,6 +17,7 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
+#include "common/pool.h"
 #include "store/http.h"
 
 enum slot_state { SLOT_FREE, SLOT_WAIT, SLOT_RUN };
@@ -41,7 +42,7 @@ struct many_shared {
 	struct ch_store_job *jobs;
 	size_t n, next;		  /* jobs, the next one to take */
 	int failed;		  /* set once, read by all (atomic) */
-	struct ch_error *err;	  /* the first failure */
+	struct ch_error first;	  /* the first failure */
 	struct ch_store_progress prog; /* totals, summed from threads */
 	struct ch_store_reporter rep;
 	uint64_t *bytes;	  /* per thread */
@@ -72,8 +73,8 @@ static void fail(struct many *m, const struct ch_error *e)
 {
 	struct many_shared *sh = m->sh;
 	pthread_mutex_lock(&sh->mu);
-	if (!sh->failed && sh->err && e)
-		*sh->err = *e;
+	if (!sh->failed)
+		sh->first = *e;
 	__atomic_store_n(&sh->failed, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&sh->mu);
 }
@@ -351,11 +352,11 @@ static int many_init(struct many *m, struct many_shared *sh, int index,
 	m->slots = calloc((size_t)nslots, sizeof(*m->slots));
 	m->multi = curl_multi_init();
 	if (!m->slots || !m->multi)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (int i = 0; i < m->nslots; i++) {
 		m->slots[i].fd = -1;
 		if (!(m->slots[i].h = curl_easy_init()))
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 	}
 	return 0;
 }
@@ -373,12 +374,19 @@ static void many_release(struct many *m)
 	free(m->slots);
 }
 
-static void *many_thread(void *arg)
+/* Task i of the pool: thread i's loop over the shared jobs. */
+static int many_task(void *arg, size_t i, int worker, struct ch_error *err)
 {
-	struct many *m = arg;
+	struct many *m = &((struct many *)arg)[i];
+	(void)worker;
 	m->rc = loop(m);
 	report(m, 0); /* its final numbers, for the total */
-	return NULL;
+	if (m->rc < 0) {
+		pthread_mutex_lock(&m->sh->mu);
+		*err = m->sh->first;
+		pthread_mutex_unlock(&m->sh->mu);
+	}
+	return m->rc;
 }
 
 /* Threads: one per core, at most 4, and no more than slots. */
@@ -389,29 +397,24 @@ static int thread_count(int nslots)
 	return t < 1 ? 1 : t > nslots ? nslots : t;
 }
 
-/* Runs ms[0] here and the others on threads of their own; a thread
- * that cannot start leaves its share of the jobs to the others. */
-static int run_threads(struct many *ms, int nt)
+/* Runs the nt loops on common/pool.c, the caller's thread one of them; a
+ * thread that cannot start leaves its loop to run after another, when
+ * the jobs are taken. */
+static int run_threads(struct many *ms, int nt, struct ch_error *err)
 {
-	pthread_t tid[4];
-	int started = 1, rc = 0;
-	for (; started < nt; started++)
-		if (pthread_create(&tid[started], NULL, many_thread,
-				   &ms[started]) != 0)
-			break;
-	many_thread(&ms[0]);
-	for (int t = 1; t < started; t++)
-		pthread_join(tid[t], NULL);
-	for (int t = 0; t < started; t++)
-		rc |= ms[t].rc;
-	return rc ? -1 : 0;
+	struct ch_error e;
+	if (ch_pool_run(nt, (size_t)nt, many_task, ms, NULL, &e) == 0)
+		return 0;
+	if (err)
+		*err = e;
+	return -1;
 }
 
 static int run_many(struct ch_store *st, enum ch_req_kind kind,
 		    struct ch_store_job *jobs, size_t n,
 		    const struct ch_transfer_opts *o, struct ch_error *err)
 {
-	struct many_shared sh = { .jobs = jobs, .n = n, .err = err };
+	struct many_shared sh = { .jobs = jobs, .n = n };
 	struct many ms[4];
 	size_t want = (size_t)ch_store_jobs(o);
 	int nslots = (int)(want < n ? want : n), nt = thread_count(nslots);
@@ -430,7 +433,7 @@ static int run_many(struct ch_store *st, enum ch_req_kind kind,
 	sh.bytes = calloc((size_t)nt, sizeof(*sh.bytes));
 	sh.files = calloc((size_t)nt, sizeof(*sh.files));
 	if (!sh.bytes || !sh.files) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	for (; made < nt; made++) /* slots dealt out as evenly as can be */
@@ -439,7 +442,7 @@ static int run_many(struct ch_store *st, enum ch_req_kind kind,
 			made++;
 			goto out;
 		}
-	rc = run_threads(ms, nt);
+	rc = run_threads(ms, nt, err);
 	if (rc == 0)
 		report(&ms[0], 1);
 out:

@@ -21,7 +21,7 @@ static int make_parent(const char *path, struct ch_error *err)
 		return 0;
 	char *dir = strndup(path, (size_t)(slash - path));
 	if (!dir)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	int rc = ch_mkdir_p(dir, err);
 	free(dir);
 	return rc;
@@ -32,7 +32,7 @@ static int hash_existing(struct ch_part *p, struct ch_error *err)
 {
 	uint8_t *buf = malloc(CHUNK);
 	if (!buf)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	uint64_t done = 0;
 	int rc = 0;
 	while (done < p->have) {
@@ -66,7 +66,7 @@ int ch_part_open(struct ch_part *p, struct ch_store_job *job,
 	p->part_path = malloc(n + 6);
 	p->xs = XXH3_createState();
 	if (!p->part_path || !p->xs) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto fail;
 	}
 	memcpy(p->part_path, job->path, n);
@@ -214,7 +214,7 @@ static int sync_folder_of(const char *path, char **last_dir,
 	const char *slash = strrchr(path, '/');
 	char *dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
 	if (!dir)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (*last_dir && strcmp(*last_dir, dir) == 0) {
 		free(dir);
 		return 0;
@@ -234,7 +234,7 @@ int ch_parts_commit(struct ch_store_job *jobs, size_t n,
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		char *part = jobs[i].verified ? part_of(jobs[i].path) : NULL;
 		if (jobs[i].verified && !part)
-			rc = ch_error_set(err, "out of memory");
+			rc = ch_error_nomem(err);
 		else if (part)
 			rc = sync_fs_of(part, synced, &nsynced, err);
 		free(part);

@@ -1,13 +1,10 @@
-/* store/store.c - opening a store from its URL, checking keys, and what every
- * backend shares: the retry policy and the progress reports. */
-#include <errno.h>
+/* store/store.c - opening a store from its URL (the backend chosen by its
+ * scheme), checking keys, and the calls handed to the backend.  What the
+ * backends share among themselves is store/transfer.c's. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "store/backend.h"
-
-enum { MAX_BACKOFF_MS = 30000 };
 
 static char *dup_trimmed(const char *s)
 {
@@ -36,7 +33,7 @@ static int dup_env(char **dst, const char *v, struct ch_error *err)
 	if (!v)
 		return 0;
 	*dst = strdup(v);
-	return *dst ? 0 : ch_error_set(err, "out of memory");
+	return *dst ? 0 : ch_error_nomem(err);
 }
 
 /* s3://BUCKET[/PREFIX] with the credentials, the region and the endpoint
@@ -66,7 +63,7 @@ static int parse_s3(struct ch_store *st, struct ch_error *err)
 	    dup_env(&st->s3_secret, secret, err) < 0 ||
 	    dup_env(&st->s3_region, region, err) < 0 ||
 	    dup_env(&st->s3_token, env2("AWS_SESSION_TOKEN", NULL), err) < 0)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 
 	/* An endpoint (s3rver, MinIO, ...) gets path-style URLs; AWS itself
 	 * virtual-hosted ones, except for dotted bucket names, which would
@@ -78,7 +75,7 @@ static int parse_s3(struct ch_store *st, struct ch_error *err)
 	st->base = malloc(cap);
 	if (!st->base || (endpoint && !ep)) {
 		free(ep);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	if (ep)
 		snprintf(st->base, cap, "%s/%.*s", ep, (int)blen, rest);
@@ -129,7 +126,7 @@ static int parse_url(struct ch_store *st, struct ch_error *err)
 		st->ops = &ch_store_file_ops;
 		st->base = strdup(u);
 	}
-	return st->base ? 0 : ch_error_set(err, "out of memory");
+	return st->base ? 0 : ch_error_nomem(err);
 }
 
 static void fill_defaults(struct ch_store_opts *o)
@@ -151,7 +148,7 @@ static int hide_password(struct ch_store *st, struct ch_error *err)
 {
 	char *shown = ch_url_redact(st->url);
 	if (!shown)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	free(st->url);
 	st->url = shown;
 	return 0;
@@ -165,13 +162,13 @@ int ch_store_open(struct ch_store **out, const char *url,
 		return ch_error_set(err, "empty remote URL");
 	struct ch_store *st = calloc(1, sizeof(*st));
 	if (!st)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (opts)
 		st->opts = *opts;
 	fill_defaults(&st->opts);
 	st->url = dup_trimmed(url);
 	if (!st->url) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto fail;
 	}
 	if (parse_url(st, err) < 0 || hide_password(st, err) < 0)
@@ -217,11 +214,7 @@ char *ch_store_key_url(const struct ch_store *st, const char *key)
 {
 	if (st->kind == CH_STORE_DIR)
 		return ch_store_file_path(st, key);
-	size_t n = strlen(st->url) + strlen(key) + 2;
-	char *s = malloc(n);
-	if (s)
-		snprintf(s, n, "%s/%s", st->url, key);
-	return s;
+	return ch_store_object_url(st, key);
 }
 
 /* Keys are relative, '/'-separated, without empty, "." or ".." segments
@@ -351,46 +344,4 @@ int ch_store_put_many(struct ch_store *st, struct ch_store_job *jobs,
 	if (check_jobs(jobs, n, 1, err) < 0)
 		return -1;
 	return n ? st->ops->put_many(st, jobs, n, o, err) : 0;
-}
-
-/* ------------------------------------------------------------------ */
-
-long ch_store_backoff_ms(const struct ch_store *st, int n)
-{
-	long ms = st->opts.backoff_ms;
-	for (int i = 1; i < n && ms < MAX_BACKOFF_MS; i++)
-		ms *= 2;
-	return ms < MAX_BACKOFF_MS ? ms : MAX_BACKOFF_MS;
-}
-
-void ch_store_sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
-uint64_t ch_store_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-void ch_store_report(struct ch_store_reporter *r,
-		     const struct ch_store_progress *p, int force)
-{
-	if (!r->o || !r->o->progress)
-		return;
-	uint64_t now = ch_store_now_ms();
-	if (!force && now - r->last_ms < 100)
-		return;
-	r->last_ms = now;
-	r->o->progress(p, r->o->progress_arg);
-}
-
-int ch_store_jobs(const struct ch_transfer_opts *o)
-{
-	int jobs = o && o->jobs > 0 ? o->jobs : 8;
-	return jobs > 256 ? 256 : jobs;
 }

@@ -67,7 +67,7 @@ static int field_names(const struct ch_batch *b, const char ***names,
 				const char **nv = realloc(v, cap * sizeof(*v));
 				if (!nv) {
 					free(v);
-					return ch_error_set(err, "out of memory");
+					return ch_error_nomem(err);
 				}
 				v = nv;
 			}
@@ -272,7 +272,7 @@ int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,
 	const struct ch_field_type **types = calloc(n + 1, sizeof(*types));
 	if (!types) {
 		free(names);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	size_t cursor = b->cursor ? strlen(b->cursor) : 0;
 	uint64_t table_at = ALIGN(HEADER + cursor, 8), table = 0;

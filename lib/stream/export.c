@@ -163,7 +163,7 @@ static int put_samples(struct tar_out *t, const struct ch_shard *sh,
 		const uint8_t *data;
 
 		if (o->cancel && *o->cancel) {
-			ch_error_set(err, "interrupted");
+			ch_error_interrupted(err);
 			goto out;
 		}
 		ch_shard_sample(sh, i, &si);

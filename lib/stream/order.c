@@ -35,7 +35,7 @@ static int plan_windows(struct ch_order *ord, const struct ch_manifest *m,
 	ord->shard_order = calloc(ns ? ns : 1, sizeof(*ord->shard_order));
 	ord->group_start = calloc(ng + 1, sizeof(*ord->group_start));
 	if (!ord->shard_order || !ord->group_start)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	ch_perm_init(&sp, ns, ord->seed, ord->epoch, PURPOSE_SHARDS);
 	for (size_t i = 0; i < ns; i++)
 		ord->shard_order[i] = (size_t)ch_perm_at(&sp, i);
@@ -144,6 +144,10 @@ static uint64_t transforms_hash(const struct ch_stream_opts *o)
 	return h;
 }
 
+/* The options of this hash are those the table of
+ * include/chute/stream_options.h marks HASHED (tests/unit/test_order.c
+ * holds one against the other).  Its layout is frozen: every cursor ever
+ * saved carries it. */
 uint32_t ch_stream_options_hash(const struct ch_stream_opts *o)
 {
 	/* the options that shape the sequence of samples, and only where
@@ -163,6 +167,24 @@ uint32_t ch_stream_options_hash(const struct ch_stream_opts *o)
 	return (uint32_t)h;
 }
 
+#define HASHED_NAME(ID, SHORT, NAME, ARG, TYPE, LIMITS, OWNER, FIELD,     \
+			DEFAULT, HASH, ...)                                 \
+	CH_SO_HASHED_NAME_##HASH(NAME)
+#define CH_SO_HASHED_NAME_HASHED(name) "--" name,
+#define CH_SO_HASHED_NAME__(name)
+
+void ch_stream_options_hashed(char *out, size_t size)
+{
+	static const char *const names[] = { CH_STREAM_OPTIONS(HASHED_NAME) };
+	size_t n = sizeof(names) / sizeof(*names), len = 0;
+	out[0] = '\0';
+	for (size_t i = 0; i < n && len < size; i++) {
+		const char *sep = i == 0 ? "" : i + 1 < n ? ", " : " or ";
+		int k = snprintf(out + len, size - len, "%s%s", sep, names[i]);
+		len += k > 0 ? (size_t)k : 0;
+	}
+}
+
 void ch_cursor_format(char *out, size_t size, const char *dataset_id,
 		      uint32_t opt_hash, uint64_t epoch, uint64_t batch,
 		      uint64_t pos)
@@ -179,8 +201,10 @@ int ch_cursor_parse(const char *s, struct ch_cursor *c, struct ch_error *err)
 	memset(c, 0, sizeof(*c));
 	if (sscanf(s, "ch1.%16[0-9a-f].%8x.%llu.%llu.%llu%c", c->id, &h, &e,
 		   &b, &p, &tail) != 5 || strlen(c->id) != 16)
-		return ch_error_set(err, "'%s' is not a chute cursor (expected "
-				    "ch1.ID.OPTIONS.EPOCH.BATCH.POSITION)", s);
+		return ch_error_usage(err, "'%s' is not a chute cursor "
+				      "(expected "
+				      "ch1.ID.OPTIONS.EPOCH.BATCH.POSITION)",
+				      s);
 	c->opt_hash = h;
 	c->epoch = e;
 	c->batch = b;

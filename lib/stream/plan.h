@@ -2,6 +2,7 @@
 #ifndef CH_STREAM_PLAN_H
 #define CH_STREAM_PLAN_H
 
+#include "chute/stream_options.h"
 #include "common/internal.h"
 #include "stream/encode.h"
 #include "transform/transform.h"
@@ -37,7 +38,7 @@ int ch_shard_table_new(struct ch_shard_table **out,
 void ch_shard_table_free(struct ch_shard_table *t);
 /* Pins shard k, opening it if no thread has it open.  Returns 1 when
  * pinned; 0 (wait = 0 only) when another thread is opening it right now;
- * -1 on error (CH_DATA_ERROR when the shard failed a check). */
+ * -1 on error. */
 int ch_shard_table_pin(struct ch_shard_table *t, size_t k, int wait,
 		       struct ch_shard **out, struct ch_error *err);
 void ch_shard_table_unpin(struct ch_shard_table *t, size_t k);
@@ -52,7 +53,8 @@ struct ch_split_view {
 	struct ch_manifest_shard *shards;
 	uint64_t *ids, n;
 };
-/* -1: no such split (a usage error); -2: its file is bad (a data error). */
+/* -1 on error: CH_ERR_DATA when the split is in the manifest but its file
+ * is bad. */
 int ch_split_view_init(struct ch_split_view *v, const struct ch_dataset *ds,
 		       const char *name, struct ch_error *err);
 void ch_split_view_release(struct ch_split_view *v);
@@ -104,7 +106,6 @@ struct ch_batch_data {
 	struct ch_buf xraw;	     /* transformed fields' values */
 	struct ch_field_type *types; /* with transforms: each field's */
 	uint64_t skipped; /* corrupt samples met (--on-error skip) */
-	int data_error;	  /* the failure was a corrupt sample */
 };
 void ch_batch_data_release(struct ch_batch_data *b);
 
@@ -147,6 +148,8 @@ struct ch_cursor {
 };
 
 uint32_t ch_stream_options_hash(const struct ch_stream_opts *o);
+/* "--a, --b or --c": the options that enter the hash, for a message. */
+void ch_stream_options_hashed(char *out, size_t size);
 void ch_cursor_format(char *out, size_t size, const char *dataset_id,
 		      uint32_t opt_hash, uint64_t epoch, uint64_t batch,
 		      uint64_t pos);

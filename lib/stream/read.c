@@ -85,7 +85,7 @@ int ch_batch_reader_new(struct ch_batch_reader **out,
 	struct ch_batch_reader *r = calloc(1, sizeof(*r));
 	if (!r || !(r->blocks = ch_block_reader_new())) {
 		free(r);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	r->sh = sh;
 	r->index = index;
@@ -189,7 +189,7 @@ static int grow_batch(struct ch_batch_data *b, uint64_t n, struct ch_error *err)
 	RESIZE(b->keys, n, ok);
 	RESIZE(b->keys2, n, ok);
 	if (!ok)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	b->cap = n;
 	return 0;
 }
@@ -210,7 +210,7 @@ static int grow_fields(struct ch_batch_data *b, size_t need,
 	RESIZE(b->dest, cap, ok);
 	RESIZE(b->types, cap, ok);
 	if (!ok)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	b->fields_cap = cap;
 	return 0;
 }
@@ -288,14 +288,12 @@ static int read_one(struct ch_batch_reader *r, struct ch_batch_data *b,
 	if (got < 0) {
 		if (r->sh->skip_corrupt)
 			return 1;
-		b->data_error = got == CH_DATA_ERROR;
 		return -1;
 	}
 	ch_shard_sample(sh, sl->local, &si);
 	if ((got = fetch(r, sh, sl->local, &si, h, &data, &cached, err)) < 0) {
 		if (r->sh->skip_corrupt)
 			return 1;
-		b->data_error = got == CH_DATA_ERROR;
 		size_t n = strlen(err->msg);
 		snprintf(err->msg + n, sizeof(err->msg) - n, " (sample '%.*s')",
 			 (int)(si.key_len > 200 ? 200 : si.key_len), si.key);
@@ -320,7 +318,7 @@ static int read_one(struct ch_batch_reader *r, struct ch_batch_data *b,
 		ch_shard_field(sh, sl->local, f, &fi);
 		size_t k = b->nfields++;
 		if (!(b->names[k] = name_of(r, fi.name)))
-			rc = ch_error_set(err, "out of memory");
+			rc = ch_error_nomem(err);
 		b->sizes[k] = fi.size;
 		b->src[k] = fi.offset;
 		b->types[k] = (struct ch_field_type){ 0 };
@@ -391,8 +389,6 @@ static int read_group(struct ch_batch_reader *r, struct ch_batch_data *b,
 	size_t k = b->slots[b->order[from]].shard;
 	struct ch_shard *sh;
 	int rc = ch_shard_table_pin(r->sh->shards, k, wait, &sh, err);
-	if (rc < 0) /* a shard that will not open */
-		b->data_error = rc == CH_DATA_ERROR;
 	if (rc <= 0)
 		return rc < 0 ? -1 : 1;
 	warm_group(r, b, sh, from, to);
@@ -460,7 +456,7 @@ static int read_pass(struct ch_batch_reader *r, struct ch_batch_data *b,
 	sort_by_place(b, m);
 	size_t *starts = malloc((m + 1) * sizeof(*starts));
 	if (!starts)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (size_t i = 0; i < m; i++)
 		if (i == 0 || b->slots[b->order[i]].shard !=
 				      b->slots[b->order[i - 1]].shard)
@@ -576,7 +572,7 @@ static int transform_pass(struct ch_batch_reader *r,
 			continue;
 		if (!r->sh->skip_corrupt) {
 			name_sample(r->sh, b, sl, err);
-			b->data_error = 1;
+			err->kind = CH_ERR_DATA; /* a sample the op cannot take */
 			return -1;
 		}
 		sl->state = FAILED;
@@ -627,7 +623,6 @@ int ch_batch_read(struct ch_batch_reader *r, struct ch_batch_plan *p,
 	b->nfields = 0;
 	b->deferred = 0;
 	b->skipped = 0;
-	b->data_error = 0;
 	if (grow_batch(b, p->n ? p->n : 1, err) < 0)
 		return -1;
 	b->nslots = p->n;

@@ -36,7 +36,7 @@ int ch_shard_table_new(struct ch_shard_table **out,
 	struct ch_shard_table *t = calloc(1, sizeof(*t));
 	if (!t || !(t->slots = calloc(n ? n : 1, sizeof(*t->slots)))) {
 		free(t);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	t->ds = ds;
 	t->cache = cache;

@@ -51,9 +51,9 @@ int ch_shm_ring_check_name(const char *name, struct ch_error *err)
 {
 	if (chute_shm_check_name(name) == 0)
 		return 0;
-	return ch_error_set(err, "invalid ring name '%.200s': 1 to %d of the "
-			    "characters A-Z a-z 0-9 . _ -, not starting "
-			    "with a dot", name, CHUTE_SHM_NAME_MAX);
+	return ch_error_usage(err, "invalid ring name '%.200s': 1 to %d of the "
+			      "characters A-Z a-z 0-9 . _ -, not starting "
+			      "with a dot", name, CHUTE_SHM_NAME_MAX);
 }
 
 uint64_t ch_shm_ring_slot_size(const struct ch_shm_ring *r)
@@ -172,7 +172,7 @@ int ch_shm_ring_create(struct ch_shm_ring **out,
 	uint64_t size = data_offset + slot_size * o->slots;
 	*out = NULL;
 	if (!r)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	r->fd = r->consumer_fd = -1;
 	r->map = MAP_FAILED;
 	r->cancel = o->cancel;
@@ -181,8 +181,8 @@ int ch_shm_ring_create(struct ch_shm_ring **out,
 	snprintf(r->name, sizeof r->name, "%s", o->name);
 	snprintf(r->path, sizeof r->path, "/%s%s", CHUTE_SHM_PREFIX, o->name);
 	if (o->slots < 1 || o->slots > CHUTE_SHM_MAX_SLOTS || !slot_size) {
-		ch_error_set(err, "a ring has 1 to %d slots of at least 1 byte",
-			     CHUTE_SHM_MAX_SLOTS);
+		ch_error_usage(err, "a ring has 1 to %d slots of at least 1 "
+			       "byte", CHUTE_SHM_MAX_SLOTS);
 		goto fail;
 	}
 	if (check_room(r, size, err) < 0 || open_segment(r, err) < 0)
@@ -294,7 +294,7 @@ static int check_consumer(struct ch_shm_ring *r, struct ch_error *err)
 static int check_cancel(const struct ch_shm_ring *r, struct ch_error *err)
 {
 	if (r->cancel && *r->cancel)
-		return ch_error_set(err, "interrupted");
+		return ch_error_interrupted(err);
 	return 0;
 }
 
@@ -331,10 +331,11 @@ int ch_shm_ring_put(struct ch_shm_ring *r, const void *frame, size_t size,
 	uint32_t i = (uint32_t)(r->seq % own->nslots);
 	struct chute_shm_slot *s = &r->slots[i];
 	if (size > own->slot_size)
-		return ch_error_set(err, "a frame of %zu bytes does not fit the "
-				    "slots of ring '%s' (%llu bytes): give a "
-				    "larger --slot-size", size, r->name,
-				    (unsigned long long)own->slot_size);
+		return ch_error_usage(err, "a frame of %zu bytes does not fit "
+				      "the slots of ring '%s' (%llu bytes): "
+				      "give a larger --slot-size", size,
+				      r->name,
+				      (unsigned long long)own->slot_size);
 	if (check_consumer(r, err) < 0)
 		return -1;
 	int rc = wait_free(r, i, err);

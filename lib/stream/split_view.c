@@ -15,7 +15,7 @@ static int make_view(struct ch_split_view *v, const struct ch_manifest *m,
 {
 	size_t ns = m->nshards;
 	if (!(v->shards = calloc(ns ? ns : 1, sizeof(*v->shards))))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	uint64_t at = 0;
 	for (size_t k = 0; k < ns; k++) {
 		uint64_t end = m->shards[k].first_sample + m->shards[k].samples;
@@ -42,7 +42,9 @@ int ch_split_view_init(struct ch_split_view *v, const struct ch_dataset *ds,
 	if (ch_split_load(ds, name, &v->ids, &v->n, err) < 0 ||
 	    make_view(v, m, err) < 0) {
 		ch_split_view_release(v);
-		return known ? -2 : -1;
+		if (known && err) /* the manifest names it: its file is bad */
+			err->kind = CH_ERR_DATA;
+		return -1;
 	}
 	return 0;
 }

@@ -5,22 +5,21 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "stream/plan.h"
 #include "common/xxh.h"
 
 
+/* The defaults of the options, from their table (chute/stream_options.h). */
+#define DEFAULT(ID, SHORT, NAME, ARG, TYPE, LIMITS, OWNER, FIELD, VALUE, ...) \
+	CH_SO_DEFAULT_##OWNER(FIELD, VALUE)
+#define CH_SO_DEFAULT_LIB(field, value) o->field = (value);
+#define CH_SO_DEFAULT_CMD(field, value)
+
 void ch_stream_opts_init(struct ch_stream_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->shuffle = CH_SHUFFLE_GLOBAL;
-	o->window = 4;
-	o->epochs = 1;
-	o->batch_size = 256;
-	o->world = 1;
-	o->cache = 256u << 20;
-	o->index_memory = 256u << 20;
+	CH_STREAM_OPTIONS(DEFAULT)
 	o->stats_interval = 5;
 }
 
@@ -130,28 +129,30 @@ static int planner_init(struct planner *p, const struct ch_dataset *ds,
 	p->opt_hash = ch_stream_options_hash(o);
 	if (ch_segment_batches(m->samples, 0, o->world, o->batch_size, o->eval,
 			       o->drop_last) == 0)
-		return ch_error_set(err, "%llu samples make no batch for %llu "
-				    "ranks with batches of %llu",
-				    (unsigned long long)m->samples,
-				    (unsigned long long)o->world,
-				    (unsigned long long)o->batch_size);
+		return ch_error_usage(err, "%llu samples make no batch for "
+				      "%llu ranks with batches of %llu",
+				      (unsigned long long)m->samples,
+				      (unsigned long long)o->world,
+				      (unsigned long long)o->batch_size);
 	if (!o->resume)
 		return enter_segment(p, 0, 0, 0, err);
 	struct ch_cursor c;
 	if (ch_cursor_parse(o->resume, &c, err) < 0)
 		return -1;
 	if (strncmp(c.id, m->id, 16) != 0)
-		return ch_error_set(err, "cursor '%s' is from another dataset "
-				    "(id %s..., this one is %.16s...)",
-				    o->resume, c.id, m->id);
-	if (c.opt_hash != p->opt_hash)
-		return ch_error_set(err, "cursor '%s' was made with other stream "
-				    "options (shuffle, window, seed, batch "
-				    "size, drop-last or mode differ)",
-				    o->resume);
+		return ch_error_usage(err, "cursor '%s' is from another "
+				      "dataset (id %s..., this one is "
+				      "%.16s...)", o->resume, c.id, m->id);
+	if (c.opt_hash != p->opt_hash) {
+		char hashed[256];
+		ch_stream_options_hashed(hashed, sizeof(hashed));
+		return ch_error_usage(err, "cursor '%s' was made with other "
+				      "stream options (%s differ)",
+				      o->resume, hashed);
+	}
 	if (c.pos > m->samples)
-		return ch_error_set(err, "cursor '%s' is past the end of the "
-				    "epoch", o->resume);
+		return ch_error_usage(err, "cursor '%s' is past the end of the "
+				      "epoch", o->resume);
 	return enter_segment(p, c.epoch, c.pos, c.batch + 1, err);
 }
 
@@ -173,8 +174,8 @@ struct job {
 	struct ch_batch_plan plan;
 	struct ch_batch_data data;
 	struct ch_buf out;
-	int failed, data_error;
-	struct ch_error err;
+	int failed;
+	struct ch_error err; /* its kind says whose fault */
 };
 
 enum { FREE, PLANNED, READY };
@@ -202,13 +203,6 @@ struct streamer {
 	size_t slots_active;
 	struct tuning tune;
 };
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 static int encode_batch(struct streamer *s, struct job *j)
 {
@@ -259,16 +253,15 @@ static void *work(void *arg)
 		j->seq = s->next_seq++;
 		s->busy++;
 		pthread_mutex_unlock(&s->lock);
-		double t0 = now();
+		double t0 = ch_now();
 		int rc = ch_batch_read(w->reader, &j->plan, &j->data, &j->err);
-		double t1 = now();
-		j->data_error = j->data.data_error;
+		double t1 = ch_now();
 		if (rc == 0 && (rc = encode_batch(s, j)) < 0)
-			j->data_error = 1; /* the data will not fit the format */
-		if (rc == 0 && (rc = ch_batch_fill(w->reader, &j->data,
-						   j->out.data, &j->err)) < 0)
-			j->data_error = rc == CH_DATA_ERROR;
-		double t2 = now();
+			j->err.kind = CH_ERR_DATA; /* it will not fit the format */
+		if (rc == 0)
+			rc = ch_batch_fill(w->reader, &j->data, j->out.data,
+					   &j->err);
+		double t2 = ch_now();
 		pthread_mutex_lock(&s->lock);
 		s->busy--;
 		s->read_s += t1 - t0;
@@ -290,14 +283,14 @@ static struct job *wait_ready(struct streamer *s, uint64_t seq,
 			      struct ch_stream_stats *st)
 {
 	struct job *j = &s->jobs[seq % s->njobs];
-	double t0 = now();
+	double t0 = ch_now();
 	pthread_mutex_lock(&s->lock);
 	while (!(j->state == READY && j->seq == seq) &&
 	       !(s->planned_all && seq >= s->end_seq))
 		pthread_cond_wait(&s->changed, &s->lock);
 	int end = !(j->state == READY && j->seq == seq);
 	pthread_mutex_unlock(&s->lock);
-	st->wait_workers_s += now() - t0;
+	st->wait_workers_s += ch_now() - t0;
 	return end ? NULL : j;
 }
 
@@ -318,7 +311,7 @@ static void retune(struct streamer *s, struct ch_stream_stats *st,
 	struct tuning *t = &s->tune;
 	if (!t->workers && !t->prefetch)
 		return; /* nothing is auto: no lock on the writer's path */
-	double at = now();
+	double at = ch_now();
 	t->consume_s += sink_s;
 	pthread_mutex_lock(&s->lock);
 	if (t->batches >= 8 && at - t->since >= 0.1) {
@@ -358,7 +351,7 @@ static void report_stats(struct streamer *s, struct ch_stream_stats *st,
 				     &st->cache_misses);
 	ch_shard_table_stats(s->shared.shards, &st->shard_opens,
 			     &st->index_peak);
-	st->elapsed_s = now() - start;
+	st->elapsed_s = ch_now() - start;
 	s->o->on_stats(st, s->o->stats_arg);
 }
 
@@ -366,27 +359,26 @@ static void report_stats(struct streamer *s, struct ch_stream_stats *st,
 static int write_batches(struct streamer *s, ch_batch_sink sink, void *arg,
 			 struct ch_stream_stats *st, struct ch_error *err)
 {
-	double start = now(), last = start;
+	double start = ch_now(), last = start;
 	for (uint64_t seq = 0;; seq++) {
 		struct job *j = wait_ready(s, seq, st);
 		if (!j)
 			break;
 		if (j->failed) {
 			*err = j->err;
-			st->data_error = j->data_error;
 			return -1;
 		}
 		if (s->o->cancel && *s->o->cancel)
-			return ch_error_set(err, "interrupted");
+			return ch_error_interrupted(err);
 		struct ch_batch_out out = {
 			.data = j->out.data, .size = j->out.len,
 			.epoch = j->plan.epoch, .batch = j->plan.batch,
 			.samples = j->plan.n, .flags = j->plan.flags,
 			.cursor = j->plan.cursor,
 		};
-		double t0 = now();
+		double t0 = ch_now();
 		int rc = sink(&out, arg, err);
-		double sink_s = now() - t0;
+		double sink_s = ch_now() - t0;
 		st->wait_sink_s += sink_s;
 		if (rc != 0)
 			return rc;
@@ -396,9 +388,9 @@ static int write_batches(struct streamer *s, ch_batch_sink sink, void *arg,
 		st->bytes += j->out.len;
 		release_job(s, j, seq);
 		retune(s, st, sink_s);
-		if (s->o->on_stats && now() - last >= s->o->stats_interval) {
+		if (s->o->on_stats && ch_now() - last >= s->o->stats_interval) {
 			report_stats(s, st, start);
-			last = now();
+			last = ch_now();
 		}
 	}
 	if (s->plan_failed) {
@@ -444,7 +436,7 @@ static void size_pool(struct streamer *s, const struct ch_stream_opts *o,
 	s->tune.workers = o->workers <= 0;
 	s->tune.prefetch = o->prefetch <= 0;
 	s->tune.max_prefetch = 4 * s->threads < 8 ? 8 : 4 * s->threads;
-	s->tune.since = now();
+	s->tune.since = ch_now();
 	st->workers = s->workers_active = s->threads;
 	st->prefetch = o->prefetch > 0 ? o->prefetch : 2 * s->threads;
 	s->njobs = (size_t)s->threads +
@@ -472,35 +464,30 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 	struct worker *ws = NULL;
 	struct ch_transforms *tx = NULL;
 	int workers, started = 0, rc = -1;
-	double t0 = now();
+	double t0 = ch_now();
 	memset(st, 0, sizeof(*st));
 	if (o->batch_size == 0 || o->world == 0 || o->rank >= o->world)
-		return ch_error_set(err, "bad batch size, rank or world size");
+		return ch_error_usage(err, "bad batch size, rank or world "
+				      "size");
 	size_pool(&s, o, st);
 	workers = s.threads;
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.changed, NULL);
 	if (o->split) {
-		int got = ch_split_view_init(&s.split, ds, o->split, err);
-		if (got < 0) {
-			st->data_error = got == -2;
+		if (ch_split_view_init(&s.split, ds, o->split, err) < 0)
 			goto out;
-		}
 	}
 	/* the planner first: it tells a remote dataset how it will be read */
 	if (planner_init(&s.planner, ds, &s.split, o, err) < 0)
 		goto out;
-	int got = check_index_memory(ds, o, err);
-	if (got < 0) {
-		st->data_error = got == CH_DATA_ERROR;
+	if (check_index_memory(ds, o, err) < 0)
 		goto out;
-	}
 	if (o->ntransforms &&
 	    ch_transforms_parse(o->transforms, o->ntransforms, o->eval,
 				&tx, err) < 0)
 		goto out;
 	if (o->cache && !(s.cache = ch_block_cache_new((size_t)o->cache))) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	s.shared = (struct ch_stream_shared){
@@ -514,14 +501,14 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 			       s.cache, err) < 0)
 		goto out;
 	if (!(s.shared.names = ch_name_table_new())) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	s.jobs = calloc(s.njobs, sizeof(*s.jobs));
 	threads = calloc((size_t)workers, sizeof(*threads));
 	ws = calloc((size_t)workers, sizeof(*ws));
 	if (!s.jobs || !threads || !ws) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	for (size_t i = 0; i < s.njobs; i++)
@@ -544,7 +531,7 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 		}
 	rc = write_batches(&s, sink, sink_arg, st, err);
 	if (rc == 0 && o->cancel && *o->cancel)
-		rc = ch_error_set(err, "interrupted");
+		rc = ch_error_interrupted(err);
 	if (rc == 0 && o->format == CH_FORMAT_TAR) {
 		struct ch_buf end = { 0 };
 		rc = ch_tar_end(&end, err);
@@ -589,6 +576,6 @@ out:
 	pthread_cond_destroy(&s.changed);
 	st->read_s = s.read_s;
 	st->encode_s = s.encode_s;
-	st->elapsed_s = now() - t0;
+	st->elapsed_s = ch_now() - t0;
 	return rc < 0 ? -1 : 0;
 }

@@ -12,16 +12,8 @@
  * resize has its centre at (x + 0.5) * scale in the source either way. */
 #include <math.h>
 #include <string.h>
-#include <time.h>
 
 #include "transform/transform.h"
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 /* Python's round() of x / 2 for an integer x: halves go to even. */
 static int64_t half_round_even(int64_t x)
@@ -164,10 +156,10 @@ int ch_image_realize(struct ch_transformer *tr, const struct ch_geom *g,
 	struct ch_decoded dec;
 	uint32_t d = pick_denom(g);
 	region(g, d, &req);
-	double t0 = now();
+	double t0 = ch_now();
 	if (ch_image_decode(tr->dec, in, size, &req, &dec, err) < 0)
 		return -1;
-	double t1 = now();
+	double t1 = ch_now();
 	size_t bytes = (size_t)g->vw * g->vh * g->c;
 	if (ch_buf_reserve(out, out->len + bytes, err) < 0)
 		return -1;
@@ -191,7 +183,7 @@ int ch_image_realize(struct ch_transformer *tr, const struct ch_geom *g,
 		*t = (struct ch_field_type){ .dtype = CH_DTYPE_U8, .ndim = 3,
 					     .shape = { g->c, g->vh, g->vw } };
 	tr->decode_s += t1 - t0;
-	tr->resample_s += now() - t1;
+	tr->resample_s += ch_now() - t1;
 	return 0;
 }
 
@@ -199,13 +191,13 @@ int ch_image_realize(struct ch_transformer *tr, const struct ch_geom *g,
 int ch_image_start(struct ch_transformer *tr, struct ch_geom *g, uint32_t c,
 		   const uint8_t *in, size_t size, struct ch_error *err)
 {
-	double t0 = now();
+	double t0 = ch_now();
 	memset(g, 0, sizeof(*g));
 	if (ch_image_probe(tr->dec, in, size, &g->info, err) < 0)
 		return -1;
 	g->c = c;
 	g->bw = g->vw = g->info.w;
 	g->bh = g->vh = g->info.h;
-	tr->decode_s += now() - t0;
+	tr->decode_s += ch_now() - t0;
 	return 0;
 }

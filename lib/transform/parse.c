@@ -29,9 +29,9 @@ struct op_text {
 static int bad(struct ch_error *err, const struct op_text *t,
 	       const char *why)
 {
-	return ch_error_set(err, "--transform '%s': %s%s%s", t->spec,
-			    t->name ? t->name : "",
-			    t->name ? ": " : "", why);
+	return ch_error_usage(err, "--transform '%s': %s%s%s", t->spec,
+			      t->name ? t->name : "",
+			      t->name ? ": " : "", why);
 }
 
 static int parse_uint(const char *s, uint32_t *out)
@@ -373,7 +373,7 @@ static int parse_one(const char *spec, int eval, struct ch_pipeline *p,
 	p->eval = eval;
 	if (!p->field || !ops || !p->ops) {
 		free(ops);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	enum stage at = BYTES;
 	int rc = 0;
@@ -393,7 +393,7 @@ int ch_transforms_parse(const char *const *specs, size_t n, int eval,
 	struct ch_transforms *t = calloc(1, sizeof(*t));
 	if (!t || !(t->p = calloc(n ? n : 1, sizeof(*t->p)))) {
 		free(t);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	for (size_t i = 0; i < n; i++) {
 		t->n++;
@@ -401,8 +401,9 @@ int ch_transforms_parse(const char *const *specs, size_t n, int eval,
 			goto fail;
 		for (size_t j = 0; j < i; j++)
 			if (!strcmp(t->p[j].field, t->p[i].field)) {
-				ch_error_set(err, "--transform: two transforms "
-					     "for field '%s'", t->p[i].field);
+				ch_error_usage(err, "--transform: two "
+					       "transforms for field '%s'",
+					       t->p[i].field);
 				goto fail;
 			}
 	}

@@ -1,86 +1,10 @@
-/* transform/run.c - running a field's pipeline over one sample: the
- * random numbers, the pixel ops (normalize, layout) and the loop that
- * hands the value from op to op. */
-#include <math.h>
+/* transform/run.c - running a field's pipeline over one sample: the pixel
+ * ops (normalize, layout) and the loop that hands the value from op to op
+ * (random numbers: transform/random.c). */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "transform/transform.h"
-#include "common/xxh.h"
-
-static double now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-/* ------------------------------------------------------------------ */
-/* Random numbers: a counter-based stream per (seed, epoch, sample, op)  */
-
-void ch_rng_init(struct ch_rng *r, uint64_t seed, uint64_t epoch,
-		 uint64_t sample, uint64_t op)
-{
-	uint64_t key[4] = { seed, epoch, sample, op };
-	r->s = XXH3_64bits(key, sizeof(key));
-}
-
-/* splitmix64: a good 64-bit output from a counter. */
-static uint64_t next(struct ch_rng *r)
-{
-	uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-double ch_rng_uniform(struct ch_rng *r)
-{
-	return (double)(next(r) >> 11) * 0x1.0p-53;
-}
-
-uint64_t ch_rng_int(struct ch_rng *r, uint64_t lo, uint64_t hi)
-{
-	unsigned __int128 m = (unsigned __int128)next(r) * (hi - lo + 1);
-	return lo + (uint64_t)(m >> 64);
-}
-
-static uint32_t round_even(double x)
-{
-	return (uint32_t)rint(x); /* like Python's round(): halves to even */
-}
-
-void ch_rrc_box(struct ch_rng *r, uint32_t w, uint32_t h,
-		const double scale[2], const double ratio[2], uint32_t box[4])
-{
-	double area = (double)w * h;
-	double lr0 = log(ratio[0]), lr1 = log(ratio[1]);
-	for (int attempt = 0; attempt < 10; attempt++) {
-		double target = area * (scale[0] + (scale[1] - scale[0]) *
-						       ch_rng_uniform(r));
-		double aspect = exp(lr0 + (lr1 - lr0) * ch_rng_uniform(r));
-		uint32_t cw = round_even(sqrt(target * aspect));
-		uint32_t ch = round_even(sqrt(target / aspect));
-		if (cw > 0 && cw <= w && ch > 0 && ch <= h) {
-			uint32_t top = (uint32_t)ch_rng_int(r, 0, h - ch);
-			uint32_t left = (uint32_t)ch_rng_int(r, 0, w - cw);
-			box[0] = left, box[1] = top, box[2] = cw, box[3] = ch;
-			return;
-		}
-	}
-	/* ten misses: the largest centred box within the ratios */
-	double in_ratio = (double)w / h;
-	uint32_t cw = w, ch = h;
-	if (in_ratio < ratio[0])
-		ch = round_even(w / ratio[0]);
-	else if (in_ratio > ratio[1])
-		cw = round_even(h * ratio[1]);
-	box[0] = (w - cw) / 2;
-	box[1] = (h - ch) / 2;
-	box[2] = cw;
-	box[3] = ch;
-}
 
 /* ------------------------------------------------------------------ */
 /* The worker's state                                                   */
@@ -92,7 +16,7 @@ int ch_transformer_init(struct ch_transformer *tr, struct ch_error *err)
 	tr->rs = ch_resampler_new();
 	if (!tr->dec || !tr->rs) {
 		ch_transformer_release(tr);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	return 0;
 }
@@ -296,11 +220,11 @@ static int run_image(struct run *r, const struct ch_pipeline *p,
 			     r->in_out ? r->out : r->cur, &r->t, err) < 0)
 		return 0;
 	r->chw = chw;
-	double t0 = now();
+	double t0 = ch_now();
 	for (; i < p->nops; i++)
 		if (value_op(r, p, i, k, err) < 0)
 			return (int)i;
-	r->tr->convert_s += now() - t0;
+	r->tr->convert_s += ch_now() - t0;
 	return -1;
 }
 
@@ -325,13 +249,13 @@ static int run_array(struct run *r, const struct ch_pipeline *p,
 		     const struct ch_transform_key *k, const uint8_t *in,
 		     size_t size, struct ch_error *err)
 {
-	double t0 = now();
+	double t0 = ch_now();
 	if (first_array_op(r, p, in, size, err) < 0)
 		return 0;
 	for (size_t i = 1; i < p->nops; i++)
 		if (value_op(r, p, i, k, err) < 0)
 			return (int)i;
-	r->tr->convert_s += now() - t0;
+	r->tr->convert_s += ch_now() - t0;
 	return -1;
 }
 

@@ -33,7 +33,7 @@ static int open_lone_shard(struct ch_dataset *ds, const char *path,
 	    !(m->shards = calloc(1, sizeof(*m->shards))) ||
 	    !(m->shards[0].path = strdup(basename(b))) ||
 	    !(ds->shards = calloc(1, sizeof(*ds->shards)))) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	m->nshards = 1;
@@ -87,7 +87,7 @@ int ch_dataset_open(struct ch_dataset *ds, const char *path,
 	ds->root = ch_dataset_dir(path);
 	man = ch_manifest_path(path);
 	if (!ds->root || !man) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto fail;
 	}
 	if (ch_manifest_read(&ds->manifest, man, err) < 0)
@@ -95,7 +95,7 @@ int ch_dataset_open(struct ch_dataset *ds, const char *path,
 	ds->shards = calloc(ds->manifest.nshards ? ds->manifest.nshards : 1,
 			    sizeof(*ds->shards));
 	if (!ds->shards) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto fail;
 	}
 	free(man);
@@ -104,6 +104,17 @@ fail:
 	free(man);
 	ch_dataset_release(ds);
 	return rc;
+}
+
+int ch_dataset_open_folder(struct ch_dataset *ds, const char *path,
+			   struct ch_error *err)
+{
+	if (ch_dataset_open(ds, path, err) == 0)
+		return 0;
+	if (err && err->kind == CH_ERR_DATA && !is_dir(path) &&
+	    looks_like_shard(path))
+		err->kind = CH_ERR_USAGE;
+	return -1;
 }
 
 void ch_dataset_release(struct ch_dataset *ds)
@@ -132,7 +143,7 @@ int ch_dataset_file(const struct ch_dataset *ds, const char *rel,
 		return ds->source->local(ds->source_arg, rel, bytes, hash,
 					 path, err);
 	if (!(*path = ch_path_join(ds->root, rel)))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	return 0;
 }
 
@@ -274,7 +285,7 @@ int ch_dataset_open_shard(const struct ch_dataset *ds, size_t s,
 		return rc;
 	if (ch_dataset_check_shard(ds, s, sh, err) < 0) {
 		ch_shard_close(sh);
-		return CH_DATA_ERROR;
+		return -1;
 	}
 	*out = sh;
 	return 0;

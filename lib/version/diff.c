@@ -119,7 +119,7 @@ static int diff_splits(struct differ *df, struct ch_error *err)
 	if (!na || !nb || union_names(na, ma->nsplits, nb, mb->nsplits, &u,
 				      &in_a, &in_b, &n) < 0 ||
 	    !(df->d->splits = calloc(n + 1, sizeof(*df->d->splits)))) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	df->d->nsplits = n;
@@ -157,7 +157,7 @@ static int diff_classes(struct differ *df, struct ch_error *err)
 	    !(d->classes = calloc(n + 1, sizeof(*d->classes))) ||
 	    !(df->a.cls_map = calloc(ma->nclasses + 1, sizeof(int32_t))) ||
 	    !(df->b.cls_map = calloc(mb->nclasses + 1, sizeof(int32_t)))) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	d->nclasses = n;
@@ -175,7 +175,7 @@ static int diff_classes(struct differ *df, struct ch_error *err)
 	    only_in((const char **)ma->classes, ma->nclasses,
 		    (const char **)mb->classes, mb->nclasses,
 		    &d->classes_removed, &d->nclasses_removed) < 0) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	rc = 0;
@@ -198,7 +198,7 @@ static int diff_fields(struct differ *df, struct ch_error *err)
 		    &df->d->nfields_added) < 0 ||
 	    only_in(fa, ma->nfields, fb, mb->nfields, &df->d->fields_removed,
 		    &df->d->nfields_removed) < 0)
-		rc = ch_error_set(err, "out of memory");
+		rc = ch_error_nomem(err);
 	free(fa);
 	free(fb);
 	return rc;
@@ -266,7 +266,7 @@ static int find_shared(struct differ *df, struct ch_error *err)
 	df->b.shared = calloc(mb->nshards + 1, sizeof(size_t));
 	if (!df->a.shared || !df->b.shared || !keys) {
 		free(keys);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	for (size_t i = 0; i < ma->nshards; i++)
 		keys[i] = (struct shard_key){ ma->shards[i].hash,
@@ -347,7 +347,7 @@ static int load_a(struct differ *df, struct ch_error *err)
 
 	for (size_t k = 0; k < m->nshards; k++) {
 		if (cancelled(df))
-			return ch_error_set(err, "interrupted");
+			return ch_error_interrupted(err);
 		int rc = load_shard(df, &df->a, k,
 				    m->nclasses && !df->a.shared[k], err);
 		if (rc < 0)
@@ -366,7 +366,7 @@ static int load_b(struct differ *df, struct ch_error *err)
 		size_t from = df->b.shared[k];
 
 		if (cancelled(df))
-			return ch_error_set(err, "interrupted");
+			return ch_error_interrupted(err);
 		if (from == SIZE_MAX) {
 			int rc = load_shard(df, &df->b, k, m->nclasses != 0,
 					    err);
@@ -455,7 +455,7 @@ static int push(struct ch_diff_keys *l, const struct rec *r,
 		size_t cap = l->cap ? 2 * l->cap : 64;
 		struct ch_diff_key *v = realloc(l->v, cap * sizeof(*v));
 		if (!v)
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		l->v = v;
 		l->cap = cap;
 	}
@@ -470,7 +470,7 @@ static int push_move(struct ch_diff *d, const struct rec *a,
 		size_t cap = d->moved_cap ? 2 * d->moved_cap : 64;
 		struct ch_diff_move *v = realloc(d->moved, cap * sizeof(*v));
 		if (!v)
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		d->moved = v;
 		d->moved_cap = cap;
 	}
@@ -572,7 +572,7 @@ int ch_diff(struct ch_dataset *a, struct ch_dataset *b,
 	memset(d, 0, sizeof(*d));
 	if ((a->manifest.nclasses || b->manifest.nclasses) &&
 	    !(df.reader = ch_block_reader_new())) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	if ((rc = diff_splits(&df, err)) < 0 ||

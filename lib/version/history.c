@@ -57,14 +57,14 @@ int ch_history_save(const char *dataset_dir, struct ch_manifest *m,
 	int rc = -1;
 
 	if (!vdir) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	if (ch_manifest_compute_id(m, err) < 0 || ch_mkdir_p(vdir, err) < 0)
 		goto out;
 	if (asprintf(&path, "%s/%s.json", vdir, m->id) < 0) {
 		path = NULL;
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	/* the name is the hash of the content: present means same bytes */
@@ -96,7 +96,7 @@ int ch_history_set_parent(const char *dataset_dir,
 		parent = current->id;
 	int rc = 0;
 	if (parent && !(m->parent = strdup(parent)))
-		rc = ch_error_set(err, "out of memory");
+		rc = ch_error_nomem(err);
 	ch_manifest_release(&known);
 	return rc;
 }
@@ -115,7 +115,7 @@ int ch_history_load(const char *dataset_dir, const char *id,
 	}
 	if (!vdir || asprintf(&path, "%s/%s.json", vdir, id) < 0) {
 		path = NULL;
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	if (access(path, F_OK) < 0 && errno == ENOENT) {
@@ -220,7 +220,7 @@ int ch_history_carry(const char *from_dir, const char *to_dir,
 	int fd_from = -1, fd_to = -1, rc = -1;
 
 	if (!from || !to) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	fd_from = open(from, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -270,7 +270,7 @@ static int grow(struct ch_statcache *c, struct ch_error *err)
 		return 0;
 	v = realloc(c->v, cap * sizeof(*v));
 	if (!v)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	c->v = v;
 	c->cap = cap;
 	return 0;
@@ -329,7 +329,7 @@ int ch_statcache_load(const char *dataset_dir, struct ch_statcache *c,
 
 	memset(c, 0, sizeof(*c));
 	if (!path)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (ch_read_file(path, STAT_MAX_SIZE, &text, &len, &ignored) == 0 &&
 	    parse_cache(text, c, &ignored) < 0)
 		ch_statcache_release(c); /* only a cache: start afresh */
@@ -389,7 +389,7 @@ int ch_statcache_put(struct ch_statcache *c, const char *path,
 	c->v[at].path = strdup(path);
 	if (!c->v[at].path) {
 		memmove(&c->v[at], &c->v[at + 1], (c->n - at) * sizeof(*c->v));
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	fill_record(&c->v[at], st, hash);
 	c->n++;
@@ -420,7 +420,7 @@ int ch_statcache_save(const char *dataset_dir, const struct ch_statcache *c,
 	int rc = -1;
 
 	if (!dir || !path) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	if (ch_mkdir_p(dir, err) < 0 ||
@@ -469,7 +469,7 @@ static int record_one(const char *dir, const struct ch_statcache *old,
 	}
 	full = ch_path_join(dir, rel);
 	if (!full)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	rc = stat(full, &st);
 	if (rc < 0)
 		ch_error_errno(err, errno, "cannot record '%s' in the stat "

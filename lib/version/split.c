@@ -102,18 +102,18 @@ static int compile_group(struct splitter *sp, struct ch_error *err)
 	if (!sp->o->group)
 		return 0;
 	if (!*sp->o->group)
-		return ch_error_set(err, "empty --group regex");
+		return ch_error_usage(err, "empty --group regex");
 	rc = regcomp(&sp->re, sp->o->group, REG_EXTENDED);
 	if (rc != 0) {
 		regerror(rc, NULL, why, sizeof(why));
-		return ch_error_set(err, "invalid --group regex '%s': %s",
-				    sp->o->group, why);
+		return ch_error_usage(err, "invalid --group regex '%s': %s",
+				      sp->o->group, why);
 	}
 	sp->have_re = 1;
 	if (sp->re.re_nsub < 1)
-		return ch_error_set(err, "--group regex '%s' has no "
-				    "parenthesised group to name a sample's "
-				    "group", sp->o->group);
+		return ch_error_usage(err, "--group regex '%s' has no "
+				      "parenthesised group to name a sample's "
+				      "group", sp->o->group);
 	return 0;
 }
 
@@ -125,18 +125,20 @@ static int check_opts(struct splitter *sp, struct ch_error *err)
 	long test = share_units(o->test), val = share_units(o->val);
 
 	if (test < 0)
-		return ch_error_set(err, "--test %g: expected a fraction from "
-				    "0 to below 1 in steps of 0.0001", o->test);
+		return ch_error_usage(err, "--test %g: expected a fraction "
+				      "from 0 to below 1 in steps of 0.0001",
+				      o->test);
 	if (val < 0)
-		return ch_error_set(err, "--val %g: expected a fraction from "
-				    "0 to below 1 in steps of 0.0001", o->val);
+		return ch_error_usage(err, "--val %g: expected a fraction "
+				      "from 0 to below 1 in steps of 0.0001",
+				      o->val);
 	if (test + val >= FRACTION_UNITS)
-		return ch_error_set(err, "--val %g and --test %g leave nothing "
-				    "for train: together they must stay "
-				    "below 1", o->val, o->test);
+		return ch_error_usage(err, "--val %g and --test %g leave "
+				      "nothing for train: together they must "
+				      "stay below 1", o->val, o->test);
 	if (o->seed > (uint64_t)INT64_MAX)
-		return ch_error_set(err, "--seed %" PRIu64 ": at most 2^63-1",
-				    o->seed);
+		return ch_error_usage(err, "--seed %" PRIu64 ": at most 2^63-1",
+				      o->seed);
 	sp->sets[SET_TEST].units = test;
 	sp->sets[SET_VAL].units = val;
 	sp->sets[SET_TRAIN].units = FRACTION_UNITS - test - val;
@@ -168,15 +170,13 @@ static int group_of(struct splitter *sp, const char *key, size_t len,
 	    ch_buf_append(&sp->key, "", 1, err) < 0)
 		return -1;
 	k = (const char *)sp->key.data;
-	if (regexec(&sp->re, k, 2, mt, 0) != 0 || mt[1].rm_so < 0) {
-		sp->res->data_error = 1;
-		return ch_error_set(err, "key '%.*s%s' does not match --group "
-				    "'%s' (or its first group takes no part "
-				    "in the match)",
-				    (int)(len > KEY_SHOWN ? KEY_SHOWN : len),
-				    key, len > KEY_SHOWN ? "..." : "",
-				    sp->o->group);
-	}
+	if (regexec(&sp->re, k, 2, mt, 0) != 0 || mt[1].rm_so < 0)
+		return ch_error_data(err, "key '%.*s%s' does not match --group "
+				     "'%s' (or its first group takes no part "
+				     "in the match)",
+				     (int)(len > KEY_SHOWN ? KEY_SHOWN : len),
+				     key, len > KEY_SHOWN ? "..." : "",
+				     sp->o->group);
 	*g = k + mt[1].rm_so;
 	*glen = (size_t)(mt[1].rm_eo - mt[1].rm_so);
 	return 0;
@@ -253,7 +253,7 @@ static int open_sets(struct splitter *sp, size_t nclasses,
 		if (nclasses)
 			so->classes = calloc(nclasses, sizeof(*so->classes));
 		if (!so->buf || !so->hash || (nclasses && !so->classes))
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		XXH3_128bits_reset(so->hash);
 	}
 	return 0;
@@ -291,7 +291,7 @@ static int place_set(struct splitter *sp, int s, struct ch_error *err)
 		 set_names[s], hex);
 	so->full = ch_path_join(sp->ds.root, so->rel);
 	if (!so->full)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (rename(so->tmp.path, so->full) < 0)
 		return ch_error_errno(err, errno, "cannot rename '%s' to '%s'",
 				      so->tmp.path, so->full);
@@ -360,7 +360,7 @@ static int tally(struct splitter *sp, struct set_out *so,
 		return 0;
 	c = class_of(sp, sh, i, si, err, &failed);
 	if (failed) {
-		sp->res->data_error = 1;
+		err->kind = CH_ERR_DATA; /* its shard cannot be read */
 		return -1;
 	}
 	if (c < 0)
@@ -380,7 +380,7 @@ static int split_shard_samples(struct splitter *sp, const struct ch_shard *sh,
 		int set;
 
 		if ((i & 0xffff) == 0 && cancelled(sp))
-			return ch_error_set(err, "interrupted");
+			return ch_error_interrupted(err);
 		ch_shard_sample(sh, i, &si);
 		if (assign(sp, si.key, si.key_len, &set, err) < 0 ||
 		    add_sample(&sp->sets[set], first + i, err) < 0 ||
@@ -403,13 +403,13 @@ static int split_shards(struct splitter *sp, struct ch_error *err)
 		int rc;
 
 		if (!path)
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		rc = ch_shard_open(&sh, path, err);
 		free(path);
 		if (rc == 0)
 			rc = ch_dataset_check_shard(&sp->ds, s, sh, err);
 		if (rc < 0) {
-			sp->res->data_error = 1;
+			err->kind = CH_ERR_DATA; /* even a missing file */
 			ch_shard_close(sh);
 			return -1;
 		}
@@ -449,10 +449,10 @@ static int record_splits(struct splitter *sp, struct ch_manifest *m,
 	m->splits = calloc(NSETS, sizeof(*m->splits));
 	res->tallies = calloc(NSETS, sizeof(*res->tallies));
 	if (!m->splits || !res->tallies)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	m->split_rule.seed = sp->o->seed;
 	if (sp->o->group && !(m->split_rule.group = strdup(sp->o->group)))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (int k = 0; k < NSETS; k++) {
 		struct set_out *so = &sp->sets[by_name[k]];
 		struct ch_manifest_split *out = &m->splits[m->nsplits];
@@ -462,7 +462,7 @@ static int record_splits(struct splitter *sp, struct ch_manifest *m,
 		out->name = strdup(set_names[by_name[k]]);
 		out->path = strdup(so->rel);
 		if (!out->name || !out->path)
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		out->samples = so->samples;
 		out->bytes = 8 * so->samples;
 		out->hash = so->digest;
@@ -508,7 +508,7 @@ static int write_manifest(struct splitter *sp, struct ch_error *err)
 	m->chute_version = strdup(CH_VERSION);
 	m->format_version = 0; /* a new version: the current format */
 	if (!m->chute_version)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (record_splits(sp, m, err) < 0 ||
 	    ch_history_set_parent(sp->ds.root, &sp->ds.manifest, m, err) < 0)
 		return -1;
@@ -567,22 +567,20 @@ static void remove_stale(struct splitter *sp)
 static int open_dataset(struct splitter *sp, const char *path,
 			struct ch_error *err)
 {
-	if (ch_dataset_open(&sp->ds, path, err) < 0)
+	if (ch_dataset_open_folder(&sp->ds, path, err) < 0)
 		return -1;
 	if (sp->ds.lone_shard)
-		return ch_error_set(err, "'%s' is a lone shard: splits are "
-				    "recorded in a dataset's manifest, give "
-				    "the dataset folder", path);
-	if (!sp->ds.manifest.id_ok) {
-		sp->res->data_error = 1;
-		return ch_error_set(err, "the id of '%s' does not match its "
-				    "content (was it edited?): run chute "
-				    "verify", path);
-	}
+		return ch_error_usage(err, "'%s' is a lone shard: splits are "
+				      "recorded in a dataset's manifest, give "
+				      "the dataset folder", path);
+	if (!sp->ds.manifest.id_ok)
+		return ch_error_data(err, "the id of '%s' does not match its "
+				     "content (was it edited?): run chute "
+				     "verify", path);
 	sp->manifest_path = ch_manifest_path(path);
 	sp->dir = ch_path_join(sp->ds.root, "splits");
 	if (!sp->manifest_path || !sp->dir)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	return 0;
 }
 
@@ -595,7 +593,7 @@ static int run_split(struct splitter *sp, const char *path,
 		return -1;
 	nclasses = sp->ds.manifest.nclasses;
 	if (nclasses && !(sp->reader = ch_block_reader_new()))
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	sp->made_dir = access(sp->dir, F_OK) < 0;
 	if (ch_mkdir_p(sp->dir, err) < 0 || open_sets(sp, nclasses, err) < 0 ||
 	    split_shards(sp, err) < 0)
@@ -604,7 +602,7 @@ static int run_split(struct splitter *sp, const char *path,
 		if (sp->sets[s].units && place_set(sp, s, err) < 0)
 			return -1;
 	if (cancelled(sp))
-		return ch_error_set(err, "interrupted");
+		return ch_error_interrupted(err);
 	if (ch_fsync_dir(sp->dir, err) < 0 || write_manifest(sp, err) < 0)
 		return -1;
 	remove_stale(sp);
@@ -622,11 +620,8 @@ int ch_split(const char *path, const struct ch_split_opts *o,
 		sp.sets[s].tmp.fd = -1;
 	rc = run_split(&sp, path, err);
 	if (rc < 0) {
-		int data_error = res->data_error;
-
 		discard_sets(&sp);
 		ch_split_result_release(res);
-		res->data_error = data_error;
 	}
 	for (int s = 0; s < NSETS; s++) {
 		struct set_out *so = &sp.sets[s];
@@ -676,9 +671,9 @@ static const struct ch_manifest_split *find_split(const struct ch_dataset *ds,
 		if (strcmp(m->splits[i].name, name) == 0)
 			return &m->splits[i];
 	if (m->nsplits == 0) {
-		ch_error_set(err, "'%s' has no splits: %s", root, lone ?
-			     "a lone shard has no manifest to record them" :
-			     "make them with chute split");
+		ch_error_usage(err, "'%s' has no splits: %s", root, lone ?
+			       "a lone shard has no manifest to record them" :
+			       "make them with chute split");
 		return NULL;
 	}
 	for (size_t i = 0; i < m->nsplits && used < sizeof(names); i++) {
@@ -687,8 +682,8 @@ static const struct ch_manifest_split *find_split(const struct ch_dataset *ds,
 		if (n > 0)
 			used += (size_t)n;
 	}
-	ch_error_set(err, "'%s' has no split '%s'; its splits: %s", root, name,
-		     names);
+	ch_error_usage(err, "'%s' has no split '%s'; its splits: %s", root,
+		       name, names);
 	return NULL;
 }
 

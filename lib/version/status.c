@@ -47,7 +47,7 @@ static int add_item(struct status_run *r, enum ch_status_kind kind,
 						   cap * sizeof(*v));
 		if (!v) {
 			free(why);
-			return ch_error_set(err, "out of memory");
+			return ch_error_nomem(err);
 		}
 		res->items = v;
 		r->cap = cap;
@@ -58,7 +58,7 @@ static int add_item(struct status_run *r, enum ch_status_kind kind,
 	it->path = strdup(path);
 	if (!it->path) {
 		free(why);
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	}
 	res->nitems++;
 	return 0;
@@ -113,7 +113,7 @@ static int check_file(struct status_run *r, const char *rel, uint64_t bytes,
 	int rc = -1;
 
 	if (!full)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (stat(full, &st) < 0) {
 		if (errno == ENOENT || errno == ENOTDIR)
 			rc = add_item(r, CH_WS_MISSING, rel, NULL, err);
@@ -176,7 +176,7 @@ static int walk(struct status_run *r, const char *rel, struct ch_error *err)
 			rc = ch_error_errno(err, errno, "cannot list '%s'",
 					    full);
 		else if (!full)
-			rc = ch_error_set(err, "out of memory");
+			rc = ch_error_nomem(err);
 		free(full);
 		return rc;
 	}
@@ -188,7 +188,7 @@ static int walk(struct status_run *r, const char *rel, struct ch_error *err)
 			continue;
 		child = ch_path_join(rel, de->d_name);
 		if (!child) {
-			rc = ch_error_set(err, "out of memory");
+			rc = ch_error_nomem(err);
 			break;
 		}
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
@@ -218,7 +218,7 @@ static int list_named(struct status_run *r, const struct ch_manifest *m,
 {
 	r->named = malloc((m->nshards + m->nsplits + 1) * sizeof(*r->named));
 	if (!r->named)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	for (size_t i = 0; i < m->nshards; i++)
 		r->named[r->nnamed++] = m->shards[i].path;
 	for (size_t i = 0; i < m->nsplits; i++)
@@ -246,7 +246,7 @@ static int compare(struct status_run *r, const struct ch_dataset *ds,
 			       m->splits[i].hash, err) < 0)
 			return -1;
 	if (cancelled(r))
-		return ch_error_set(err, "interrupted");
+		return ch_error_interrupted(err);
 	first_unexpected = r->res->nitems;
 	if (list_named(r, m, err) < 0 || walk(r, "shards", err) < 0 ||
 	    walk(r, "splits", err) < 0)
@@ -281,11 +281,11 @@ int ch_status(const char *path, const struct ch_status_opts *o,
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
-	if (ch_dataset_open(&ds, path, err) < 0)
+	if (ch_dataset_open_folder(&ds, path, err) < 0)
 		return -1;
 	if (ds.lone_shard) {
-		ch_error_set(err, "'%s' is a lone shard: status compares a "
-			     "dataset folder with its manifest", path);
+		ch_error_usage(err, "'%s' is a lone shard: status compares a "
+			       "dataset folder with its manifest", path);
 		goto out;
 	}
 	r.root = ds.root;
@@ -293,7 +293,7 @@ int ch_status(const char *path, const struct ch_status_opts *o,
 	res->shards = ds.manifest.nshards;
 	res->split_files = ds.manifest.nsplits;
 	if (!(name = manifest_name(path))) {
-		ch_error_set(err, "out of memory");
+		ch_error_nomem(err);
 		goto out;
 	}
 	if (ch_statcache_load(ds.root, &r.cache, err) < 0 ||

@@ -133,3 +133,34 @@ EOF
 		assert_output "chute ${cmd%% *}: cannot open '$SHARD': No such file or directory"
 	done
 }
+
+# The kind of an error, not the command, says 1 or 2; a lone shard given
+# where a dataset folder is needed is the caller's mistake, so 2 even
+# when it is also damaged.
+@test "exit status: a damaged lone shard exits 1 where a shard is taken, 2 where a folder is needed" {
+	cp "$SHARD" lone.chs
+	flip_byte lone.chs 20
+	local cmd
+	for cmd in "ls lone.chs" "cat lone.chs #0" "export lone.chs -o exp" \
+		"diff lone.chs ds" "stream lone.chs"; do
+		# shellcheck disable=SC2086
+		run -1 chute $cmd
+		assert_output "chute ${cmd%% *}: header checksum mismatch ('lone.chs', byte 0)"
+	done
+	for cmd in "check lone.chs" "split lone.chs --val 0.5" \
+		"status lone.chs" "push lone.chs file://$PWD/remote"; do
+		# shellcheck disable=SC2086
+		run -2 chute $cmd
+		assert_output "chute ${cmd%% *}: header checksum mismatch ('lone.chs', byte 0)"
+	done
+	assert_not_exist remote
+}
+
+@test "exit status: usage, I/O and interrupted keep 2, 2 and 128 + the signal" {
+	run -2 chute stream -b 0 -o out ds
+	assert_one_line_error stream
+	run -2 chute ls nowhere
+	assert_output "chute ls: cannot open 'nowhere': No such file or directory"
+	run -130 timeout --preserve-status -s INT 1 chute stream -e 0 -b 2 -o /dev/null ds
+	run -143 timeout --preserve-status -s TERM 1 chute stream -e 0 -b 2 -o /dev/null ds
+}

@@ -474,3 +474,22 @@ for line in open("groups.txt"):
 	assert_output --partial "'shards/sw-000001.chs' is not the shard the manifest names: its seal is "
 	assert_not_exists sw/splits
 }
+
+@test "split: a shard that is damaged, missing or has a damaged block is exit 1" {
+	packed ds 20
+	cp -r ds orig
+	flip_byte "$(shard_of ds)" 20
+	run -1 chute split ds --val 0.5
+	assert_one_line_error split
+	assert_output --partial "header checksum mismatch"
+	rm "$(shard_of ds)"
+	run -1 chute split ds --val 0.5
+	assert_output --partial "No such file or directory"
+	rm -r ds
+	cp -r orig ds
+	flip_byte "$(shard_of ds)" "$(block_middle "$(shard_of ds)" 0)"
+	run -1 chute split ds --val 0.5
+	assert_one_line_error split
+	assert_output --regexp "(checksum|hash) mismatch"
+	assert_not_exist ds/splits
+}

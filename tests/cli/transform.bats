@@ -118,6 +118,18 @@ sys.stdout.buffer.write(open("full", "rb").read()[skip:])' \
 	assert_output --partial "options"
 }
 
+@test "transform: a cursor made with --transform, resumed without it, exits 2 naming --transform" {
+	chute stream "$BATS_FILE_TMPDIR/ds" -b 5 --transform 'cls: int' -o full
+	cursor=$("$PYTHON" -c '
+import sys
+sys.path.insert(0, sys.argv[1])
+import chute_batch
+print(next(chute_batch.frames(open("full", "rb"))).cursor)' "$REPO_ROOT/scripts")
+	run -2 chute stream "$BATS_FILE_TMPDIR/ds" -b 5 --resume "$cursor" -o rest
+	assert_one_line_error stream
+	assert_output "chute stream: cursor '$cursor' was made with other stream options (--batch-size, --drop-last, --mode, --seed, --shuffle, --split, --transform or --window differ)"
+}
+
 @test "transform: eval mode is deterministic and flips nothing" {
 	chute stream "$BATS_FILE_TMPDIR/ds" --mode eval -b 8 --seed 1 \
 		--transform 'jpg: decode | random-resized-crop 32 | flip' -o a

@@ -1,0 +1,92 @@
+/*
+ * bench.c - chute bench: a stream into nothing, and the busy time of each
+ * of its stages.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "chute.h"
+#include "cmd.h"
+#include "stream.h"
+#include "stream_opts.h"
+
+static const char *const bench_usage[] = {
+	"bench [OPTIONS] DATASET",
+	NULL,
+};
+
+/* The options that shape and feed the stream: those the table of
+ * include/chute/stream_options.h marks BENCH. */
+static struct cmd_opt bench_opts[CH_STREAM_OPT_COUNT + 1];
+
+static const struct cmd_spec bench_spec = {
+	.name = "bench",
+	.summary = "measure where the time of a stream goes",
+	.usage = bench_usage,
+	.opts = bench_opts,
+	.extra = "Streams DATASET into nothing with the stream options given\n"
+		 "and prints the busy time of each stage and the one that\n"
+		 "limits throughput.\n",
+};
+
+/* The stage that limits throughput: the writer waits on the workers when
+ * they are the bottleneck; among them, reading (with decompression) or
+ * encoding takes the larger share of their time. */
+static void print_bench(const struct ch_stream_stats *st,
+			const struct ch_fetch_stats *f)
+{
+	double t = st->elapsed_s > 0 ? st->elapsed_s : 1e-9;
+	double capacity = t * st->workers;
+	double busy = st->read_s + st->encode_s;
+	printf("chute bench: %llu batches, %llu samples, %.1f MB in %.2f s\n"
+	       "%-22s %10s %9s\n",
+	       (unsigned long long)st->batches, (unsigned long long)st->samples,
+	       (double)st->bytes / 1e6, t, "stage", "busy s", "of time");
+	printf("%-22s %10.3f %8.0f %%\n", "read + decompress", st->read_s,
+	       100 * st->read_s / capacity);
+	if (st->decode_s + st->resample_s + st->convert_s > 0) {
+		printf("%-22s %10.3f %8.0f %%\n", "  transform: decode",
+		       st->decode_s, 100 * st->decode_s / capacity);
+		printf("%-22s %10.3f %8.0f %%\n", "  transform: resize",
+		       st->resample_s, 100 * st->resample_s / capacity);
+		printf("%-22s %10.3f %8.0f %%\n", "  transform: other",
+		       st->convert_s, 100 * st->convert_s / capacity);
+	}
+	if (stream_is_remote(f))
+		printf("%-22s %10.3f %8.0f %%\n", "  fetch from remote",
+		       f->wait_s, 100 * f->wait_s / capacity);
+	printf("%-22s %10.3f %8.0f %%\n", "encode", st->encode_s,
+	       100 * st->encode_s / capacity);
+	printf("%-22s %10.3f %8.0f %%\n", "writer waiting", st->wait_workers_s,
+	       100 * st->wait_workers_s / t);
+	printf("throughput: %.0f samples/s, %.1f MB/s with %d workers, "
+	       "prefetch %d\n", (double)st->samples / t,
+	       (double)st->bytes / 1e6 / t, st->workers, st->prefetch);
+	const char *limit = busy / capacity < 0.5 ? "the writer (one thread)"
+			    : stream_is_remote(f) && f->wait_s > st->read_s / 2
+				    ? "fetching from the remote (a warm cache, "
+				      "or --shuffle window with more --window)"
+			    : st->read_s >= st->encode_s
+				    ? "read + decompress (add workers or cache)"
+				    : "encode (add workers)";
+	printf("limiting stage: %s\n", limit);
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	struct stream_args a;
+	struct ch_stream_stats st;
+	struct ch_fetch_stats fetch;
+	stream_args_init(&a, 1);
+	stream_cmd_opts(bench_opts, 1);
+	int status = stream_parse_args(&a, &bench_spec, argc, argv);
+	if (status != 0) {
+		status = status < 0 ? 0 : status;
+	} else {
+		status = stream_run(&a, &st, &fetch);
+		if (status == 0)
+			print_bench(&st, &fetch);
+	}
+	stream_args_release(&a);
+	return status;
+}

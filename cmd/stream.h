@@ -1,0 +1,46 @@
+/*
+ * stream.h - what chute bench shares with chute stream: the command line
+ * of a stream and running it (stream.c).
+ */
+#ifndef CHUTE_STREAM_H
+#define CHUTE_STREAM_H
+
+#include <stdint.h>
+
+#include "chute.h"
+#include "cmd.h"
+#include "stream_record.h"
+#include "stream_shm.h"
+
+struct stream_args {
+	struct ch_stream_opts o;
+	const char *dataset, *output, *state, *stats_json;
+	int stats, rank_set, world_set;
+	int stats_json_failed; /* said once; the exit status is 2 */
+	int bench; /* chute bench: no output, a table at the end */
+	struct shm_sink shm; /* --shm and its options */
+	const char **transforms; /* --transform, in order */
+	size_t ntransforms;
+	struct stream_record rec; /* --record, --replay */
+	const char *remote_cache;
+	uint64_t remote_cache_size;
+};
+
+/* The options' defaults; bench: for chute bench. */
+void stream_args_init(struct stream_args *a, int bench);
+void stream_args_release(struct stream_args *a);
+
+/* The command line of spec's command into a.  Returns 0 to go on, -1
+ * after --help, or the exit status. */
+int stream_parse_args(struct stream_args *a, const struct cmd_spec *spec,
+		      int argc, char **argv);
+
+/* Streams as a says; st and fetch get the figures of the stream (when
+ * it ran).  Returns the exit status, having said what went wrong. */
+int stream_run(struct stream_args *a, struct ch_stream_stats *st,
+	       struct ch_fetch_stats *fetch);
+
+/* Whether fetch holds a remote dataset's figures. */
+int stream_is_remote(const struct ch_fetch_stats *fetch);
+
+#endif

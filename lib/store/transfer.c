@@ -1,0 +1,58 @@
+/* store/transfer.c - what every backend shares: the retry policy, the
+ * number of parallel jobs, the progress reports, an object's URL. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "store/backend.h"
+
+enum { MAX_BACKOFF_MS = 30000 };
+
+char *ch_store_object_url(const struct ch_store *st, const char *key)
+{
+	size_t n = strlen(st->url) + strlen(key) + 2;
+	char *s = malloc(n);
+	if (s)
+		snprintf(s, n, "%s/%s", st->url, key);
+	return s;
+}
+
+long ch_store_backoff_ms(const struct ch_store *st, int n)
+{
+	long ms = st->opts.backoff_ms;
+	for (int i = 1; i < n && ms < MAX_BACKOFF_MS; i++)
+		ms *= 2;
+	return ms < MAX_BACKOFF_MS ? ms : MAX_BACKOFF_MS;
+}
+
+void ch_store_sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+uint64_t ch_store_now_ms(void)
+{
+	return (uint64_t)(ch_now() * 1000);
+}
+
+void ch_store_report(struct ch_store_reporter *r,
+		     const struct ch_store_progress *p, int force)
+{
+	if (!r->o || !r->o->progress)
+		return;
+	uint64_t now = ch_store_now_ms();
+	if (!force && now - r->last_ms < 100)
+		return;
+	r->last_ms = now;
+	r->o->progress(p, r->o->progress_arg);
+}
+
+int ch_store_jobs(const struct ch_transfer_opts *o)
+{
+	int jobs = o && o->jobs > 0 ? o->jobs : 8;
+	return jobs > 256 ? 256 : jobs;
+}

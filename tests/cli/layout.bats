@@ -1,0 +1,132 @@
+#!/usr/bin/env bats
+# scripts/check-layout.py: the real tree keeps its shape (cmd/ behind the
+# public headers, modules calling only what their README allows, no
+# circles among the files of lib/ and cmd/), and each kind of breach,
+# planted in a small tree of its own, fails with exit 1 naming the file.
+
+load helper
+
+LAYOUT="$REPO_ROOT/scripts/check-layout.py"
+
+# obj SRC: compiles ROOT's SRC (lib/MOD/F.c or cmd/F.c) to ROOT/build/*.o.
+obj() {
+	mkdir -p "root/build/$(dirname "$1")"
+	"${CC:-cc}" -Iroot/include -c -o "root/build/${1%.c}.o" "root/$1" ||
+		fail "cc -c $1 failed"
+}
+
+# A tree that passes: module a calls nothing, cmd/main.c calls a through
+# a public header.
+plant() {
+	mkdir -p root/include root/cmd root/lib/a
+	printf 'int a_f(void);\n' >root/include/pub.h
+	printf '# lib/\n' >root/lib/README.md
+	printf '# a/\n\nMay call: nothing\n' >root/lib/a/README.md
+	printf 'int a_f(void) { return 0; }\n' >root/lib/a/a.c
+	printf '#include "pub.h"\nint main(void) { return a_f(); }\n' \
+		>root/cmd/main.c
+	obj lib/a/a.c
+	obj cmd/main.c
+}
+
+# module b: a README saying "May call: $1", b.c calling a_f.
+module_b() {
+	mkdir -p root/lib/b
+	printf '# b/\n\nMay call: %s\n' "$1" >root/lib/b/README.md
+	printf 'int a_f(void);\nint b_f(void) { return a_f(); }\n' \
+		>root/lib/b/b.c
+	obj lib/b/b.c
+}
+
+layout() {
+	run "$PYTHON" "$LAYOUT" --root root build
+}
+
+@test "layout: the real tree keeps its shape" {
+	run "$PYTHON" "$LAYOUT" build
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"boundary, calls and no circles ok"* ]]
+}
+
+@test "layout: a planted tree that keeps the rules passes" {
+	plant
+	module_b a
+	layout
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"2 files in 2 modules and 1 in cmd/"* ]]
+}
+
+@test "layout: cmd/ including a private header fails" {
+	plant
+	printf '#include "common/internal.h"\n' >root/cmd/bad.c
+	layout
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *'cmd/bad.c: includes "common/internal.h"'* ]]
+}
+
+@test "layout: a module folder without README.md fails" {
+	plant
+	mkdir root/lib/b
+	layout
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"lib/b/: no README.md"* ]]
+}
+
+@test "layout: a module README without its May call: line fails" {
+	plant
+	mkdir root/lib/b
+	printf '# b/\n\nCalls what it likes.\n' >root/lib/b/README.md
+	layout
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *'lib/b/README.md: no "May call:" line'* ]]
+}
+
+@test "layout: a module calling one its README does not allow fails" {
+	plant
+	module_b nothing
+	layout
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"lib/b/b.c calls a_f (lib/a/a.c): module b may not call a (lib/b/README.md)"* ]]
+}
+
+@test "layout: two files of lib/ calling each other are a circle" {
+	plant
+	printf 'int q_f(void);\nint p_f(void) { return q_f(); }\n' \
+		>root/lib/a/p.c
+	printf 'int p_f(void);\nint q_f(void) { return 1 + p_f(); }\n' \
+		>root/lib/a/q.c
+	obj lib/a/p.c
+	obj lib/a/q.c
+	layout
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"circle: lib/a/p.c -> lib/a/q.c (q_f); lib/a/q.c -> lib/a/p.c (p_f)"* ]]
+}
+
+@test "layout: two files of cmd/ calling each other are a circle" {
+	plant
+	printf 'int y_f(void);\nint x_f(void) { return y_f(); }\n' \
+		>root/cmd/x.c
+	printf 'int x_f(void);\nint y_f(void) { return 1 + x_f(); }\n' \
+		>root/cmd/y.c
+	obj cmd/x.c
+	obj cmd/y.c
+	layout
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"circle: cmd/x.c -> cmd/y.c (y_f); cmd/y.c -> cmd/x.c (x_f)"* ]]
+}
+
+@test "layout: a tree without objects cannot be checked (exit 2)" {
+	plant
+	rm -r root/build
+	layout
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"run make first"* ]]
+}
