@@ -9,7 +9,10 @@
 #include "chute.h"
 #include "cmd.h"
 
-enum { OPT_JSON = CMD_LONG_ONLY };
+enum { OPT_JSON = CMD_LONG_ONLY, OPT_PART };
+
+/* --part I/N: N at most this (as chute pack's) */
+#define MAX_PARTS (1u << 20)
 
 static const char *const verify_usage[] = {
 	"verify [OPTIONS] DATASET|SHARD...",
@@ -21,6 +24,8 @@ static const struct cmd_opt verify_opts[] = {
 	CMD_HELP_OPT,
 	{'j', "jobs", "N", "parallel workers (default: all cores)"},
 	{OPT_JSON, "json", NULL, "one JSON report on standard output"},
+	{OPT_PART, "part", "I/N",
+	 "only part I of N, I from 0: shards I, I+N, ..."},
 	{0, NULL, NULL, NULL},
 };
 
@@ -244,6 +249,25 @@ static void print_report(const struct verify_totals *t, json_t *problems)
 	json_decref(doc);
 }
 
+/* "I/N": part I from 0 to N-1 of N parts. */
+static int parse_part(const char *s, struct ch_verify_opts *o)
+{
+	unsigned long long i, n;
+	int used = -1;
+
+	if (s[0] >= '0' && s[0] <= '9' &&
+	    sscanf(s, "%llu/%llu%n", &i, &n, &used) == 2 &&
+	    (size_t)used == strlen(s) && strchr(s, '/')[1] >= '0' &&
+	    strchr(s, '/')[1] <= '9' && n >= 1 && n <= MAX_PARTS && i < n) {
+		o->part = i;
+		o->parts = n;
+		return 0;
+	}
+	return cmd_error("invalid value '%s' for --part: expected I/N, part I "
+			 "from 0 to N-1 of N parts (N from 1 to %u)", s,
+			 MAX_PARTS);
+}
+
 static int parse_args(int argc, char **argv, struct ch_verify_opts *o,
 		      const char **paths, size_t *npaths, int *json)
 {
@@ -269,6 +293,10 @@ static int parse_args(int argc, char **argv, struct ch_verify_opts *o,
 			break;
 		case OPT_JSON:
 			*json = 1;
+			break;
+		case OPT_PART:
+			if (parse_part(p.arg, o))
+				return EXIT_USAGE;
 			break;
 		}
 	}
