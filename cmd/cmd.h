@@ -136,6 +136,12 @@ int cmd_parse_size(const char *opt, const char *s, uint64_t *out);
 /* Parses a whole number in [min, max]; prints the error itself. */
 int cmd_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max,
 		  uint64_t *out);
+/* The most parts a dataset is packed or verified in (--part, --parts). */
+#define CMD_MAX_PARTS (1u << 20)
+/* Parses --part's "I/N" (part I, from 0 to N-1, of N parts), or "none"
+ * (*parts 0) when none_ok; prints the error itself. */
+int cmd_parse_part(const char *s, int none_ok, uint64_t *part,
+		   uint64_t *parts);
 
 /* The default dataset name (pack, merge): the last component of dir,
  * in *out (the caller frees).  Returns 0 or EXIT_USAGE, said why. */

@@ -432,3 +432,27 @@ int cmd_check_name(const char *name)
 					 name);
 	return *name ? 0 : cmd_error("the dataset name is empty");
 }
+
+int cmd_parse_part(const char *s, int none_ok, uint64_t *part,
+		   uint64_t *parts)
+{
+	unsigned long long i, n;
+	int used = -1;
+
+	if (none_ok && strcmp(s, "none") == 0) {
+		*part = *parts = 0;
+		return 0;
+	}
+	if (s[0] >= '0' && s[0] <= '9' &&
+	    sscanf(s, "%llu/%llu%n", &i, &n, &used) == 2 &&
+	    (size_t)used == strlen(s) && strchr(s, '/')[1] >= '0' &&
+	    strchr(s, '/')[1] <= '9' && n >= 1 && n <= CMD_MAX_PARTS &&
+	    i < n) {
+		*part = i;
+		*parts = n;
+		return 0;
+	}
+	return cmd_error("invalid value '%s' for --part: expected I/N, part I "
+			 "from 0 to N-1 of N parts (N from 1 to %u)%s", s,
+			 CMD_MAX_PARTS, none_ok ? ", or none" : "");
+}

@@ -24,7 +24,6 @@ enum {
 };
 
 /* --part I/N and --parts N: N at most this */
-#define MAX_PARTS (1u << 20)
 
 static const char *const pack_usage[] = {
 	"pack [OPTIONS] SRC... -o DIR",
@@ -217,7 +216,8 @@ static int take_option(struct pack_args *a, int c, const char *arg)
 		a->part = arg;
 		return 0;
 	case OPT_PARTS:
-		return cmd_parse_u64("--parts", arg, 1, MAX_PARTS, &a->parts);
+		return cmd_parse_u64("--parts", arg, 1, CMD_MAX_PARTS,
+				     &a->parts);
 	case OPT_KEEP_ORDER:
 		a->o.keep_order = 1;
 		return 0;
@@ -236,29 +236,6 @@ static int take_option(struct pack_args *a, int c, const char *arg)
 /* ------------------------------------------------------------------ */
 /* Parts: --part I/N, or the index a scheduler gives each task          */
 
-/* "I/N", I below N; "none": the whole dataset. */
-static int parse_part(const char *s, struct ch_pack_opts *o)
-{
-	unsigned long long i, n;
-	int used = 0;
-
-	if (strcmp(s, "none") == 0) {
-		o->part = o->parts = 0;
-		return 0;
-	}
-	if (s[0] >= '0' && s[0] <= '9' &&
-	    sscanf(s, "%llu/%llu%n", &i, &n, &used) == 2 &&
-	    s[used] == '\0' && strchr(s, '/')[1] >= '0' &&
-	    strchr(s, '/')[1] <= '9' && n >= 1 && n <= MAX_PARTS && i < n) {
-		o->part = i;
-		o->parts = n;
-		return 0;
-	}
-	return cmd_error("invalid value '%s' for --part: expected I/N, part I "
-			 "from 0 to N-1 of N parts (N from 1 to %u), or none",
-			 s, MAX_PARTS);
-}
-
 /* The task's index from the environment: if k8s_too, Kubernetes'
  * Indexed Job (JOB_COMPLETION_INDEX, which says no count: --parts does),
  * else a Slurm array's task id counted from the array's first
@@ -273,7 +250,7 @@ static int index_from_env(int k8s_too, uint64_t *index)
 
 	if (k8s_too && k8s && *k8s)
 		return cmd_parse_u64("JOB_COMPLETION_INDEX", k8s, 0,
-				     MAX_PARTS - 1, index) < 0 ? -1 : 1;
+				     CMD_MAX_PARTS - 1, index) < 0 ? -1 : 1;
 	if (!id || !*id)
 		return 0;
 	if (cmd_parse_u64("SLURM_ARRAY_TASK_ID", id, 0, UINT32_MAX,
@@ -298,7 +275,7 @@ static int resolve_part(struct pack_args *a)
 		return cmd_error("give either --part I/N or --parts N, not "
 				 "both");
 	if (a->part)
-		return parse_part(a->part, &a->o);
+		return cmd_parse_part(a->part, 1, &a->o.part, &a->o.parts);
 	if (!a->parts && !(count && *count && getenv("SLURM_ARRAY_TASK_ID")))
 		return 0;
 	found = index_from_env(a->parts != 0, &index);
@@ -309,7 +286,7 @@ static int resolve_part(struct pack_args *a)
 				 "set $JOB_COMPLETION_INDEX, or give --part I/N",
 				 (unsigned long long)n);
 	if (!n && cmd_parse_u64("SLURM_ARRAY_TASK_COUNT", count, 1,
-				MAX_PARTS, &n) < 0)
+				CMD_MAX_PARTS, &n) < 0)
 		return EXIT_USAGE;
 	if (index >= n)
 		return cmd_error("part %llu of %llu: parts are numbered from 0 "

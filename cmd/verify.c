@@ -9,7 +9,9 @@
 #include "chute.h"
 #include "cmd.h"
 
-enum { OPT_JSON = CMD_LONG_ONLY };
+enum { OPT_JSON = CMD_LONG_ONLY, OPT_PART };
+
+/* --part I/N: N at most this (as chute pack's) */
 
 static const char *const verify_usage[] = {
 	"verify [OPTIONS] DATASET|SHARD...",
@@ -21,6 +23,8 @@ static const struct cmd_opt verify_opts[] = {
 	CMD_HELP_OPT,
 	{'j', "jobs", "N", "parallel workers (default: all cores)"},
 	{OPT_JSON, "json", NULL, "one JSON report on standard output"},
+	{OPT_PART, "part", "I/N",
+	 "only part I of N, I from 0: shards I, I+N, ..."},
 	{0, NULL, NULL, NULL},
 };
 
@@ -270,6 +274,10 @@ static int parse_args(int argc, char **argv, struct ch_verify_opts *o,
 			break;
 		case OPT_JSON:
 			*json = 1;
+			break;
+		case OPT_PART:
+			if (cmd_parse_part(p.arg, 0, &o->part, &o->parts))
+				return EXIT_USAGE;
 			break;
 		}
 	}

@@ -676,6 +676,11 @@ typedef void (*ch_problem_fn)(const struct ch_problem *p, void *arg);
 struct ch_verify_opts {
 	int deep;
 	int jobs;
+	/* parts > 0: verify part `part` (0 to parts - 1) of `parts` only:
+	 * the shards whose index in the manifest is part modulo parts, and
+	 * in part 0 the checks of the manifest, the split files and shards/
+	 * as a whole, so that the parts together check everything once */
+	uint64_t part, parts;
 	ch_problem_fn on_problem; /* called from one thread at a time */
 	void *arg;
 	volatile sig_atomic_t *cancel;

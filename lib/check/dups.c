@@ -18,6 +18,39 @@ static int cmp_rec(const void *a, const void *b)
 	return x->tag < y->tag ? -1 : x->tag > y->tag;
 }
 
+/* Sorts recs by cmp_rec in place: first by the top byte of the hash
+ * (a permutation in place, one pass), then each of the 256 runs by qsort,
+ * whose copy of what it sorts (glibc's merge sort) is then a 256th of the
+ * table rather than all of it, the hashes being uniform. */
+static void sort_recs(struct check_rec *r, size_t n)
+{
+	size_t start[257] = { 0 }, next[256];
+	for (size_t i = 0; i < n; i++)
+		start[(r[i].hash >> 56) + 1]++;
+	for (unsigned b = 0; b < 256; b++) {
+		start[b + 1] += start[b];
+		next[b] = start[b];
+	}
+	for (unsigned b = 0; b < 256; b++) {
+		while (next[b] < start[b + 1]) {
+			/* carry each record to its run until one is for b */
+			struct check_rec x = r[next[b]];
+			unsigned to = (unsigned)(x.hash >> 56);
+			while (to != b) {
+				struct check_rec y = r[next[to]];
+				r[next[to]++] = x;
+				x = y;
+				to = (unsigned)(x.hash >> 56);
+			}
+			r[next[b]++] = x;
+		}
+	}
+	for (unsigned b = 0; b < 256; b++)
+		if (start[b + 1] - start[b] > 1)
+			qsort(r + start[b], start[b + 1] - start[b], sizeof(*r),
+			      cmp_rec);
+}
+
 static unsigned split_of(const struct check_rec *r)
 {
 	return (unsigned)(r->tag >> 56);
@@ -176,7 +209,7 @@ int check_hash_rules(struct checker *c, struct ch_error *err)
 	c->unexamined[CH_RULE_LEAKAGE] += leaks ? absent : 0;
 	c->unexamined[CH_RULE_CONFLICTING_LABELS] +=
 		c->has_label_fields ? absent : 0;
-	qsort(c->recs, n, sizeof(*c->recs), cmp_rec);
+	sort_recs(c->recs, n);
 	for (size_t a = 0, b; a < n; a = b) {
 		for (b = a + 1; b < n && c->recs[b].hash == c->recs[a].hash &&
 				c->recs[b].size == c->recs[a].size; b++)

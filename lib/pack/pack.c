@@ -668,7 +668,7 @@ int ch_pack_write_version(const char *tmp, const char *out_dir,
 	char *man = ch_path_join(tmp, "manifest.json");
 	int rc = -1;
 	if (!man)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	if (ch_history_set_parent(out_dir, old, m, err) == 0 &&
 	    keep_history(tmp, out_dir, m, old, err) == 0 &&
 	    ch_manifest_write(m, man, err) == 0 &&

@@ -312,6 +312,16 @@ ALL_RULES="readable required-fields empty field-types duplicates leakage conflic
 	json_rule duplicates fail s0003 s0017
 }
 
+@test "check: duplicates among 20000 samples are every one found, in order" {
+	# scripts/gen-samples.py: samples 999, 1999, ... repeat sample 0
+	"$PYTHON" "$REPO_ROOT/scripts/gen-samples.py" 20000 >src.tar
+	chute pack -q -s 5000s src.tar -o ds >/dev/null
+	check 1 ds --allow-no-eval
+	assert_line --regexp '^FAIL duplicates: 20 samples have the inputs of an earlier sample of their dataset$'
+	assert_line --index 1 --regexp '^  s000000999 .* = s000000000 '
+	assert_line --index 5 --regexp '^  s000004999 .* = s000000000 '
+}
+
 @test "check: a val sample identical to a train sample fails leakage, naming both" {
 	clean_ds ds
 	v=$(pick ds val c2/)

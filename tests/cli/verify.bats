@@ -282,3 +282,79 @@ for i in range(4):
 	assert_line --partial "seal "
 	assert_line --partial "differs from the manifest's 00000000000000000000000000000000"
 }
+
+# part_shards N: the shards each part of N verifies, one count a line.
+part_shards() {
+	local i
+	for ((i = 0; i < $1; i++)); do
+		chute verify --json --part "$i/$1" ds >"part$i.json" ||
+			fail "part $i/$1 of a clean dataset failed"
+		"$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["shards"])' "part$i.json"
+	done
+}
+
+@test "verify: --part I/N: the N parts together verify every shard once" {
+	local n sum
+	[ "$NSHARDS" -ge 3 ] || fail "the fixture has $NSHARDS shards"
+	for n in 1 2 3 $((NSHARDS + 1)); do
+		sum=$(part_shards "$n" | awk '{ s += $1 } END { print s }')
+		assert_equal "$sum" "$NSHARDS"
+	done
+	# shard s is in part s mod N
+	run -0 part_shards 2
+	assert_output "$(printf '%s\n' $(((NSHARDS + 1) / 2)) $((NSHARDS / 2)))"
+}
+
+@test "verify: --part I/N: a damaged shard fails exactly one part, the one of its index" {
+	local n i failed
+	flip_byte "$S1" "$(block_middle "$S1" 0)"
+	for n in 1 2 3 $((NSHARDS + 1)); do
+		failed=
+		for ((i = 0; i < n; i++)); do
+			run chute verify --part "$i/$n" ds
+			case $status in
+			0) ;;
+			1) failed+=" $i"
+			   assert_output --partial "${S1##*/}" ;;
+			*) fail "part $i/$n: exit $status: $output" ;;
+			esac
+		done
+		assert_equal "$failed" " $((1 % n))"
+	done
+}
+
+@test "verify: --part I/N: the manifest's own checks run in part 0 only" {
+	# the id covers the pack options
+	sed -i 's/"level": 3/"level": 4/' ds/manifest.json
+	run -1 chute verify --part 0/2 ds
+	assert_output --partial "manifest id"
+	run -0 chute verify --part 1/2 ds
+	cp "$S0" ds/shards/stray.chs
+	run -0 chute verify --part 1/2 ds
+	run -1 chute verify --part 0/2 ds
+	assert_output --partial stray.chs
+}
+
+@test "verify: --part with --json reports the part's shards and problems" {
+	flip_byte "$S0" "$(block_middle "$S0" 0)"
+	chute verify --json --part 0/2 ds >p0.json && fail "part 0 passed"
+	run -0 chute verify --json --part 1/2 ds
+	"$PYTHON" - "$NSHARDS" <<'EOF'
+import json, sys
+n = int(sys.argv[1])
+p0 = json.load(open("p0.json"))
+assert p0["ok"] is False and p0["shards"] == (n + 1) // 2, p0
+assert p0["problems"] and all(p["shard"].endswith("-000000.chs")
+                              for p in p0["problems"]), p0["problems"]
+EOF
+	"$PYTHON" -c 'import json, sys; r = json.loads(sys.argv[1]); assert r["ok"] and r["shards"] == int(sys.argv[2]) // 2, r' "$output" "$NSHARDS"
+}
+
+@test "verify: a bad --part value exits 2 with one line" {
+	local v
+	for v in 2/2 3/2 -1/2 1/-2 0/0 1/ /2 x 1/2/3 ' 1/2' '1/2 ' 0/1048577 ''; do
+		run -2 chute verify --part "$v" ds
+		assert_one_line_error verify
+		assert_output --partial "for --part"
+	done
+}
