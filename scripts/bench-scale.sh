@@ -6,7 +6,13 @@
 #   field, every 1000th sample a duplicate; shards of 10,000 samples; a val
 #   split of 5 %), for N in --samples (default 10^5 and 10^6): one plain
 #   `chute pack`, `chute manifest` (parsing the manifest), `verify`, `ls`,
-#   `status`, the first batch of a global-shuffle `stream` and `check`.
+#   `status`, the first batch of a global-shuffle `stream` and `check`;
+#   and the same sources packed in 4 parts (`pack --part I/4`, the
+#   slowest part: what a worker of 4 takes) and merged (`chute merge`),
+#   against the one pack.  Every part reads all the sources (it decides
+#   which samples are its own by their keys): with tiny samples reading
+#   is most of the work, and parts gain little; they gain the encoding
+#   and writing of large ones.
 # shards: manifests of N shards whose files are all missing
 #   (scripts/gen-manifest.py), for N in --shards (default 10^4 and 10^5):
 #   `manifest`, `verify` and `status`, where the manifest is all there is.
@@ -89,13 +95,16 @@ samples_data() {
 	"$CHUTE" split --val 0.05 "$d/ds" >/dev/null
 }
 
-declare -A CPU KB
+declare -A CPU KB WALL
 ROWS_SAMPLES="pack manifest verify ls status stream check"
+ROWS_GROWTH="pack part/4 merge ${ROWS_SAMPLES#pack }"
 ROWS_SHARDS="manifest verify status"
 # The growth each row should have, n samples or shards (s = n / 10,000
 # shards of the samples' datasets).
 declare -A GROWS=(
 	[samples.pack]="time O(n log n) (sort by key), memory bounded by --memory (spills)"
+	[samples.part/4]="the slowest of 4 parts: every part scans all sources"
+	[samples.merge]="time O(n) (keys from the indexes), memory O(s)"
 	[samples.manifest]="time, memory O(s)"
 	[samples.verify]="time O(n) (hash every byte), memory O(n) (open indexes)"
 	[samples.ls]="time O(n), memory O(n) (open indexes)"
@@ -108,11 +117,33 @@ declare -A GROWS=(
 )
 
 row() { # SET WHAT N WALL CPU KB
+	WALL[$1.$2.$3]=$4
 	CPU[$1.$2.$3]=$5
 	KB[$1.$2.$3]=$6
 	awk -v s="$1" -v w="$2" -v n="$3" -v wall="$4" -v cpu="$5" -v kb="$6" \
 		'BEGIN { printf "%-8s %-9s %9d %8.2f %8.2f %9.1f\n",
 			 s, w, n, wall, cpu, kb / 1024 }'
+}
+
+# parts_and_merge N DIR: pack --part I/4 for I in 0..3, one after the
+# other (on 4 machines they run side by side: the slowest part is what a
+# worker takes), then chute merge of the 4 parts.
+parts_and_merge() {
+	local n=$1 d=$2 i w c k wall=0 cpu=0 kb=0
+	rm -rf "$d/parts" "$d/merged"
+	mkdir -p "$d/parts"
+	for i in 0 1 2 3; do
+		read -r w c k < <(run 1 "$n" "pack --part $i/4" "$CHUTE" pack \
+			-q -s 10000s --part "$i/4" -o "$d/parts/$i" "$d/$n.tar.zst")
+		read -r wall cpu kb < <(awk -v a="$wall $cpu $kb" -v b="$w $c $k" \
+			'BEGIN { split(a, x); split(b, y)
+				 if (y[1] > x[1]) print b; else print a }')
+	done
+	row samples part/4 "$n" "$wall" "$cpu" "$kb"
+	read -r wall cpu kb < <(run 1 "$n" merge "$CHUTE" merge -o \
+		"$d/merged" "$d/parts/0" "$d/parts/1" "$d/parts/2" "$d/parts/3")
+	row samples merge "$n" "$wall" "$cpu" "$kb"
+	rm -rf "$d/parts" "$d/merged"
 }
 
 printf '%-8s %-9s %9s %8s %8s %9s\n' set what n wall_s cpu_s peak_MB
@@ -124,9 +155,7 @@ for n in $SAMPLES; do
 		-o "$d/repack" "$d/$n.tar.zst")
 	rm -rf "$d/repack"
 	row samples pack "$n" "$wall" "$cpu" "$kb"
-	# TODO(issue 20): `pack --part I/4` x4 + `chute merge`, and `merge`
-	# alone, against the plain pack above: rows "pack-4+merge" and
-	# "merge" go here once those commands are on main.
+	parts_and_merge "$n" "$d"
 	for what in ${ROWS_SAMPLES#pack }; do
 		case $what in
 		# the first batch of a global shuffle, which holds every
@@ -176,5 +205,13 @@ echo
 echo "growth between sizes in this run: of n, CPU time, peak RSS; what O(n) and"
 echo "O(n log n) give; peak bytes a sample or shard (growth of peak over that of n)"
 printf '%-8s %-9s %-17s %-5s %6s %6s %6s %6s %6s  %s\n' unit what sizes n cpu peak 'O(n)' nlogn 'B/unit' expected
-growth samples "$ROWS_SAMPLES" "$SAMPLES" sample
+growth samples "$ROWS_GROWTH" "$SAMPLES" sample
 growth shards "$ROWS_SHARDS" "$SHARDS" shard
+echo
+echo "pack on 4 workers (the slowest part, then merge) against one pack, wall time:"
+for n in $SAMPLES; do
+	awk -v n="$n" -v one="${WALL[samples.pack.$n]}" \
+		-v part="${WALL[samples.part/4.$n]}" -v merge="${WALL[samples.merge.$n]}" \
+		'BEGIN { printf "  %9d samples: %.2f s + %.2f s against %.2f s: %.2fx\n",
+			 n, part, merge, one, (part + merge) / one }'
+done
