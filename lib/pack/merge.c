@@ -164,6 +164,22 @@ static int check_alike(const struct part *first, const struct part *p,
 	return 0;
 }
 
+/* A shard's error names its path in the manifest, which says where it
+ * is for a folder only: a version on a remote is named as given.  The
+ * error keeps its kind.  Returns -1. */
+static int name_remote_part(const struct part *p, struct ch_error *err)
+{
+	if (err && p->ds->source) {
+		char msg[sizeof(err->msg)];
+		memcpy(msg, err->msg, sizeof(msg));
+		int n = snprintf(err->msg, sizeof(err->msg), "'%s': ", p->path);
+		if (n > 0 && (size_t)n < sizeof(err->msg))
+			snprintf(err->msg + n, sizeof(err->msg) - (size_t)n,
+				 "%s", msg);
+	}
+	return -1;
+}
+
 /* Every key of every shard of p is one ch_part_of puts in p: then no
  * key is in two parts.  Reads the shards' indexes, which opening checks
  * (and the seal, size and count against the manifest), no block. */
@@ -175,7 +191,7 @@ static int check_keys(const struct part *p, volatile sig_atomic_t *cancel,
 		struct ch_shard *sh;
 		int rc = ch_dataset_open_shard(p->ds, s, 0, &sh, err);
 		if (rc < 0)
-			return rc;
+			return name_remote_part(p, err);
 		uint64_t n = ch_shard_sample_count(sh);
 		for (uint64_t i = 0; i < n && rc == 0; i++) {
 			struct ch_sample_info si;

@@ -191,3 +191,16 @@ refused() {
 	run -0 --separate-stderr chute stream -f jsonl "$url@v1"
 	assert_equal "${#lines[@]}" 120
 }
+
+@test "merge on a remote: a damaged object of a part exits 1 and writes nothing" {
+	pack_parts parts 2
+	push_parts "$R" 2
+	local obj before
+	obj=$(ls remote/cas/*/"$(mjson parts/1 'm["shards"][0]["xxh3_128"]')".chs)
+	chmod u+w "$obj"
+	flip_byte "$obj" -1
+	before=$(snapshot remote)
+	run -1 chute merge "$R@part-0" "$R@part-1" -o "$R" --tag v1
+	assert_output --partial "$R@part-1"
+	assert_equal "$(snapshot remote)" "$before"
+}
