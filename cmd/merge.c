@@ -1,6 +1,7 @@
 /*
  * merge.c - chute merge: the parts chute pack --part I/N wrote, on as
- * many machines, into one dataset.
+ * many machines, into one dataset: a folder, or a version on the remote
+ * the workers pushed their parts to (only a manifest is written there).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -8,13 +9,16 @@
 
 #include "chute.h"
 #include "cmd.h"
+#include "chute/ref.h"
+#include "chute/remote.h"
+#include "chute/store.h"
 
 enum {
 	OPT_FORCE = CMD_LONG_ONLY,
 };
 
 static const char *const merge_usage[] = {
-	"merge [OPTIONS] PART... -o DIR",
+	"merge [OPTIONS] PART... -o DIR|REMOTE",
 	NULL,
 };
 
@@ -23,7 +27,10 @@ static const struct cmd_opt merge_opts[] = {
 	 "replace a dataset even if its fields, labels or splits are lost"},
 	CMD_HELP_OPT,
 	{'n', "name", "NAME", "dataset and shard name (default: DIR's name)"},
-	{'o', "output", "DIR", "dataset folder to create or replace"},
+	{'o', "output", "DIR", "dataset folder to create or replace, or the "
+	 "remote the parts are on"},
+	{'t', "tag", "NAME", "on a remote: also point tag NAME at the version "
+	 "(repeatable)"},
 	{0, NULL, NULL, NULL},
 };
 
@@ -36,13 +43,18 @@ static const struct cmd_spec merge_spec = {
 		 "All N parts must be given, each once, packed with the same\n"
 		 "options from the same sources; their shards are linked (or\n"
 		 "copied), never re-encoded, in part order whatever the order\n"
-		 "given.\n",
+		 "given.\n"
+		 "On a remote, each PART is REMOTE@TAG (a version chute push "
+		 "put there)\nand -o is that REMOTE: only the manifest and "
+		 "the tags are written;\nsee chute-scale(7)\n",
 };
 
 struct merge_args {
 	struct ch_merge_opts o;
 	const char **parts; /* argc long */
 	size_t nparts;
+	const char *tags[16];
+	size_t ntags;
 };
 
 /* Returns 0 to go on, -1 after --help, or the exit status. */
@@ -65,12 +77,56 @@ static int parse_args(struct merge_args *a, int argc, char **argv)
 			a->o.out_dir = p.arg;
 		else if (c == OPT_FORCE)
 			a->o.force = 1;
+		else if (c == 't' && a->ntags == sizeof(a->tags) /
+						     sizeof(*a->tags))
+			return cmd_error("too many --tag options");
+		else if (c == 't')
+			a->tags[a->ntags++] = p.arg;
 	}
 	if (a->nparts == 0)
 		return cmd_error("no part given: name the folders chute pack "
 				 "--part wrote");
 	if (!a->o.out_dir)
 		return cmd_error("no output folder given: use -o DIR");
+	if (a->ntags && !ch_ref_is_remote(a->o.out_dir))
+		return cmd_error("--tag is for a merge on a remote (-o REMOTE)");
+	for (size_t i = 0; !ch_ref_is_remote(a->o.out_dir) && i < a->nparts;
+	     i++)
+		if (ch_ref_is_remote(a->parts[i]))
+			return cmd_error("'%s' is on a remote: merge there "
+					 "(-o REMOTE), or pull the parts "
+					 "first", a->parts[i]);
+	return 0;
+}
+
+/* The parts are versions on the remote -o names: one manifest and the
+ * tags are written, nothing else moves. */
+static int run_remote_merge(struct merge_args *a)
+{
+	struct ch_remote_merge_opts o = {
+		.remote = a->o.out_dir, .name = a->o.name, .tags = a->tags,
+		.ntags = a->ntags, .cancel = cmd_catch_signals(),
+	};
+	struct ch_remote_merge_report r;
+	struct ch_error err = {0};
+	struct ch_store *st;
+
+	if (ch_store_open(&st, a->o.out_dir, NULL, &err) < 0)
+		return cmd_fail(&err);
+	if (ch_remote_merge(st, a->parts, a->nparts, &o, &r, &err) < 0) {
+		ch_store_close(st);
+		return cmd_fail(&err);
+	}
+	printf("merged %zu parts: %" PRIu64 " samples (%" PRIu64 " bytes) "
+	       "in %zu shards, id %s\n",
+	       r.parts, r.samples, r.bytes, r.shards, r.id);
+	/* the store's url: its password hidden */
+	printf("wrote version %s to %s, no file sent; tags latest", r.id,
+	       ch_store_url(st));
+	for (size_t i = 0; i < a->ntags; i++)
+		printf(", %s", a->tags[i]);
+	printf("\n");
+	ch_store_close(st);
 	return 0;
 }
 
@@ -110,7 +166,8 @@ int cmd_merge(int argc, char **argv)
 	if (status == 0)
 		status = cmd_check_name(a.o.name);
 	if (status == 0)
-		status = run_merge(&a);
+		status = ch_ref_is_remote(a.o.out_dir) ? run_remote_merge(&a)
+						       : run_merge(&a);
 	free(name);
 	free(a.parts);
 	return status < 0 ? 0 : status;

@@ -647,6 +647,23 @@ int ch_merge(const char *const *parts, size_t nparts,
 	     const struct ch_merge_opts *o, struct ch_merge_result *res,
 	     struct ch_error *err);
 
+/* A part as the plan of a merge sees it: a dataset opened by the caller,
+ * wherever it lives (a folder, or a version on a remote), and the name
+ * the user gave it, which messages use. */
+struct ch_merge_part {
+	const char *name;
+	struct ch_dataset *ds;
+};
+
+/* The plan of a merge, shared by ch_merge and a merge on a remote: checks
+ * the parts as ch_merge says (reading manifests and shard indexes, never
+ * a block) and fills m with the merged manifest: shards in part order
+ * under "shards/NAME-NNNNNN.chs", each with its part's size and hash; no
+ * parent, id not yet computed.  Sorts parts[] into part order. */
+int ch_merge_plan(struct ch_merge_part *parts, size_t nparts,
+		  const char *name, volatile sig_atomic_t *cancel,
+		  struct ch_manifest *m, struct ch_error *err);
+
 /* ------------------------------------------------------------------ */
 /* verify                                                               */
 

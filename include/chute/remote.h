@@ -48,6 +48,35 @@ int ch_remote_push(const char *path, struct ch_store *st,
 		   const struct ch_push_opts *o, struct ch_push_report *r,
 		   struct ch_error *err);
 
+struct ch_remote_merge_opts {
+	const char *remote;	 /* the store's url as given: every part
+				  * must be a version on it */
+	const char *name;	 /* the merged dataset's (and its shards') */
+	const char *const *tags; /* besides "latest", which is always set */
+	size_t ntags;
+	const char *cache_dir;	 /* for the parts' manifests (NULL: as
+				  * ch_ref_open_dataset) */
+	volatile sig_atomic_t *cancel;
+};
+
+struct ch_remote_merge_report {
+	char id[33];
+	size_t parts, shards;
+	uint64_t samples, bytes;
+};
+
+/* Merges parts (REMOTE@TAG or REMOTE@ID references, all on o->remote,
+ * which st is) where they are: checked as ch_merge checks folders, from
+ * their manifests and their shards' indexes (range requests, no block),
+ * the merged manifest is written as versions/ID.json and the tags set,
+ * as push does; nothing is written when a check fails.  No cas/ object
+ * is sent, fetched or copied: the parts' objects are the merged
+ * version's.  The id is the one ch_merge gives the same parts in a new
+ * folder under the same name. */
+int ch_remote_merge(struct ch_store *st, const char *const *parts,
+		    size_t nparts, const struct ch_remote_merge_opts *o,
+		    struct ch_remote_merge_report *r, struct ch_error *err);
+
 struct ch_pull_report {
 	char id[33];
 	size_t files, downloaded, present, resumed;

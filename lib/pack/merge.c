@@ -1,8 +1,11 @@
 /*
  * pack/merge.c - parts packed apart (chute pack --part I/N) into one
- * dataset: the parts are checked against each other, their shards linked
- * (or copied) into a new folder under the dataset's names, in part order,
- * and one manifest written; swapped into place as pack does.
+ * dataset, in two steps.  The plan (ch_merge_plan) checks the parts
+ * against each other and makes the merged manifest; the place step puts
+ * the shards where the manifest says: for a folder (ch_merge), linked or
+ * copied into a new folder, in part order, swapped into place as pack
+ * does; on a remote (remote/merge.c) nothing moves, since the objects
+ * are named by their content.
  *
  * The checks read manifests and shard indexes only, never a block: all N
  * parts, each once, of one N; the same options, sources, classes and
@@ -19,32 +22,24 @@
 
 struct part {
 	const char *path; /* as given */
-	struct ch_dataset ds;
-	int opened;
+	struct ch_dataset *ds;
 };
 
 static const struct ch_manifest *man(const struct part *p)
 {
-	return &p->ds.manifest;
+	return &p->ds->manifest;
 }
 
-static int cancelled(const struct ch_merge_opts *o, struct ch_error *err)
+static int cancelled(volatile sig_atomic_t *cancel, struct ch_error *err)
 {
-	if (o->cancel && *o->cancel)
+	if (cancel && *cancel)
 		return ch_error_interrupted(err);
 	return 0;
 }
 
-static int open_part(struct part *p, struct ch_error *err)
+/* What makes a dataset a part that merge takes, wherever it is. */
+static int check_part(const struct part *p, struct ch_error *err)
 {
-	int rc = ch_dataset_open(&p->ds, p->path, err);
-	if (rc < 0)
-		return rc;
-	p->opened = 1;
-	if (p->ds.lone_shard || p->ds.source)
-		return ch_error_set(err, "'%s' is not a dataset folder: merge "
-				    "takes the folders chute pack --part wrote",
-				    p->path);
 	if (!man(p)->id_ok)
 		return ch_error_set(err, "'%s': its manifest's id does not match "
 				    "its content (edited?)", p->path);
@@ -169,18 +164,34 @@ static int check_alike(const struct part *first, const struct part *p,
 	return 0;
 }
 
+/* A shard's error names its path in the manifest, which says where it
+ * is for a folder only: a version on a remote is named as given.  The
+ * error keeps its kind.  Returns -1. */
+static int name_remote_part(const struct part *p, struct ch_error *err)
+{
+	if (err && p->ds->source) {
+		char msg[sizeof(err->msg)];
+		memcpy(msg, err->msg, sizeof(msg));
+		int n = snprintf(err->msg, sizeof(err->msg), "'%s': ", p->path);
+		if (n > 0 && (size_t)n < sizeof(err->msg))
+			snprintf(err->msg + n, sizeof(err->msg) - (size_t)n,
+				 "%s", msg);
+	}
+	return -1;
+}
+
 /* Every key of every shard of p is one ch_part_of puts in p: then no
  * key is in two parts.  Reads the shards' indexes, which opening checks
  * (and the seal, size and count against the manifest), no block. */
-static int check_keys(struct part *p, const struct ch_merge_opts *o,
+static int check_keys(const struct part *p, volatile sig_atomic_t *cancel,
 		      struct ch_error *err)
 {
 	const struct ch_manifest *m = man(p);
 	for (size_t s = 0; s < m->nshards; s++) {
 		struct ch_shard *sh;
-		int rc = ch_dataset_open_shard(&p->ds, s, 0, &sh, err);
+		int rc = ch_dataset_open_shard(p->ds, s, 0, &sh, err);
 		if (rc < 0)
-			return rc;
+			return name_remote_part(p, err);
 		uint64_t n = ch_shard_sample_count(sh);
 		for (uint64_t i = 0; i < n && rc == 0; i++) {
 			struct ch_sample_info si;
@@ -197,22 +208,25 @@ static int check_keys(struct part *p, const struct ch_merge_opts *o,
 					(unsigned long long)in);
 		}
 		ch_shard_close(sh);
-		if (rc < 0 || cancelled(o, err) < 0)
+		if (rc < 0 || cancelled(cancel, err) < 0)
 			return -1;
 	}
 	return 0;
 }
 
-static int check_parts(struct part *p, size_t n, const struct ch_merge_opts *o,
-		       struct ch_error *err)
+static int check_parts(const struct part *p, size_t n,
+		       volatile sig_atomic_t *cancel, struct ch_error *err)
 {
+	for (size_t i = 0; i < n; i++)
+		if (check_part(&p[i], err) < 0)
+			return -1;
 	if (check_numbering(p, n, err) < 0)
 		return -1;
 	for (size_t i = 1; i < n; i++)
 		if (check_alike(&p[0], &p[i], err) < 0)
 			return -1;
 	for (size_t i = 0; i < n; i++) {
-		int rc = check_keys(&p[i], o, err);
+		int rc = check_keys(&p[i], cancel, err);
 		if (rc < 0)
 			return rc;
 	}
@@ -353,11 +367,11 @@ static int place_shard(const char *from, const char *to, int *linked,
 	return copy_file(from, to, err);
 }
 
-/* Part by part, shard by shard, renamed in the dataset's sequence. */
-static int place_shards(const char *tmp, struct ch_manifest *m,
-			const struct part *p, size_t n,
-			const struct ch_merge_opts *o, int *linked,
-			struct ch_error *err)
+/* The merged manifest's shards: part by part, shard by shard, each
+ * entry the part's own (size, hash, seal) renamed in the dataset's
+ * sequence. */
+static int list_shards(struct ch_manifest *m, const struct part *p, size_t n,
+		       struct ch_error *err)
 {
 	size_t total = 0;
 	uint64_t first_sample = 0;
@@ -372,17 +386,62 @@ static int place_shards(const char *tmp, struct ch_manifest *m,
 			*ms = pm->shards[s];
 			ms->first_sample = first_sample;
 			ms->path = ch_pack_shard_name(m->name, m->nshards);
-			char *from = ch_dataset_shard_path(&p[i].ds, s);
-			char *to = ms->path ? ch_path_join(tmp, ms->path) : NULL;
+			if (!ms->path)
+				return ch_error_nomem(err);
 			m->nshards++;
+			first_sample += ms->samples;
+			m->shard_bytes += ms->bytes;
+		}
+	}
+	return 0;
+}
+
+int ch_merge_plan(struct ch_merge_part *parts, size_t n, const char *name,
+		  volatile sig_atomic_t *cancel, struct ch_manifest *m,
+		  struct ch_error *err)
+{
+	struct part *p = calloc(n ? n : 1, sizeof(*p));
+	int rc = -1;
+	if (!p)
+		return ch_error_nomem(err);
+	if (n == 0) {
+		ch_error_set(err, "no parts to merge");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		p[i] = (struct part){parts[i].name, parts[i].ds};
+	qsort(p, n, sizeof(*p), cmp_part);
+	if ((rc = check_parts(p, n, cancel, err)) < 0)
+		goto out;
+	rc = -1;
+	if (fill_manifest(m, p, n, name, err) < 0 ||
+	    list_shards(m, p, n, err) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		parts[i] = (struct ch_merge_part){p[i].path, p[i].ds};
+	rc = 0;
+out:
+	free(p);
+	return rc;
+}
+
+/* Part by part, shard by shard, as list_shards named them. */
+static int place_shards(const char *tmp, const struct ch_manifest *m,
+			const struct ch_merge_part *p, size_t n,
+			volatile sig_atomic_t *cancel, int *linked,
+			struct ch_error *err)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		for (size_t s = 0; s < p[i].ds->manifest.nshards; s++, k++) {
+			char *from = ch_dataset_shard_path(p[i].ds, s);
+			char *to = ch_path_join(tmp, m->shards[k].path);
 			int rc = from && to ? place_shard(from, to, linked, err)
 					    : ch_error_nomem(err);
 			free(from);
 			free(to);
-			if (rc < 0 || cancelled(o, err) < 0)
+			if (rc < 0 || cancelled(cancel, err) < 0)
 				return -1;
-			first_sample += ms->samples;
-			m->shard_bytes += ms->bytes;
 		}
 	}
 	return 0;
@@ -391,54 +450,51 @@ static int place_shards(const char *tmp, struct ch_manifest *m,
 /* ------------------------------------------------------------------ */
 
 /* Writes the merged dataset in tmp: shards, manifest, history. */
-static int merge_into(const char *tmp, const struct part *p, size_t n,
-		      const struct ch_merge_opts *o, struct ch_manifest *m,
-		      struct ch_manifest *old, int *linked,
-		      struct ch_error *err)
+static int merge_into(const char *tmp, const struct ch_merge_part *p,
+		      size_t n, const struct ch_merge_opts *o,
+		      struct ch_manifest *m, struct ch_manifest *old,
+		      int *linked, struct ch_error *err)
 {
-	char *shards = ch_path_join(tmp, "shards"), *name_owned = NULL;
-	const char *name = o->name ? o->name : ch_pack_default_name(o->out_dir,
-								    &name_owned);
+	char *shards = ch_path_join(tmp, "shards");
 	int rc = -1;
 	if (!shards || mkdir(shards, 0755) < 0) {
 		ch_error_errno(err, errno, "cannot create '%s'",
 			       shards ? shards : tmp);
 		goto out;
 	}
-	if (fill_manifest(m, p, n, name, err) < 0 ||
-	    place_shards(tmp, m, p, n, o, linked, err) < 0 ||
+	if (place_shards(tmp, m, p, n, o->cancel, linked, err) < 0 ||
 	    ch_fsync_dir(shards, err) < 0 ||
 	    ch_pack_refuse_losses("merge", o->force, o->out_dir, old, m,
 				  err) < 0 ||
 	    ch_pack_write_version(tmp, o->out_dir, m, old, err) < 0 ||
-	    cancelled(o, err) < 0)
+	    cancelled(o->cancel, err) < 0)
 		goto out;
 	rc = 0;
 out:
 	free(shards);
-	free(name_owned);
 	return rc;
 }
 
-static int open_parts(struct part *p, const char *const *paths, size_t n,
+/* Folders only: a part elsewhere is merged where it is (remote/merge.c). */
+static int open_parts(struct ch_merge_part *p, struct ch_dataset *ds,
+		      const char *const *paths, size_t n, size_t *opened,
 		      struct ch_error *err)
 {
 	for (size_t i = 0; i < n; i++) {
-		p[i].path = paths[i];
-		int rc = open_part(&p[i], err);
+		struct part one = {paths[i], &ds[i]};
+		int rc = ch_dataset_open(&ds[i], paths[i], err);
 		if (rc < 0)
 			return rc;
+		(*opened)++;
+		p[i] = (struct ch_merge_part){paths[i], &ds[i]};
+		if (ds[i].lone_shard || ds[i].source)
+			return ch_error_set(err, "'%s' is not a dataset folder: "
+					    "merge takes the folders chute "
+					    "pack --part wrote", paths[i]);
+		if (check_part(&one, err) < 0)
+			return -1;
 	}
-	qsort(p, n, sizeof(*p), cmp_part);
 	return 0;
-}
-
-static void close_parts(struct part *p, size_t n)
-{
-	for (size_t i = 0; p && i < n; i++)
-		if (p[i].opened)
-			ch_dataset_release(&p[i].ds);
-	free(p);
 }
 
 int ch_merge(const char *const *paths, size_t n,
@@ -447,16 +503,19 @@ int ch_merge(const char *const *paths, size_t n,
 {
 	struct ch_manifest m = { 0 }, old = { 0 };
 	struct ch_temp claim = { .fd = -1 };
-	struct part *p = calloc(n ? n : 1, sizeof(*p));
+	struct ch_merge_part *p = calloc(n ? n : 1, sizeof(*p));
+	struct ch_dataset *ds = calloc(n ? n : 1, sizeof(*ds));
+	char *name_owned = NULL;
+	const char *name = o->name ? o->name : ch_pack_default_name(o->out_dir,
+								    &name_owned);
+	size_t opened = 0;
 	int exists, linked = 1, rc = -1;
-	if (!p)
-		return ch_error_nomem(err);
-	if (n == 0) {
-		ch_error_set(err, "no parts to merge");
+	if (!p || !ds) {
+		ch_error_nomem(err);
 		goto out;
 	}
-	if ((rc = open_parts(p, paths, n, err)) < 0 ||
-	    (rc = check_parts(p, n, o, err)) < 0)
+	if ((rc = open_parts(p, ds, paths, n, &opened, err)) < 0 ||
+	    (rc = ch_merge_plan(p, n, name, o->cancel, &m, err)) < 0)
 		goto out;
 	rc = -1;
 	if (ch_pack_check_replaceable(o->out_dir, &exists, err) < 0 ||
@@ -481,6 +540,10 @@ out:
 	ch_manifest_release(&m);
 	ch_manifest_release(&old);
 	ch_temp_release(&claim, rc < 0);
-	close_parts(p, n);
+	for (size_t i = 0; i < opened; i++)
+		ch_dataset_release(&ds[i]);
+	free(ds);
+	free(p);
+	free(name_owned);
 	return rc;
 }

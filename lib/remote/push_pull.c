@@ -10,6 +10,7 @@
 #include "chute/history.h"
 #include "common/internal.h"
 #include "chute/remote.h"
+#include "remote/publish.h"
 
 enum { TAG_MAX = 128, MANIFEST_MAX = 256 << 20 };
 
@@ -254,6 +255,41 @@ static int put_text(struct ch_store *st, const char *key, const char *text,
 	return ch_store_put(st, key, text, strlen(text), err);
 }
 
+int ch_remote_check_tags(const char *const *tags, size_t ntags,
+			 struct ch_error *err)
+{
+	for (size_t i = 0; i < ntags; i++)
+		if (!ch_remote_tag_ok(tags[i]))
+			return ch_error_usage(err, "'%s' is not a valid tag "
+					      "name (1-128 of A-Z a-z 0-9 . _ "
+					      "-, not starting with '.')",
+					      tags[i]);
+	return 0;
+}
+
+int ch_remote_put_version(struct ch_store *st, const char *id,
+			  const char *text, size_t len, struct ch_error *err)
+{
+	char key[48];
+	snprintf(key, sizeof(key), "versions/%s.json", id);
+	return ch_store_put(st, key, text, len, err);
+}
+
+int ch_remote_put_tags(struct ch_store *st, const char *id,
+		       const char *const *tags, size_t ntags,
+		       struct ch_error *err)
+{
+	char key[TAG_MAX + 8], line[34];
+	snprintf(line, sizeof(line), "%s\n", id);
+	for (size_t i = 0; i <= ntags; i++) {
+		snprintf(key, sizeof(key), "tags/%s",
+			 i < ntags ? tags[i] : "latest");
+		if (put_text(st, key, line, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* The manifests of the version's ancestors that the folder remembers
  * and the remote lacks, so that `chute log` works on the remote too. */
 static int push_ancestors(struct ch_store *st, const char *root,
@@ -293,16 +329,12 @@ int ch_remote_push(const char *path, struct ch_store *st,
 {
 	struct ch_dataset ds;
 	struct vfile *f = NULL;
-	char *man = NULL, *text = NULL, key[TAG_MAX + 48];
+	char *man = NULL, *text = NULL;
 	size_t n = 0, len;
 	int rc = -1;
 	memset(r, 0, sizeof(*r));
-	for (size_t i = 0; i < o->ntags; i++)
-		if (!ch_remote_tag_ok(o->tags[i]))
-			return ch_error_usage(err, "'%s' is not a valid tag "
-					      "name (1-128 of A-Z a-z 0-9 . _ "
-					      "-, not starting with '.')",
-					      o->tags[i]);
+	if (ch_remote_check_tags(o->tags, o->ntags, err) < 0)
+		return -1;
 	if (ch_dataset_open_folder(&ds, path, err) < 0)
 		return -1;
 	const struct ch_manifest *m = &ds.manifest;
@@ -326,20 +358,12 @@ int ch_remote_push(const char *path, struct ch_store *st,
 	if (!(man = ch_manifest_path(path)) ||
 	    ch_read_file(man, MANIFEST_MAX, &text, &len, err) < 0)
 		goto out;
-	snprintf(key, sizeof(key), "versions/%s.json", m->id);
-	if (ch_store_put(st, key, text, len, err) < 0)
+	if (ch_remote_put_version(st, m->id, text, len, err) < 0)
 		goto out;
 	r->versions_uploaded = 1;
-	if (push_ancestors(st, ds.root, m->parent, r, err) < 0)
+	if (push_ancestors(st, ds.root, m->parent, r, err) < 0 ||
+	    ch_remote_put_tags(st, m->id, o->tags, o->ntags, err) < 0)
 		goto out;
-	char line[34];
-	snprintf(line, sizeof(line), "%s\n", m->id);
-	for (size_t i = 0; i <= o->ntags; i++) {
-		snprintf(key, sizeof(key), "tags/%s",
-			 i < o->ntags ? o->tags[i] : "latest");
-		if (put_text(st, key, line, err) < 0)
-			goto out;
-	}
 	rc = 0;
 out:
 	free(text);

@@ -1,0 +1,121 @@
+/* remote/merge.c - parts already pushed to a remote, merged there: the
+ * plan of pack/merge.c makes the merged manifest from the parts'
+ * manifests and shard indexes (read by range requests), and the version
+ * is written as push writes one.  No object is sent, fetched or copied:
+ * the merged manifest names each shard by the hash it has in its part,
+ * so its cas/ object is already the merged dataset's. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/internal.h"
+#include "chute/ref.h"
+#include "chute/remote.h"
+#include "remote/publish.h"
+
+/* "file:///x/" and "file:///x" are one remote. */
+static int same_remote(const char *a, const char *b)
+{
+	size_t na = strlen(a), nb = strlen(b);
+	while (na > 1 && a[na - 1] == '/')
+		na--;
+	while (nb > 1 && b[nb - 1] == '/')
+		nb--;
+	return na == nb && !memcmp(a, b, na);
+}
+
+struct parts {
+	struct ch_ref *refs;
+	struct ch_dataset *ds;
+	struct ch_merge_part *p;
+	size_t n, opened;
+};
+
+/* A part is a version on the remote the merge writes to: anywhere else,
+ * its objects would not be the merged version's. */
+static int open_part(struct parts *ps, size_t i, const char *text,
+		     const char *remote, const char *cache_dir,
+		     struct ch_error *err)
+{
+	struct ch_ref *ref = &ps->refs[i];
+	if (ch_ref_parse(text, ref, err) < 0)
+		return -1;
+	if (!ref->remote)
+		return ch_error_usage(err, "'%s' is not on %s: push each part "
+				      "there first (chute push PART REMOTE "
+				      "--tag part-I) and name it REMOTE@TAG",
+				      text, remote);
+	if (!same_remote(ref->remote, remote))
+		return ch_error_usage(err, "'%s' is on another remote than %s: "
+				      "a merge on a remote takes versions "
+				      "already there", text, remote);
+	if (ch_ref_open_dataset(ref, cache_dir, 0, &ps->ds[i], err) < 0)
+		return -1;
+	ps->opened++;
+	/* no order: shard indexes are read by range requests, never whole */
+	ch_dataset_plan(&ps->ds[i], NULL, 0, 0);
+	ps->p[i] = (struct ch_merge_part){text, &ps->ds[i]};
+	return 0;
+}
+
+static void close_parts(struct parts *ps)
+{
+	for (size_t i = 0; i < ps->opened; i++)
+		ch_dataset_release(&ps->ds[i]);
+	for (size_t i = 0; ps->refs && i < ps->n; i++)
+		ch_ref_release(&ps->refs[i]);
+	free(ps->refs);
+	free(ps->ds);
+	free(ps->p);
+}
+
+static int open_parts(struct parts *ps, const char *const *texts, size_t n,
+		      const struct ch_remote_merge_opts *o,
+		      struct ch_error *err)
+{
+	ps->n = n;
+	ps->refs = calloc(n ? n : 1, sizeof(*ps->refs));
+	ps->ds = calloc(n ? n : 1, sizeof(*ps->ds));
+	ps->p = calloc(n ? n : 1, sizeof(*ps->p));
+	if (!ps->refs || !ps->ds || !ps->p)
+		return ch_error_nomem(err);
+	for (size_t i = 0; i < n; i++)
+		if (open_part(ps, i, texts[i], o->remote, o->cache_dir,
+			      err) < 0)
+			return -1;
+	return 0;
+}
+
+int ch_remote_merge(struct ch_store *st, const char *const *parts, size_t n,
+		    const struct ch_remote_merge_opts *o,
+		    struct ch_remote_merge_report *r, struct ch_error *err)
+{
+	struct parts ps = {0};
+	struct ch_manifest m = {0};
+	char *text = NULL;
+	size_t len;
+	int rc = -1;
+	memset(r, 0, sizeof(*r));
+	if (ch_remote_check_tags(o->tags, o->ntags, err) < 0)
+		return -1;
+	if ((rc = open_parts(&ps, parts, n, o, err)) < 0 ||
+	    (rc = ch_merge_plan(ps.p, n, o->name, o->cancel, &m, err)) < 0)
+		goto out;
+	rc = -1;
+	/* a merge starts a history: no parent, the id a local merge has */
+	if (ch_manifest_format(&m, &text, &len, err) < 0 ||
+	    (o->cancel && *o->cancel && ch_error_interrupted(err) < 0) ||
+	    ch_remote_put_version(st, m.id, text, len, err) < 0 ||
+	    ch_remote_put_tags(st, m.id, o->tags, o->ntags, err) < 0)
+		goto out;
+	memcpy(r->id, m.id, sizeof(r->id));
+	r->parts = n;
+	r->shards = m.nshards;
+	r->samples = m.samples;
+	r->bytes = m.bytes;
+	rc = 0;
+out:
+	free(text);
+	ch_manifest_release(&m);
+	close_parts(&ps);
+	return rc;
+}
