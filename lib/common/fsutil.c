@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -170,4 +171,57 @@ out:
 	close(fd);
 	ch_buf_release(&b);
 	return rc;
+}
+
+/* An empty file cannot be mapped, one over max must be refused with
+ * ch_read_file's message, and a file system may refuse to map: those are
+ * read. */
+int ch_file_text_open(struct ch_file_text *t, const char *path, size_t max,
+		      struct ch_error *err)
+{
+	int fd = ch_open_regular(path, err);
+	struct stat st;
+	void *p = MAP_FAILED;
+	char *data;
+
+	memset(t, 0, sizeof(*t));
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) == 0 && st.st_size > 0 &&
+	    (uint64_t)st.st_size <= max)
+		p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd,
+			 0);
+	close(fd);
+	if (p != MAP_FAILED) {
+		t->data = p;
+		t->len = (size_t)st.st_size;
+		t->mapped = 1;
+		return 0;
+	}
+	if (ch_read_file(path, max, &data, &t->len, err) < 0)
+		return -1;
+	t->data = data;
+	return 0;
+}
+
+void ch_file_text_drop(struct ch_file_text *t, size_t upto, size_t chunk)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t end = upto / page * page;
+
+	if (!t->mapped || end < t->dropped + chunk || end <= t->dropped)
+		return;
+	/* advice only: a kernel that will not keeps the pages */
+	(void)madvise((char *)t->data + t->dropped, end - t->dropped,
+		      MADV_DONTNEED);
+	t->dropped = end;
+}
+
+void ch_file_text_close(struct ch_file_text *t)
+{
+	if (t->mapped)
+		munmap((void *)t->data, t->len);
+	else
+		free((void *)t->data);
+	memset(t, 0, sizeof(*t));
 }

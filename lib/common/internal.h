@@ -41,6 +41,25 @@ char *ch_path_join(const char *a, const char *b);
 /* Reads a whole file (at most max bytes) into a NUL-terminated buffer. */
 int ch_read_file(const char *path, size_t max, char **data, size_t *len,
 		 struct ch_error *err);
+/* A whole file's text (at most max bytes) that can be given back a page
+ * at a time as a reader goes: mapped (PROT_READ, MAP_PRIVATE) where the
+ * file can be, so that ch_file_text_drop returns the pages behind the
+ * reader (touched again, they are read again from the page cache), else
+ * read as ch_read_file reads it (NUL-terminated; a mapped text is not),
+ * with the messages ch_read_file gives.  A file truncated while mapped
+ * makes a reader of its lost pages die of SIGBUS, as any mapping does. */
+struct ch_file_text {
+	const char *data;
+	size_t len;
+	size_t dropped; /* data[0, dropped) given back: 0 to read again */
+	int mapped;
+};
+int ch_file_text_open(struct ch_file_text *t, const char *path, size_t max,
+		      struct ch_error *err);
+/* Gives back the whole pages of a mapped text below offset upto, once
+ * there are at least chunk bytes of them (one call a chunk, not a page). */
+void ch_file_text_drop(struct ch_file_text *t, size_t upto, size_t chunk);
+void ch_file_text_close(struct ch_file_text *t);
 /* Opens path read-only if it is a regular file, and refuses anything
  * else (a FIFO, a device) without blocking in open(); errno is kept. */
 int ch_open_regular(const char *path, struct ch_error *err);

@@ -521,6 +521,9 @@ static json_t *encode(const struct ch_manifest *m, struct ch_error *err)
 /* ------------------------------------------------------------------ */
 /* Decoding: JSON tree -> struct, checking everything                   */
 
+/* Pages of text given back at a time: few calls, a small window. */
+static const size_t drop_chunk = (size_t)1 << 20;
+
 /* Where one element of the "shards" array lies in the text. */
 struct span {
 	size_t at, len;
@@ -533,6 +536,7 @@ struct dec {
 	/* Read piecewise (see read_piecewise): the shards come from these
 	 * spans of text, not from the tree, each hashed into id_state. */
 	const char *text;
+	struct ch_file_text *file; /* the text, when given back as read */
 	const struct span *spans;
 	size_t nspans;
 	XXH3_state_t *id_state;
@@ -831,6 +835,8 @@ static json_t *shard_object(json_t *arr, size_t i, struct dec *d, int *owned)
 	*owned = d->spans != NULL;
 	if (!d->spans)
 		return json_array_get(arr, i);
+	if (d->file)
+		ch_file_text_drop(d->file, d->spans[i].at, drop_chunk);
 	o = json_loadb(d->text + d->spans[i].at, d->spans[i].len,
 		       JSON_REJECT_DUPLICATES, &jerr);
 	if (!o)
@@ -1243,7 +1249,7 @@ static int check_before_write(json_t *doc, const char *path,
 {
 	struct ch_manifest scratch = { 0 };
 	struct ch_error why;
-	struct dec d = { path, &why, 0, NULL, NULL, 0, NULL, 0 };
+	struct dec d = { path, &why, 0, NULL, NULL, NULL, 0, NULL, 0 };
 	int ret = decode(doc, &scratch, &d);
 
 	ch_manifest_release(&scratch);
@@ -1306,7 +1312,9 @@ int ch_manifest_write(struct ch_manifest *m, const char *path,
 /* Reading piecewise                                                    */
 
 /* A whole tree costs about a kilobyte a shard; read piecewise, a manifest
- * costs its text and its structs.  The top level is cut into values
+ * costs its structs, and its text too unless the text is a mapped file
+ * (ch_manifest_read), whose pages go back as the scan and then the shards'
+ * decoding leave them behind.  The top level is cut into values
  * without checking them (jansson checks each value it is given), every
  * value but "shards" goes into one small tree, and each shard object is
  * parsed, decoded, hashed into the id and dropped in turn.  Anything out
@@ -1316,6 +1324,7 @@ int ch_manifest_write(struct ch_manifest *m, const char *path,
 struct scan {
 	const char *text;
 	size_t len, pos;
+	struct ch_file_text *file; /* NULL: text is not given back */
 };
 
 static void skip_space(struct scan *s)
@@ -1403,6 +1412,8 @@ static int scan_shards(struct scan *s, struct span **spans, size_t *n)
 			*spans = v;
 		}
 		(*spans)[(*n)++] = (struct span){ from, s->pos - from };
+		if (s->file)
+			ch_file_text_drop(s->file, from, drop_chunk);
 		skip_space(s);
 		if (at(s, ']'))
 			return s->pos++, 0;
@@ -1443,10 +1454,11 @@ out:
 
 /* rest: the top-level object, its "shards" an empty array; the shard
  * objects as spans.  -1 for the whole-tree parse to take over. */
-static json_t *scan_top(const char *text, size_t len, struct span **spans,
+static json_t *scan_top(const char *text, size_t len,
+			struct ch_file_text *file, struct span **spans,
 			size_t *n)
 {
-	struct scan s = { text, len, 0 };
+	struct scan s = { text, len, 0, file };
 	json_t *rest = json_object();
 
 	skip_space(&s);
@@ -1546,9 +1558,11 @@ static int read_piecewise(struct ch_manifest *m, const char *text,
 {
 	struct span *spans = NULL;
 	size_t n = 0;
-	json_t *rest = scan_top(text, len, &spans, &n);
+	json_t *rest = scan_top(text, len, d->file, &spans, &n);
 	int rc = -1;
 
+	if (d->file)
+		d->file->dropped = 0; /* the shards read their text again */
 	d->text = text;
 	d->spans = spans;
 	d->nspans = n;
@@ -1563,11 +1577,13 @@ static int read_piecewise(struct ch_manifest *m, const char *text,
 	return rc;
 }
 
-int ch_manifest_parse(struct ch_manifest *m, const char *text, size_t len,
-		      const char *origin, struct ch_error *err)
+/* file: where text comes from, to give back as it is read; or NULL. */
+static int parse(struct ch_manifest *m, const char *text, size_t len,
+		 struct ch_file_text *file, const char *origin,
+		 struct ch_error *err)
 {
-	struct dec d = { origin ? origin : "manifest", err, 0, NULL, NULL, 0,
-			 NULL, 0 };
+	struct dec d = { origin ? origin : "manifest", err, 0, NULL, file,
+			 NULL, 0, NULL, 0 };
 	json_error_t jerr;
 	json_t *doc;
 	char id[33];
@@ -1598,18 +1614,23 @@ out:
 	return ret;
 }
 
+int ch_manifest_parse(struct ch_manifest *m, const char *text, size_t len,
+		      const char *origin, struct ch_error *err)
+{
+	return parse(m, text, len, NULL, origin, err);
+}
+
 int ch_manifest_read(struct ch_manifest *m, const char *path,
 		     struct ch_error *err)
 {
-	char *text = NULL;
-	size_t len = 0;
+	struct ch_file_text file;
 	int ret;
 
 	memset(m, 0, sizeof(*m));
-	if (ch_read_file(path, manifest_max_size, &text, &len, err) < 0)
+	if (ch_file_text_open(&file, path, manifest_max_size, err) < 0)
 		return -1;
-	ret = ch_manifest_parse(m, text, len, path, err);
-	free(text);
+	ret = parse(m, file.data, file.len, &file, path, err);
+	ch_file_text_close(&file);
 	return ret;
 }
 
