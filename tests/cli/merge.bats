@@ -5,27 +5,7 @@
 # belong together.  And the xargs recipe of chute-scale(7), as printed.
 
 load helper
-
-# gen_text DIR [COUNT]: COUNT (default 120) samples of two fields.
-gen_text() {
-	"$PYTHON" "$REPO_ROOT/scripts/gen-data.py" text "$1" --count "${2:-120}" \
-		--seed 1 >/dev/null || fail "scripts/gen-data.py text $1 failed"
-}
-
-# pack_parts DIR N [OPTIONS...]: DIR/0 ... DIR/N-1 packed from src.
-pack_parts() {
-	local dir=$1 n=$2 i
-	shift 2
-	for ((i = 0; i < n; i++)); do
-		chute pack -q -s 20s "$@" --part "$i/$n" -o "$dir/$i" src \
-			>/dev/null || fail "chute pack --part $i/$n failed"
-	done
-}
-
-# snapshot DIR: every file under DIR with its hash, one a line.
-snapshot() {
-	(cd "$1" && find . -type f | LC_ALL=C sort | xargs sha256sum)
-}
+load parts
 
 setup() {
 	chute_setup
