@@ -156,6 +156,18 @@ const char *cmd_closest(const char *word, const char *const *names,
 			size_t n);
 
 /* ------------------------------------------------------------------ */
+/* Numbers in text output (units.c); JSON keeps exact numbers            */
+
+enum { CMD_SIZE_TEXT = 16 };
+/* bytes with an SI unit and three significant digits: "512 B",
+ * "4.71 MB", "47.1 MB", "1.20 GB".  Returns buf. */
+const char *cmd_size_text(uint64_t bytes, char buf[CMD_SIZE_TEXT]);
+/* "42s", "3m07s", "2h05m"; "?" for a negative or NaN time (not known). */
+const char *cmd_duration_text(double seconds, char buf[CMD_SIZE_TEXT]);
+/* one when n is 1, else many: "%zu %s", n, cmd_plural(n, "shard", "shards") */
+const char *cmd_plural(uint64_t n, const char *one, const char *many);
+
+/* ------------------------------------------------------------------ */
 /* Signals and output                                                   */
 
 /* Installs SIGINT and SIGTERM handlers that store the signal number in
