@@ -35,13 +35,23 @@ struct ch_store_opts {
 struct ch_store;
 
 /* Opens url: a folder path, file:///PATH, http(s)://HOST[:PORT]/PREFIX,
- * or s3://BUCKET[/PREFIX].  S3 takes its credentials and place from the
- * environment as AWS's own tools do: AWS_ACCESS_KEY_ID,
- * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN (optional), AWS_REGION (else
- * AWS_DEFAULT_REGION, else us-east-1), AWS_ENDPOINT_URL (else
- * https://s3.REGION.amazonaws.com; with an endpoint, path-style URLs).
- * Missing credentials are an error here, not at the first request.  A
- * folder that does not exist is created by the first put. */
+ * or s3://BUCKET[/PREFIX].  S3 finds its credentials, region and
+ * endpoint as the AWS CLI does (chute-remote(7), "S3 credentials and
+ * configuration"): credentials from AWS_ACCESS_KEY_ID,
+ * AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, else the profile
+ * (AWS_PROFILE, else "default") in the credentials file
+ * (AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials), else in the
+ * config file (AWS_CONFIG_FILE, else ~/.aws/config), else a container
+ * endpoint (AWS_CONTAINER_CREDENTIALS_RELATIVE_URI or _FULL_URI, fetched
+ * here); the region from AWS_REGION, AWS_DEFAULT_REGION, the profile,
+ * else us-east-1; the endpoint from AWS_ENDPOINT_URL_S3,
+ * AWS_ENDPOINT_URL, the profile's services section, its endpoint_url,
+ * else https://s3.REGION.amazonaws.com (with an endpoint, path-style
+ * URLs).  No credentials anywhere (the message lists where it looked), a
+ * profile AWS_PROFILE names that is in neither file, a file that does
+ * not parse (file and line) are errors here, not at the first request;
+ * the last two are CH_ERR_USAGE.  A folder that does not exist is
+ * created by the first put. */
 int ch_store_open(struct ch_store **out, const char *url,
 		  const struct ch_store_opts *opts, struct ch_error *err);
 void ch_store_close(struct ch_store *st);

@@ -42,6 +42,8 @@ struct ch_store {
 	void *impl; /* the backend's own state */
 	/* S3 only (NULL otherwise). */
 	char *s3_bucket, *s3_region, *s3_key_id, *s3_secret, *s3_token;
+	char *s3_cred_source; /* NULL: the environment; else which profile
+				 or endpoint, for a 403's hint */
 };
 
 extern const struct ch_store_ops ch_store_file_ops;

@@ -315,9 +315,12 @@ static void xml_field(const char *body, const char *tag, char *out,
 	out[n] = '\0';
 }
 
-/* Which setting an S3 error code points at. */
-static const char *s3_hint(const char *code)
+/* Which setting an S3 error code points at: a variable, or the profile
+ * or endpoint the credentials came from. */
+static const char *s3_hint(const struct ch_store *st, const char *code)
 {
+	if (st->s3_cred_source)
+		return st->s3_cred_source;
 	if (!strcmp(code, "InvalidAccessKeyId"))
 		return "AWS_ACCESS_KEY_ID";
 	if (!strcmp(code, "SignatureDoesNotMatch"))
@@ -348,7 +351,7 @@ static void status_error(struct ch_req *r, const char *tail,
 		ch_error_set(err,
 			     "access denied (%ld%s) for %s: check the "
 			     "credentials (%s)%s",
-			     s, why, r->key_url, s3_hint(code), tail);
+			     s, why, r->key_url, s3_hint(r->st, code), tail);
 	else if (s == 401 || s == 403)
 		ch_error_set(err,
 			     "access denied (%ld) for %s: check the server's "

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/aws_config.h"
 #include "store/backend.h"
 
 static char *dup_trimmed(const char *s)
@@ -19,25 +20,8 @@ static int has_prefix(const char *s, const char *prefix)
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-/* AWS's own tools read the first of these that is set and not empty. */
-static const char *env2(const char *a, const char *b)
-{
-	const char *v = getenv(a);
-	if ((!v || !*v) && b)
-		v = getenv(b);
-	return v && *v ? v : NULL;
-}
-
-static int dup_env(char **dst, const char *v, struct ch_error *err)
-{
-	if (!v)
-		return 0;
-	*dst = strdup(v);
-	return *dst ? 0 : ch_error_nomem(err);
-}
-
 /* s3://BUCKET[/PREFIX] with the credentials, the region and the endpoint
- * from the environment. */
+ * found as the AWS CLI finds them (store/aws_config.c). */
 static int parse_s3(struct ch_store *st, struct ch_error *err)
 {
 	const char *rest = st->url + strlen("s3://");
@@ -47,33 +31,31 @@ static int parse_s3(struct ch_store *st, struct ch_error *err)
 	if (blen == 0)
 		return ch_error_set(err, "no bucket in '%s' (s3://BUCKET/PREFIX)",
 				    st->url);
-	const char *id = env2("AWS_ACCESS_KEY_ID", NULL);
-	const char *secret = env2("AWS_SECRET_ACCESS_KEY", NULL);
-	if (!id || !secret)
-		return ch_error_set(err,
-				    "no S3 credentials for '%s': set "
-				    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
-				    " (and AWS_SESSION_TOKEN for temporary ones)",
-				    st->url);
-	const char *region = env2("AWS_REGION", "AWS_DEFAULT_REGION");
-	if (!region)
-		region = "us-east-1";
+	struct ch_aws aws;
+	if (ch_aws_load(&aws, st->url, err) < 0)
+		return -1;
+	st->s3_key_id = aws.key_id;
+	st->s3_secret = aws.secret;
+	st->s3_token = aws.token;
+	st->s3_region = aws.region;
+	st->s3_cred_source = aws.cred_source;
+	const char *region = aws.region;
 	st->s3_bucket = strndup(rest, blen);
-	if (!st->s3_bucket || dup_env(&st->s3_key_id, id, err) < 0 ||
-	    dup_env(&st->s3_secret, secret, err) < 0 ||
-	    dup_env(&st->s3_region, region, err) < 0 ||
-	    dup_env(&st->s3_token, env2("AWS_SESSION_TOKEN", NULL), err) < 0)
+	if (!st->s3_bucket) {
+		free(aws.endpoint);
 		return ch_error_nomem(err);
+	}
 
 	/* An endpoint (s3rver, MinIO, ...) gets path-style URLs; AWS itself
 	 * virtual-hosted ones, except for dotted bucket names, which would
 	 * not match its certificate. */
-	const char *endpoint = env2("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL");
-	char *ep = endpoint ? dup_trimmed(endpoint) : NULL;
+	int has_endpoint = aws.endpoint != NULL;
+	char *ep = has_endpoint ? dup_trimmed(aws.endpoint) : NULL;
+	free(aws.endpoint);
 	size_t cap = (ep ? strlen(ep) : strlen(region) + 64) + blen +
 		     strlen(prefix) + 8;
 	st->base = malloc(cap);
-	if (!st->base || (endpoint && !ep)) {
+	if (!st->base || (has_endpoint && !ep)) {
 		free(ep);
 		return ch_error_nomem(err);
 	}
@@ -197,6 +179,7 @@ void ch_store_close(struct ch_store *st)
 	free(st->s3_key_id);
 	free(st->s3_secret);
 	free(st->s3_token);
+	free(st->s3_cred_source);
 	free(st);
 }
 

@@ -40,6 +40,14 @@ export PYTHON
 unset SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_MIN SLURM_ARRAY_TASK_COUNT \
 	JOB_COMPLETION_INDEX
 
+# S3 tests see only the AWS configuration they set up, never the files,
+# profile or container endpoint of whoever runs them.
+export AWS_SHARED_CREDENTIALS_FILE=/nonexistent/aws/credentials \
+	AWS_CONFIG_FILE=/nonexistent/aws/config
+unset AWS_PROFILE AWS_CONTAINER_CREDENTIALS_FULL_URI \
+	AWS_CONTAINER_CREDENTIALS_RELATIVE_URI \
+	AWS_CONTAINER_AUTHORIZATION_TOKEN AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE
+
 # Called by each file's setup(): a fresh folder per test, and a clear
 # failure when the binary is missing instead of 127 everywhere.
 chute_setup() {

@@ -204,9 +204,9 @@ missing() {
 @test "store: missing S3 credentials are an error before any request" {
 	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
 	run -1 st s3://bkt/pre stat f
-	assert_output --partial "no S3 credentials for 's3://bkt/pre': set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+	assert_output --partial "no S3 credentials for 's3://bkt/pre': looked in the environment (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY unset)"
 	AWS_ACCESS_KEY_ID=x run -1 st s3://bkt stat f
-	assert_output --partial "no S3 credentials"
+	assert_output --partial "no S3 credentials for 's3://bkt': AWS_ACCESS_KEY_ID is set, AWS_SECRET_ACCESS_KEY is not"
 }
 
 @test "store: a bucket that does not exist is named" {
