@@ -53,6 +53,11 @@ teardown() {
 	[ "${#lines[@]}" -gt 0 ]
 	chute stream . --epochs 1 -f jsonl >../local.jsonl
 	run -0 cmp <(chute stream origin@v1 --epochs 1 -f jsonl) ../local.jsonl
+	# a run record keeps the url: it replays where the name is unknown
+	chute stream origin@v1 --epochs 1 -f jsonl --record ../run.json >/dev/null
+	cd ..
+	run -0 grep -c "\"remote\": *\"file://$PWD/store\"" run.json
+	run -0 cmp <(chute stream --replay run.json) local.jsonl
 }
 
 @test "remote names: manifest, log and diff take NAME@TAG" {
