@@ -34,6 +34,7 @@ int cmd_merge(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
 int cmd_pull(int argc, char **argv);
 int cmd_push(int argc, char **argv);
+int cmd_remote(int argc, char **argv);
 int cmd_split(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_stream(int argc, char **argv);

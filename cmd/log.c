@@ -30,7 +30,7 @@ static const struct cmd_spec log_spec = {
 	.usage = log_usage,
 	.opts = log_opts,
 	.extra = "REF: a dataset folder, a manifest file, or "
-		 "REMOTE[@TAG|@ID]\n",
+		 "REMOTE[@TAG|@ID]\n(REMOTE: a url or a name from 'chute remote')\n",
 };
 
 static int take(struct cmd_parser *p, int c, void *ctx)

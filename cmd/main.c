@@ -34,6 +34,7 @@ static const struct command commands[] = {
 	{"pack", cmd_pack, "pack files into compressed, checksummed shards"},
 	{"pull", cmd_pull, "fetch a dataset version from a remote"},
 	{"push", cmd_push, "send a dataset version to a remote"},
+	{"remote", cmd_remote, "name remotes and choose the default one"},
 	{"split", cmd_split, "make deterministic train, val and test splits"},
 	{"status", cmd_status, "compare a dataset folder with its manifest"},
 	{"stream", cmd_stream, "stream shuffled batches of a dataset to a trainer"},

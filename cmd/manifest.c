@@ -33,7 +33,7 @@ static const struct cmd_spec manifest_spec = {
 	.usage = manifest_usage,
 	.opts = manifest_opts,
 	.extra = "REF: a dataset folder, a manifest file, or "
-		 "REMOTE[@TAG|@ID]\n",
+		 "REMOTE[@TAG|@ID]\n(REMOTE: a url or a name from 'chute remote')\n",
 };
 
 static int take(struct cmd_parser *p, int c, void *ctx)

@@ -29,7 +29,8 @@ static const struct cmd_spec pull_spec = {
 	.summary = "fetch a dataset version from a remote",
 	.usage = pull_usage,
 	.opts = pull_opts,
-	.extra = "without @TAG or @ID the tag 'latest'; every file is "
+	.extra = "REMOTE: a folder, a url or a name from 'chute remote'; "
+		 "without @TAG or @ID\nthe tag 'latest'; every file is "
 		 "verified before it\ntakes its name, the manifest comes "
 		 "last; an interrupted pull continues\nwhere it stopped; "
 		 "see chute-remote(7)\n",
@@ -74,23 +75,6 @@ static int parse_args(struct pull_args *a, int argc, char **argv)
 	return 0;
 }
 
-/* A folder remote may be given as a plain path: it becomes a file://
- * url, so that "@TAG" is read the same way for every kind. */
-static char *remote_text(const char *arg)
-{
-	char *out = NULL, *cwd;
-	if (ch_ref_is_remote(arg))
-		return strdup(arg);
-	if (arg[0] == '/')
-		return asprintf(&out, "file://%s", arg) < 0 ? NULL : out;
-	if (!(cwd = getcwd(NULL, 0)))
-		return NULL;
-	if (asprintf(&out, "file://%s/%s", cwd, arg) < 0)
-		out = NULL;
-	free(cwd);
-	return out;
-}
-
 int cmd_pull(int argc, char **argv)
 {
 	struct pull_args a = {0};
@@ -102,12 +86,8 @@ int cmd_pull(int argc, char **argv)
 	int status = parse_args(&a, argc, argv);
 	if (status != 0)
 		return status < 0 ? 0 : status;
-	char *text = remote_text(a.ref);
-	if (!text)
-		return cmd_error("out of memory");
-	status = ch_ref_parse(text, &ref, &err);
-	free(text);
-	if (status < 0)
+	/* a folder as a plain path, a url, or a remote name */
+	if (ch_ref_parse_remote(a.ref, a.dir, &ref, &err) < 0)
 		return cmd_fail(&err);
 	if (ch_store_open(&st, ref.remote, &a.store, &err) < 0) {
 		ch_ref_release(&ref);

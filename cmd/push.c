@@ -6,11 +6,12 @@
 
 #include "chute.h"
 #include "cmd.h"
+#include "chute/config.h"
 #include "chute/remote.h"
 #include "chute/store.h"
 
 static const char *const push_usage[] = {
-	"push [OPTIONS] DATASET REMOTE",
+	"push [OPTIONS] DATASET [REMOTE]",
 	NULL,
 };
 
@@ -27,8 +28,9 @@ static const struct cmd_spec push_spec = {
 	.summary = "send a dataset version to a remote",
 	.usage = push_usage,
 	.opts = push_opts,
-	.extra = "REMOTE: a folder, file://PATH, http(s)://HOST/PATH or "
-		 "s3://BUCKET/PREFIX\n"
+	.extra = "REMOTE: a folder, file://PATH, http(s)://HOST/PATH, "
+		 "s3://BUCKET/PREFIX\nor a name from 'chute remote' "
+		 "(none: the default remote)\n"
 		 "uploads the files the remote lacks, then the manifest, then "
 		 "the tags\n(always 'latest'); see chute-remote(7)\n",
 };
@@ -74,8 +76,9 @@ static int parse_args(struct push_args *a, int argc, char **argv)
 			break;
 		}
 	}
-	if (!a->remote)
-		return cmd_error("give a dataset and a remote to push it to");
+	if (!a->dataset)
+		return cmd_error("give a dataset to push (and a remote, or "
+				 "have a default one)");
 	return 0;
 }
 
@@ -86,12 +89,17 @@ int cmd_push(int argc, char **argv)
 	struct ch_push_report r;
 	struct cmd_transfer t;
 	struct ch_store *st;
+	char *url;
 	int status = parse_args(&a, argc, argv);
 	if (status != 0)
 		return status < 0 ? 0 : status;
 	a.push.tags = a.tags;
 	a.push.ntags = a.ntags;
-	if (ch_store_open(&st, a.remote, &a.store, &err) < 0)
+	if (ch_remote_arg(a.remote, a.dataset, &url, &err) < 0)
+		return cmd_fail(&err);
+	status = ch_store_open(&st, url, &a.store, &err);
+	free(url);
+	if (status < 0)
 		return cmd_fail(&err);
 	cmd_transfer_begin(&t, &a.push.xfer);
 	status = ch_remote_push(a.dataset, st, &a.push, &r, &err);

@@ -5,9 +5,12 @@
  *   - a dataset folder ("data/fmnist") or its manifest ("data/fmnist/manifest.json"),
  *   - a remote reference REMOTE[@TAG|@ID]: REMOTE is a store url
  *     (see chute/store.h: file://, http://, https://, s3://), TAG a tag name,
- *     ID a 32-digit version id; without '@' the tag "latest".
- * A plain folder path is local even when it contains '@'; only the
- * schemes above make a reference remote.
+ *     ID a 32-digit version id; without '@' the tag "latest";
+ *   - NAME[@TAG|@ID], NAME a remote defined in a config file (see
+ *     chute/config.h), which stands for its url.
+ * A path that exists, or that holds a '/', is local even when it contains
+ * '@'; otherwise NAME is looked up, and NAME@... that no config defines
+ * is an error listing the names that are defined.
  */
 #ifndef CH_REF_H
 #define CH_REF_H
@@ -24,6 +27,11 @@ struct ch_ref {
 /* 1 if text starts with a remote scheme (file://, http://, https://, s3://). */
 int ch_ref_is_remote(const char *text);
 int ch_ref_parse(const char *text, struct ch_ref *ref, struct ch_error *err);
+/* A reference that is always remote (chute pull's): as ch_ref_parse, but
+ * a plain path is a folder remote (PATH[@TAG|@ID], made a file:// url),
+ * and names are looked up in dataset_dir's config first (may be NULL). */
+int ch_ref_parse_remote(const char *text, const char *dataset_dir,
+			struct ch_ref *ref, struct ch_error *err);
 void ch_ref_release(struct ch_ref *ref);
 
 /* The manifest a reference names.  Remote: the tag is resolved to an id

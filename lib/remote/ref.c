@@ -1,14 +1,18 @@
 /* remote/ref.c - a dataset version named on the command line: a folder, a
  * manifest file, or REMOTE[@TAG|@ID]. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "chute/history.h"
 #include "common/internal.h"
 #include "chute/ref.h"
 #include "chute/remote.h"
 #include "remote/cache.h"
+#include "remote/names.h"
 #include "chute/store.h"
 
 static const char *const schemes[] = {"file://", "http://", "https://",
@@ -22,7 +26,9 @@ int ch_ref_is_remote(const char *text)
 	return 0;
 }
 
-int ch_ref_parse(const char *text, struct ch_ref *ref, struct ch_error *err)
+/* REMOTE[@TAG|@ID], REMOTE a store url. */
+static int parse_url(const char *text, struct ch_ref *ref,
+		     struct ch_error *err)
 {
 	memset(ref, 0, sizeof(*ref));
 	if (!(ref->text = strdup(text)))
@@ -48,6 +54,81 @@ int ch_ref_parse(const char *text, struct ch_ref *ref, struct ch_error *err)
 oom:
 	ch_ref_release(ref);
 	return ch_error_nomem(err);
+}
+
+static int path_exists(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0;
+}
+
+/* Parses as text, or as the url a remote name in text stands for. */
+static int parse_named(const char *text, const char *dataset_dir,
+		       struct ch_ref *ref, struct ch_error *err)
+{
+	char *url;
+	memset(ref, 0, sizeof(*ref));
+	if (ch_ref_name_url(text, dataset_dir, &url, err) < 0)
+		return -1;
+	int rc = parse_url(url ? url : text, ref, err);
+	if (rc == 0 && url) {
+		free(ref->text); /* messages say what was typed */
+		if (!(ref->text = strdup(text))) {
+			ch_ref_release(ref);
+			rc = ch_error_nomem(err);
+		}
+	}
+	free(url);
+	return rc;
+}
+
+/* An existing path, or one with a '/', is never a remote name. */
+static int maybe_name(const char *text)
+{
+	return !ch_ref_is_remote(text) && !strchr(text, '/') &&
+	       !path_exists(text);
+}
+
+int ch_ref_parse(const char *text, struct ch_ref *ref, struct ch_error *err)
+{
+	if (maybe_name(text))
+		return parse_named(text, NULL, ref, err);
+	return parse_url(text, ref, err);
+}
+
+/* A folder remote given as a plain path becomes a file:// url. */
+static char *folder_url(const char *path)
+{
+	char *out = NULL, *cwd;
+	if (path[0] == '/')
+		return asprintf(&out, "file://%s", path) < 0 ? NULL : out;
+	if (!(cwd = getcwd(NULL, 0)))
+		return NULL;
+	if (asprintf(&out, "file://%s/%s", cwd, path) < 0)
+		out = NULL;
+	free(cwd);
+	return out;
+}
+
+int ch_ref_parse_remote(const char *text, const char *dataset_dir,
+			struct ch_ref *ref, struct ch_error *err)
+{
+	char *name = strndup(text, strcspn(text, "@"));
+	int named = name && maybe_name(text) && !path_exists(name);
+	free(name);
+	if (named) {
+		if (parse_named(text, dataset_dir, ref, err) < 0)
+			return -1;
+		if (ref->remote)
+			return 0;
+		ch_ref_release(ref);
+	}
+	char *url = ch_ref_is_remote(text) ? strdup(text) : folder_url(text);
+	if (!url)
+		return ch_error_nomem(err);
+	int rc = parse_url(url, ref, err);
+	free(url);
+	return rc;
 }
 
 void ch_ref_release(struct ch_ref *ref)

@@ -73,7 +73,7 @@ else:
 
 @test "docs: chute help lists the commands of the contract" {
 	run -0 commands
-	assert_output "$(printf '%s\n' bench cat check diff export help log ls manifest merge pack pull push split status stream verify)"
+	assert_output "$(printf '%s\n' bench cat check diff export help log ls manifest merge pack pull push remote split status stream verify)"
 }
 
 @test "docs: every command in chute help has a man page" {
@@ -109,26 +109,31 @@ else:
 	assert_output "$(printf '%s\n' '-h, --help' '--version')"
 }
 
-@test "docs: each man page's synopsis is the usage line of --help" {
+@test "docs: each man page's synopsis is the usage lines of --help" {
 	local cmd usage
 	for cmd in $(documented_commands); do
 		usage=$(chute "$cmd" --help | head -1)
 		assert_equal "${usage%% *}" "usage:"
+		# "usage: chute X ..." and any "   or: chute X ..." lines
+		usage=$(chute "$cmd" --help | sed -n '1,/^$/s/^ *\(usage\|or\): //p' |
+			paste -sd ' ')
 		run -0 man_part "$MAN/chute-$cmd.1" SYNOPSIS
-		assert_output "${usage#usage: }"
+		assert_output "$usage"
 		assert_output --regexp "^chute $cmd( |\$)"
 	done
 }
 
 @test "docs: each man page's NAME line is the command's summary in chute help" {
-	local cmd summary
+	local cmd summary nusage
 	for cmd in $(documented_commands); do
 		summary=$(chute help | awk -v c="$cmd" '$1 == c { sub(/^ +[a-z]+ +/, ""); print; exit }')
 		[ -n "$summary" ] || fail "no summary for $cmd in chute help"
 		run -0 man_part "$MAN/chute-$cmd.1" NAME
 		assert_output "chute-$cmd - $summary"
+		# after the usage lines ("usage:", then any "or:")
+		nusage=$(chute "$cmd" --help | grep -c '^ *\(usage\|or\): ')
 		run -0 chute "$cmd" --help
-		assert_line --index 1 "$summary"
+		assert_line --index "$nusage" "$summary"
 	done
 }
 

@@ -55,6 +55,8 @@ chute_setup() {
 		fail "chute binary not found at '$CHUTE_BIN' (run make first)"
 	fi
 	cd "$BATS_TEST_TMPDIR" || fail "cannot cd to $BATS_TEST_TMPDIR"
+	# the user's named remotes (chute remote --user) stay out of tests
+	export XDG_CONFIG_HOME="$BATS_TEST_TMPDIR/.config"
 }
 
 setup() {
