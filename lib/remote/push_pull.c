@@ -246,8 +246,9 @@ static int push_files(struct ch_store *st, const struct vfile *f, size_t n,
 			nsend++;
 		}
 	}
-	ch_counter_phase(&hashing, "hashing", "files", nsend,
-			 r->uploaded_bytes);
+	if (nsend) /* a total of 0 would read "not known" */
+		ch_counter_phase(&hashing, "hashing", "files", nsend,
+				 r->uploaded_bytes);
 	for (size_t i = 0; i < n; i++) {
 		if (remote_has(&jobs[i], &f[i]))
 			continue;
