@@ -18,6 +18,7 @@ static const char *const cat_usage[] = {
 static const struct cmd_opt cat_opts[] = {
 	{'f', "field", "FIELD", "the field to write (needed if several)"},
 	CMD_HELP_OPT,
+	CMD_QUIET_OPT,
 	{0, NULL, NULL, NULL},
 };
 

@@ -42,6 +42,7 @@ static const struct cmd_opt check_opts[] = {
 	{OPT_JSON, "json", NULL, "one JSON report on standard output"},
 	{OPT_NEAR, "near-duplicates", NULL,
 	 "also look for near-identical images across splits"},
+	CMD_QUIET_OPT,
 	{OPT_RULES, "rules", "FILE",
 	 "levels, thresholds, required and label fields from a JSON file"},
 	{0, NULL, NULL, NULL},
@@ -128,6 +129,7 @@ static int make_opts(const struct check_args *a, struct ch_check_opts *o)
 	if (a->examples >= 0)
 		o->examples = (size_t)a->examples;
 	o->cancel = cmd_catch_signals();
+	o->progress = cmd_progress();
 	return 0;
 }
 
@@ -329,7 +331,9 @@ int cmd_check(int argc, char **argv)
 		ch_check_opts_release(&o);
 		return EXIT_USAGE;
 	}
-	if (ch_check(a.path, &o, &rep, &err) < 0) {
+	int rc = ch_check(a.path, &o, &rep, &err);
+	cmd_progress_clear();
+	if (rc < 0) {
 		ch_check_opts_release(&o);
 		return cmd_fail(&err);
 	}

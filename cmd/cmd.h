@@ -199,13 +199,30 @@ void cmd_print_replaced(const char *dir, const char *old_id, const char *id,
 			const char *changes);
 
 /* ------------------------------------------------------------------ */
-/* Transfers (push, pull): a progress line when stderr is a terminal    */
+/* The progress line (progress.c) and -q                                */
+
+/* -q, --quiet: every command takes it; cmd_next handles it itself. */
+#define CMD_QUIET_OPT                                                       \
+	{ 'q', "quiet", NULL, "no progress line on standard error" }
+void cmd_set_quiet(int quiet);
+int cmd_quiet(void);
+
+struct ch_progress;
+/* The ch_progress_fn to give a long lib call (its arg unused): it draws
+ * "PHASE: DONE/TOTAL UNIT, BYTES, RATE, eta TIME" on stderr, at most ten
+ * times a second; NULL, so that the library counts nothing, when stderr
+ * is not a terminal or -q was given. */
+void (*cmd_progress(void))(const struct ch_progress *p, void *arg);
+/* Wipes the line, if one is drawn: before any other text on stderr
+ * (cmd_error does it) and when the long call is over. */
+void cmd_progress_clear(void);
+
+/* ------------------------------------------------------------------ */
+/* Transfers (push, pull)                                               */
 
 struct ch_transfer_opts;
-struct ch_store_progress;
 struct cmd_transfer {
 	double start;
-	int tty, shown;
 };
 /* --jobs and --retries, the options push and pull share. */
 enum { CMD_OPT_RETRIES = CMD_LONG_ONLY + 64 };
@@ -217,8 +234,8 @@ struct ch_store_opts;
  * it was another option, -1 (an error printed) for a bad value. */
 int cmd_transfer_option(int c, const char *arg, struct ch_store_opts *so,
 			struct ch_transfer_opts *xo);
+/* Starts the clock and the progress line of a transfer. */
 void cmd_transfer_begin(struct cmd_transfer *t, struct ch_transfer_opts *o);
-void cmd_transfer_progress(const struct ch_store_progress *p, void *arg);
 void cmd_transfer_end(struct cmd_transfer *t);
 double cmd_transfer_seconds(const struct cmd_transfer *t);
 

@@ -21,6 +21,7 @@ static const struct cmd_opt diff_opts[] = {
 	CMD_HELP_OPT,
 	{OPT_JSON, "json", NULL, "one JSON report with every key"},
 	{OPT_LIMIT, "limit", "N", "example keys shown per kind (default: 10)"},
+	CMD_QUIET_OPT,
 	{0, NULL, NULL, NULL},
 };
 
@@ -327,10 +328,13 @@ int cmd_diff(int argc, char **argv)
 		return status < 0 ? 0 : status;
 	memset(ds, 0, sizeof ds);
 	o.cancel = cmd_catch_signals();
+	o.progress = cmd_progress();
 	for (; opened < 2; opened++)
 		if (open_version(a.refs[opened], &ds[opened], &err) < 0)
 			break;
-	if (opened < 2 || ch_diff(&ds[0], &ds[1], &o, &d, &err) < 0) {
+	int rc = opened < 2 ? -1 : ch_diff(&ds[0], &ds[1], &o, &d, &err);
+	cmd_progress_clear();
+	if (rc < 0) {
 		status = cmd_exit_status(&err);
 		if (status <= 128) /* above: a signal, which says it all */
 			cmd_error("%s", err.msg);

@@ -17,6 +17,7 @@ static const struct cmd_opt export_opts[] = {
 	{OPT_FORMAT, "format", "FORMAT", "output format: tar (the default)"},
 	CMD_HELP_OPT,
 	{'o', "output", "OUTDIR", "folder for the exported files"},
+	CMD_QUIET_OPT,
 	{0, NULL, NULL, NULL},
 };
 
@@ -82,7 +83,10 @@ int cmd_export(int argc, char **argv)
 	if (ch_dataset_open(&ds, path, &err) < 0)
 		return cmd_fail(&err);
 	o.cancel = cmd_catch_signals();
-	if (ch_export(&ds, &o, &written, &err) < 0)
+	o.progress = cmd_progress();
+	int rc = ch_export(&ds, &o, &written, &err);
+	cmd_progress_clear();
+	if (rc < 0)
 		status = cmd_fail(&err);
 	else
 		printf("exported %zu shards into %s\n", written, o.out_dir);

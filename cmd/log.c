@@ -21,6 +21,7 @@ static const char *const log_usage[] = {
 static const struct cmd_opt log_opts[] = {
 	CMD_HELP_OPT,
 	{OPT_JSON, "json", NULL, "one JSON document on standard output"},
+	CMD_QUIET_OPT,
 	{0, NULL, NULL, NULL},
 };
 

@@ -19,6 +19,7 @@ static const char *const ls_usage[] = {
 static const struct cmd_opt ls_opts[] = {
 	CMD_HELP_OPT,
 	{OPT_JSON, "json", NULL, "one JSON object per sample and line"},
+	CMD_QUIET_OPT,
 	{OPT_SPLIT, "split", "NAME", "only the samples of split NAME"},
 	{0, NULL, NULL, NULL},
 };

@@ -97,6 +97,7 @@ static int unknown_global_option(const char *arg)
 
 static const struct cmd_opt help_opts[] = {
 	CMD_HELP_OPT,
+	CMD_QUIET_OPT,
 	{0, NULL, NULL, NULL},
 };
 
@@ -144,6 +145,7 @@ static int cmd_help(int argc, char **argv)
 
 static int finish(int status)
 {
+	cmd_progress_clear();
 	/* A reader that went away is the reader's business (head, less). */
 	if ((fflush(stdout) == EOF || ferror(stdout)) && errno != EPIPE &&
 	    status == 0)

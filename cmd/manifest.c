@@ -24,6 +24,7 @@ static const char *const manifest_usage[] = {
 static const struct cmd_opt manifest_opts[] = {
 	CMD_HELP_OPT,
 	{OPT_JSON, "json", NULL, "print the whole manifest as chute writes it"},
+	CMD_QUIET_OPT,
 	{0, NULL, NULL, NULL},
 };
 

@@ -29,6 +29,7 @@ static const struct cmd_opt merge_opts[] = {
 	{'n', "name", "NAME", "dataset and shard name (default: DIR's name)"},
 	{'o', "output", "DIR", "dataset folder to create or replace, or the "
 	 "remote the parts are on"},
+	CMD_QUIET_OPT,
 	{'t', "tag", "NAME", "on a remote: also point tag NAME at the version "
 	 "(repeatable)"},
 	{0, NULL, NULL, NULL},

@@ -66,6 +66,7 @@ int cmd_error(const char *fmt, ...)
 	char *msg = NULL, *shown = NULL;
 	va_list ap;
 
+	cmd_progress_clear(); /* the message starts on a line of its own */
 	fflush(stdout);
 	if (current_name)
 		fprintf(stderr, "chute %s: ", current_name);
@@ -295,7 +296,7 @@ static int bad_option(struct cmd_parser *p)
 
 int cmd_next(struct cmd_parser *p)
 {
-	if (!p->finished) {
+	while (!p->finished) {
 		int c = getopt_long(p->argc, p->argv, p->shortopts,
 				    p->longopts, NULL);
 		p->arg = optarg;
@@ -312,6 +313,9 @@ int cmd_next(struct cmd_parser *p)
 		case CMD_OPT_HELP:
 			cmd_usage(p->spec, stdout);
 			return CMD_HELP;
+		case 'q': /* every command's, so handled here */
+			cmd_set_quiet(1);
+			continue;
 		default:
 			return c;
 		}

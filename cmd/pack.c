@@ -3,7 +3,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -57,7 +56,7 @@ static const struct cmd_opt pack_opts[] = {
 	 "pack part I of N, I from 0 (default: from Slurm)"},
 	{OPT_PARTS, "parts", "N",
 	 "N parts, I from $JOB_COMPLETION_INDEX"},
-	{'q', "quiet", NULL, "no progress line on a terminal"},
+	CMD_QUIET_OPT,
 	{'s', "shard-size", "SIZE",
 	 "bytes per shard (default 256M), or samples: 10000s"},
 	{0, NULL, NULL, NULL},
@@ -80,62 +79,6 @@ static const struct cmd_spec pack_spec = {
 };
 
 /* ------------------------------------------------------------------ */
-/* Progress line                                                        */
-
-struct progress {
-	pthread_mutex_t lock;
-	double start, last; /* ch_now() */
-	int width; /* characters now on the line, 0 if nothing drawn */
-};
-
-static void draw(struct progress *pr, const struct ch_progress *p,
-		 double elapsed)
-{
-	double mb = (double)p->bytes / 1e6, total = (double)p->total_bytes / 1e6;
-	double rate = elapsed > 0 ? mb / elapsed : 0;
-	char eta[32] = "";
-	int n;
-
-	if (rate > 0 && total > mb) {
-		unsigned long s = (unsigned long)((total - mb) / rate);
-		snprintf(eta, sizeof eta, ", eta %lu:%02lu", s / 60, s % 60);
-	}
-	n = fprintf(stderr,
-		    "\rpacking: %" PRIu64 "/%" PRIu64 " files, %.1f/%.1f MB, "
-		    "%.1f MB/s%s",
-		    p->files, p->total_files, mb, total, rate, eta);
-	n -= 1; /* the \r */
-	if (n < pr->width)
-		fprintf(stderr, "%*s", pr->width - n, "");
-	if (n > pr->width)
-		pr->width = n;
-}
-
-/* May be called from worker threads: whoever finds the line busy skips
- * the update rather than wait for it. */
-static void on_progress(const struct ch_progress *p, void *arg)
-{
-	struct progress *pr = arg;
-	double now;
-
-	if (pthread_mutex_trylock(&pr->lock) != 0)
-		return;
-	now = ch_now();
-	if (pr->width == 0 || now - pr->last >= 0.1) {
-		draw(pr, p, now - pr->start);
-		pr->last = now;
-	}
-	pthread_mutex_unlock(&pr->lock);
-}
-
-static void progress_clear(struct progress *pr)
-{
-	if (pr->width > 0)
-		fprintf(stderr, "\r%*s\r", pr->width, "");
-	pr->width = 0;
-}
-
-/* ------------------------------------------------------------------ */
 /* Options                                                              */
 
 struct pack_args {
@@ -146,7 +89,7 @@ struct pack_args {
 	size_t nexclude, ninclude;
 	const char *part;  /* --part as given, or NULL */
 	uint64_t parts;	   /* --parts, 0 if not given */
-	int null_sep, quiet;
+	int null_sep;
 };
 
 /* "256M" is bytes (and the default sample cap), "10000s" is samples. */
@@ -196,9 +139,6 @@ static int take_option(struct pack_args *a, int c, const char *arg)
 		return parse_shard_size(arg, &a->o);
 	case '0':
 		a->null_sep = 1;
-		return 0;
-	case 'q':
-		a->quiet = 1;
 		return 0;
 	case OPT_DICT:
 		a->o.dict = 1;
@@ -336,25 +276,17 @@ static int parse_args(struct pack_args *a, int argc, char **argv)
 
 static int run_pack(struct pack_args *a)
 {
-	struct progress pr;
 	struct ch_pack_result res;
 	struct ch_error err = {0};
 	int rc;
 
-	memset(&pr, 0, sizeof pr);
-	pthread_mutex_init(&pr.lock, NULL);
-	pr.start = ch_now();
-	if (!a->quiet && isatty(STDERR_FILENO)) {
-		a->o.progress = on_progress;
-		a->o.progress_arg = &pr;
-	}
+	a->o.progress = cmd_progress();
 	a->o.list_fd = STDIN_FILENO;
 	a->o.list_sep = a->null_sep ? 0 : '\n';
 	a->o.cancel = cmd_catch_signals();
 	memset(&res, 0, sizeof res);
 	rc = ch_pack(a->sources, a->nsources, &a->o, &res, &err);
-	progress_clear(&pr);
-	pthread_mutex_destroy(&pr.lock);
+	cmd_progress_clear();
 	if (rc < 0)
 		return cmd_fail(&err);
 	if (a->o.parts)

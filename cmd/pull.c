@@ -20,6 +20,7 @@ static const char *const pull_usage[] = {
 static const struct cmd_opt pull_opts[] = {
 	CMD_HELP_OPT,
 	{'j', "jobs", "N", "downloads at once (default 8)"},
+	CMD_QUIET_OPT,
 	CMD_RETRIES_OPT,
 	{0, NULL, NULL, NULL},
 };

@@ -18,6 +18,7 @@ static const char *const push_usage[] = {
 static const struct cmd_opt push_opts[] = {
 	CMD_HELP_OPT,
 	{'j', "jobs", "N", "uploads at once (default 8)"},
+	CMD_QUIET_OPT,
 	CMD_RETRIES_OPT,
 	{'t', "tag", "NAME", "also point tag NAME at the version (repeatable)"},
 	{0, NULL, NULL, NULL},

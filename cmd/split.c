@@ -27,6 +27,7 @@ static const struct cmd_opt split_opts[] = {
 				      "together"},
 	CMD_HELP_OPT,
 	{OPT_JSON, "json", NULL, "print the summary as one JSON object"},
+	CMD_QUIET_OPT,
 	{OPT_SEED, "seed", "S", "seed of the assignment (default 0)"},
 	{OPT_TEST, "test", "F", "share of the samples for test (default 0)"},
 	{OPT_VAL, "val", "F", "share of the samples for val (required)"},

@@ -21,6 +21,7 @@ static const struct cmd_opt status_opts[] = {
 				 "says"},
 	CMD_HELP_OPT,
 	{OPT_JSON, "json", NULL, "one JSON report on standard output"},
+	CMD_QUIET_OPT,
 	{0, NULL, NULL, NULL},
 };
 
@@ -126,7 +127,10 @@ int cmd_status(int argc, char **argv)
 	if (status != 0)
 		return status < 0 ? 0 : status;
 	a.o.cancel = cmd_catch_signals();
-	if (ch_status(path, &a.o, &r, &err) < 0) {
+	a.o.progress = cmd_progress();
+	int rc = ch_status(path, &a.o, &r, &err);
+	cmd_progress_clear();
+	if (rc < 0) {
 		status = cmd_exit_status(&err);
 		if (status <= 128) /* above: a signal, which says it all */
 			cmd_error("%s", err.msg);

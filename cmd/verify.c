@@ -25,6 +25,7 @@ static const struct cmd_opt verify_opts[] = {
 	{OPT_JSON, "json", NULL, "one JSON report on standard output"},
 	{OPT_PART, "part", "I/N",
 	 "only part I of N, I from 0: shards I, I+N, ..."},
+	CMD_QUIET_OPT,
 	{0, NULL, NULL, NULL},
 };
 
@@ -166,10 +167,12 @@ static void on_problem(const struct ch_problem *p, void *arg)
 	struct verify_run *v = arg;
 	char *path = problem_path(v, p->shard);
 
-	if (v->problems)
+	if (v->problems) {
 		add_problem(v->problems, p, path ? path : v->arg);
-	else
+	} else {
+		cmd_progress_clear(); /* the problem on a line of its own */
 		print_problem(p, path ? path : v->arg);
+	}
 	if (p->shard && path)
 		remember_shard(v, path);
 	free(path);
@@ -195,7 +198,9 @@ static int verify_one(const char *path, struct ch_verify_opts *o,
 	v->arg = path;
 	v->arg_is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 	memset(&res, 0, sizeof res);
-	if (ch_verify(path, o, &res, &err) < 0) {
+	int rc = ch_verify(path, o, &res, &err);
+	cmd_progress_clear();
+	if (rc < 0) {
 		int status = cmd_fail(&err);
 		if (t->errors)
 			json_array_append_new(t->errors,
@@ -315,6 +320,7 @@ int cmd_verify(int argc, char **argv)
 	o.on_problem = on_problem;
 	o.arg = &v;
 	o.cancel = cmd_catch_signals();
+	o.progress = cmd_progress();
 	for (size_t i = 0; i < npaths; i++) {
 		status = verify_one(paths[i], &o, &v, &t);
 		if (status > 128) /* stopped by a signal */

@@ -534,12 +534,23 @@ int ch_dataset_locate(struct ch_dataset *ds, uint64_t n, size_t *shard,
 		      uint64_t *sample, struct ch_error *err);
 
 /* ------------------------------------------------------------------ */
-/* Parallel work: a fixed pool running an ordered sequence of tasks      */
+/* Progress of long work                                                */
 
+/* What a long call has done so far, for a progress display.  The call
+ * goes through phases ("hashing", then "uploading"); in each, `done` of
+ * `total` things counted in `unit` ("files", "shards", "samples",
+ * "bytes") are done, and bytes of total_bytes of the data (0 and 0 when
+ * the phase does not count bytes).  A total of 0 is not known yet.  The
+ * strings are static. */
 struct ch_progress {
-	uint64_t files, bytes;	 /* done so far */
-	uint64_t total_files, total_bytes;
+	const char *phase, *unit;
+	uint64_t done, total;
+	uint64_t bytes, total_bytes;
 };
+/* Called from one thread at a time (not always the caller's), when a
+ * phase starts, then every so many things done (a count, never a clock
+ * read per sample), and once more when the phase ends: it must be quick
+ * and must not call back into the library. */
 typedef void (*ch_progress_fn)(const struct ch_progress *p, void *arg);
 
 /* ------------------------------------------------------------------ */
@@ -701,6 +712,10 @@ struct ch_verify_opts {
 	ch_problem_fn on_problem; /* called from one thread at a time */
 	void *arg;
 	volatile sig_atomic_t *cancel;
+	/* phases "hashing" (files) then "checking blocks" (blocks, the
+	 * shards whose hash did not match, or all with deep); may be NULL */
+	ch_progress_fn progress;
+	void *progress_arg;
 };
 
 struct ch_verify_result {
@@ -719,6 +734,8 @@ struct ch_export_opts {
 	const char *out_dir;
 	const char *format; /* "tar" */
 	volatile sig_atomic_t *cancel;
+	ch_progress_fn progress; /* phase "writing", samples; may be NULL */
+	void *progress_arg;
 };
 
 /* Writes one WebDataset tar per shard (NAME-000000.tar, members KEY.FIELD
@@ -819,6 +836,9 @@ struct ch_check_opts {
 	size_t examples;     /* examples kept per rule */
 	int jobs;	     /* threads; 0: all cores */
 	volatile sig_atomic_t *cancel;
+	ch_progress_fn progress; /* phases "scanning", then each pass that
+				  * reads blocks; may be NULL */
+	void *progress_arg;
 };
 
 /* The defaults of chute-check(1); the rules run at their default levels. */

@@ -21,11 +21,11 @@
 #include "chute/store.h"
 
 struct seen {
-	struct ch_store_progress last;
+	struct ch_progress last;
 	int calls;
 };
 
-static void on_progress(const struct ch_store_progress *p, void *arg)
+static void on_progress(const struct ch_progress *p, void *arg)
 {
 	struct seen *s = arg;
 	s->last = *p;
@@ -127,8 +127,9 @@ static int many(struct ch_store *st, const char *cmd, int argc, char **argv,
 		else
 			printf("%s missing\n", j->key);
 	}
-	fprintf(stderr, "progress: %zu/%zu files, %llu/%llu bytes\n",
-		seen.last.files, seen.last.total_files,
+	fprintf(stderr, "progress: %llu/%llu files, %llu/%llu bytes\n",
+		(unsigned long long)seen.last.done,
+		(unsigned long long)seen.last.total,
 		(unsigned long long)seen.last.bytes,
 		(unsigned long long)seen.last.total_bytes);
 out:

@@ -52,6 +52,8 @@ struct ch_diff_class {
 
 struct ch_diff_opts {
 	volatile sig_atomic_t *cancel;
+	ch_progress_fn progress; /* phase "comparing", samples; may be NULL */
+	void *progress_arg;
 };
 
 struct ch_diff {

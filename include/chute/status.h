@@ -24,6 +24,8 @@ struct ch_status_item {
 struct ch_status_opts {
 	int rehash; /* hash every file, whatever the stat cache says */
 	volatile sig_atomic_t *cancel;
+	ch_progress_fn progress; /* phase "checking", files; may be NULL */
+	void *progress_arg;
 };
 
 struct ch_status_result {

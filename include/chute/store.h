@@ -97,16 +97,12 @@ struct ch_store_job {
 	int verified;		/* get_many: checked, waiting for its name */
 };
 
-struct ch_store_progress {
-	uint64_t bytes, total_bytes;
-	size_t files, total_files;
-};
-typedef void (*ch_store_progress_fn)(const struct ch_store_progress *p,
-				     void *arg);
-
 struct ch_transfer_opts {
 	int jobs;		    /* transfers at once (default 8) */
-	ch_store_progress_fn progress; /* called now and then; may be NULL */
+	/* may be NULL; called at most every 100 ms, and when a call starts
+	 * and ends, with the phase "checking remote" (stat_many),
+	 * "downloading" (get_many) or "uploading" (put_many), unit "files" */
+	ch_progress_fn progress;
 	void *progress_arg;
 };
 

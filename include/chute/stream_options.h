@@ -92,6 +92,9 @@
 	X(PREFETCH, 'p', "prefetch", "N|auto", THREADS, _,                   \
 	  LIB, prefetch, 0, _, BENCH, _,                                     \
 	  "batches prepared ahead (default auto: as measured)")              \
+	X(QUIET, 'q', "quiet", NULL, SET, _,                                 \
+	  CMD, _, 0, _, BENCH, _,                                            \
+	  "no progress line on standard error")                              \
 	X(RANK, 0, "rank", "R", U64, RANGE(0, 1u << 20),                     \
 	  LIB, rank, 0, _, _, RECORD(8, "rank"),                             \
 	  "this rank (default: $RANK, else 0)")                              \

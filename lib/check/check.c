@@ -49,6 +49,12 @@ static int run_task(void *arg, size_t i, int worker, struct ch_error *err)
 	if (!w->r && !(w->r = ch_block_reader_new()))
 		return ch_error_nomem(err);
 	check_scan(c, &c->tasks[i], w->r, &w->d);
+	if (c->progress.fn) {
+		pthread_mutex_lock(&c->lock);
+		ch_counter_add(&c->progress, c->tasks[i].end - c->tasks[i].begin,
+			       0);
+		pthread_mutex_unlock(&c->lock);
+	}
 	return 0;
 }
 
@@ -358,7 +364,15 @@ static int collect(struct checker *c, const char *path, struct ch_error *err)
 	    plan(c, 1, err) < 0 || run_pool(c, err) < 0)
 		return -1;
 	mark_absent(c);
-	return plan(c, 0, err) < 0 || run_pool(c, err) < 0 ? -1 : 0;
+	if (plan(c, 0, err) < 0)
+		return -1;
+	uint64_t samples = 0;
+	for (size_t i = 0; i < c->ntasks; i++)
+		samples += c->tasks[i].end - c->tasks[i].begin;
+	ch_counter_phase(&c->progress, "checking", "samples", samples, 0);
+	int rc = run_pool(c, err);
+	ch_counter_end(&c->progress);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -564,6 +578,7 @@ int ch_check(const char *path, const struct ch_check_opts *o,
 	int rc = -1;
 	memset(rep, 0, sizeof(*rep));
 	pthread_mutex_init(&c.lock, NULL);
+	ch_counter_init(&c.progress, o->progress, o->progress_arg);
 	if (collect(&c, path, err) < 0 || post_rules(&c, err) < 0)
 		goto out;
 	check_sort_examples(rep);

@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 
+#include "common/counter.h"
 #include "common/internal.h"
 
 /* ------------------------------------------------------------------ */
@@ -111,6 +112,7 @@ struct checker {
 	size_t ntasks;
 	int phase_open; /* tasks open shards rather than scan samples */
 	pthread_mutex_t lock;
+	struct ch_counter progress; /* the scan's samples; guarded by lock */
 	size_t worst[CH_RULE_COUNT]; /* the example last in order, when full */
 };
 

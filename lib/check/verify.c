@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 
+#include "common/counter.h"
 #include "common/internal.h"
 #include "common/pool.h"
 #include "common/xxh.h"
@@ -53,6 +54,7 @@ struct verifier {
 	/* --deep: each worker's block reader, made on its first block */
 	struct ch_block_reader **readers;
 	int nreaders;
+	struct ch_counter progress; /* guarded by lock */
 };
 
 static void report(struct verifier *v, enum ch_problem_kind kind,
@@ -74,6 +76,16 @@ static void report(struct verifier *v, enum ch_problem_kind kind,
 	v->res->problems++;
 	if (v->o->on_problem)
 		v->o->on_problem(&p, v->o->arg);
+	pthread_mutex_unlock(&v->lock);
+}
+
+/* n more shards or blocks done, bytes more hashed. */
+static void count(struct verifier *v, uint64_t n, uint64_t bytes)
+{
+	if (!v->progress.fn)
+		return;
+	pthread_mutex_lock(&v->lock);
+	ch_counter_add(&v->progress, n, bytes);
 	pthread_mutex_unlock(&v->lock);
 }
 
@@ -140,10 +152,17 @@ static int map_range(int fd, uint64_t start, uint64_t end, piece_fn fn,
 	return 0;
 }
 
+struct file_walk {
+	struct verifier *v;
+	XXH3_state_t state;
+};
+
 static void feed_file(const uint8_t *p, uint64_t off, size_t n, void *arg)
 {
+	struct file_walk *w = arg;
 	(void)off;
-	XXH3_128bits_update(arg, p, n);
+	XXH3_128bits_update(&w->state, p, n);
+	count(w->v, 0, n); /* a window at a time: a shard can be large */
 }
 
 /* Block hashes over a range of blocks: where each one starts and ends. */
@@ -201,12 +220,12 @@ static void file_task(struct verifier *v, const struct vtask *t)
 {
 	struct vshard *vs = &v->shards[t->shard];
 	const struct ch_manifest_shard *ms = &v->ds.manifest.shards[t->shard];
-	XXH3_state_t file;
+	struct file_walk file = { .v = v };
 	struct stat st;
 	int fd = open_fd(v, vs);
 	if (fd < 0)
 		return;
-	XXH3_128bits_reset(&file);
+	XXH3_128bits_reset(&file.state);
 	if (fstat(fd, &st) < 0 ||
 	    map_range(fd, 0, (uint64_t)st.st_size, feed_file, &file,
 		      v->o->cancel) < 0) {
@@ -218,8 +237,9 @@ static void file_task(struct verifier *v, const struct vtask *t)
 	close(fd);
 	pthread_mutex_lock(&v->lock);
 	v->res->bytes += (uint64_t)st.st_size;
+	ch_counter_add(&v->progress, 1, 0);
 	pthread_mutex_unlock(&v->lock);
-	XXH128_hash_t h = XXH3_128bits_digest(&file);
+	XXH128_hash_t h = XXH3_128bits_digest(&file.state);
 	struct ch_hash128 got = { h.high64, h.low64 };
 	if (v->ds.lone_shard || cancelled(v))
 		return;
@@ -296,20 +316,23 @@ static int run_task(void *arg, size_t i, int worker, struct ch_error *err)
 	struct verifier *v = arg;
 	const struct vtask *t = &v->tasks[i];
 	struct ch_block_reader **r = &v->readers[worker];
+	int rc = 0;
 	switch (t->kind) {
-	case TASK_OPEN: open_shard(v, t->shard); break;
-	case TASK_FILE: file_task(v, t); break;
+	case TASK_OPEN: open_shard(v, t->shard); return 0;
+	case TASK_FILE: file_task(v, t); return 0;
 	case TASK_BLOCKS: blocks_task(v, t); break;
 	case TASK_DEEP:
 		if (!*r)
 			*r = ch_block_reader_new();
 		if (*r)
-			return deep_task(v, t, *r, err);
-		report(v, CH_PROBLEM_STRUCTURE, NULL, -1, NULL, -1,
-		       "out of memory");
+			rc = deep_task(v, t, *r, err);
+		else
+			report(v, CH_PROBLEM_STRUCTURE, NULL, -1, NULL, -1,
+			       "out of memory");
 		break;
 	}
-	return 0;
+	count(v, t->count, 0);
+	return rc;
 }
 
 static int cmp_name(const void *a, const void *b)
@@ -498,6 +521,28 @@ static int cmp_cost(const void *a, const void *b)
 	return x->kind < y->kind ? -1 : x->kind > y->kind;
 }
 
+/* Files: shards and their bytes; blocks: blocks (a phase with no task
+ * shows nothing). */
+static void start_phase(struct verifier *v, enum phase phase)
+{
+	uint64_t n = 0, bytes = 0;
+	for (size_t i = 0; i < v->ntasks; i++) {
+		const struct vtask *t = &v->tasks[i];
+		if (t->kind == TASK_FILE) {
+			n++;
+			bytes += v->ds.manifest.shards[t->shard].bytes;
+		} else {
+			n += t->count;
+		}
+	}
+	ch_counter_end(&v->progress);
+	if (v->ntasks)
+		ch_counter_phase(&v->progress, phase == PHASE_FILES ?
+				 "hashing" : "checking blocks",
+				 phase == PHASE_FILES ? "shards" : "blocks",
+				 n, bytes);
+}
+
 static int plan_tasks(struct verifier *v, enum phase phase,
 		      struct ch_error *err)
 {
@@ -524,6 +569,7 @@ static int plan_tasks(struct verifier *v, enum phase phase,
 	}
 	if (v->ntasks)
 		qsort(v->tasks, v->ntasks, sizeof(*v->tasks), cmp_cost);
+	start_phase(v, phase);
 	return 0;
 }
 
@@ -683,6 +729,7 @@ int ch_verify(const char *path, const struct ch_verify_opts *o,
 	struct verifier v = { .o = o, .res = res };
 	int rc = -1;
 	memset(res, 0, sizeof(*res));
+	ch_counter_init(&v.progress, o->progress, o->progress_arg);
 	pthread_mutex_init(&v.lock, NULL);
 	if (o->parts && o->part >= o->parts) {
 		ch_error_set(err, "no part %llu of %llu: parts count from 0",
@@ -736,6 +783,7 @@ int ch_verify(const char *path, const struct ch_verify_opts *o,
 		    ch_pool_run(jobs, v.ntasks, run_task, &v, o->cancel,
 				err) < 0)
 			goto out;
+	ch_counter_end(&v.progress);
 	if (cancelled(&v)) {
 		ch_error_interrupted(err);
 		goto out;

@@ -185,7 +185,7 @@ static int write_next(struct encoder *e, struct ch_ordered *q,
 	struct slot *sl = &e->slots[slot];
 	if (ch_shard_writer_add(job->writer, &sl->out, err) < 0)
 		return -1;
-	job->counters->files += sl->out.nsamples;
+	job->counters->done += sl->out.nsamples;
 	job->counters->bytes += sl->out.raw_size;
 	if (job->progress)
 		job->progress(job->counters, job->progress_arg);

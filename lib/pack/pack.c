@@ -628,8 +628,11 @@ static int pack_entries(const char *tmp, const char *name,
 		return -1;
 	if (survey(st, o, &sv, err) < 0 || ch_sorted_rewind(st, err) < 0)
 		goto out;
-	b.counters.total_files = sv.samples;
-	b.counters.total_bytes = sv.bytes;
+	b.counters = (struct ch_progress){ .phase = "writing",
+		.unit = "samples", .total = sv.samples,
+		.total_bytes = sv.bytes };
+	if (o->progress)
+		o->progress(&b.counters, o->progress_arg);
 	builder_init(&b, cat);
 	int built = build(st, &b, err);
 	builder_release(&b);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "chute/history.h"
+#include "common/counter.h"
 #include "common/internal.h"
 #include "chute/remote.h"
 #include "remote/publish.h"
@@ -214,16 +215,24 @@ static int check_local(const struct ch_store_job *j, const char *rel,
 			    (unsigned long long)j->size, want);
 }
 
-/* Uploads the files the remote lacks; returns how many it sent. */
+static int remote_has(const struct ch_store_job *j, const struct vfile *f)
+{
+	return j->exists && j->remote_size == f->bytes;
+}
+
+/* Uploads the files the remote lacks (hashed first); returns how many it
+ * sent. */
 static int push_files(struct ch_store *st, const struct vfile *f, size_t n,
 		      const char *root, const struct ch_transfer_opts *xo,
 		      struct ch_push_report *r, struct ch_error *err)
 {
 	struct ch_store_job *jobs = make_jobs(f, n, root, err), *todo = NULL;
-	size_t ntodo = 0;
+	struct ch_counter hashing;
+	size_t ntodo = 0, nsend = 0;
 	int rc = -1;
 	if (!jobs)
 		return -1;
+	ch_counter_init(&hashing, xo->progress, xo->progress_arg);
 	if (ch_store_stat_many(st, jobs, n, xo, err) < 0)
 		goto out;
 	if (!(todo = calloc(n + 1, sizeof(*todo)))) {
@@ -232,13 +241,23 @@ static int push_files(struct ch_store *st, const struct vfile *f, size_t n,
 	}
 	for (size_t i = 0; i < n; i++) {
 		r->bytes += f[i].bytes;
-		if (jobs[i].exists && jobs[i].remote_size == f[i].bytes)
+		if (!remote_has(&jobs[i], &f[i])) {
+			r->uploaded_bytes += f[i].bytes;
+			nsend++;
+		}
+	}
+	if (nsend) /* a total of 0 would read "not known" */
+		ch_counter_phase(&hashing, "hashing", "files", nsend,
+				 r->uploaded_bytes);
+	for (size_t i = 0; i < n; i++) {
+		if (remote_has(&jobs[i], &f[i]))
 			continue;
 		if (check_local(&jobs[i], f[i].path, err) < 0)
 			goto out;
 		todo[ntodo++] = jobs[i];
-		r->uploaded_bytes += f[i].bytes;
+		ch_counter_add(&hashing, 1, f[i].bytes);
 	}
+	ch_counter_end(&hashing);
 	if (ntodo && ch_store_put_many(st, todo, ntodo, xo, err) < 0)
 		goto out;
 	r->uploaded = ntodo;
@@ -418,12 +437,19 @@ static size_t earlier_twin(const struct vfile *f, size_t i)
 /* Fills jobs with the files neither in place nor staged; *nt counts them. */
 static int plan_pull(const char *dir, const struct vfile *f, size_t n,
 		     struct ch_store_job *jobs, size_t *nt,
+		     const struct ch_transfer_opts *o,
 		     struct ch_pull_report *r, struct ch_error *err)
 {
 	struct ch_statcache sc = {0};
+	struct ch_counter checking;
+	uint64_t total_bytes = 0;
 	*nt = 0;
 	if (ch_statcache_load(dir, &sc, err) < 0)
 		return -1;
+	for (size_t i = 0; i < n; i++)
+		total_bytes += f[i].bytes;
+	ch_counter_init(&checking, o->progress, o->progress_arg);
+	ch_counter_phase(&checking, "checking", "files", n, total_bytes);
 	for (size_t i = 0; i < n; i++) {
 		char *final = ch_path_join(dir, f[i].path);
 		char *stage = staging_path(dir, &f[i]);
@@ -439,6 +465,7 @@ static int plan_pull(const char *dir, const struct vfile *f, size_t n,
 			   earlier_twin(f, i) < i ||
 			   file_matches(stage, f[i].bytes, f[i].hash, NULL);
 		free(final);
+		ch_counter_add(&checking, 1, f[i].bytes);
 		if (here) {
 			r->present++;
 			free(stage);
@@ -455,6 +482,7 @@ static int plan_pull(const char *dir, const struct vfile *f, size_t n,
 		}
 		r->downloaded_bytes += f[i].bytes;
 	}
+	ch_counter_end(&checking);
 	ch_statcache_release(&sc);
 	return 0;
 }
@@ -538,7 +566,7 @@ int ch_remote_pull(struct ch_store *st, const char *at, const char *dir,
 		goto out;
 	}
 	if (ch_mkdir_p(stage_dir, err) < 0 ||
-	    plan_pull(dir, f, n, jobs, &nt, r, err) < 0)
+	    plan_pull(dir, f, n, jobs, &nt, o, r, err) < 0)
 		goto out;
 	if (nt && ch_store_get_many(st, jobs, nt, o, err) < 0)
 		goto out;

@@ -66,13 +66,15 @@ long ch_store_backoff_ms(const struct ch_store *st, int n);
 void ch_store_sleep_ms(long ms);
 uint64_t ch_store_now_ms(void);
 
-/* Progress: calls o->progress at most every 100 ms, or now when force. */
+/* Progress: calls o->progress at most every 100 ms, or now when force,
+ * with the phase given (unit "files"). */
 struct ch_store_reporter {
 	const struct ch_transfer_opts *o;
 	uint64_t last_ms;
+	const char *phase;
 };
 void ch_store_report(struct ch_store_reporter *r,
-		     const struct ch_store_progress *p, int force);
+		     const struct ch_progress *p, int force);
 int ch_store_jobs(const struct ch_transfer_opts *o);
 
 /* ------------------------------------------------------------------ */

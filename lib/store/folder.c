@@ -336,7 +336,7 @@ struct pool {
 	struct ch_store_job *jobs;
 	job_fn fn;
 	pthread_mutex_t mu; /* guards prog */
-	struct ch_store_progress prog;
+	struct ch_progress prog;
 	struct ch_store_reporter rep;
 };
 
@@ -346,7 +346,7 @@ static int pool_task(void *arg, size_t i, int worker, struct ch_error *err)
 	(void)worker;
 	int rc = pl->fn(pl, &pl->jobs[i], err);
 	pthread_mutex_lock(&pl->mu);
-	pl->prog.files++;
+	pl->prog.done++;
 	pthread_mutex_unlock(&pl->mu);
 	return rc;
 }
@@ -355,19 +355,22 @@ static void pool_watch(void *arg)
 {
 	struct pool *pl = arg;
 	pthread_mutex_lock(&pl->mu);
-	struct ch_store_progress p = pl->prog;
+	struct ch_progress p = pl->prog;
 	pthread_mutex_unlock(&pl->mu);
 	ch_store_report(&pl->rep, &p, 0);
 }
 
 static int pool_run(struct ch_store *st, struct ch_store_job *jobs, size_t n,
 		    const struct ch_transfer_opts *o, job_fn fn,
-		    uint64_t total_bytes, struct ch_error *err)
+		    const char *phase, uint64_t total_bytes,
+		    struct ch_error *err)
 {
-	struct pool pl = { .st = st, .jobs = jobs, .fn = fn, .rep = { o, 0 } };
+	struct pool pl = { .st = st, .jobs = jobs, .fn = fn,
+			   .rep = { o, 0, phase } };
 	struct ch_error e;
-	pl.prog.total_files = n;
+	pl.prog.total = n;
 	pl.prog.total_bytes = total_bytes;
+	ch_store_report(&pl.rep, &pl.prog, 1);
 	pthread_mutex_init(&pl.mu, NULL);
 	int rc = ch_pool_run_watched(ch_store_jobs(o), n, pool_task, &pl, NULL,
 				     pool_watch, 100, &e);
@@ -395,7 +398,7 @@ static int file_stat_many(struct ch_store *st, struct ch_store_job *jobs,
 			  size_t n, const struct ch_transfer_opts *o,
 			  struct ch_error *err)
 {
-	return pool_run(st, jobs, n, o, stat_job, 0, err);
+	return pool_run(st, jobs, n, o, stat_job, "checking remote", 0, err);
 }
 
 struct part_sink {
@@ -469,7 +472,8 @@ static int file_get_many(struct ch_store *st, struct ch_store_job *jobs,
 	uint64_t total = 0;
 	for (size_t i = 0; i < n; i++)
 		total += jobs[i].size;
-	return pool_run(st, jobs, n, o, get_job, total, err);
+	return pool_run(st, jobs, n, o, get_job, "downloading", total,
+			err);
 }
 
 static int put_job(struct pool *pl, struct ch_store_job *job,
@@ -489,7 +493,7 @@ static int file_put_many(struct ch_store *st, struct ch_store_job *jobs,
 		if (stat(jobs[i].path, &sb) == 0)
 			total += (uint64_t)sb.st_size;
 	}
-	return pool_run(st, jobs, n, o, put_job, total, err);
+	return pool_run(st, jobs, n, o, put_job, "uploading", total, err);
 }
 
 const struct ch_store_ops ch_store_file_ops = {

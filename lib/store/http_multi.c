@@ -43,7 +43,7 @@ struct many_shared {
 	size_t n, next;		  /* jobs, the next one to take */
 	int failed;		  /* set once, read by all (atomic) */
 	struct ch_error first;	  /* the first failure */
-	struct ch_store_progress prog; /* totals, summed from threads */
+	struct ch_progress prog; /* totals, summed from threads */
 	struct ch_store_reporter rep;
 	uint64_t *bytes;	  /* per thread */
 	size_t *files;
@@ -299,10 +299,10 @@ static void report(struct many *m, int force)
 	sh->bytes[m->index] = bytes;
 	sh->files[m->index] = m->done_files;
 	sh->prog.bytes = 0;
-	sh->prog.files = 0;
+	sh->prog.done = 0;
 	for (int t = 0; t < sh->nthreads; t++) {
 		sh->prog.bytes += sh->bytes[t];
-		sh->prog.files += sh->files[t];
+		sh->prog.done += sh->files[t];
 	}
 	ch_store_report(&sh->rep, &sh->prog, force);
 	pthread_mutex_unlock(&sh->mu);
@@ -420,7 +420,9 @@ static int run_many(struct ch_store *st, enum ch_req_kind kind,
 	int nslots = (int)(want < n ? want : n), nt = thread_count(nslots);
 	int rc = -1, made = 0;
 	sh.rep.o = o;
-	sh.prog.total_files = n;
+	sh.rep.phase = kind == CH_REQ_HEAD ? "checking remote" :
+		       kind == CH_REQ_GET ? "downloading" : "uploading";
+	sh.prog.total = n;
 	for (size_t i = 0; kind != CH_REQ_HEAD && i < n; i++) {
 		struct stat sb;
 		if (kind == CH_REQ_GET)
@@ -442,6 +444,7 @@ static int run_many(struct ch_store *st, enum ch_req_kind kind,
 			made++;
 			goto out;
 		}
+	ch_store_report(&sh.rep, &sh.prog, 1);
 	rc = run_threads(ms, nt, err);
 	if (rc == 0)
 		report(&ms[0], 1);

@@ -40,7 +40,7 @@ uint64_t ch_store_now_ms(void)
 }
 
 void ch_store_report(struct ch_store_reporter *r,
-		     const struct ch_store_progress *p, int force)
+		     const struct ch_progress *p, int force)
 {
 	if (!r->o || !r->o->progress)
 		return;
@@ -48,7 +48,10 @@ void ch_store_report(struct ch_store_reporter *r,
 	if (!force && now - r->last_ms < 100)
 		return;
 	r->last_ms = now;
-	r->o->progress(p, r->o->progress_arg);
+	struct ch_progress shown = *p;
+	shown.phase = r->phase;
+	shown.unit = "files";
+	r->o->progress(&shown, r->o->progress_arg);
 }
 
 int ch_store_jobs(const struct ch_transfer_opts *o)

@@ -7,6 +7,7 @@
  * tar is written under a hidden temporary name and renamed into place
  * when complete: a reader never sees half a tar under its final name.
  */
+#include "common/counter.h"
 #include "common/internal.h"
 
 #include <archive.h>
@@ -149,7 +150,8 @@ fail:
 /* Writes every sample of sh, field by field, checking for cancellation
  * between samples. */
 static int put_samples(struct tar_out *t, const struct ch_shard *sh,
-		       const struct ch_export_opts *o, struct ch_error *err)
+		       const struct ch_export_opts *o, struct ch_counter *c,
+		       struct ch_error *err)
 {
 	struct ch_block_reader *r = ch_block_reader_new();
 	uint64_t n = ch_shard_sample_count(sh);
@@ -172,6 +174,7 @@ static int put_samples(struct tar_out *t, const struct ch_shard *sh,
 			rc = got;
 			goto out;
 		}
+		uint64_t bytes = 0;
 		for (uint32_t f = 0; f < si.nfields; f++) {
 			struct ch_field_info fi;
 
@@ -179,7 +182,9 @@ static int put_samples(struct tar_out *t, const struct ch_shard *sh,
 			if (member_path(t, &si, fi.name, err) < 0 ||
 			    put_member(t, data + fi.offset, fi.size, err) < 0)
 				goto out;
+			bytes += fi.size;
 		}
+		ch_counter_add(c, 1, bytes);
 	}
 	rc = 0;
 out:
@@ -234,7 +239,8 @@ static void tar_release(struct tar_out *t)
 
 /* Exports shard s to OUTDIR/NAME.tar. */
 static int export_shard(struct ch_dataset *ds, size_t s,
-			const struct ch_export_opts *o, struct ch_error *err)
+			const struct ch_export_opts *o, struct ch_counter *c,
+			struct ch_error *err)
 {
 	struct tar_out t = {.tmp = {.fd = -1}};
 	struct ch_shard *sh = NULL;
@@ -256,7 +262,7 @@ static int export_shard(struct ch_dataset *ds, size_t s,
 	t.final = final;
 	if ((rc = ch_dataset_shard(ds, s, &sh, err)) < 0 ||
 	    (rc = tar_open(&t, o->out_dir, name, err)) < 0 ||
-	    (rc = put_samples(&t, sh, o, err)) < 0 ||
+	    (rc = put_samples(&t, sh, o, c, err)) < 0 ||
 	    (rc = tar_commit(&t, err)) < 0)
 		goto out;
 	rc = 0;
@@ -309,9 +315,12 @@ out:
 int ch_export(struct ch_dataset *ds, const struct ch_export_opts *o,
 	      size_t *files_written, struct ch_error *err)
 {
+	const struct ch_manifest *m = &ds->manifest;
+	struct ch_counter c;
 	size_t done = 0;
 	int rc = -1;
 
+	ch_counter_init(&c, o->progress, o->progress_arg);
 	if (o->format && strcmp(o->format, "tar") != 0) {
 		ch_error_set(err, "unknown export format '%s' (only 'tar')",
 			     o->format);
@@ -324,11 +333,13 @@ int ch_export(struct ch_dataset *ds, const struct ch_export_opts *o,
 	if (check_names(&ds->manifest, err) < 0 ||
 	    ch_mkdir_p(o->out_dir, err) < 0)
 		goto out;
-	for (size_t s = 0; s < ds->manifest.nshards; s++) {
-		if ((rc = export_shard(ds, s, o, err)) < 0)
+	ch_counter_phase(&c, "writing", "samples", m->samples, m->bytes);
+	for (size_t s = 0; s < m->nshards; s++) {
+		if ((rc = export_shard(ds, s, o, &c, err)) < 0)
 			goto out;
 		done++;
 	}
+	ch_counter_end(&c);
 	rc = -1;
 	/* The renames are only durable once the folder itself is synced. */
 	if (ch_fsync_dir(o->out_dir, err) < 0)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "chute/diff.h"
+#include "common/counter.h"
 
 struct rec {
 	const char *key;
@@ -34,6 +35,7 @@ struct differ {
 	struct ch_diff *d;
 	struct side a, b;
 	struct ch_block_reader *reader;
+	struct ch_counter progress; /* "scanning" both versions' samples */
 };
 
 static int cancelled(const struct differ *df)
@@ -335,6 +337,7 @@ static int load_shard(struct differ *df, struct side *s, size_t k,
 		if (want_cls)
 			r->cls = class_of(df, s, sh, i, info.nfields, err,
 					  &failed);
+		ch_counter_add(&df->progress, 1, 0);
 	}
 	return failed;
 }
@@ -377,6 +380,7 @@ static int load_b(struct differ *df, struct ch_error *err)
 		memcpy(&df->b.recs[m->shards[k].first_sample],
 		       &df->a.recs[ma->shards[from].first_sample],
 		       m->shards[k].samples * sizeof(struct rec));
+		ch_counter_add(&df->progress, m->shards[k].samples, 0);
 	}
 	return 0;
 }
@@ -432,12 +436,16 @@ static int alloc_recs(struct side *s, struct ch_error *err)
 static int load(struct differ *df, struct ch_error *err)
 {
 	int rc;
+	ch_counter_phase(&df->progress, "scanning", "samples",
+			 df->a.ds->manifest.samples +
+				 df->b.ds->manifest.samples, 0);
 	if ((rc = alloc_recs(&df->a, err)) < 0 ||
 	    (rc = alloc_recs(&df->b, err)) < 0 ||
 	    (rc = load_a(df, err)) < 0 || (rc = load_b(df, err)) < 0 ||
 	    (rc = mark_splits(df, &df->a, 1, err)) < 0 ||
 	    (rc = mark_splits(df, &df->b, 0, err)) < 0)
 		return rc;
+	ch_counter_end(&df->progress);
 	qsort(df->a.recs, df->a.ds->manifest.samples, sizeof(struct rec),
 	      cmp_rec);
 	qsort(df->b.recs, df->b.ds->manifest.samples, sizeof(struct rec),
@@ -570,6 +578,8 @@ int ch_diff(struct ch_dataset *a, struct ch_dataset *b,
 	int rc = -1;
 
 	memset(d, 0, sizeof(*d));
+	ch_counter_init(&df.progress, o ? o->progress : NULL,
+			o ? o->progress_arg : NULL);
 	if ((a->manifest.nclasses || b->manifest.nclasses) &&
 	    !(df.reader = ch_block_reader_new())) {
 		ch_error_nomem(err);

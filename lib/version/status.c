@@ -17,6 +17,7 @@
 
 #include "chute/history.h"
 #include "chute/status.h"
+#include "common/counter.h"
 #include "common/internal.h"
 
 struct status_run {
@@ -27,6 +28,7 @@ struct status_run {
 	const char **named; /* the manifest's paths, sorted */
 	size_t nnamed;
 	size_t cap;	    /* of res->items */
+	struct ch_counter progress;
 };
 
 static int cancelled(const struct status_run *r)
@@ -237,14 +239,26 @@ static int compare(struct status_run *r, const struct ch_dataset *ds,
 				  strdup("its id does not match its content "
 					 "(edited?)"), err) < 0)
 		return -1;
-	for (size_t i = 0; i < m->nshards && !cancelled(r); i++)
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < m->nshards; i++)
+		bytes += m->shards[i].bytes;
+	for (size_t i = 0; i < m->nsplits; i++)
+		bytes += m->splits[i].bytes;
+	ch_counter_phase(&r->progress, "checking", "files",
+			 m->nshards + m->nsplits, bytes);
+	for (size_t i = 0; i < m->nshards && !cancelled(r); i++) {
 		if (check_file(r, m->shards[i].path, m->shards[i].bytes,
 			       m->shards[i].hash, err) < 0)
 			return -1;
-	for (size_t i = 0; i < m->nsplits && !cancelled(r); i++)
+		ch_counter_add(&r->progress, 1, m->shards[i].bytes);
+	}
+	for (size_t i = 0; i < m->nsplits && !cancelled(r); i++) {
 		if (check_file(r, m->splits[i].path, m->splits[i].bytes,
 			       m->splits[i].hash, err) < 0)
 			return -1;
+		ch_counter_add(&r->progress, 1, m->splits[i].bytes);
+	}
+	ch_counter_end(&r->progress);
 	if (cancelled(r))
 		return ch_error_interrupted(err);
 	first_unexpected = r->res->nitems;
@@ -281,6 +295,7 @@ int ch_status(const char *path, const struct ch_status_opts *o,
 	int rc = -1;
 
 	memset(res, 0, sizeof(*res));
+	ch_counter_init(&r.progress, o->progress, o->progress_arg);
 	if (ch_dataset_open_folder(&ds, path, err) < 0)
 		return -1;
 	if (ds.lone_shard) {

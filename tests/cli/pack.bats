@@ -575,36 +575,6 @@ EOF
 	assert_output ds
 }
 
-# ---------------------------------------------------------------- progress
-
-# need_pty: script(1), and a pseudo-terminal for it (a chroot without
-# /dev/pts has none).
-need_pty() {
-	command -v script >/dev/null || skip "script(1) is not installed"
-	script -qec true /dev/null >/dev/null 2>&1 ||
-		skip "script(1) cannot open a pseudo-terminal (is /dev/pts mounted?)"
-}
-
-@test "pack: on a terminal a progress line shows files, MB and MB/s" {
-	need_pty
-	"$PYTHON" "$REPO_ROOT/scripts/gen-data.py" images src --count 300 \
-		--size 100000 --classes 3 --seed 1 -q
-	# script(1) gives chute a terminal; -l 19 -j 1 keeps it busy long
-	# enough for at least one redraw
-	run -0 script -qec "chute pack -j 1 -l 19 src -o ds" /dev/null
-	assert_output --regexp $'\rpacking: [0-9]+/300 files, [0-9.]+/30\\.[0-9] MB, [0-9.]+ MB/s'
-	assert_output --partial "packed 300 samples"
-}
-
-@test "pack: --quiet, or a stderr that is not a terminal, draws no progress line" {
-	need_pty
-	mkfixture src
-	run -0 script -qec "chute pack -q src -o ds" /dev/null
-	refute_output --partial "packing:"
-	run -0 chute pack src -o ds2
-	refute_output --partial "packing:"
-}
-
 @test "pack: a shard ends at 65536 samples unless --shard-size gives a count" {
 	"$PYTHON" - <<'EOF' || fail "cannot make tiny.tar"
 import io, tarfile
