@@ -166,6 +166,11 @@ const char *cmd_size_text(uint64_t bytes, char buf[CMD_SIZE_TEXT]);
 const char *cmd_duration_text(double seconds, char buf[CMD_SIZE_TEXT]);
 /* one when n is 1, else many: "%zu %s", n, cmd_plural(n, "shard", "shards") */
 const char *cmd_plural(uint64_t n, const char *one, const char *many);
+enum { CMD_COUNT_TEXT = 48 };
+/* n and the word that agrees with it: "1 shard", "3 shards", "0 shards".
+ * Returns buf. */
+const char *cmd_count_text(uint64_t n, const char *one, const char *many,
+			   char buf[CMD_COUNT_TEXT]);
 
 /* ------------------------------------------------------------------ */
 /* Signals and output                                                   */

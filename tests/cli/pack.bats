@@ -235,10 +235,10 @@ print(sorted(c.values()))"'
 	mkrandom src 20 300
 	run -0 chute pack -b 1K src -o ds
 	run -0 chute verify ds
-	assert_output --regexp '^ok: 1 shards, 7 blocks, 20 samples, '
+	assert_output --regexp '^ok: 1 shard, 7 blocks, 20 samples, '
 	chute pack src -o big
 	run -0 chute verify big
-	assert_output --regexp '^ok: 1 shards, 1 blocks, 20 samples, '
+	assert_output --regexp '^ok: 1 shard, 1 block, 20 samples, '
 }
 
 @test "pack: --level 1 and --level 19 both read back; levels outside 1..19 are refused" {
