@@ -207,13 +207,17 @@ static int tar_open(struct tar_out *t, const char *dir, const char *name,
 }
 
 /* Finishes the tar (end marker, flush), syncs it and renames it into
- * place, still locked: closing it unlocks it. */
-static int tar_commit(struct tar_out *t, struct ch_error *err)
+ * place, still locked: closing it unlocks it.  *size: its bytes. */
+static int tar_commit(struct tar_out *t, uint64_t *size,
+		      struct ch_error *err)
 {
+	struct stat st;
+
 	if (archive_write_close(t->ar) != ARCHIVE_OK)
 		return tar_error(t, NULL, err);
-	if (fsync(t->tmp.fd) < 0)
+	if (fsync(t->tmp.fd) < 0 || fstat(t->tmp.fd, &st) < 0)
 		return ch_error_errno(err, errno, "cannot write '%s'", t->final);
+	*size = (uint64_t)st.st_size;
 	if (rename(t->tmp.path, t->final) < 0)
 		return ch_error_errno(err, errno, "cannot rename '%s' to '%s'",
 				      t->tmp.path, t->final);
@@ -232,9 +236,10 @@ static void tar_release(struct tar_out *t)
 	ch_buf_release(&t->name);
 }
 
-/* Exports shard s to OUTDIR/NAME.tar. */
+/* Exports shard s to OUTDIR/NAME.tar, of *size bytes. */
 static int export_shard(struct ch_dataset *ds, size_t s,
-			const struct ch_export_opts *o, struct ch_error *err)
+			const struct ch_export_opts *o, uint64_t *size,
+			struct ch_error *err)
 {
 	struct tar_out t = {.tmp = {.fd = -1}};
 	struct ch_shard *sh = NULL;
@@ -257,7 +262,7 @@ static int export_shard(struct ch_dataset *ds, size_t s,
 	if ((rc = ch_dataset_shard(ds, s, &sh, err)) < 0 ||
 	    (rc = tar_open(&t, o->out_dir, name, err)) < 0 ||
 	    (rc = put_samples(&t, sh, o, err)) < 0 ||
-	    (rc = tar_commit(&t, err)) < 0)
+	    (rc = tar_commit(&t, size, err)) < 0)
 		goto out;
 	rc = 0;
 out:
@@ -307,10 +312,11 @@ out:
 }
 
 int ch_export(struct ch_dataset *ds, const struct ch_export_opts *o,
-	      size_t *files_written, struct ch_error *err)
+	      struct ch_export_result *res, struct ch_error *err)
 {
-	size_t done = 0;
 	int rc = -1;
+
+	memset(res, 0, sizeof(*res));
 
 	if (o->format && strcmp(o->format, "tar") != 0) {
 		ch_error_set(err, "unknown export format '%s' (only 'tar')",
@@ -325,9 +331,12 @@ int ch_export(struct ch_dataset *ds, const struct ch_export_opts *o,
 	    ch_mkdir_p(o->out_dir, err) < 0)
 		goto out;
 	for (size_t s = 0; s < ds->manifest.nshards; s++) {
-		if ((rc = export_shard(ds, s, o, err)) < 0)
+		uint64_t size = 0;
+		if ((rc = export_shard(ds, s, o, &size, err)) < 0)
 			goto out;
-		done++;
+		res->files++;
+		res->samples += ds->manifest.shards[s].samples;
+		res->bytes += size;
 	}
 	rc = -1;
 	/* The renames are only durable once the folder itself is synced. */
@@ -335,7 +344,5 @@ int ch_export(struct ch_dataset *ds, const struct ch_export_opts *o,
 		goto out;
 	rc = 0;
 out:
-	if (files_written)
-		*files_written = done;
 	return rc;
 }
