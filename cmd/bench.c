@@ -38,10 +38,13 @@ static void print_bench(const struct ch_stream_stats *st,
 	double t = st->elapsed_s > 0 ? st->elapsed_s : 1e-9;
 	double capacity = t * st->workers;
 	double busy = st->read_s + st->encode_s;
-	printf("chute bench: %llu batches, %llu samples, %.1f MB in %.2f s\n"
-	       "%-22s %10s %9s\n",
-	       (unsigned long long)st->batches, (unsigned long long)st->samples,
-	       (double)st->bytes / 1e6, t, "stage", "busy s", "of time");
+	char batches[CMD_COUNT_TEXT], samples[CMD_COUNT_TEXT];
+	char size[CMD_SIZE_TEXT];
+	printf("chute bench: %s, %s, %s in %.2f s\n%-22s %10s %9s\n",
+	       cmd_count_text(st->batches, "batch", "batches", batches),
+	       cmd_count_text(st->samples, "sample", "samples", samples),
+	       cmd_size_text(st->bytes, size), t, "stage", "busy s",
+	       "of time");
 	printf("%-22s %10.3f %8.0f %%\n", "read + decompress", st->read_s,
 	       100 * st->read_s / capacity);
 	if (st->decode_s + st->resample_s + st->convert_s > 0) {
@@ -59,9 +62,11 @@ static void print_bench(const struct ch_stream_stats *st,
 	       100 * st->encode_s / capacity);
 	printf("%-22s %10.3f %8.0f %%\n", "writer waiting", st->wait_workers_s,
 	       100 * st->wait_workers_s / t);
-	printf("throughput: %.0f samples/s, %.1f MB/s with %d workers, "
+	printf("throughput: %.0f samples/s, %.1f MB/s with %d %s, "
 	       "prefetch %d\n", (double)st->samples / t,
-	       (double)st->bytes / 1e6 / t, st->workers, st->prefetch);
+	       (double)st->bytes / 1e6 / t, st->workers,
+	       cmd_plural((uint64_t)st->workers, "worker", "workers"),
+	       st->prefetch);
 	const char *limit = busy / capacity < 0.5 ? "the writer (one thread)"
 			    : stream_is_remote(f) && f->wait_s > st->read_s / 2
 				    ? "fetching from the remote (a warm cache, "

@@ -165,8 +165,10 @@ static void print_example(int rule, const struct ch_check_example *ex)
 		cmd_print("%s class %" PRIu64 ": %.4f, baseline %.4f", at->split,
 			  ex->value, ex->share, ex->baseline_share);
 	} else if (rule == CH_RULE_SIZE_OUTLIERS) {
-		cmd_print("%s.%s %" PRIu64 " bytes (median %" PRIu64 ") (%s)",
-			  at->key, ex->field, ex->size, ex->median, at->shard);
+		char size[CMD_SIZE_TEXT], median[CMD_SIZE_TEXT];
+		cmd_print("%s.%s %s (median %s) (%s)", at->key, ex->field,
+			  cmd_size_text(ex->size, size),
+			  cmd_size_text(ex->median, median), at->shard);
 	} else if (!at->key) {
 		cmd_print("%s: %s", at->shard, ex->message ? ex->message : "");
 	} else {
@@ -199,9 +201,11 @@ static void print_text(const struct ch_check_report *rep)
 				print_example(r, &rr->examples[i]);
 		}
 	}
-	printf("check: %u rules, %u passed, %u warned, %u failed\n",
-	       rep->passed + rep->warned + rep->failed, rep->passed,
-	       rep->warned, rep->failed);
+	char rules[CMD_COUNT_TEXT];
+	printf("check: %s, %u passed, %u warned, %u failed\n",
+	       cmd_count_text(rep->passed + rep->warned + rep->failed, "rule",
+			      "rules", rules),
+	       rep->passed, rep->warned, rep->failed);
 }
 
 /* ------------------------------------------------------------------ */

@@ -167,6 +167,11 @@ const char *cmd_size_text(uint64_t bytes, char buf[CMD_SIZE_TEXT]);
 const char *cmd_duration_text(double seconds, char buf[CMD_SIZE_TEXT]);
 /* one when n is 1, else many: "%zu %s", n, cmd_plural(n, "shard", "shards") */
 const char *cmd_plural(uint64_t n, const char *one, const char *many);
+enum { CMD_COUNT_TEXT = 48 };
+/* n and the word that agrees with it: "1 shard", "3 shards", "0 shards".
+ * Returns buf. */
+const char *cmd_count_text(uint64_t n, const char *one, const char *many,
+			   char buf[CMD_COUNT_TEXT]);
 
 /* ------------------------------------------------------------------ */
 /* Signals and output                                                   */
@@ -191,6 +196,26 @@ json_t *cmd_json_bytes(const char *s, size_t len);
 
 /* Prints one compact JSON document and a newline to out. */
 int cmd_json_print(json_t *doc, FILE *out);
+
+/* Values of the JSON reports of the commands that write (pack, merge,
+ * push, pull, export, split): a version id, null when empty; a count; a
+ * path or url that may not be UTF-8; seconds to the millisecond. */
+json_t *cmd_json_id(const char *id);
+json_t *cmd_json_count(uint64_t n);
+json_t *cmd_json_text(const char *s);
+json_t *cmd_json_seconds(double seconds);
+/* The tags a push or a remote merge set: "latest", then tags[0..n). */
+json_t *cmd_json_tags(const char *const *tags, size_t n);
+/* The report's opening keys: "id" and "parent" (null for none). */
+json_t *cmd_json_version(const char *id, const char *parent);
+/* What replacing out_dir's version did (pack, merge): "replaced" (the
+ * old id or null), "unchanged" and "changes" (null for a first version),
+ * the JSON side of cmd_print_replaced. */
+void cmd_json_add_replaced(json_t *doc, const char *old_id, const char *id,
+			   const char *changes);
+/* Prints doc on stdout as cmd_json_print does, reals to 15 digits, and
+ * frees it. */
+void cmd_json_emit(json_t *doc);
 
 /* The line pack and merge print after the first when out_dir held a
  * version (old_id not empty): "DIR: unchanged", or "replaced DIR: OLD

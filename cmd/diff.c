@@ -98,9 +98,11 @@ static void print_examples(const char *what, const struct ch_diff_keys *l,
 static void print_split(const struct ch_diff_split *s, uint64_t limit)
 {
 	if (s->in_a != s->in_b) {
-		cmd_print("split %s: %s (%" PRIu64 " samples)", s->name,
+		char samples[CMD_COUNT_TEXT];
+		cmd_print("split %s: %s (%s)", s->name,
 			  s->in_b ? "added" : "removed",
-			  s->in_b ? s->samples_b : s->samples_a);
+			  cmd_count_text(s->in_b ? s->samples_b : s->samples_a,
+					 "sample", "samples", samples));
 		putchar('\n');
 		return;
 	}
@@ -142,9 +144,12 @@ static void print_names(const char *what, const char *const *v, size_t n)
 static void print_text(const struct ch_diff *d, const struct ch_dataset *a,
 		       const struct ch_dataset *b, uint64_t limit)
 {
-	printf("A %s (%" PRIu64 " samples)\nB %s (%" PRIu64 " samples)\n",
-	       a->manifest.id, a->manifest.samples, b->manifest.id,
-	       b->manifest.samples);
+	char na[CMD_COUNT_TEXT], nb[CMD_COUNT_TEXT];
+
+	printf("A %s (%s)\nB %s (%s)\n", a->manifest.id,
+	       cmd_count_text(a->manifest.samples, "sample", "samples", na),
+	       b->manifest.id,
+	       cmd_count_text(b->manifest.samples, "sample", "samples", nb));
 	printf("samples: %zu added, %zu removed, %zu changed, %" PRIu64
 	       " unchanged\n", d->added.n, d->removed.n, d->changed.n,
 	       d->unchanged);

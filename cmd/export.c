@@ -6,16 +6,17 @@
 #include "chute.h"
 #include "cmd.h"
 
-enum { OPT_FORMAT = CMD_LONG_ONLY };
+enum { OPT_FORMAT = CMD_LONG_ONLY, OPT_JSON };
 
 static const char *const export_usage[] = {
-	"export [--format tar] DATASET -o OUTDIR",
+	"export [--format tar] [--json] DATASET -o OUTDIR",
 	NULL,
 };
 
 static const struct cmd_opt export_opts[] = {
 	{OPT_FORMAT, "format", "FORMAT", "output format: tar (the default)"},
 	CMD_HELP_OPT,
+	{OPT_JSON, "json", NULL, "print what was written as one JSON object"},
 	{'o', "output", "OUTDIR", "folder for the exported files"},
 	CMD_QUIET_OPT,
 	{0, NULL, NULL, NULL},
@@ -30,7 +31,7 @@ static const struct cmd_spec export_spec = {
 };
 
 static int parse_args(int argc, char **argv, const char **path,
-		      struct ch_export_opts *o)
+		      struct ch_export_opts *o, int *json)
 {
 	struct cmd_parser p;
 	int c;
@@ -52,6 +53,9 @@ static int parse_args(int argc, char **argv, const char **path,
 						 p.arg);
 			o->format = p.arg;
 			break;
+		case OPT_JSON:
+			*json = 1;
+			break;
 		case CMD_POSITIONAL:
 			if (*path)
 				return cmd_error("too many arguments: give one "
@@ -67,16 +71,46 @@ static int parse_args(int argc, char **argv, const char **path,
 	return 0;
 }
 
+static void print_text(const struct ch_export_result *r, const char *out_dir)
+{
+	char files[CMD_COUNT_TEXT], samples[CMD_COUNT_TEXT];
+	char size[CMD_SIZE_TEXT];
+
+	printf("exported %s (%s, %s) into ",
+	       cmd_count_text(r->files, "shard", "shards", files),
+	       cmd_count_text(r->samples, "sample", "samples", samples),
+	       cmd_size_text(r->bytes, size));
+	cmd_put(stdout, out_dir);
+	putchar('\n');
+}
+
+static void print_json(const struct ch_dataset *ds, const char *path,
+		       const struct ch_export_opts *o,
+		       const struct ch_export_result *r, double seconds)
+{
+	json_t *doc = cmd_json_version(ds->manifest.id, ds->manifest.parent);
+
+	json_object_set_new(doc, "dataset", cmd_json_text(path));
+	json_object_set_new(doc, "output", cmd_json_text(o->out_dir));
+	json_object_set_new(doc, "format", json_string(o->format));
+	json_object_set_new(doc, "files", cmd_json_count(r->files));
+	json_object_set_new(doc, "samples", cmd_json_count(r->samples));
+	json_object_set_new(doc, "bytes", cmd_json_count(r->bytes));
+	json_object_set_new(doc, "seconds", cmd_json_seconds(seconds));
+	cmd_json_emit(doc);
+}
+
 int cmd_export(int argc, char **argv)
 {
 	struct ch_export_opts o = {.format = "tar"};
+	struct ch_export_result r;
 	struct ch_dataset ds;
 	struct ch_error err = {0};
 	const char *path = NULL;
-	size_t written = 0;
-	int status;
+	double start = ch_now();
+	int status, json = 0;
 
-	status = parse_args(argc, argv, &path, &o);
+	status = parse_args(argc, argv, &path, &o, &json);
 	if (status != 0)
 		return status < 0 ? 0 : status;
 	memset(&ds, 0, sizeof ds);
@@ -84,12 +118,14 @@ int cmd_export(int argc, char **argv)
 		return cmd_fail(&err);
 	o.cancel = cmd_catch_signals();
 	o.progress = cmd_progress();
-	int rc = ch_export(&ds, &o, &written, &err);
+	int rc = ch_export(&ds, &o, &r, &err);
 	cmd_progress_clear();
 	if (rc < 0)
 		status = cmd_fail(&err);
+	else if (json)
+		print_json(&ds, path, &o, &r, ch_now() - start);
 	else
-		printf("exported %zu shards into %s\n", written, o.out_dir);
+		print_text(&r, o.out_dir);
 	ch_dataset_release(&ds);
 	return status;
 }

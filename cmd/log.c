@@ -83,8 +83,11 @@ static void print_entry(json_t *o, const struct ch_manifest *v)
 {
 	json_t *changes = json_object_get(o, "changes");
 
-	printf("%s  %" PRIu64 " samples, %zu shard%s, ", v->id, v->samples,
-	       v->nshards, v->nshards == 1 ? "" : "s");
+	char samples[CMD_COUNT_TEXT], shards[CMD_COUNT_TEXT];
+
+	printf("%s  %s, %s, ", v->id,
+	       cmd_count_text(v->samples, "sample", "samples", samples),
+	       cmd_count_text(v->nshards, "shard", "shards", shards));
 	if (!v->nsplits)
 		printf("no splits");
 	for (size_t i = 0; i < v->nsplits; i++)

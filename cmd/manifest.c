@@ -55,10 +55,13 @@ static void print_fields(const struct ch_manifest *m)
 	printf("fields:   ");
 	if (!m->nfields)
 		printf(" none");
-	for (size_t i = 0; i < m->nfields; i++)
-		cmd_print("%s %s (%" PRIu64 " samples, %" PRIu64 " bytes)",
-			  i ? "," : "", m->fields[i].name, m->fields[i].count,
-			  m->fields[i].bytes);
+	for (size_t i = 0; i < m->nfields; i++) {
+		char count[CMD_COUNT_TEXT], size[CMD_SIZE_TEXT];
+		cmd_print("%s %s (%s, %s)", i ? "," : "", m->fields[i].name,
+			  cmd_count_text(m->fields[i].count, "sample",
+					 "samples", count),
+			  cmd_size_text(m->fields[i].bytes, size));
+	}
 	putchar('\n');
 }
 
@@ -108,6 +111,8 @@ static void print_options(const struct ch_manifest *m)
 
 static void print_summary(const struct ch_manifest *m)
 {
+	char raw[CMD_SIZE_TEXT], packed[CMD_SIZE_TEXT], shards[CMD_COUNT_TEXT];
+
 	printf("version %s\n", m->id);
 	printf("id:        %s\n", m->id_ok ? "matches the content" :
 			"DOES NOT MATCH the content (edited?)");
@@ -115,9 +120,9 @@ static void print_summary(const struct ch_manifest *m)
 	putchar('\n');
 	printf("parent:    %s\n", m->parent ? m->parent : "none");
 	printf("samples:   %" PRIu64 "\n", m->samples);
-	printf("bytes:     %" PRIu64 " raw, %" PRIu64 " in %zu shard%s\n",
-	       m->bytes, m->shard_bytes, m->nshards,
-	       m->nshards == 1 ? "" : "s");
+	printf("bytes:     %s raw, %s in %s\n", cmd_size_text(m->bytes, raw),
+	       cmd_size_text(m->shard_bytes, packed),
+	       cmd_count_text(m->nshards, "shard", "shards", shards));
 	print_fields(m);
 	print_classes(m);
 	print_splits(m);

@@ -15,6 +15,7 @@
 
 enum {
 	OPT_FORCE = CMD_LONG_ONLY,
+	OPT_JSON,
 };
 
 static const char *const merge_usage[] = {
@@ -26,6 +27,7 @@ static const struct cmd_opt merge_opts[] = {
 	{OPT_FORCE, "force", NULL,
 	 "replace a dataset even if its fields, labels or splits are lost"},
 	CMD_HELP_OPT,
+	{OPT_JSON, "json", NULL, "print what was written as one JSON object"},
 	{'n', "name", "NAME", "dataset and shard name (default: DIR's name)"},
 	{'o', "output", "DIR", "dataset folder to create or replace, or the "
 	 "remote the parts are on"},
@@ -56,6 +58,8 @@ struct merge_args {
 	size_t nparts;
 	const char *tags[16];
 	size_t ntags;
+	int json;
+	double start; /* ch_now() */
 };
 
 /* Returns 0 to go on, -1 after --help, or the exit status. */
@@ -78,6 +82,8 @@ static int parse_args(struct merge_args *a, int argc, char **argv)
 			a->o.out_dir = p.arg;
 		else if (c == OPT_FORCE)
 			a->o.force = 1;
+		else if (c == OPT_JSON)
+			a->json = 1;
 		else if (c == 't' && a->ntags == sizeof(a->tags) /
 						     sizeof(*a->tags))
 			return cmd_error("too many --tag options");
@@ -100,6 +106,65 @@ static int parse_args(struct merge_args *a, int argc, char **argv)
 	return 0;
 }
 
+/* "merged 4 parts: 10000 samples (47.1 MB) in 8 shards, id ID" */
+static void print_merged(size_t parts, uint64_t samples, uint64_t bytes,
+			 size_t shards, const char *id)
+{
+	char p[CMD_COUNT_TEXT], n[CMD_COUNT_TEXT], s[CMD_COUNT_TEXT];
+	char size[CMD_SIZE_TEXT];
+
+	printf("merged %s: %s (%s) in %s, id %s\n",
+	       cmd_count_text(parts, "part", "parts", p),
+	       cmd_count_text(samples, "sample", "samples", n),
+	       cmd_size_text(bytes, size),
+	       cmd_count_text(shards, "shard", "shards", s), id);
+}
+
+/* The keys a merge's JSON report has wherever it was written; the
+ * caller adds where: "dataset" (a folder) or "remote" (never -o as
+ * given, which may hold a password). */
+static json_t *merged_json(const struct merge_args *a, const char *id,
+			   const char *parent, size_t parts, uint64_t samples,
+			   uint64_t bytes, size_t shards)
+{
+	json_t *doc = cmd_json_version(id, parent);
+
+	json_object_set_new(doc, "name", cmd_json_text(a->o.name));
+	json_object_set_new(doc, "parts", cmd_json_count(parts));
+	json_object_set_new(doc, "samples", cmd_json_count(samples));
+	json_object_set_new(doc, "bytes", cmd_json_count(bytes));
+	json_object_set_new(doc, "shards", cmd_json_count(shards));
+	return doc;
+}
+
+/* url: the store's, its password hidden.  A merge starts a history:
+ * no parent. */
+static void print_remote_json(const struct merge_args *a,
+			      const struct ch_remote_merge_report *r,
+			      const char *url)
+{
+	json_t *doc = merged_json(a, r->id, "", r->parts, r->samples,
+				  r->bytes, r->shards);
+
+	json_object_set_new(doc, "remote", cmd_json_text(url));
+	json_object_set_new(doc, "tags", cmd_json_tags(a->tags, a->ntags));
+	json_object_set_new(doc, "seconds",
+			    cmd_json_seconds(ch_now() - a->start));
+	cmd_json_emit(doc);
+}
+
+static void print_remote_text(const struct merge_args *a,
+			      const struct ch_remote_merge_report *r,
+			      const char *url)
+{
+	print_merged(r->parts, r->samples, r->bytes, r->shards, r->id);
+	printf("wrote version %s to %s, no file sent; tags latest", r->id,
+	       url);
+	for (size_t i = 0; i < a->ntags; i++)
+		printf(", %s", a->tags[i]);
+	printf("\n");
+}
+
 /* The parts are versions on the remote -o names: one manifest and the
  * tags are written, nothing else moves. */
 static int run_remote_merge(struct merge_args *a)
@@ -118,15 +183,10 @@ static int run_remote_merge(struct merge_args *a)
 		ch_store_close(st);
 		return cmd_fail(&err);
 	}
-	printf("merged %zu parts: %" PRIu64 " samples (%" PRIu64 " bytes) "
-	       "in %zu shards, id %s\n",
-	       r.parts, r.samples, r.bytes, r.shards, r.id);
-	/* the store's url: its password hidden */
-	printf("wrote version %s to %s, no file sent; tags latest", r.id,
-	       ch_store_url(st));
-	for (size_t i = 0; i < a->ntags; i++)
-		printf(", %s", a->tags[i]);
-	printf("\n");
+	if (a->json)
+		print_remote_json(a, &r, ch_store_url(st));
+	else
+		print_remote_text(a, &r, ch_store_url(st));
 	ch_store_close(st);
 	return 0;
 }
@@ -142,9 +202,21 @@ static int run_merge(struct merge_args *a)
 	rc = ch_merge(a->parts, a->nparts, &a->o, &res, &err);
 	if (rc < 0)
 		return cmd_fail(&err);
-	printf("merged %zu parts: %" PRIu64 " samples (%" PRIu64 " bytes) "
-	       "in %zu shards, id %s\n",
-	       res.parts, res.samples, res.bytes, res.shards, res.id);
+	if (a->json) {
+		json_t *doc = merged_json(a, res.id, res.parent, res.parts,
+					  res.samples, res.bytes, res.shards);
+		json_object_set_new(doc, "dataset",
+				    cmd_json_text(a->o.out_dir));
+		json_object_set_new(doc, "shard_bytes",
+				    cmd_json_count(res.shard_bytes));
+		json_object_set_new(doc, "linked", json_boolean(res.linked));
+		cmd_json_add_replaced(doc, res.old_id, res.id, res.changes);
+		json_object_set_new(doc, "seconds",
+				    cmd_json_seconds(ch_now() - a->start));
+		cmd_json_emit(doc);
+		return 0;
+	}
+	print_merged(res.parts, res.samples, res.bytes, res.shards, res.id);
 	cmd_print_replaced(a->o.out_dir, res.old_id, res.id, res.changes);
 	return 0;
 }
@@ -156,6 +228,7 @@ int cmd_merge(int argc, char **argv)
 	int status;
 
 	memset(&a, 0, sizeof a);
+	a.start = ch_now();
 	a.parts = calloc((size_t)argc + 1, sizeof *a.parts);
 	if (!a.parts)
 		return cmd_error("out of memory");

@@ -2,6 +2,7 @@
  * out.c - signals, raw writes and JSON output shared by the subcommands.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -123,8 +124,67 @@ int cmd_json_print(json_t *doc, FILE *out)
 	return fputc('\n', out) == EOF ? -1 : 0;
 }
 
+json_t *cmd_json_id(const char *id)
+{
+	return id && id[0] ? json_string(id) : json_null();
+}
+
+json_t *cmd_json_count(uint64_t n)
+{
+	return json_integer((json_int_t)n);
+}
+
+json_t *cmd_json_text(const char *s)
+{
+	return cmd_json_bytes(s, strlen(s));
+}
+
+json_t *cmd_json_seconds(double seconds)
+{
+	/* milliseconds: "0.042", not 17 digits of timer noise */
+	return json_real(seconds > 0 ? round(seconds * 1000) / 1000 : 0.0);
+}
+
+json_t *cmd_json_tags(const char *const *tags, size_t n)
+{
+	json_t *a = json_array();
+
+	json_array_append_new(a, json_string("latest"));
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, cmd_json_text(tags[i]));
+	return a;
+}
+
+json_t *cmd_json_version(const char *id, const char *parent)
+{
+	json_t *doc = json_object();
+
+	json_object_set_new(doc, "id", cmd_json_id(id));
+	json_object_set_new(doc, "parent", cmd_json_id(parent));
+	return doc;
+}
+
+void cmd_json_emit(json_t *doc)
+{
+	/* 15 significant digits: seconds rounded to 0.087 print as such.  A
+	 * failed write shows in stdout's error flag, which main reports. */
+	if (json_dumpf(doc, stdout, JSON_COMPACT | JSON_REAL_PRECISION(15)) == 0)
+		putchar('\n');
+	json_decref(doc);
+}
+
 /* ------------------------------------------------------------------ */
 /* A dataset replaced                                                   */
+
+void cmd_json_add_replaced(json_t *doc, const char *old_id, const char *id,
+			   const char *changes)
+{
+	json_object_set_new(doc, "replaced", cmd_json_id(old_id));
+	json_object_set_new(doc, "unchanged",
+			    json_boolean(old_id[0] && strcmp(old_id, id) == 0));
+	json_object_set_new(doc, "changes", old_id[0] ? cmd_json_text(changes)
+						      : json_null());
+}
 
 void cmd_print_replaced(const char *dir, const char *old_id, const char *id,
 			const char *changes)

@@ -15,6 +15,7 @@ enum {
 	OPT_EXCLUDE,
 	OPT_FORCE,
 	OPT_INCLUDE,
+	OPT_JSON,
 	OPT_KEEP_ORDER,
 	OPT_LABEL_FROM,
 	OPT_MAX_SAMPLE_SIZE,
@@ -40,6 +41,7 @@ static const struct cmd_opt pack_opts[] = {
 	{OPT_INCLUDE, "include", "GLOB",
 	 "pack only files GLOB matches (repeatable)"},
 	{'j', "jobs", "N", "parallel workers (default: all cores)"},
+	{OPT_JSON, "json", NULL, "print what was written as one JSON object"},
 	{OPT_KEEP_ORDER, "keep-order", NULL,
 	 "keep input order instead of sorting by key"},
 	{OPT_LABEL_FROM, "label-from", "dir",
@@ -89,7 +91,7 @@ struct pack_args {
 	size_t nexclude, ninclude;
 	const char *part;  /* --part as given, or NULL */
 	uint64_t parts;	   /* --parts, 0 if not given */
-	int null_sep;
+	int null_sep, json;
 };
 
 /* "256M" is bytes (and the default sample cap), "10000s" is samples. */
@@ -151,6 +153,9 @@ static int take_option(struct pack_args *a, int c, const char *arg)
 		return 0;
 	case OPT_FORCE:
 		a->o.force = 1;
+		return 0;
+	case OPT_JSON:
+		a->json = 1;
 		return 0;
 	case OPT_PART:
 		a->part = arg;
@@ -273,11 +278,50 @@ static int parse_args(struct pack_args *a, int argc, char **argv)
 }
 
 /* ------------------------------------------------------------------ */
+/* What was written                                                     */
+
+static void print_text(const struct pack_args *a,
+		       const struct ch_pack_result *res)
+{
+	char samples[CMD_COUNT_TEXT], shards[CMD_COUNT_TEXT];
+	char size[CMD_SIZE_TEXT];
+
+	if (a->o.parts)
+		printf("part %" PRIu64 " of %" PRIu64 ": ", a->o.part,
+		       a->o.parts);
+	printf("packed %s (%s) into %s, id %s\n",
+	       cmd_count_text(res->samples, "sample", "samples", samples),
+	       cmd_size_text(res->bytes, size),
+	       cmd_count_text(res->shards, "shard", "shards", shards), res->id);
+	cmd_print_replaced(a->o.out_dir, res->old_id, res->id, res->changes);
+}
+
+static void print_json(const struct pack_args *a,
+		       const struct ch_pack_result *res, double seconds)
+{
+	json_t *doc = cmd_json_version(res->id, res->parent);
+
+	json_object_set_new(doc, "dataset", cmd_json_text(a->o.out_dir));
+	json_object_set_new(doc, "name", cmd_json_text(a->o.name));
+	json_object_set_new(doc, "part", a->o.parts ? cmd_json_count(a->o.part)
+						    : json_null());
+	json_object_set_new(doc, "parts", a->o.parts ? cmd_json_count(a->o.parts)
+						     : json_null());
+	json_object_set_new(doc, "samples", cmd_json_count(res->samples));
+	json_object_set_new(doc, "bytes", cmd_json_count(res->bytes));
+	json_object_set_new(doc, "shards", cmd_json_count(res->shards));
+	json_object_set_new(doc, "shard_bytes",
+			    cmd_json_count(res->shard_bytes));
+	cmd_json_add_replaced(doc, res->old_id, res->id, res->changes);
+	json_object_set_new(doc, "seconds", cmd_json_seconds(seconds));
+	cmd_json_emit(doc);
+}
 
 static int run_pack(struct pack_args *a)
 {
 	struct ch_pack_result res;
 	struct ch_error err = {0};
+	double start = ch_now();
 	int rc;
 
 	a->o.progress = cmd_progress();
@@ -289,13 +333,10 @@ static int run_pack(struct pack_args *a)
 	cmd_progress_clear();
 	if (rc < 0)
 		return cmd_fail(&err);
-	if (a->o.parts)
-		printf("part %" PRIu64 " of %" PRIu64 ": ", a->o.part,
-		       a->o.parts);
-	printf("packed %" PRIu64 " samples (%" PRIu64 " bytes) into %zu "
-	       "shards, id %s\n",
-	       res.samples, res.bytes, res.shards, res.id);
-	cmd_print_replaced(a->o.out_dir, res.old_id, res.id, res.changes);
+	if (a->json)
+		print_json(a, &res, ch_now() - start);
+	else
+		print_text(a, &res);
 	return 0;
 }
 

@@ -12,6 +12,8 @@
 #include "chute/remote.h"
 #include "chute/store.h"
 
+enum { OPT_JSON = CMD_LONG_ONLY };
+
 static const char *const pull_usage[] = {
 	"pull [OPTIONS] REMOTE[@TAG|@ID] DIR",
 	NULL,
@@ -20,6 +22,7 @@ static const char *const pull_usage[] = {
 static const struct cmd_opt pull_opts[] = {
 	CMD_HELP_OPT,
 	{'j', "jobs", "N", "downloads at once (default 8)"},
+	{OPT_JSON, "json", NULL, "print what was fetched as one JSON object"},
 	CMD_QUIET_OPT,
 	CMD_RETRIES_OPT,
 	{0, NULL, NULL, NULL},
@@ -39,6 +42,7 @@ static const struct cmd_spec pull_spec = {
 
 struct pull_args {
 	const char *ref, *dir;
+	int json;
 	struct ch_store_opts store;
 	struct ch_transfer_opts xfer;
 };
@@ -60,6 +64,9 @@ static int parse_args(struct pull_args *a, int argc, char **argv)
 						&a->xfer) < 0)
 				return EXIT_USAGE;
 			break;
+		case OPT_JSON:
+			a->json = 1;
+			break;
 		case CMD_POSITIONAL:
 			if (!a->ref)
 				a->ref = p.arg;
@@ -74,6 +81,42 @@ static int parse_args(struct pull_args *a, int argc, char **argv)
 	if (!a->dir)
 		return cmd_error("give a remote and the folder to pull into");
 	return 0;
+}
+
+static void print_text(const struct pull_args *a,
+		       const struct ch_pull_report *r)
+{
+	char files[CMD_COUNT_TEXT], size[CMD_SIZE_TEXT];
+
+	printf("pulled %s into ", r->id);
+	cmd_put(stdout, a->dir);
+	printf(": %s, %zu downloaded (%s, %zu resumed), %zu already there\n",
+	       cmd_count_text(r->files, "file", "files", files), r->downloaded,
+	       cmd_size_text(r->downloaded_bytes, size), r->resumed,
+	       r->present);
+}
+
+/* url: the store's, its password hidden. */
+static void print_json(const struct pull_args *a,
+		       const struct ch_pull_report *r, const char *url,
+		       const char *at, double seconds)
+{
+	json_t *doc = cmd_json_version(r->id, r->parent);
+
+	json_object_set_new(doc, "dataset", cmd_json_text(a->dir));
+	json_object_set_new(doc, "remote", cmd_json_text(url));
+	json_object_set_new(doc, "at", cmd_json_text(at));
+	json_object_set_new(doc, "samples", cmd_json_count(r->samples));
+	json_object_set_new(doc, "shards", cmd_json_count(r->shards));
+	json_object_set_new(doc, "files", cmd_json_count(r->files));
+	json_object_set_new(doc, "downloaded", cmd_json_count(r->downloaded));
+	json_object_set_new(doc, "resumed", cmd_json_count(r->resumed));
+	json_object_set_new(doc, "present", cmd_json_count(r->present));
+	json_object_set_new(doc, "bytes", cmd_json_count(r->bytes));
+	json_object_set_new(doc, "downloaded_bytes",
+			    cmd_json_count(r->downloaded_bytes));
+	json_object_set_new(doc, "seconds", cmd_json_seconds(seconds));
+	cmd_json_emit(doc);
 }
 
 int cmd_pull(int argc, char **argv)
@@ -97,13 +140,12 @@ int cmd_pull(int argc, char **argv)
 	cmd_transfer_begin(&t, &a.xfer);
 	status = ch_remote_pull(st, ref.at, a.dir, &a.xfer, &r, &err);
 	cmd_transfer_end(&t);
+	if (status == 0 && a.json)
+		print_json(&a, &r, ch_store_url(st), ref.at,
+			   cmd_transfer_seconds(&t));
+	else if (status == 0)
+		print_text(&a, &r);
 	ch_store_close(st);
 	ch_ref_release(&ref);
-	if (status != 0)
-		return cmd_fail(&err);
-	printf("pulled %s into %s: %zu files, %zu downloaded (%.1f MB, %zu "
-	       "resumed), %zu already there\n", r.id, a.dir, r.files,
-	       r.downloaded, (double)r.downloaded_bytes / 1e6, r.resumed,
-	       r.present);
-	return 0;
+	return status != 0 ? cmd_fail(&err) : 0;
 }

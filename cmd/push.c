@@ -10,6 +10,8 @@
 #include "chute/remote.h"
 #include "chute/store.h"
 
+enum { OPT_JSON = CMD_LONG_ONLY };
+
 static const char *const push_usage[] = {
 	"push [OPTIONS] DATASET [REMOTE]",
 	NULL,
@@ -18,6 +20,7 @@ static const char *const push_usage[] = {
 static const struct cmd_opt push_opts[] = {
 	CMD_HELP_OPT,
 	{'j', "jobs", "N", "uploads at once (default 8)"},
+	{OPT_JSON, "json", NULL, "print what was sent as one JSON object"},
 	CMD_QUIET_OPT,
 	CMD_RETRIES_OPT,
 	{'t', "tag", "NAME", "also point tag NAME at the version (repeatable)"},
@@ -40,6 +43,7 @@ struct push_args {
 	const char *dataset, *remote;
 	const char *tags[16];
 	size_t ntags;
+	int json;
 	struct ch_store_opts store;
 	struct ch_push_opts push;
 };
@@ -61,6 +65,9 @@ static int parse_args(struct push_args *a, int argc, char **argv)
 						&a->push.xfer) < 0)
 				return EXIT_USAGE;
 			break;
+		case OPT_JSON:
+			a->json = 1;
+			break;
 		case 't':
 			if (a->ntags == sizeof(a->tags) / sizeof(*a->tags))
 				return cmd_error("too many --tag options");
@@ -81,6 +88,49 @@ static int parse_args(struct push_args *a, int argc, char **argv)
 		return cmd_error("give a dataset to push (and a remote, or "
 				 "have a default one)");
 	return 0;
+}
+
+/* The store's url in both: its password hidden. */
+static void print_text(const struct push_args *a,
+		       const struct ch_push_report *r, const char *url)
+{
+	char files[CMD_COUNT_TEXT], manifests[CMD_COUNT_TEXT];
+	char sent[CMD_SIZE_TEXT], total[CMD_SIZE_TEXT];
+
+	printf("pushed %s to %s: %zu of %s sent (%s of %s), %s; tags latest",
+	       r->id, url, r->uploaded,
+	       cmd_count_text(r->files, "file", "files", files),
+	       cmd_size_text(r->uploaded_bytes, sent),
+	       cmd_size_text(r->bytes, total),
+	       cmd_count_text(r->versions_uploaded, "manifest", "manifests",
+			      manifests));
+	for (size_t i = 0; i < a->ntags; i++)
+		printf(", %s", a->tags[i]);
+	printf("\n");
+}
+
+static void print_json(const struct push_args *a,
+		       const struct ch_push_report *r, const char *url,
+		       double seconds)
+{
+	json_t *doc = cmd_json_version(r->id, r->parent);
+
+	json_object_set_new(doc, "dataset", cmd_json_text(a->dataset));
+	json_object_set_new(doc, "remote", cmd_json_text(url));
+	json_object_set_new(doc, "samples", cmd_json_count(r->samples));
+	json_object_set_new(doc, "shards", cmd_json_count(r->shards));
+	json_object_set_new(doc, "files", cmd_json_count(r->files));
+	json_object_set_new(doc, "uploaded", cmd_json_count(r->uploaded));
+	json_object_set_new(doc, "present",
+			    cmd_json_count(r->files - r->uploaded));
+	json_object_set_new(doc, "bytes", cmd_json_count(r->bytes));
+	json_object_set_new(doc, "uploaded_bytes",
+			    cmd_json_count(r->uploaded_bytes));
+	json_object_set_new(doc, "manifests",
+			    cmd_json_count(r->versions_uploaded));
+	json_object_set_new(doc, "tags", cmd_json_tags(a->tags, a->ntags));
+	json_object_set_new(doc, "seconds", cmd_json_seconds(seconds));
+	cmd_json_emit(doc);
 }
 
 int cmd_push(int argc, char **argv)
@@ -109,14 +159,10 @@ int cmd_push(int argc, char **argv)
 		ch_store_close(st);
 		return cmd_fail(&err);
 	}
-	/* the store's url: its password hidden */
-	printf("pushed %s to %s: %zu of %zu files sent (%.1f of %.1f MB), "
-	       "%zu manifests; tags latest", r.id, ch_store_url(st),
-	       r.uploaded, r.files, (double)r.uploaded_bytes / 1e6,
-	       (double)r.bytes / 1e6, r.versions_uploaded);
-	for (size_t i = 0; i < a.ntags; i++)
-		printf(", %s", a.tags[i]);
-	printf("\n");
+	if (a.json)
+		print_json(&a, &r, ch_store_url(st), cmd_transfer_seconds(&t));
+	else
+		print_text(&a, &r, ch_store_url(st));
 	ch_store_close(st);
 	return 0;
 }

@@ -134,6 +134,7 @@ static double share(uint64_t n, uint64_t total)
 static void print_text(const struct ch_split_result *r)
 {
 	const struct ch_manifest *m = &r->manifest;
+	char samples[CMD_COUNT_TEXT], splits[CMD_COUNT_TEXT];
 
 	for (size_t i = 0; i < m->nsplits; i++) {
 		const struct ch_manifest_split *sp = &m->splits[i];
@@ -150,8 +151,9 @@ static void print_text(const struct ch_split_result *r)
 			printf(" (%" PRIu64 " without a class)", t->unlabelled);
 		putchar('\n');
 	}
-	printf("split %" PRIu64 " samples into %zu splits, id %s\n",
-	       m->samples, m->nsplits, m->id);
+	printf("split %s into %s, id %s\n",
+	       cmd_count_text(m->samples, "sample", "samples", samples),
+	       cmd_count_text(m->nsplits, "split", "splits", splits), m->id);
 }
 
 static json_t *classes_json(const struct ch_manifest *m,
@@ -187,7 +189,8 @@ static json_t *split_json(const struct ch_manifest *m, size_t i,
 }
 
 /* 15 significant digits, so that a share of 0.05 reads "0.05". */
-static int print_json(const struct ch_split_result *r)
+static int print_json(const struct ch_split_result *r, const char *path,
+		      double seconds)
 {
 	const struct ch_manifest *m = &r->manifest;
 	json_t *doc = json_object(), *splits = json_object();
@@ -198,7 +201,8 @@ static int print_json(const struct ch_split_result *r)
 		json_object_set_new(splits, m->splits[i].name,
 				    split_json(m, i, &r->tallies[i]));
 	json_object_set_new(doc, "id", json_string(m->id));
-	json_object_set_new(doc, "parent", json_string(m->parent));
+	json_object_set_new(doc, "parent", cmd_json_id(m->parent));
+	json_object_set_new(doc, "dataset", cmd_json_text(path));
 	json_object_set_new(doc, "samples", json_integer((json_int_t)m->samples));
 	json_object_set_new(doc, "seed",
 			    json_integer((json_int_t)m->split_rule.seed));
@@ -206,6 +210,7 @@ static int print_json(const struct ch_split_result *r)
 							strlen(group)) :
 						  json_null());
 	json_object_set_new(doc, "splits", splits);
+	json_object_set_new(doc, "seconds", cmd_json_seconds(seconds));
 	rc = json_dumpf(doc, stdout, JSON_COMPACT | JSON_REAL_PRECISION(15));
 	if (rc == 0 && putchar('\n') == EOF)
 		rc = -1;
@@ -218,6 +223,7 @@ int cmd_split(int argc, char **argv)
 	struct split_args a = {0};
 	struct ch_split_result res;
 	struct ch_error err = {0};
+	double start = ch_now();
 	int status;
 
 	status = parse_args(argc, argv, &a);
@@ -227,7 +233,7 @@ int cmd_split(int argc, char **argv)
 	if (ch_split(a.path, &a.o, &res, &err) < 0)
 		return cmd_fail(&err);
 	if (a.json)
-		print_json(&res);
+		print_json(&res, a.path, ch_now() - start);
 	else
 		print_text(&res);
 	ch_split_result_release(&res);

@@ -64,6 +64,7 @@ static void count_kinds(const struct ch_status_result *r, uint64_t n[4])
 
 static void print_text(const struct ch_status_result *r)
 {
+	char shards[CMD_COUNT_TEXT], split_files[CMD_COUNT_TEXT];
 	uint64_t n[4];
 
 	for (size_t i = 0; i < r->nitems; i++) {
@@ -81,9 +82,10 @@ static void print_text(const struct ch_status_result *r)
 		       PRIu64 " unexpected%s; ", n[CH_WS_MISSING],
 		       n[CH_WS_MODIFIED], n[CH_WS_UNEXPECTED],
 		       n[CH_WS_MANIFEST] ? ", manifest edited" : "");
-	printf("%" PRIu64 " shards, %" PRIu64 " split files, %" PRIu64
-	       " hashed, version %s\n", r->shards, r->split_files, r->hashed,
-	       r->id);
+	printf("%s, %s, %" PRIu64 " hashed, version %s\n",
+	       cmd_count_text(r->shards, "shard", "shards", shards),
+	       cmd_count_text(r->split_files, "split file", "split files",
+			      split_files), r->hashed, r->id);
 }
 
 static json_t *str_or_null(const char *s)

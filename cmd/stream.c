@@ -290,7 +290,8 @@ static void write_stats_json(struct stream_args *a,
 static void print_pool(const struct ch_stream_opts *o,
 		       const struct ch_stream_stats *st)
 {
-	fprintf(stderr, "stream: %d workers%s, prefetch %d%s", st->workers,
+	fprintf(stderr, "stream: %d %s%s, prefetch %d%s", st->workers,
+		cmd_plural((uint64_t)st->workers, "worker", "workers"),
 		o->workers > 0 ? "" : " (auto)", st->prefetch,
 		o->prefetch > 0 ? "" : " (auto)");
 	if ((o->workers <= 0 || o->prefetch <= 0) && st->tune_work_s > 0)
@@ -304,11 +305,14 @@ static void print_stats(const struct ch_stream_opts *o,
 			const struct ch_stream_stats *st, int final)
 {
 	double t = st->elapsed_s > 0 ? st->elapsed_s : 1e-9;
+	char batches[CMD_COUNT_TEXT], samples[CMD_COUNT_TEXT];
+	char size[CMD_SIZE_TEXT];
 	fprintf(stderr,
-		"stream: %llu batches, %llu samples, %.1f MB in %.2f s: "
+		"stream: %s, %s, %s in %.2f s: "
 		"%.1f batches/s, %.0f samples/s, %.1f MB/s\n",
-		(unsigned long long)st->batches, (unsigned long long)st->samples,
-		(double)st->bytes / 1e6, t, (double)st->batches / t,
+		cmd_count_text(st->batches, "batch", "batches", batches),
+		cmd_count_text(st->samples, "sample", "samples", samples),
+		cmd_size_text(st->bytes, size), t, (double)st->batches / t,
 		(double)st->samples / t, (double)st->bytes / 1e6 / t);
 	if (!final)
 		return;
@@ -351,15 +355,20 @@ static void on_stats(const struct ch_stream_stats *st, void *arg)
 
 static void print_fetch(const struct ch_fetch_stats *f)
 {
+	char files[CMD_COUNT_TEXT], ranges[CMD_COUNT_TEXT];
+	char file_size[CMD_SIZE_TEXT], range_size[CMD_SIZE_TEXT];
+
 	if (!stream_is_remote(f))
 		return;
-	fprintf(stderr, "stream: remote: %llu files fetched (%.1f MB), %llu "
-			"found in the cache, %llu range requests (%.1f MB); "
-			"readers waited %.2f s on them (summed)\n",
-		(unsigned long long)f->files, (double)f->file_bytes / 1e6,
+	fprintf(stderr, "stream: remote: %s fetched (%s), %llu found in the "
+			"cache, %s (%s); readers waited %.2f s on them "
+			"(summed)\n",
+		cmd_count_text(f->files, "file", "files", files),
+		cmd_size_text(f->file_bytes, file_size),
 		(unsigned long long)f->cache_hits,
-		(unsigned long long)f->ranges, (double)f->range_bytes / 1e6,
-		f->wait_s);
+		cmd_count_text(f->ranges, "range request", "range requests",
+			       ranges),
+		cmd_size_text(f->range_bytes, range_size), f->wait_s);
 }
 
 /* -o FILE goes to a temporary beside FILE, renamed into place when the
@@ -489,8 +498,9 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 	if (a->stats_json)
 		write_stats_json(a, st, fetch);
 	if (st->skipped)
-		fprintf(stderr, "chute stream: skipped %llu corrupt samples\n",
-			(unsigned long long)st->skipped);
+		fprintf(stderr, "chute stream: skipped %llu corrupt %s\n",
+			(unsigned long long)st->skipped,
+			cmd_plural(st->skipped, "sample", "samples"));
 	if (a->output)
 		status = close_output(&sink, status);
 	/* the stream itself went through: FILE is in place */

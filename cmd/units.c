@@ -54,3 +54,11 @@ const char *cmd_plural(uint64_t n, const char *one, const char *many)
 {
 	return n == 1 ? one : many;
 }
+
+const char *cmd_count_text(uint64_t n, const char *one, const char *many,
+			   char buf[CMD_COUNT_TEXT])
+{
+	snprintf(buf, CMD_COUNT_TEXT, "%llu %s", (unsigned long long)n,
+		 cmd_plural(n, one, many));
+	return buf;
+}

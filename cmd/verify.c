@@ -220,17 +220,22 @@ static int verify_one(const char *path, struct ch_verify_opts *o,
 static void print_summary(const struct verify_totals *t, size_t bad_shards)
 {
 	const struct ch_verify_result *s = &t->sum;
+	char a[CMD_COUNT_TEXT], b[CMD_COUNT_TEXT], c[CMD_COUNT_TEXT];
+	char size[CMD_SIZE_TEXT];
 
 	if (t->ran == 0)
 		return; /* the errors on stderr say it all */
 	if (s->problems == 0 && t->failed == 0) {
-		printf("ok: %" PRIu64 " shards, %" PRIu64 " blocks, %" PRIu64
-		       " samples, %" PRIu64 " bytes\n",
-		       s->shards, s->blocks, s->samples, s->bytes);
+		printf("ok: %s, %s, %s, %s\n",
+		       cmd_count_text(s->shards, "shard", "shards", a),
+		       cmd_count_text(s->blocks, "block", "blocks", b),
+		       cmd_count_text(s->samples, "sample", "samples", c),
+		       cmd_size_text(s->bytes, size));
 		return;
 	}
-	printf("FAILED: %" PRIu64 " problems in %zu shards", s->problems,
-	       bad_shards);
+	printf("FAILED: %s in %s",
+	       cmd_count_text(s->problems, "problem", "problems", a),
+	       cmd_count_text(bad_shards, "shard", "shards", b));
 	if (t->failed)
 		printf("; %zu could not be checked", t->failed);
 	putchar('\n');

@@ -599,6 +599,7 @@ struct ch_pack_result {
 	uint64_t samples, bytes, shard_bytes;
 	size_t shards;
 	char id[33];
+	char parent[33];   /* the new version's parent; "" for none */
 	char old_id[33];   /* the version replaced; "" for none */
 	char changes[512]; /* what changed against it, ", "-separated */
 };
@@ -642,6 +643,7 @@ struct ch_merge_result {
 	size_t shards, parts;
 	int linked;	   /* 1: shards hard-linked, 0: some copied */
 	char id[33];
+	char parent[33];   /* the new version's parent; "" for none */
 	char old_id[33];   /* the version replaced; "" for none */
 	char changes[512]; /* what changed against it, ", "-separated */
 };
@@ -738,11 +740,18 @@ struct ch_export_opts {
 	void *progress_arg;
 };
 
+/* What an export wrote, so far when it failed. */
+struct ch_export_result {
+	size_t files;	  /* tar files renamed into place */
+	uint64_t samples; /* samples in them */
+	uint64_t bytes;	  /* their size */
+};
+
 /* Writes one WebDataset tar per shard (NAME-000000.tar, members KEY.FIELD
  * in sample order, deterministic headers), each under a temporary name
  * renamed into place when complete. */
 int ch_export(struct ch_dataset *ds, const struct ch_export_opts *o,
-	      size_t *files_written, struct ch_error *err);
+	      struct ch_export_result *res, struct ch_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Splits: train / val / test subsets (chute split, chute-manifest(5))   */

@@ -38,6 +38,9 @@ struct ch_push_opts {
 
 struct ch_push_report {
 	char id[33];
+	char parent[33];	   /* the version's parent; "" for none */
+	uint64_t samples;	   /* the version's */
+	size_t shards;
 	size_t files, uploaded;	   /* files of the version; those sent */
 	uint64_t bytes, uploaded_bytes;
 	size_t versions_uploaded;  /* the manifest and ancestors sent */
@@ -79,6 +82,9 @@ int ch_remote_merge(struct ch_store *st, const char *const *parts,
 
 struct ch_pull_report {
 	char id[33];
+	char parent[33];	/* the version's parent; "" for none */
+	uint64_t samples;	/* the version's */
+	size_t shards;
 	size_t files, downloaded, present, resumed;
 	uint64_t bytes, downloaded_bytes;
 };

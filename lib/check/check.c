@@ -212,8 +212,9 @@ static void check_counts(struct checker *c)
 	char msg[160];
 	if (m->samples == c->total)
 		return;
-	snprintf(msg, sizeof(msg), "the shards hold %llu samples, the "
+	snprintf(msg, sizeof(msg), "the shards hold %llu %s, the "
 		 "manifest's total is %llu", (unsigned long long)c->total,
+		 ch_plural(c->total, "sample", "samples"),
 		 (unsigned long long)m->samples);
 	struct check_hit h = { .sample = c->total + m->nsplits,
 			       .shard_only = 1, .shard = "manifest.json",
@@ -404,18 +405,21 @@ static void settle_readable(struct checker *c)
 	char msg[128];
 	int used = 0;
 	if (!files && !blocks) {
-		check_settle(c, CH_RULE_READABLE, "%zu shards, %llu samples",
-			     c->nshards, (unsigned long long)c->total);
+		check_settle(c, CH_RULE_READABLE, "%zu %s, %llu %s",
+			     c->nshards, ch_plural(c->nshards, "shard",
+						   "shards"),
+			     (unsigned long long)c->total,
+			     ch_plural(c->total, "sample", "samples"));
 		return;
 	}
 	if (files)
 		used = snprintf(msg, sizeof(msg), "%llu %s", files,
-				check_plural(files, "shard or split file",
+				ch_plural(files, "shard or split file",
 					     "shards or split files"));
 	if (blocks)
 		snprintf(msg + used, sizeof(msg) - (size_t)used, "%s%llu %s",
 			 files ? " and " : "", blocks,
-			 check_plural(blocks, "block", "blocks"));
+			 ch_plural(blocks, "block", "blocks"));
 	check_settle(c, CH_RULE_READABLE, "%s cannot be read", msg);
 }
 
@@ -433,14 +437,14 @@ static void settle_index_rules(struct checker *c)
 		check_settle(c, CH_RULE_REQUIRED, "no field is required");
 	else if (c->run[CH_RULE_REQUIRED] && bad)
 		check_settle(c, CH_RULE_REQUIRED, "%llu %s a required field "
-			     "(%s)", bad, check_plural(bad, "sample lacks",
+			     "(%s)", bad, ch_plural(bad, "sample lacks",
 						       "samples lack"), names);
 	else if (c->run[CH_RULE_REQUIRED])
 		check_settle(c, CH_RULE_REQUIRED, "every sample has %s", names);
 	bad = r[CH_RULE_EMPTY].count;
 	if (c->run[CH_RULE_EMPTY] && bad)
 		check_settle(c, CH_RULE_EMPTY, "%llu %s empty", bad,
-			     check_plural(bad, "field is", "fields are"));
+			     ch_plural(bad, "field is", "fields are"));
 	else if (c->run[CH_RULE_EMPTY])
 		check_settle(c, CH_RULE_EMPTY, "no field is empty");
 }
@@ -451,26 +455,30 @@ static void settle_read_rules(struct checker *c)
 	unsigned long long bad = r[CH_RULE_TYPES].count;
 	if (c->run[CH_RULE_TYPES] && bad)
 		check_settle(c, CH_RULE_TYPES, "%llu %s what %s name says",
-			     bad, check_plural(bad, "field does not hold",
+			     bad, ch_plural(bad, "field does not hold",
 					       "fields do not hold"),
-			     check_plural(bad, "its", "their"));
+			     ch_plural(bad, "its", "their"));
 	else if (c->run[CH_RULE_TYPES] && c->typed_fields)
-		check_settle(c, CH_RULE_TYPES, "%llu fields checked",
-			     (unsigned long long)c->typed_fields);
+		check_settle(c, CH_RULE_TYPES, "%llu %s checked",
+			     (unsigned long long)c->typed_fields,
+			     ch_plural(c->typed_fields, "field", "fields"));
 	else if (c->run[CH_RULE_TYPES])
 		check_settle(c, CH_RULE_TYPES, "no field of a checked type "
 			     "(jpg, jpeg, png, cls, json, npy)");
 	bad = r[CH_RULE_CORRUPTION].count;
 	if (c->run[CH_RULE_CORRUPTION] && bad)
 		check_settle(c, CH_RULE_CORRUPTION, "%llu %s not match %s hash",
-			     bad, check_plural(bad, "block or sample does",
+			     bad, ch_plural(bad, "block or sample does",
 					       "blocks or samples do"),
-			     check_plural(bad, "its", "their"));
+			     ch_plural(bad, "its", "their"));
 	else if (c->run[CH_RULE_CORRUPTION])
-		check_settle(c, CH_RULE_CORRUPTION, "%llu blocks and %llu "
-			     "samples match their hashes",
+		check_settle(c, CH_RULE_CORRUPTION, "%llu %s and %llu %s "
+			     "match their hashes",
 			     (unsigned long long)c->blocks_read,
-			     (unsigned long long)c->samples_hashed);
+			     ch_plural(c->blocks_read, "block", "blocks"),
+			     (unsigned long long)c->samples_hashed,
+			     ch_plural(c->samples_hashed, "sample",
+				       "samples"));
 }
 
 /* A non-empty split that holds samples out of training. */
@@ -490,9 +498,11 @@ static void check_eval_split(struct checker *c)
 		if (!eval || m->splits[i].samples == 0)
 			continue;
 		int w = snprintf(held + used, sizeof(held) - used,
-				 "%s%s holds %llu samples", used ? ", " : "",
+				 "%s%s holds %llu %s", used ? ", " : "",
 				 m->splits[i].name,
-				 (unsigned long long)m->splits[i].samples);
+				 (unsigned long long)m->splits[i].samples,
+				 ch_plural(m->splits[i].samples, "sample",
+					   "samples"));
 		used += w > 0 ? (size_t)w : 0;
 	}
 	if (used) {

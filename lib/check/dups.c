@@ -152,7 +152,7 @@ static void settle_conflicts(struct checker *c)
 		check_settle(c, CH_RULE_CONFLICTING_LABELS, "%llu %s the "
 			     "inputs of an earlier sample with other labels",
 			     (unsigned long long)bad,
-			     check_plural(bad, "sample has", "samples have"));
+			     ch_plural(bad, "sample has", "samples have"));
 	else
 		check_settle(c, CH_RULE_CONFLICTING_LABELS, "no two samples "
 			     "with the same inputs have different labels");
@@ -166,8 +166,8 @@ static void settle_hash_rules(struct checker *c, const uint64_t *per_split)
 		check_settle(c, CH_RULE_DUPLICATES, "%llu %s the inputs of an "
 			     "earlier sample of %s %s",
 			     (unsigned long long)dups,
-			     check_plural(dups, "sample has", "samples have"),
-			     check_plural(dups, "its", "their"),
+			     ch_plural(dups, "sample has", "samples have"),
+			     ch_plural(dups, "its", "their"),
 			     splits ? "split" : "dataset");
 	else if (c->run[CH_RULE_DUPLICATES])
 		check_settle(c, CH_RULE_DUPLICATES, "no two samples of %s have "
@@ -264,7 +264,7 @@ static void settle_near(struct checker *c, size_t ntrain)
 	else if (bad)
 		check_settle(c, CH_RULE_NEAR_DUPLICATES, "%llu %s within "
 			     "distance %d of a train image",
-			     (unsigned long long)bad, check_plural(bad,
+			     (unsigned long long)bad, ch_plural(bad,
 			     "image of another split is",
 			     "images of other splits are"), c->o->distance);
 	else

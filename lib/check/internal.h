@@ -119,8 +119,6 @@ struct checker {
 /* Records a problem of rule (count, and an example if among the first by
  * sample number).  Thread-safe. */
 void check_note(struct checker *c, int rule, const struct check_hit *h);
-/* one when n is 1, else many: "1 field is", "2 fields are". */
-const char *check_plural(uint64_t n, const char *one, const char *many);
 /* Sorts each rule's examples by sample number. */
 void check_sort_examples(struct ch_check_report *rep);
 /* The shard holding dataset-wide sample n. */

@@ -8,11 +8,6 @@
 
 #include "check/internal.h"
 
-const char *check_plural(uint64_t n, const char *one, const char *many)
-{
-	return n == 1 ? one : many;
-}
-
 size_t check_shard_of(const struct checker *c, uint64_t n)
 {
 	size_t lo = 0, hi = c->nshards;
@@ -149,7 +144,7 @@ static void say_unexamined(struct ch_check_rule_result *r)
 		return;
 	if (asprintf(&more, "%s; %llu %s not be examined", r->message,
 		     (unsigned long long)r->unexamined,
-		     check_plural(r->unexamined, "sample could",
+		     ch_plural(r->unexamined, "sample could",
 				  "samples could")) < 0)
 		return;
 	free(r->message);

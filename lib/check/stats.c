@@ -81,7 +81,7 @@ int check_size_outliers(struct checker *c, struct ch_error *err)
 	if (bad)
 		check_settle(c, CH_RULE_SIZE_OUTLIERS, "%llu %s a field over "
 			     "%gx its median size", (unsigned long long)bad,
-			     check_plural(bad, "sample has", "samples have"),
+			     ch_plural(bad, "sample has", "samples have"),
 			     c->o->factor);
 	else
 		check_settle(c, CH_RULE_SIZE_OUTLIERS, "no field is over %gx "
@@ -173,8 +173,10 @@ int check_labels(struct checker *c, struct ch_error *err)
 	c->rep->has_labels = 1;
 	if (label_values(c, l) < 0 || label_groups(c, l) < 0)
 		return ch_error_set(err, "out of memory counting classes");
-	check_settle(c, CH_RULE_LABELS, "%zu classes, %llu labelled samples",
-		     l->nvalues, (unsigned long long)l->groups[0].total);
+	check_settle(c, CH_RULE_LABELS, "%zu %s, %llu labelled %s",
+		     l->nvalues, ch_plural(l->nvalues, "class", "classes"),
+		     (unsigned long long)l->groups[0].total,
+		     ch_plural(l->groups[0].total, "sample", "samples"));
 	return 0;
 }
 
@@ -252,8 +254,9 @@ int check_labels_drift(struct checker *c, const struct ch_check_labels *base,
 	if (!c->rep->has_labels)
 		return 0;
 	if (!base) {
-		check_settle(c, CH_RULE_LABELS, "%zu classes; the baseline has "
-			     "no cls field: nothing to compare", cur->nvalues);
+		check_settle(c, CH_RULE_LABELS, "%zu %s; the baseline has "
+			     "no cls field: nothing to compare", cur->nvalues,
+			     ch_plural(cur->nvalues, "class", "classes"));
 		return 0;
 	}
 	for (size_t g = cur->ngroups > 1 ? 1 : 0; g < cur->ngroups; g++)
@@ -262,12 +265,13 @@ int check_labels_drift(struct checker *c, const struct ch_check_labels *base,
 		check_settle(c, CH_RULE_LABELS, "%llu class %s more than %g "
 			     "from the baseline", (unsigned long long)
 			     c->rep->rules[CH_RULE_LABELS].count,
-			     check_plural(c->rep->rules[CH_RULE_LABELS].count,
+			     ch_plural(c->rep->rules[CH_RULE_LABELS].count,
 					  "proportion moved",
 					  "proportions moved"), c->o->drift);
 	else
-		check_settle(c, CH_RULE_LABELS, "%zu classes; no proportion "
+		check_settle(c, CH_RULE_LABELS, "%zu %s; no proportion "
 			     "moved more than %g from the baseline",
-			     cur->nvalues, c->o->drift);
+			     cur->nvalues, ch_plural(cur->nvalues, "class",
+						     "classes"), c->o->drift);
 	return 0;
 }

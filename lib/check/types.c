@@ -181,8 +181,9 @@ static int check_cls(const uint8_t *data, size_t size, uint64_t nclasses,
 	uint64_t v = 0;
 	*cls = -1;
 	if (size == 0 || size > 18)
-		return why_set(why, why_size, "cls of %zu bytes is not a "
-			       "class number", size);
+		return why_set(why, why_size, "cls of %zu %s is not a "
+			       "class number", size,
+			       ch_plural(size, "byte", "bytes"));
 	for (size_t i = 0; i < size; i++) {
 		if (data[i] < '0' || data[i] > '9')
 			return not_integer(data, size, why, why_size);
@@ -190,9 +191,10 @@ static int check_cls(const uint8_t *data, size_t size, uint64_t nclasses,
 	}
 	if (nclasses && v >= nclasses)
 		return why_set(why, why_size, "cls %llu is out of range: the "
-			       "dataset has %llu classes",
+			       "dataset has %llu %s",
 			       (unsigned long long)v,
-			       (unsigned long long)nclasses);
+			       (unsigned long long)nclasses,
+			       ch_plural(nclasses, "class", "classes"));
 	*cls = (int64_t)v;
 	return 0;
 }

@@ -440,8 +440,10 @@ static void open_shard(struct verifier *v, size_t s)
 	}
 	if (!v->ds.lone_shard && ch_shard_sample_count(vs->sh) != ms->samples)
 		report(v, CH_PROBLEM_COUNT, vs->rel, -1, NULL, -1,
-		       "holds %llu samples, the manifest says %llu",
+		       "holds %llu %s, the manifest says %llu",
 		       (unsigned long long)ch_shard_sample_count(vs->sh),
+		       ch_plural(ch_shard_sample_count(vs->sh), "sample",
+				 "samples"),
 		       (unsigned long long)ms->samples);
 	struct ch_hash128 seal = ch_shard_seal(vs->sh);
 	if (!v->ds.lone_shard && ms->has_seal &&
@@ -593,8 +595,9 @@ static void check_manifest(struct verifier *v)
 	}
 	if (expect != m->samples)
 		report(v, CH_PROBLEM_COUNT, NULL, -1, NULL, -1,
-		       "shards hold %llu samples, the manifest's total is %llu",
+		       "shards hold %llu %s, the manifest's total is %llu",
 		       (unsigned long long)expect,
+		       ch_plural(expect, "sample", "samples"),
 		       (unsigned long long)m->samples);
 }
 
@@ -661,8 +664,9 @@ static int mark_split(struct verifier *v, const struct ch_manifest_split *sp,
 	}
 	if (twice)
 		report(v, CH_PROBLEM_COUNT, sp->path, -1, NULL, -1,
-		       "%llu samples are also in another split (the first: "
-		       "#%llu)", (unsigned long long)twice,
+		       "%llu %s also in another split (the first: #%llu)",
+		       (unsigned long long)twice,
+		       ch_plural(twice, "sample is", "samples are"),
 		       (unsigned long long)first);
 	return 0;
 }
@@ -711,8 +715,10 @@ static void check_splits(struct verifier *v)
 			first = x;
 	if (left)
 		report(v, CH_PROBLEM_COUNT, NULL, -1, NULL, -1,
-		       "%llu samples are in no split (the first: #%llu)",
-		       (unsigned long long)left, (unsigned long long)first);
+		       "%llu %s in no split (the first: #%llu)",
+		       (unsigned long long)left,
+		       ch_plural(left, "sample is", "samples are"),
+		       (unsigned long long)first);
 	free(seen);
 }
 

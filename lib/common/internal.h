@@ -31,6 +31,10 @@ uint64_t ch_shard_serial(const struct ch_shard *sh);
 char *ch_manifest_path(const char *path);
 char *ch_dataset_dir(const char *path);
 
+/* Messages: one when n is 1, else many ("1 field is", "2 fields are"),
+ * so that a count and its word agree. */
+const char *ch_plural(uint64_t n, const char *one, const char *many);
+
 /* Files and folders. */
 int ch_mkdir_p(const char *path, struct ch_error *err);
 int ch_rm_rf(const char *path);

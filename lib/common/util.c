@@ -77,6 +77,11 @@ int ch_cpu_count(void)
 	return n < 1 ? 1 : (int)n;
 }
 
+const char *ch_plural(uint64_t n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
 double ch_now(void)
 {
 	struct timespec t;

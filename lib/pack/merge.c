@@ -529,6 +529,8 @@ int ch_merge(const char *const *paths, size_t n,
 	memcpy(res->old_id, old.id, sizeof(res->old_id));
 	ch_pack_changes(&m, &old, res->changes);
 	memcpy(res->id, m.id, sizeof(res->id));
+	snprintf(res->parent, sizeof(res->parent), "%s",
+		 m.parent ? m.parent : "");
 	res->samples = m.samples;
 	res->bytes = m.bytes;
 	res->shard_bytes = m.shard_bytes;

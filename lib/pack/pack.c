@@ -855,6 +855,8 @@ int ch_pack(const char *const *sources, size_t nsources,
 	res->shard_bytes = m.shard_bytes;
 	res->shards = m.nshards;
 	memcpy(res->id, m.id, sizeof(res->id));
+	snprintf(res->parent, sizeof(res->parent), "%s",
+		 m.parent ? m.parent : "");
 	rc = 0;
 out:
 	m.sources = NULL; /* owned by the catalog */

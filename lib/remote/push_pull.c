@@ -208,11 +208,13 @@ static int check_local(const struct ch_store_job *j, const char *rel,
 		return 0;
 	ch_hash128_hex(j->hash, want);
 	ch_hash128_hex(h, got);
-	return ch_error_set(err, "%s does not match the manifest (%llu bytes, "
-			    "xxh3_128 %s; the manifest says %llu bytes, %s): "
+	return ch_error_set(err, "%s does not match the manifest (%llu %s, "
+			    "xxh3_128 %s; the manifest says %llu %s, %s): "
 			    "not pushed; run chute verify", rel,
-			    (unsigned long long)size, got,
-			    (unsigned long long)j->size, want);
+			    (unsigned long long)size,
+			    ch_plural(size, "byte", "bytes"), got,
+			    (unsigned long long)j->size,
+			    ch_plural(j->size, "byte", "bytes"), want);
 }
 
 static int remote_has(const struct ch_store_job *j, const struct vfile *f)
@@ -368,6 +370,10 @@ int ch_remote_push(const char *path, struct ch_store *st,
 		goto out;
 	}
 	memcpy(r->id, m->id, 33);
+	snprintf(r->parent, sizeof(r->parent), "%s",
+		 m->parent ? m->parent : "");
+	r->samples = m->samples;
+	r->shards = m->nshards;
 	if (!(f = version_files(m, &n, err)))
 		goto out;
 	r->files = n;
@@ -556,6 +562,9 @@ int ch_remote_pull(struct ch_store *st, const char *at, const char *dir,
 	    (rc = ch_remote_get_version(st, r->id, &m, &raw, err)) != 0)
 		goto out;
 	rc = -1;
+	snprintf(r->parent, sizeof(r->parent), "%s", m.parent ? m.parent : "");
+	r->samples = m.samples;
+	r->shards = m.nshards;
 	if (!(f = version_files(&m, &n, err)))
 		goto out;
 	r->files = n;

@@ -447,8 +447,9 @@ static int estimate_memory(struct ch_shard *sh, uint64_t *bytes,
 	struct footer ft;
 	uint64_t dict_hash;
 	if (sh->file_size < CHS_HEADER_SIZE + CHS_FOOTER_SIZE)
-		return ch_error_data(err, "not a chute shard: only %llu bytes "
+		return ch_error_data(err, "not a chute shard: only %llu %s "
 				     "('%s')", (unsigned long long)sh->file_size,
+				     ch_plural(sh->file_size, "byte", "bytes"),
 				     sh->path);
 	int rc;
 	if ((rc = read_header(sh, &dict_hash, err)) < 0 ||
@@ -509,8 +510,9 @@ static int load_shard(struct ch_shard *sh, struct ch_error *err)
 	uint64_t dict_hash = 0;
 	sh->serial = open_serial();
 	if (sh->file_size < CHS_HEADER_SIZE + CHS_FOOTER_SIZE)
-		return ch_error_data(err, "not a chute shard: only %llu bytes "
+		return ch_error_data(err, "not a chute shard: only %llu %s "
 				     "('%s')", (unsigned long long)sh->file_size,
+				     ch_plural(sh->file_size, "byte", "bytes"),
 				     sh->path);
 	int rc;
 	if ((rc = read_header(sh, &dict_hash, err)) < 0 ||

@@ -155,9 +155,10 @@ int ch_part_finish(struct ch_part *p, struct ch_error *err)
 	struct ch_store_job *job = p->job;
 	if (p->overflow || p->have != job->size) {
 		ch_error_set(err,
-			     "size mismatch for '%s' (%s): expected %llu bytes,"
+			     "size mismatch for '%s' (%s): expected %llu %s,"
 			     " got %s%llu",
 			     job->key, p->what, (unsigned long long)job->size,
+			     ch_plural(job->size, "byte", "bytes"),
 			     p->overflow ? "more than " : "",
 			     (unsigned long long)p->have);
 		return 1;

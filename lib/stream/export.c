@@ -212,13 +212,17 @@ static int tar_open(struct tar_out *t, const char *dir, const char *name,
 }
 
 /* Finishes the tar (end marker, flush), syncs it and renames it into
- * place, still locked: closing it unlocks it. */
-static int tar_commit(struct tar_out *t, struct ch_error *err)
+ * place, still locked: closing it unlocks it.  *size: its bytes. */
+static int tar_commit(struct tar_out *t, uint64_t *size,
+		      struct ch_error *err)
 {
+	struct stat st;
+
 	if (archive_write_close(t->ar) != ARCHIVE_OK)
 		return tar_error(t, NULL, err);
-	if (fsync(t->tmp.fd) < 0)
+	if (fsync(t->tmp.fd) < 0 || fstat(t->tmp.fd, &st) < 0)
 		return ch_error_errno(err, errno, "cannot write '%s'", t->final);
+	*size = (uint64_t)st.st_size;
 	if (rename(t->tmp.path, t->final) < 0)
 		return ch_error_errno(err, errno, "cannot rename '%s' to '%s'",
 				      t->tmp.path, t->final);
@@ -237,9 +241,10 @@ static void tar_release(struct tar_out *t)
 	ch_buf_release(&t->name);
 }
 
-/* Exports shard s to OUTDIR/NAME.tar. */
+/* Exports shard s to OUTDIR/NAME.tar, of *size bytes. */
 static int export_shard(struct ch_dataset *ds, size_t s,
 			const struct ch_export_opts *o, struct ch_counter *c,
+			uint64_t *size,
 			struct ch_error *err)
 {
 	struct tar_out t = {.tmp = {.fd = -1}};
@@ -263,7 +268,7 @@ static int export_shard(struct ch_dataset *ds, size_t s,
 	if ((rc = ch_dataset_shard(ds, s, &sh, err)) < 0 ||
 	    (rc = tar_open(&t, o->out_dir, name, err)) < 0 ||
 	    (rc = put_samples(&t, sh, o, c, err)) < 0 ||
-	    (rc = tar_commit(&t, err)) < 0)
+	    (rc = tar_commit(&t, size, err)) < 0)
 		goto out;
 	rc = 0;
 out:
@@ -313,13 +318,13 @@ out:
 }
 
 int ch_export(struct ch_dataset *ds, const struct ch_export_opts *o,
-	      size_t *files_written, struct ch_error *err)
+	      struct ch_export_result *res, struct ch_error *err)
 {
 	const struct ch_manifest *m = &ds->manifest;
 	struct ch_counter c;
-	size_t done = 0;
 	int rc = -1;
 
+	memset(res, 0, sizeof(*res));
 	ch_counter_init(&c, o->progress, o->progress_arg);
 	if (o->format && strcmp(o->format, "tar") != 0) {
 		ch_error_set(err, "unknown export format '%s' (only 'tar')",
@@ -335,9 +340,12 @@ int ch_export(struct ch_dataset *ds, const struct ch_export_opts *o,
 		goto out;
 	ch_counter_phase(&c, "writing", "samples", m->samples, m->bytes);
 	for (size_t s = 0; s < m->nshards; s++) {
-		if ((rc = export_shard(ds, s, o, &c, err)) < 0)
+		uint64_t size = 0;
+		if ((rc = export_shard(ds, s, o, &c, &size, err)) < 0)
 			goto out;
-		done++;
+		res->files++;
+		res->samples += ds->manifest.shards[s].samples;
+		res->bytes += size;
 	}
 	ch_counter_end(&c);
 	rc = -1;
@@ -346,7 +354,5 @@ int ch_export(struct ch_dataset *ds, const struct ch_export_opts *o,
 		goto out;
 	rc = 0;
 out:
-	if (files_written)
-		*files_written = done;
 	return rc;
 }

@@ -129,10 +129,13 @@ static int planner_init(struct planner *p, const struct ch_dataset *ds,
 	p->opt_hash = ch_stream_options_hash(o);
 	if (ch_segment_batches(m->samples, 0, o->world, o->batch_size, o->eval,
 			       o->drop_last) == 0)
-		return ch_error_usage(err, "%llu samples make no batch for "
-				      "%llu ranks with batches of %llu",
+		return ch_error_usage(err, "%llu %s no batch for %llu %s "
+				      "with batches of %llu",
 				      (unsigned long long)m->samples,
+				      ch_plural(m->samples, "sample makes",
+						"samples make"),
 				      (unsigned long long)o->world,
+				      ch_plural(o->world, "rank", "ranks"),
 				      (unsigned long long)o->batch_size);
 	if (!o->resume)
 		return enter_segment(p, 0, 0, 0, err);

@@ -55,8 +55,8 @@ static int normalize(const struct ch_op *op, int chw, const struct ch_buf *in,
 		return ch_error_set(err, "normalize: needs a u8 image");
 	if (c != op->nchan && op->nchan != 1)
 		return ch_error_set(err, "normalize: %u values for an image of "
-				    "%llu channels", op->nchan,
-				    (unsigned long long)c);
+				    "%llu %s", op->nchan, (unsigned long long)c,
+				    ch_plural(c, "channel", "channels"));
 	size_t n = (size_t)(h * w * c);
 	out->len = 0;
 	if (ch_buf_reserve(out, n * 4, err) < 0)

@@ -89,14 +89,15 @@ static void split_phrase(struct changes *changes, const struct ch_manifest *a,
 		add(changes, "split %s %s", names, what);
 }
 
+/* "+2/-1 shards", "+1 shard", "-3 shards" */
 static void count_phrase(struct changes *changes, uint64_t plus, uint64_t minus,
-			 const char *what)
+			 const char *one, const char *many)
 {
 	if (plus && minus)
-		add(changes, "+%" PRIu64 "/-%" PRIu64 " %s", plus, minus, what);
+		add(changes, "+%" PRIu64 "/-%" PRIu64 " %s", plus, minus, many);
 	else if (plus || minus)
 		add(changes, "%c%" PRIu64 " %s", plus ? '+' : '-',
-		    plus ? plus : minus, what);
+		    plus ? plus : minus, ch_plural(plus + minus, one, many));
 }
 
 static void field_phrases(struct changes *changes, const struct ch_manifest *v,
@@ -130,15 +131,15 @@ void ch_version_changes(const struct ch_manifest *v,
 		add(c, "first version");
 		return;
 	}
-	if (v->samples != p->samples)
-		add(c, "%c%" PRIu64 " samples", v->samples > p->samples ? '+' : '-',
-		    v->samples > p->samples ? v->samples - p->samples :
-					      p->samples - v->samples);
+	if (v->samples > p->samples)
+		count_phrase(c, v->samples - p->samples, 0, "sample", "samples");
+	else
+		count_phrase(c, 0, p->samples - v->samples, "sample", "samples");
 	for (size_t i = 0; i < v->nshards; i++)
 		new_shards += !has_shard(p, v->shards[i].hash);
 	for (size_t i = 0; i < p->nshards; i++)
 		gone_shards += !has_shard(v, p->shards[i].hash);
-	count_phrase(c, new_shards, gone_shards, "shards");
+	count_phrase(c, new_shards, gone_shards, "shard", "shards");
 	split_phrase(c, v, p, 0, "added");
 	split_phrase(c, p, v, 0, "removed");
 	split_phrase(c, v, p, 1, "changed");
@@ -147,7 +148,7 @@ void ch_version_changes(const struct ch_manifest *v,
 		plus += !has_string(p->classes, p->nclasses, v->classes[i]);
 	for (size_t i = 0; i < p->nclasses; i++)
 		minus += !has_string(v->classes, v->nclasses, p->classes[i]);
-	count_phrase(c, plus, minus, "classes");
+	count_phrase(c, plus, minus, "class", "classes");
 	if (!same_options(&v->options, &p->options))
 		add(c, "pack options changed");
 	if (strcmp(v->name, p->name) != 0)
@@ -178,8 +179,9 @@ int ch_version_losses(const struct ch_manifest *old,
 			loss(buf, size, &used, what);
 		}
 	if (old->nclasses && !v->nclasses) {
-		snprintf(what, sizeof(what), "the labels (%zu classes)",
-			 old->nclasses);
+		snprintf(what, sizeof(what), "the labels (%zu %s)",
+			 old->nclasses,
+			 ch_plural(old->nclasses, "class", "classes"));
 		loss(buf, size, &used, what);
 	}
 	for (size_t i = 0; i < old->nsplits; i++)

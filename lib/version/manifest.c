@@ -1151,7 +1151,8 @@ static int check_split_totals(struct ch_manifest *m, struct dec *d)
 	}
 	if (samples != m->samples) {
 		snprintf(what, sizeof(what), "the splits hold %" PRIu64
-			 " samples, the dataset %" PRIu64, samples, m->samples);
+			 " %s, the dataset %" PRIu64, samples,
+			 ch_plural(samples, "sample", "samples"), m->samples);
 		return bad(d, "splits", "sets", what);
 	}
 	if (units != FRACTION_UNITS)

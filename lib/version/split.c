@@ -702,9 +702,11 @@ static int read_exact(const char *path, uint8_t *buf, uint64_t size,
 		goto out;
 	}
 	if ((uint64_t)st.st_size != size) {
-		ch_error_set(err, "'%s' has %llu bytes, the manifest says "
+		ch_error_set(err, "'%s' has %llu %s, the manifest says "
 			     "%" PRIu64 ": run chute verify", path,
-			     (unsigned long long)st.st_size, size);
+			     (unsigned long long)st.st_size,
+			     ch_plural((uint64_t)st.st_size, "byte", "bytes"),
+			     size);
 		goto out;
 	}
 	while (off < size) {

@@ -14,7 +14,7 @@ setup() {
 	nshards=$(mjson ds 'len(m["shards"])')
 	[ "$nshards" -gt 1 ] || fail "expected several shards"
 	run -0 chute export ds -o out
-	assert_output "exported $nshards shards into out"
+	assert_output --regexp "^exported $nshards shards \\($(mjson ds 'm["samples"]') samples, [0-9.]+ [kMG]?B\\) into out\$"
 	run -0 bash -c 'ls out | grep -c "^ds-[0-9]\{6\}\.tar$"'
 	assert_output "$nshards"
 	run -0 ls out/ds-000000.tar

@@ -17,7 +17,7 @@ setup() {
 @test "merge: four parts make one dataset that verifies and streams every sample" {
 	pack_parts parts 4
 	run -0 chute merge parts/0 parts/1 parts/2 parts/3 -o ds
-	assert_output --regexp '^merged 4 parts: 120 samples \([0-9]+ bytes\) in [0-9]+ shards, id [0-9a-f]{32}$'
+	assert_output --regexp '^merged 4 parts: 120 samples \([0-9.]+ [kMGT]?B\) in [0-9]+ shards?, id [0-9a-f]{32}$'
 	run -0 chute verify ds
 	run -0 --separate-stderr chute stream -f jsonl ds
 	assert_equal "${#lines[@]}" 120

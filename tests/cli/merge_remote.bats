@@ -45,7 +45,7 @@ teardown() {
 	local cas tags
 	cas=$(snapshot remote/cas)
 	run -0 chute merge "$R@part-2" "$R@part-0" "$R@part-1" -o "$R" --tag v1
-	assert_line --index 0 --regexp '^merged 3 parts: 120 samples \([0-9]+ bytes\) in [0-9]+ shards, id [0-9a-f]{32}$'
+	assert_line --index 0 --regexp '^merged 3 parts: 120 samples \([0-9.]+ [kMGT]?B\) in [0-9]+ shards?, id [0-9a-f]{32}$'
 	local id=${lines[0]##* }
 	assert_line --index 1 "wrote version $id to $R, no file sent; tags latest, v1"
 	assert_equal "$(snapshot remote/cas)" "$cas"

@@ -40,7 +40,7 @@ EOF
 	mkfixture src
 	run -0 chute pack src -o ds
 	assert_equal "${#lines[@]}" 1
-	assert_output --regexp '^packed [0-9]+ samples \([0-9]+ bytes\) into [0-9]+ shards, id [0-9a-f]{32}$'
+	assert_output --regexp '^packed [0-9]+ samples? \([0-9.]+ [kMGT]?B\) into [0-9]+ shards?, id [0-9a-f]{32}$'
 	assert_file_exists ds/manifest.json
 	assert_file_exists ds/shards/ds-000000.chs
 	local id
@@ -52,7 +52,7 @@ EOF
 @test "pack: the summary counts every sample and byte" {
 	mkfiles src a.jpg=1234 a.txt=56 b.jpg=789 c/d.jpg=0
 	run -0 chute pack src -o ds
-	assert_output --regexp '^packed 3 samples \(10 bytes\) into 1 shards, id '
+	assert_output --regexp '^packed 3 samples \(10 B\) into 1 shard, id '
 }
 
 @test "pack: --name sets the shard prefix, which defaults to the folder's name" {
@@ -208,7 +208,7 @@ assert any(k.endswith("new\nline") for k in keys), keys
 @test "pack: --shard-size 5s puts 5 samples in each shard" {
 	mkrandom src 12 100
 	run -0 chute pack -s 5s src -o ds
-	assert_output --regexp '^packed 12 samples \(1200 bytes\) into 3 shards'
+	assert_output --regexp '^packed 12 samples \(1\.20 kB\) into 3 shards'
 	assert_equal "$(mjson ds '[s["samples"] for s in m["shards"]]')" '[5, 5, 2]'
 	run -0 bash -c 'chute ls --json ds | '"$PYTHON"' -c "
 import collections, json, sys
@@ -220,7 +220,7 @@ print(sorted(c.values()))"'
 @test "pack: --shard-size 1K ends each shard before the sample that would pass 1K" {
 	mkrandom src 20 300
 	run -0 chute pack -s 1K src -o ds
-	assert_output --regexp '^packed 20 samples \(6000 bytes\) into 7 shards'
+	assert_output --regexp '^packed 20 samples \(6\.00 kB\) into 7 shards'
 	assert_equal "$(mjson ds '[s["samples"] for s in m["shards"]]')" '[3, 3, 3, 3, 3, 3, 2]'
 	run -0 chute verify ds
 }
@@ -228,17 +228,17 @@ print(sorted(c.values()))"'
 @test "pack: a sample larger than --shard-size gets a shard of its own" {
 	mkrandom src 3 3000
 	run -0 chute pack -s 1K src -o ds
-	assert_output --regexp '^packed 3 samples \(9000 bytes\) into 3 shards'
+	assert_output --regexp '^packed 3 samples \(9\.00 kB\) into 3 shards'
 }
 
 @test "pack: --block-size 1K ends each block before the sample that would pass 1K" {
 	mkrandom src 20 300
 	run -0 chute pack -b 1K src -o ds
 	run -0 chute verify ds
-	assert_output --regexp '^ok: 1 shards, 7 blocks, 20 samples, '
+	assert_output --regexp '^ok: 1 shard, 7 blocks, 20 samples, '
 	chute pack src -o big
 	run -0 chute verify big
-	assert_output --regexp '^ok: 1 shards, 1 blocks, 20 samples, '
+	assert_output --regexp '^ok: 1 shard, 1 block, 20 samples, '
 }
 
 @test "pack: --level 1 and --level 19 both read back; levels outside 1..19 are refused" {
@@ -590,7 +590,7 @@ EOF
 	run -0 chute pack -q -s 1G tiny.tar -o capped1g
 	assert_output --partial "into 2 shards"
 	run -0 chute pack -q -s 70000s tiny.tar -o one
-	assert_output --partial "into 1 shards"
+	assert_output --partial "into 1 shard,"
 }
 
 # ---------------------------------------------------------------- --part

@@ -386,7 +386,7 @@ stream_both() {
 	assert_output --partial "fetch from remote"
 	run -0 chute stream "$NGINX_URL/d" --remote-cache c2 --shuffle window \
 		-b 8 --stats -o /dev/null
-	assert_output --partial "remote: 0 files fetched (0.0 MB), 3 found in the cache"
+	assert_output --partial "remote: 0 files fetched (0 B), 3 found in the cache"
 }
 
 @test "remote stream: a small cache evicts and still gives the same bytes" {

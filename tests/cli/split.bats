@@ -367,7 +367,7 @@ for line in open("groups.txt"):
 	run -1 chute verify ds
 	assert_output --partial "manifest id"
 	assert_output --regexp "splits/test-[0-9a-f]{16}\.ids: at byte 8: sample number [0-9]+ is not above the previous one"
-	assert_output --regexp "splits/val-[0-9a-f]{16}\.ids: 1 samples are also in another split \(the first: #"
+	assert_output --regexp "splits/val-[0-9a-f]{16}\.ids: 1 sample is also in another split \(the first: #"
 	# coverage is not judged while a file is unusable
 	refute_output --partial "in no split"
 }
@@ -377,8 +377,8 @@ for line in open("groups.txt"):
 	chute split ds --val 0.2 --test 0.2 >/dev/null
 	rewrite_split ds val 'sorted(n[1:] + train[:1])'
 	run -1 chute verify ds
-	assert_output --partial "1 samples are in no split (the first: #"
-	assert_output --partial "1 samples are also in another split"
+	assert_output --partial "1 sample is in no split (the first: #"
+	assert_output --partial "1 sample is also in another split"
 }
 
 @test "split: verify reports a sample number past the dataset's end" {

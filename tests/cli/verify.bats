@@ -16,7 +16,7 @@ setup() {
 
 @test "verify: a clean dataset exits 0 with an ok line" {
 	run -0 chute verify ds
-	assert_line --index -1 --regexp "^ok: $NSHARDS shards, [0-9]+ blocks, $NSAMPLES samples, [0-9]+ bytes\$"
+	assert_line --index -1 --regexp "^ok: $NSHARDS shards, [0-9]+ blocks, $NSAMPLES samples, [0-9.]+ [kMGT]?B\$"
 	assert_equal "${#lines[@]}" 1
 }
 
@@ -30,7 +30,7 @@ setup() {
 	run -1 chute verify ds
 	assert_output --partial "${S0##*/}"
 	assert_output --partial header
-	assert_line --index -1 --regexp '^FAILED: [0-9]+ problems in 1 shards$'
+	assert_line --index -1 --regexp '^FAILED: [0-9]+ problems? in 1 shard$'
 }
 
 @test "verify: a flipped bit in a block exits 1 and names the block" {
@@ -41,7 +41,7 @@ setup() {
 	run -1 chute verify ds
 	assert_output --regexp "${S0##*/}: block 1[ :]"
 	refute_output --regexp 'block 0[ :]'
-	assert_line --index -1 --regexp '^FAILED: [0-9]+ problems in 1 shards$'
+	assert_line --index -1 --regexp '^FAILED: [0-9]+ problems? in 1 shard$'
 }
 
 @test "verify: a flipped bit in the index exits 1" {
@@ -113,7 +113,7 @@ EOF
 	run -1 chute verify ds
 	assert_output --partial "${S0##*/}"
 	assert_output --partial "${S1##*/}"
-	assert_line --index -1 --regexp '^FAILED: [0-9]+ problems in 2 shards$'
+	assert_line --index -1 --regexp '^FAILED: [0-9]+ problems? in 2 shards$'
 }
 
 @test "verify: --jobs 1 and --jobs 4 find the same problems" {
@@ -150,7 +150,7 @@ assert any("'"${S0##*/}"'" in json.dumps(x) for x in p), p
 
 @test "verify: a single .chs path can be verified alone" {
 	run -0 chute verify "$S0"
-	assert_line --index -1 --regexp '^ok: 1 shards, [0-9]+ blocks, 5 samples, '
+	assert_line --index -1 --regexp '^ok: 1 shard, [0-9]+ blocks?, 5 samples, '
 	flip_byte "$S0" "$(block_middle "$S0" 0)"
 	run -1 chute verify "$S0"
 	assert_output --partial "block 0"
@@ -197,7 +197,7 @@ for i in range(4):
 	run -0 chute verify lone.chs
 	run -1 chute verify --deep lone.chs
 	assert_output --partial k0
-	assert_line --index -1 --regexp '^FAILED: 1 problems in 1 shards$'
+	assert_line --index -1 --regexp '^FAILED: 1 problem in 1 shard$'
 }
 
 @test "verify: garbage is a clean error (exit 1 or 2), never a crash" {

@@ -56,8 +56,8 @@ print(r if not isinstance(r, (list, dict)) else json.dumps(r, sort_keys=True))
 	assert_line "name:      ds"
 	assert_line "parent:    none"
 	assert_line "samples:   60"
-	assert_line --regexp '^bytes: +[0-9]+ raw, [0-9]+ in 3 shards$'
-	assert_line --regexp '^fields: +cls \(60 samples, 60 bytes\), jpg \(60 samples, [0-9]+ bytes\)$'
+	assert_line --regexp '^bytes: +[0-9.]+ [kMGT]?B raw, [0-9.]+ [kMGT]?B in 3 shards$'
+	assert_line --regexp '^fields: +cls \(60 samples, 60 B\), jpg \(60 samples, [0-9.]+ [kMGT]?B\)$'
 	assert_line "classes:   3 (c00, c01, c02)"
 	assert_line "splits:    none"
 	assert_line "sources:   src"
@@ -474,7 +474,7 @@ print(r if not isinstance(r, (list, dict)) else json.dumps(r, sort_keys=True))
 	v3=$(id ds)
 	run -0 chute log ds
 	assert_equal "${#lines[@]}" 3
-	assert_line --index 0 --regexp "^$v3  80 samples, 4 shards, no splits: \\+20 samples, \\+[0-9]+(/-[0-9]+)? shards, split train/val removed$"
+	assert_line --index 0 --regexp "^$v3  80 samples, 4 shards, no splits: \\+20 samples, \\+[0-9]+(/-[0-9]+)? shards?, split train/val removed$"
 	assert_line --index 1 "$v2  60 samples, 3 shards, splits train/val: split train/val added"
 	assert_line --index 2 "$v1  60 samples, 3 shards, no splits: first version"
 }

@@ -1,6 +1,6 @@
 /*
  * test_units.c - numbers in text output: cmd_size_text,
- * cmd_duration_text and cmd_plural (cmd/units.c, compiled in here: the
+ * cmd_duration_text, cmd_plural and cmd_count_text (cmd/units.c, compiled in here: the
  * unit tests link lib/ only).
  */
 #include "../../cmd/units.c"
@@ -42,12 +42,24 @@ static void plurals(void)
 	CHECK_STR(cmd_plural(2, "problem", "problems"), "problems");
 }
 
+/* The count and its word; the largest count still fits the buffer. */
+static void counts(void)
+{
+	char buf[CMD_COUNT_TEXT];
+	CHECK_STR(cmd_count_text(1, "manifest", "manifests", buf), "1 manifest");
+	CHECK_STR(cmd_count_text(0, "shard", "shards", buf), "0 shards");
+	CHECK_STR(cmd_count_text(12, "sample", "samples", buf), "12 samples");
+	CHECK_STR(cmd_count_text(UINT64_MAX, "split file", "split files", buf),
+		  "18446744073709551615 split files");
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
 		UNIT(sizes),
 		UNIT(durations),
 		UNIT(plurals),
+		UNIT(counts),
 	};
 	return unit_run(tests, UNIT_COUNT(tests));
 }
