@@ -27,6 +27,7 @@ static const struct cmd_opt remote_opts[] = {
 	{'f', "force", NULL, "add: replace a remote of the same name"},
 	CMD_HELP_OPT,
 	{OPT_JSON, "json", NULL, "list: one JSON document on standard output"},
+	CMD_QUIET_OPT,
 	{OPT_USER, "user", NULL, "use the user's config file, for every "
 				 "dataset"},
 	{0, NULL, NULL, NULL},

@@ -36,7 +36,7 @@ setup() {
 	on_pty verify ds
 	assert_success
 	assert_output --regexp "$(drawn hashing shards)"
-	assert_output --regexp $'eta [^\r]*\r +\rok: 1 shards'
+	assert_output --regexp $'eta [^\r]*\r +\rok: 1 shard,'
 }
 
 @test "progress: each command that works long shows its phases on a terminal" {
