@@ -98,6 +98,9 @@ struct ch_store_list {
 int ch_store_list(struct ch_store *st, const char *prefix,
 		  struct ch_store_list *out, struct ch_error *err);
 void ch_store_list_release(struct ch_store_list *l);
+/* Appends an object (its key: len bytes, copied) to l. */
+int ch_store_list_add(struct ch_store_list *l, const char *key, size_t len,
+		      uint64_t size, int64_t mtime, struct ch_error *err);
 /* Removes key (unlink; HTTP and S3 DELETE).  An object already gone is
  * not an error. */
 int ch_store_delete(struct ch_store *st, const char *key,

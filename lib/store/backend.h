@@ -61,9 +61,6 @@ int ch_store_curl_list(struct ch_store *st, const char *prefix,
 		       struct ch_store_list *out, struct ch_error *err);
 int ch_store_curl_delete(struct ch_store *st, const char *key,
 			 struct ch_error *err);
-/* Appends an object (key: len bytes, copied) to l. */
-int ch_store_list_add(struct ch_store_list *l, const char *key, size_t len,
-		      uint64_t size, int64_t mtime, struct ch_error *err);
 void ch_store_list_sort(struct ch_store_list *l);
 
 /* The folder path of key in a CH_STORE_DIR store (malloc'd). */
