@@ -27,6 +27,7 @@ int cmd_cat(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_gc(int argc, char **argv);
 int cmd_log(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_manifest(int argc, char **argv);
@@ -38,6 +39,7 @@ int cmd_remote(int argc, char **argv);
 int cmd_split(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_stream(int argc, char **argv);
+int cmd_tags(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 
 /* ------------------------------------------------------------------ */

@@ -26,6 +26,7 @@ static const struct command commands[] = {
 	{"check", cmd_check, "validate a dataset before training"},
 	{"diff", cmd_diff, "compare two dataset versions sample by sample"},
 	{"export", cmd_export, "write a dataset as WebDataset tar files"},
+	{"gc", cmd_gc, "remove from a remote what no kept version needs"},
 	{"help", cmd_help, "show the commands, or the options of one"},
 	{"log", cmd_log, "show the versions a dataset version comes from"},
 	{"ls", cmd_ls, "list the samples of a dataset or shard"},
@@ -38,6 +39,7 @@ static const struct command commands[] = {
 	{"split", cmd_split, "make deterministic train, val and test splits"},
 	{"status", cmd_status, "compare a dataset folder with its manifest"},
 	{"stream", cmd_stream, "stream shuffled batches of a dataset to a trainer"},
+	{"tags", cmd_tags, "list the tags and versions of a remote"},
 	{"verify", cmd_verify, "check the hashes of a dataset or shards"},
 };
 

@@ -9,6 +9,8 @@
  *     getmany JOBS KEY=PATH:SIZE:HASH...   "KEY ok [resumed]" per job
  *     putmany JOBS KEY=PATH...       "KEY SIZE" per job
  *     statmany JOBS KEY...           "KEY exists SIZE" or "KEY missing"
+ *     list [PREFIX]                  "KEY SIZE MTIME" per object, sorted
+ *     delete KEY...                  removes each KEY
  *
  * The *many commands print the last progress report on stderr as
  * "progress: FILES/TOTAL files, BYTES/TOTAL bytes".  Errors are printed
@@ -42,7 +44,7 @@ static int usage(void)
 {
 	return die("usage: store_tool [--retries N] [--backoff-ms MS] "
 		   "[--stall-s S] URL stat|get|range|put|getmany|putmany|"
-		   "statmany ARGS...");
+		   "statmany|list|delete ARGS...");
 }
 
 static int write_out(const void *p, size_t n)
@@ -137,6 +139,20 @@ out:
 	return rc;
 }
 
+static int list(struct ch_store *st, const char *prefix,
+		struct ch_error *err)
+{
+	struct ch_store_list l;
+	if (ch_store_list(st, prefix, &l, err) < 0)
+		return -1;
+	for (size_t k = 0; k < l.n; k++)
+		printf("%s %llu %lld\n", l.objects[k].key,
+		       (unsigned long long)l.objects[k].size,
+		       (long long)l.objects[k].mtime);
+	ch_store_list_release(&l);
+	return 0;
+}
+
 static int run(struct ch_store *st, const char *cmd, int argc, char **argv,
 	       struct ch_error *err)
 {
@@ -169,6 +185,12 @@ static int run(struct ch_store *st, const char *cmd, int argc, char **argv,
 			rc = ch_store_put(st, argv[0], b.data, b.len, err);
 	} else if (!strcmp(cmd, "put") && argc == 2) {
 		rc = ch_store_put_file(st, argv[0], argv[1], err);
+	} else if (!strcmp(cmd, "list") && argc <= 1) {
+		rc = list(st, argc ? argv[0] : "", err);
+	} else if (!strcmp(cmd, "delete")) {
+		rc = 0;
+		for (int k = 0; k < argc && rc == 0; k++)
+			rc = ch_store_delete(st, argv[k], err);
 	} else if (!strcmp(cmd, "getmany") || !strcmp(cmd, "putmany") ||
 		   !strcmp(cmd, "statmany")) {
 		rc = many(st, cmd, argc, argv, err);

@@ -97,4 +97,83 @@ int ch_remote_pull(struct ch_store *st, const char *at, const char *dir,
 		   const struct ch_transfer_opts *o, struct ch_pull_report *r,
 		   struct ch_error *err);
 
+/* ------------------------------------------------------------------ */
+/* What a remote holds, and collecting what no version kept needs
+ * (remote/inventory.c, remote/gc.c)                                     */
+
+struct ch_remote_tag {
+	char *name;
+	char id[33];
+	int missing;		 /* its version's manifest is not there */
+};
+
+struct ch_remote_version {
+	char id[33];
+	int64_t mtime;		 /* versions/ID.json's, on the remote: when
+				  * it was last pushed */
+	uint64_t manifest_bytes; /* versions/ID.json's size */
+	uint64_t samples, bytes; /* bytes: its shard and split files */
+	size_t files;
+	char **keys;		 /* the cas/ keys of its files, sorted */
+	size_t nkeys;
+	size_t ntags;		 /* tags that name it */
+};
+
+struct ch_remote_inventory {
+	struct ch_remote_tag *tags;	    /* sorted by name */
+	size_t ntags;
+	struct ch_remote_version *versions; /* newest first, then by id */
+	size_t nversions;
+};
+
+/* Lists tags/ and versions/ and reads every tag and manifest (each
+ * manifest checked against its id: a damaged one is an error naming it).
+ * Objects that are not chute's (other names) are left out. */
+int ch_remote_inventory(struct ch_store *st, struct ch_remote_inventory *inv,
+			struct ch_error *err);
+void ch_remote_inventory_release(struct ch_remote_inventory *inv);
+/* The version of inv with this id, or NULL. */
+const struct ch_remote_version *
+ch_remote_inventory_find(const struct ch_remote_inventory *inv,
+			 const char *id);
+
+struct ch_gc_opts {
+	const char *const *keep; /* tags or ids kept besides every tag */
+	size_t nkeep;
+	const char *const *drop; /* tags removed, their versions no longer
+				  * kept for them */
+	size_t ndrop;
+	int64_t grace_s;	 /* objects written less than this long ago
+				  * stay, and the versions they hold */
+	int64_t now;		 /* seconds since 1970; 0: the clock's */
+	int yes;		 /* delete; otherwise only report */
+};
+
+struct ch_gc_report {
+	char (*kept)[33];	     /* versions kept, newest first */
+	size_t nkept;
+	struct ch_store_list removed; /* versions/ then cas/ objects */
+	uint64_t removed_bytes;
+	size_t fresh;		     /* objects no kept version names, left
+				      * for the grace period */
+	uint64_t fresh_bytes;
+	size_t referenced;	     /* cas/ objects kept versions name */
+	uint64_t referenced_bytes;
+};
+
+/* Collects the objects of the remote that no kept version needs.  Kept:
+ * every version a tag names (but those of o->drop), those o->keep names,
+ * and those whose manifest was written within the grace period; with
+ * them, every cas/ object their manifests name.  Removed: the manifests
+ * in versions/ of the other versions, and the cas/ objects no kept
+ * version names, unless written within the grace period.  Nothing else
+ * is touched (tags but o->drop, objects not named as chute names them).
+ * A tag naming a version whose manifest is missing, or a damaged
+ * manifest, stops it before anything is removed.  With o->yes, the
+ * dropped tags are deleted first, then the manifests, then the cas/
+ * objects, so that no tag or manifest ever names a missing object. */
+int ch_remote_gc(struct ch_store *st, const struct ch_gc_opts *o,
+		 struct ch_gc_report *r, struct ch_error *err);
+void ch_gc_report_release(struct ch_gc_report *r);
+
 #endif

@@ -82,6 +82,41 @@ int ch_store_put_file(struct ch_store *st, const char *key,
 		      const char *path, struct ch_error *err);
 
 /* ------------------------------------------------------------------ */
+/* Listing and deleting (store/list.c, store/list_http.c)                */
+
+struct ch_store_object {
+	char *key;	/* relative to the store's root, as the other calls
+			 * take it */
+	uint64_t size;
+	int64_t mtime;	/* last written, seconds since 1970 (UTC), as the
+			 * server says: file mtime, S3 LastModified */
+};
+
+struct ch_store_list {
+	struct ch_store_object *objects; /* sorted by key (strcmp) */
+	size_t n, cap;
+};
+
+/* Every object under the folder key prefix ("cas", "tags"; "" for the
+ * whole store), at any depth, into out (which it empties first).  A
+ * prefix with no objects is an empty list, not an error.  A folder skips
+ * names starting with '.' (the temporaries of a put in progress and
+ * .part files).  S3 uses ListObjectsV2, a page of 1000 keys a request.
+ * HTTP has no listing of its own: an http(s) remote is listed through
+ * nginx's JSON index (`autoindex on; autoindex_format json;`); any other
+ * answer is an error saying so. */
+int ch_store_list(struct ch_store *st, const char *prefix,
+		  struct ch_store_list *out, struct ch_error *err);
+void ch_store_list_release(struct ch_store_list *l);
+/* Appends an object (its key: len bytes, copied) to l. */
+int ch_store_list_add(struct ch_store_list *l, const char *key, size_t len,
+		      uint64_t size, int64_t mtime, struct ch_error *err);
+/* Removes key (unlink; HTTP and S3 DELETE).  An object already gone is
+ * not an error. */
+int ch_store_delete(struct ch_store *st, const char *key,
+		    struct ch_error *err);
+
+/* ------------------------------------------------------------------ */
 /* Many objects at once, in parallel (libcurl's multi interface for
  * HTTP and S3; a pool of threads for folders).                          */
 

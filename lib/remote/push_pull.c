@@ -13,7 +13,7 @@
 #include "chute/remote.h"
 #include "remote/publish.h"
 
-enum { TAG_MAX = 128, MANIFEST_MAX = 256 << 20 };
+enum { TAG_MAX = 128, MANIFEST_MAX = 256 << 20, TAGS_SHOWN = 10 };
 
 char *ch_remote_cas_key(struct ch_hash128 hash, const char *path)
 {
@@ -42,6 +42,46 @@ static int is_id(const char *s)
 	return strlen(s) == 32 && strspn(s, "0123456789abcdef") == 32;
 }
 
+/* Appends to out (cap bytes) as much of s as fits. */
+static void append(char *out, size_t cap, const char *s)
+{
+	size_t n = strlen(out);
+	snprintf(out + n, cap - n, "%s", s);
+}
+
+/* What to say after "no tag 'x' on URL": "; its tags: a, b, latest" (the
+ * first TAGS_SHOWN, then how many more), ": it has no tags", or nothing
+ * when the remote cannot be listed. */
+static void tags_hint(struct ch_store *st, char *out, size_t cap)
+{
+	struct ch_store_list l;
+	struct ch_error e = {0};
+	size_t n = 0;
+	char more[48];
+	out[0] = '\0';
+	if (ch_store_list(st, "tags", &l, &e) < 0)
+		return;
+	for (size_t i = 0; i < l.n; i++) {
+		const char *name = l.objects[i].key + strlen("tags/");
+		if (!ch_remote_tag_ok(name))
+			continue; /* not a tag chute wrote */
+		if (n < TAGS_SHOWN) {
+			append(out, cap, n ? ", " : "; its tags: ");
+			append(out, cap, name);
+		}
+		n++;
+	}
+	if (n == 0)
+		snprintf(out, cap, ": it has no tags (nothing was pushed "
+			 "there?)");
+	else if (n > TAGS_SHOWN) {
+		snprintf(more, sizeof(more), " and %zu more (chute tags)",
+			 n - TAGS_SHOWN);
+		append(out, cap, more);
+	}
+	ch_store_list_release(&l);
+}
+
 int ch_remote_resolve(struct ch_store *st, const char *at, char id[33],
 		      struct ch_error *err)
 {
@@ -58,7 +98,10 @@ int ch_remote_resolve(struct ch_store *st, const char *at, char id[33],
 	snprintf(key, sizeof(key), "tags/%s", at);
 	rc = ch_store_get(st, key, 4096, &b, err);
 	if (rc == 1) {
-		ch_error_set(err, "no tag '%s' on %s", at, ch_store_url(st));
+		char hint[TAGS_SHOWN * (TAG_MAX + 2) + 96];
+		tags_hint(st, hint, sizeof(hint));
+		ch_error_set(err, "no tag '%s' on %s%s", at, ch_store_url(st),
+			     hint);
 		rc = 1;
 		goto out;
 	}

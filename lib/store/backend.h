@@ -53,6 +53,18 @@ extern const struct ch_store_ops ch_store_curl_ops;
 int ch_store_file_open(struct ch_store *st, struct ch_error *err);
 int ch_store_curl_open(struct ch_store *st, struct ch_error *err);
 
+/* Listing and deleting: a folder's (store/list.c), HTTP's and S3's
+ * (store/list_http.c), chosen by the store's kind in store/store.c. */
+int ch_store_file_list(struct ch_store *st, const char *prefix,
+		       struct ch_store_list *out, struct ch_error *err);
+int ch_store_file_delete(struct ch_store *st, const char *key,
+			 struct ch_error *err);
+int ch_store_curl_list(struct ch_store *st, const char *prefix,
+		       struct ch_store_list *out, struct ch_error *err);
+int ch_store_curl_delete(struct ch_store *st, const char *key,
+			 struct ch_error *err);
+void ch_store_list_sort(struct ch_store_list *l);
+
 /* The folder path of key in a CH_STORE_DIR store (malloc'd). */
 char *ch_store_file_path(const struct ch_store *st, const char *key);
 

@@ -120,9 +120,7 @@ void ch_curl_handle_give(struct ch_store *st, CURL *h)
 /* ------------------------------------------------------------------ */
 /* Single calls, retried in place. */
 
-/* Runs r until it succeeds, fails for good or runs out of retries; on
- * anything but CH_REQ_OK err says why. */
-static enum ch_req_outcome run(struct ch_req *r, struct ch_error *err)
+enum ch_req_outcome ch_req_run(struct ch_req *r, struct ch_error *err)
 {
 	for (int attempt = 1;; attempt++) {
 		ch_req_arm(r);
@@ -148,7 +146,7 @@ static int curl_stat(struct ch_store *st, const char *key, uint64_t *size,
 	int rc = -1;
 	if (ch_req_init(&r, st, h, CH_REQ_HEAD, key, err) < 0)
 		goto out;
-	enum ch_req_outcome o = run(&r, err);
+	enum ch_req_outcome o = ch_req_run(&r, err);
 	if (o == CH_REQ_MISSING) {
 		rc = 0;
 	} else if (o == CH_REQ_OK) {
@@ -179,7 +177,7 @@ static int curl_get(struct ch_store *st, const char *key, size_t max,
 		goto out;
 	r.buf = out;
 	r.max = max;
-	enum ch_req_outcome o = run(&r, err);
+	enum ch_req_outcome o = ch_req_run(&r, err);
 	rc = o == CH_REQ_OK ? 0 : o == CH_REQ_MISSING ? 1 : -1;
 out:
 	ch_req_release(&r);
@@ -198,7 +196,7 @@ static int curl_get_range(struct ch_store *st, const char *key, uint64_t off,
 	r.dst = dst;
 	r.off = off;
 	r.len = len;
-	if (run(&r, err) != CH_REQ_OK)
+	if (ch_req_run(&r, err) != CH_REQ_OK)
 		goto out;
 	if (r.got != len || (r.status == 200 && r.skip > 0)) {
 		ch_error_set(err,
@@ -225,7 +223,7 @@ static int put_req(struct ch_store *st, const char *key, const void *data,
 	r.src = data;
 	r.src_fd = fd;
 	r.src_size = size;
-	rc = run(&r, err) == CH_REQ_OK ? 0 : -1;
+	rc = ch_req_run(&r, err) == CH_REQ_OK ? 0 : -1;
 out:
 	ch_req_release(&r);
 	ch_curl_handle_give(st, h);

@@ -24,7 +24,7 @@ struct curl_store {
 	int nidle;
 };
 
-enum ch_req_kind { CH_REQ_HEAD, CH_REQ_GET, CH_REQ_PUT };
+enum ch_req_kind { CH_REQ_HEAD, CH_REQ_GET, CH_REQ_PUT, CH_REQ_DELETE };
 
 /* What a finished attempt means. */
 enum ch_req_outcome {
@@ -83,6 +83,9 @@ enum ch_req_outcome ch_req_outcome(struct ch_req *r, CURLcode c);
 /* The message for a failed request, after attempts tries. */
 void ch_req_error(struct ch_req *r, CURLcode c, int attempts,
 		  struct ch_error *err);
+/* Runs r until it succeeds, fails for good or runs out of retries
+ * (store/http.c); on anything but CH_REQ_OK err says why. */
+enum ch_req_outcome ch_req_run(struct ch_req *r, struct ch_error *err);
 /* A HEAD has no body to say why S3 refused it: asks again with a GET of
  * one byte to learn the error code. */
 void ch_req_explain(struct ch_req *r);

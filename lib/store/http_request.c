@@ -197,6 +197,8 @@ int ch_req_init(struct ch_req *r, struct ch_store *st, CURL *h,
 		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
 		curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
 		curl_easy_setopt(h, CURLOPT_READDATA, r);
+	} else if (kind == CH_REQ_DELETE) {
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "DELETE");
 	}
 	return 0;
 }
@@ -333,7 +335,8 @@ static const char *s3_hint(const struct ch_store *st, const char *code)
 
 static const char *verb(enum ch_req_kind k)
 {
-	return k == CH_REQ_HEAD ? "HEAD" : k == CH_REQ_GET ? "GET" : "PUT";
+	static const char *const verbs[] = {"HEAD", "GET", "PUT", "DELETE"};
+	return verbs[k];
 }
 
 static void status_error(struct ch_req *r, const char *tail,

@@ -328,3 +328,29 @@ int ch_store_put_many(struct ch_store *st, struct ch_store_job *jobs,
 		return -1;
 	return n ? st->ops->put_many(st, jobs, n, o, err) : 0;
 }
+
+int ch_store_list(struct ch_store *st, const char *prefix,
+		  struct ch_store_list *out, struct ch_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (*prefix && check_key(prefix, err) < 0)
+		return -1;
+	int rc = st->kind == CH_STORE_DIR
+			 ? ch_store_file_list(st, prefix, out, err)
+			 : ch_store_curl_list(st, prefix, out, err);
+	if (rc < 0) {
+		ch_store_list_release(out);
+		return -1;
+	}
+	ch_store_list_sort(out);
+	return 0;
+}
+
+int ch_store_delete(struct ch_store *st, const char *key,
+		    struct ch_error *err)
+{
+	if (check_key(key, err) < 0)
+		return -1;
+	return st->kind == CH_STORE_DIR ? ch_store_file_delete(st, key, err)
+					: ch_store_curl_delete(st, key, err);
+}

@@ -2,7 +2,9 @@
 # WebDAV (an http:// remote) and s3rver (an s3:// remote).
 #
 #   start_nginx ROOTDIR [CONFDIR]  exports NGINX_URL=http://127.0.0.1:PORT;
-#                                  $NGINX_EXTRA: more directives for /
+#                                  $NGINX_EXTRA: more directives for /;
+#                                  $NGINX_INDEX: its folder index (default
+#                                  nginx's JSON one, which lists a remote)
 #   restart_nginx                  the same server again, on the same port
 #                                  (its config rewritten: NGINX_EXTRA anew)
 #   stop_nginx
@@ -92,6 +94,8 @@ http {
 		location / {
 			dav_methods PUT DELETE MKCOL;
 			create_full_put_path on;
+			# folders as JSON: how chute lists an http remote
+			${NGINX_INDEX-autoindex on; autoindex_format json;}
 			${NGINX_EXTRA:-}
 		}
 		location /denied/ {
@@ -165,7 +169,10 @@ start_s3rver() {
 	mkdir -p "$dir"
 	for try in 1 2 3; do
 		port=$(free_port)
-		_detached node "$S3RVER_JS" -d "$dir" -a 127.0.0.1 -p "$port" \
+		# s3rver's continuation tokens (ListObjectsV2 past 1000 keys)
+		# are DES-encrypted, which Node's OpenSSL 3 only has in its
+		# legacy provider
+		_detached node --openssl-legacy-provider "$S3RVER_JS" -d "$dir" -a 127.0.0.1 -p "$port" \
 			--configure-bucket "$bucket" </dev/null >"$dir.log" 2>&1 &
 		S3RVER_PID=$!
 		_watch "$S3RVER_PID"

@@ -381,3 +381,85 @@ resume() {
 	run -1 st --retries 1 --backoff-ms 10 "$URL" put d/e /dev/null
 	assert_output --regexp "cannot PUT $URL/d/e: HTTP (409|500)"
 }
+
+# ------------------------------------------------------------------
+# Listing and deleting
+
+# list_delete KIND: list sees every object under a prefix, at any depth,
+# sorted, with its size and a recent time; delete removes objects and a
+# missing one is no error.
+list_delete() {
+	remote "$1"
+	gen big 70001 1
+	: >empty
+	st "$URL" put cas/ab/big big
+	st "$URL" put cas/cd/empty empty
+	st "$URL" put versions/v.json big
+	st "$URL" put tags/latest empty
+
+	run -0 st "$URL" list cas
+	assert_equal "$(cut -d' ' -f1,2 <<<"$output")" \
+		"$(printf '%s\n' 'cas/ab/big 70001' 'cas/cd/empty 0')"
+	local now mtime
+	now=$(date +%s)
+	for mtime in $(cut -d' ' -f3 <<<"$output"); do
+		[ "$mtime" -gt $((now - 600)) ] && [ "$mtime" -le $((now + 600)) ] ||
+			fail "mtime $mtime is not near now ($now)"
+	done
+	run -0 st "$URL" list
+	assert_equal "$(cut -d' ' -f1 <<<"$output")" \
+		"$(printf '%s\n' cas/ab/big cas/cd/empty tags/latest versions/v.json)"
+	run -0 st "$URL" list nothing-here
+	assert_output ""
+
+	run -0 st "$URL" delete cas/ab/big tags/latest cas/ab/never-was
+	run -0 st "$URL" stat cas/ab/big
+	assert_output "missing"
+	run -0 st "$URL" list
+	assert_equal "$(cut -d' ' -f1 <<<"$output")" \
+		"$(printf '%s\n' cas/cd/empty versions/v.json)"
+}
+
+@test "store: list and delete (folder)" {
+	list_delete dir
+	# a put's temporaries are not objects
+	: >remote/cas/cd/.big.tmp-123
+	run -0 st "$URL" list cas
+	assert_output --regexp '^cas/cd/empty 0 [0-9]+$'
+}
+
+@test "store: list and delete (nginx)" {
+	list_delete nginx
+}
+
+@test "store: list and delete (s3rver)" {
+	list_delete s3
+}
+
+@test "store: s3 listing follows continuation tokens past 1000 keys" {
+	remote s3
+	: >empty
+	# 1003 objects in one process, not 1003
+	local i jobs=()
+	for i in $(seq 1 1003); do
+		jobs+=("cas/$((i % 7))/o$i=empty")
+	done
+	st "$URL" putmany 8 "${jobs[@]}" >/dev/null 2>&1
+	run -0 st "$URL" list cas
+	assert_equal "${#lines[@]}" 1003
+	assert_equal "$(printf '%s\n' "${lines[@]}" | sort -u | wc -l)" 1003
+}
+
+@test "store: an http server without a JSON index cannot be listed, and says how" {
+	NGINX_INDEX='autoindex on;' # HTML
+	remote nginx
+	st "$URL" put cas/ab/x /dev/null
+	run -1 st "$URL" list cas
+	assert_output --partial "autoindex_format json"
+	NGINX_INDEX=''
+	stop_nginx
+	restart_nginx
+	run -1 st "$URL" list cas
+	assert_output --partial "403"
+	assert_output --partial "autoindex_format json"
+}

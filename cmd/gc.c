@@ -1,0 +1,222 @@
+/*
+ * gc.c - chute gc: remove from a remote the objects no kept version
+ * needs.  Every tagged version is kept; a dry run unless --yes.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chute.h"
+#include "cmd.h"
+#include "chute/remote.h"
+#include "chute/store.h"
+
+enum {
+	OPT_DROP_TAG = CMD_LONG_ONLY,
+	OPT_GRACE,
+	OPT_JSON,
+	MAX_NAMES = 64,
+	DEFAULT_GRACE_S = 3600,
+};
+
+static const char *const gc_usage[] = {
+	"gc [OPTIONS] REMOTE",
+	NULL,
+};
+
+static const struct cmd_opt gc_opts[] = {
+	{OPT_DROP_TAG, "drop-tag", "NAME",
+	 "remove tag NAME; its version goes unless kept otherwise"},
+	{OPT_GRACE, "grace", "DURATION",
+	 "keep objects written less than DURATION ago (default 1h)"},
+	CMD_HELP_OPT,
+	{OPT_JSON, "json", NULL, "one JSON document on standard output"},
+	{'k', "keep", "REF", "also keep version REF, a tag or an id "
+			     "(repeatable)"},
+	CMD_QUIET_OPT,
+	{'y', "yes", NULL, "remove; without it, only say what would go"},
+	{0, NULL, NULL, NULL},
+};
+
+static const struct cmd_spec gc_spec = {
+	.name = "gc",
+	.summary = "remove from a remote what no kept version needs",
+	.usage = gc_usage,
+	.opts = gc_opts,
+	.extra = "keeps every tagged version; see chute-gc(1)\n",
+};
+
+struct gc_args {
+	const char *remote;
+	const char *keep[MAX_NAMES], *drop[MAX_NAMES];
+	int json;
+	struct ch_gc_opts gc;
+};
+
+/* "90", "90s", "30m", "1h", "7d" in seconds; reports and returns -1 on
+ * anything else. */
+static int parse_duration(const char *s, int64_t *out)
+{
+	char *end;
+	unsigned long long n = strtoull(s, &end, 10);
+	static const char units[] = "smhd";
+	static const int64_t secs[] = {1, 60, 3600, 86400};
+	const char *u = *end ? strchr(units, *end) : units;
+	if (end == s || *s == '-' || !u || (*end && end[1]) ||
+	    n > (unsigned long long)INT64_MAX / secs[u - units]) {
+		cmd_error("--grace '%s': not a duration (90s, 30m, 1h, 7d; 0 "
+			  "for none)", s);
+		return -1;
+	}
+	*out = (int64_t)n * secs[u - units];
+	return 0;
+}
+
+static int add_name(const char **names, size_t *n, const char *name,
+		    const char *opt)
+{
+	if (*n == MAX_NAMES)
+		return cmd_error("too many %s options (at most %d)", opt,
+				 MAX_NAMES);
+	names[(*n)++] = name;
+	return 0;
+}
+
+/* Returns 0, -1 after --help, or EXIT_USAGE. */
+static int parse_args(struct gc_args *a, int argc, char **argv)
+{
+	struct cmd_parser p;
+	int c, rc = 0;
+	a->gc.grace_s = DEFAULT_GRACE_S;
+	cmd_parser_init(&p, &gc_spec, argc, argv);
+	while (rc == 0 && (c = cmd_next(&p)) != CMD_END) {
+		switch (c) {
+		case CMD_HELP:
+			return -1;
+		case CMD_BAD:
+			return EXIT_USAGE;
+		case OPT_DROP_TAG:
+			rc = add_name(a->drop, &a->gc.ndrop, p.arg, "--drop-tag");
+			break;
+		case OPT_GRACE:
+			if (parse_duration(p.arg, &a->gc.grace_s) < 0)
+				return EXIT_USAGE;
+			break;
+		case OPT_JSON:
+			a->json = 1;
+			break;
+		case 'k':
+			rc = add_name(a->keep, &a->gc.nkeep, p.arg, "--keep");
+			break;
+		case 'y':
+			a->gc.yes = 1;
+			break;
+		case CMD_POSITIONAL:
+			if (a->remote)
+				return cmd_error("too many arguments: give one "
+						 "remote");
+			a->remote = p.arg;
+			break;
+		}
+	}
+	if (rc == 0 && !a->remote)
+		return cmd_error("give the remote to collect");
+	a->gc.keep = a->keep;
+	a->gc.drop = a->drop;
+	return rc;
+}
+
+static json_t *strings_json(const char *const *s, size_t n)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, json_string(s[i]));
+	return a;
+}
+
+static json_t *report_json(const struct gc_args *a,
+			   const struct ch_gc_report *r, const char *url)
+{
+	json_t *kept = json_array(), *removed = json_array();
+	for (size_t i = 0; i < r->nkept; i++)
+		json_array_append_new(kept, json_string(r->kept[i]));
+	for (size_t i = 0; i < r->removed.n; i++)
+		json_array_append_new(
+			removed,
+			json_pack("{s:s, s:I}", "key", r->removed.objects[i].key,
+				  "bytes",
+				  (json_int_t)r->removed.objects[i].size));
+	return json_pack("{s:s, s:b, s:I, s:o, s:o, s:o, s:I, s:I, s:I, s:I, "
+			 "s:I, s:I}",
+			 "remote", url, "dry_run", !a->gc.yes, "grace_s",
+			 (json_int_t)a->gc.grace_s, "dropped_tags",
+			 strings_json(a->drop, a->gc.ndrop), "kept_versions",
+			 kept, "removed", removed, "removed_objects",
+			 (json_int_t)r->removed.n, "removed_bytes",
+			 (json_int_t)r->removed_bytes, "referenced_objects",
+			 (json_int_t)r->referenced, "referenced_bytes",
+			 (json_int_t)r->referenced_bytes, "fresh_objects",
+			 (json_int_t)r->fresh, "fresh_bytes",
+			 (json_int_t)r->fresh_bytes);
+}
+
+static void print_report(const struct gc_args *a,
+			 const struct ch_gc_report *r, const char *url)
+{
+	char size[CMD_SIZE_TEXT];
+	const char *verb = a->gc.yes ? "removed" : "would remove";
+	for (size_t i = 0; i < a->gc.ndrop; i++)
+	{
+		cmd_print("%s tag %s", a->gc.yes ? "dropped" : "would drop",
+			  a->drop[i]);
+		putchar('\n');
+	}
+	for (size_t i = 0; i < r->removed.n; i++)
+	{
+		cmd_print("%s %s (%s)", verb, r->removed.objects[i].key,
+			  cmd_size_text(r->removed.objects[i].size, size));
+		putchar('\n');
+	}
+	cmd_print("%s %zu %s, %s, from %s%s", verb, r->removed.n,
+		  cmd_plural(r->removed.n, "object", "objects"),
+		  cmd_size_text(r->removed_bytes, size), url,
+		  a->gc.yes || !r->removed.n ? "" : " (a dry run: --yes removes)");
+	putchar('\n');
+	cmd_print("kept %zu %s and the %zu %s they name, %s",
+		  r->nkept, cmd_plural(r->nkept, "version", "versions"),
+		  r->referenced, cmd_plural(r->referenced, "object", "objects"),
+		  cmd_size_text(r->referenced_bytes, size));
+	if (r->fresh)
+		cmd_print("; %zu newer %s, %s, left for the grace period",
+			  r->fresh, cmd_plural(r->fresh, "object", "objects"),
+			  cmd_size_text(r->fresh_bytes, size));
+	putchar('\n');
+}
+
+int cmd_gc(int argc, char **argv)
+{
+	struct gc_args a = {0};
+	struct ch_error err = {0};
+	struct ch_gc_report r;
+	struct ch_store *st;
+	int status = parse_args(&a, argc, argv);
+	if (status != 0)
+		return status < 0 ? 0 : status;
+	if (ch_store_open(&st, a.remote, NULL, &err) < 0)
+		return cmd_fail(&err);
+	if (ch_remote_gc(st, &a.gc, &r, &err) < 0) {
+		ch_store_close(st);
+		return cmd_fail(&err);
+	}
+	if (a.json) {
+		json_t *doc = report_json(&a, &r, ch_store_url(st));
+		cmd_json_print(doc, stdout);
+		json_decref(doc);
+	} else {
+		print_report(&a, &r, ch_store_url(st));
+	}
+	ch_gc_report_release(&r);
+	ch_store_close(st);
+	return 0;
+}

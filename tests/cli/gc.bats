@@ -1,0 +1,298 @@
+#!/usr/bin/env bats
+# chute tags and chute gc: what a remote holds, and removing what no kept
+# version needs, on a folder, nginx (WebDAV, JSON index) and s3rver.
+
+load helper
+load servers
+load parts
+
+teardown() {
+	stop_servers
+}
+
+# remote KIND: starts what KIND needs; sets URL and ROOT (where the
+# objects lie on disk).
+remote() {
+	case $1 in
+	dir)
+		URL=file://$BATS_TEST_TMPDIR/remote
+		ROOT=$BATS_TEST_TMPDIR/remote
+		;;
+	nginx)
+		start_nginx "$BATS_TEST_TMPDIR/www"
+		URL=$NGINX_URL/repo
+		ROOT=$BATS_TEST_TMPDIR/www/repo
+		;;
+	s3)
+		start_s3rver "$BATS_TEST_TMPDIR/s3" bkt
+		URL=s3://bkt/repo
+		ROOT=$BATS_TEST_TMPDIR/s3/bkt/repo
+		;;
+	esac
+}
+
+# version N COUNT [TAG...]: packs COUNT text samples into ds (each new
+# version's parent the one before) and pushes it with the tags; sets
+# ID_N to its id and KEYS_N to its cas/ keys, one a line.
+version() {
+	local n=$1 count=$2 tag args=()
+	shift 2
+	rm -rf src
+	gen_text src "$count"
+	chute pack -q -s 20s -o ds src >/dev/null || fail "pack of version $n"
+	for tag in "$@"; do
+		args+=(--tag "$tag")
+	done
+	chute push ds "$URL" "${args[@]}" >/dev/null || fail "push of version $n"
+	printf -v "ID_$n" '%s' "$(mjson ds 'm["id"]')"
+	printf -v "KEYS_$n" '%s' "$(mjson ds '"\n".join(sorted("cas/%s/%s.chs" % (s["xxh3_128"][:2], s["xxh3_128"]) for s in m["shards"]))')"
+}
+
+# has KEY: whether the remote still holds KEY.
+has() {
+	[ -e "$ROOT/$1" ] || [ -e "$ROOT/$1._S3rver_object" ]
+}
+
+# pulled REF DIR ID: pulls REF into DIR, checks the id and verifies.
+pulled() {
+	run -0 chute pull "$1" "$2"
+	assert_equal "$(mjson "$2" 'm["id"]')" "$3"
+	run -0 chute verify "$2"
+}
+
+# only_in A B: the lines of A that B lacks.
+only_in() {
+	comm -23 <(sort <<<"$1") <(sort <<<"$2")
+}
+
+# ------------------------------------------------------------------
+
+gc_between_pushes() {
+	remote "$1"
+	version 0 50            # only 'latest', moved away by the next push
+	version 1 60 a
+	run -0 chute gc "$URL" --keep a --grace 0 --yes
+	assert_output --partial "kept 1 version "
+	version 2 100 b
+	run -0 chute gc "$URL" --keep a --keep b --grace 0 --yes
+	assert_output --partial "kept 2 versions"
+	pulled "$URL@a" one "$ID_1"
+	pulled "$URL@b" two "$ID_2"
+	pulled "$URL" latest "$ID_2"
+	# what only the untagged version held is gone, manifest and shards
+	local key gone
+	gone=$(only_in "$KEYS_0" "$KEYS_1"$'\n'"$KEYS_2")
+	[ -n "$gone" ] || fail "the versions share every shard: no test"
+	for key in $gone; do
+		! has "$key" || fail "$key of the untagged version is still there"
+	done
+	! has "versions/$ID_0.json"
+	run -2 chute pull "$URL@$ID_0" zero
+	assert_output --partial "no version $ID_0"
+}
+
+@test "gc: a gc between two pushes loses nothing tagged (folder)" {
+	gc_between_pushes dir
+}
+
+@test "gc: a gc between two pushes loses nothing tagged (nginx)" {
+	gc_between_pushes nginx
+}
+
+@test "gc: a gc between two pushes loses nothing tagged (s3rver)" {
+	gc_between_pushes s3
+}
+
+untagged_goes_with_yes() {
+	remote "$1"
+	version 0 50
+	version 1 60 a
+	local gone
+	gone=$(only_in "$KEYS_0" "$KEYS_1")
+	[ -n "$gone" ] || fail "the versions share every shard: no test"
+	snapshot "$ROOT" >before
+
+	run -0 chute gc "$URL" --grace 0
+	assert_output --partial "would remove versions/$ID_0.json"
+	for key in $gone; do
+		assert_output --partial "would remove $key"
+	done
+	assert_output --partial "(a dry run: --yes removes)"
+	snapshot "$ROOT" >after
+	diff before after || fail "a dry run changed the remote"
+
+	run -0 chute gc "$URL" --grace 0 --json
+	assert_equal "$(jq -r .dry_run <<<"$output")" true
+	assert_equal "$(jq -r '.removed[].key' <<<"$output" | grep -c '^cas/')" \
+		"$(wc -l <<<"$gone")"
+	assert_equal "$(jq -r '.kept_versions[]' <<<"$output")" "$ID_1"
+
+	run -0 chute gc "$URL" --grace 0 --yes
+	assert_output --partial "removed $(($(wc -l <<<"$gone") + 1)) objects"
+	for key in $gone; do
+		! has "$key" || fail "$key is still there"
+	done
+	for key in $KEYS_1; do
+		has "$key" || fail "$key of the tagged version went"
+	done
+	run -0 chute gc "$URL" --grace 0 --yes
+	assert_output --partial "removed 0 objects"
+}
+
+@test "gc: an untagged version's own shards go with --yes and not before (folder)" {
+	untagged_goes_with_yes dir
+}
+
+@test "gc: an untagged version's own shards go with --yes and not before (s3rver)" {
+	untagged_goes_with_yes s3
+}
+
+@test "gc: the grace period keeps what was written recently, by the objects' times" {
+	remote dir
+	version 0 50
+	version 1 60 a
+	# what an interrupted push leaves: an object no manifest names yet
+	local orphan=cas/00/00112233445566778899aabbccddeeff.chs
+	mkdir -p "$ROOT/cas/00"
+	echo partial >"$ROOT/$orphan"
+	run -0 chute gc "$URL" --yes
+	assert_output --partial "removed 0 objects"
+	# a manifest just written keeps its version, tagged or not yet
+	assert_output --partial "kept 2 versions"
+	assert_output --partial "; 1 newer object, 8 B, left for the grace period"
+	run -0 chute gc "$URL" --grace 3h --yes
+	assert_output --partial "removed 0 objects"
+	# written two hours ago: past the default hour, within 3h
+	find "$ROOT" -type f -exec touch -d '2 hours ago' {} +
+	run -0 chute gc "$URL" --grace 3h --yes
+	assert_output --partial "removed 0 objects"
+	run -0 chute gc "$URL" --yes
+	assert_output --partial "removed $orphan"
+	assert_output --partial "kept 1 version "
+	! has "versions/$ID_0.json"
+	! has "$orphan"
+	pulled "$URL@a" one "$ID_1"
+}
+
+@test "gc: --drop-tag removes the tag, then what only its version needed" {
+	remote dir
+	version 1 60 a
+	version 2 100 b
+	run -0 chute gc "$URL" --grace 0 --drop-tag a
+	assert_output --partial "would drop tag a"
+	[ -e "$ROOT/tags/a" ]
+	run -0 chute gc "$URL" --grace 0 --drop-tag a --yes
+	assert_output --partial "dropped tag a"
+	[ ! -e "$ROOT/tags/a" ]
+	! has "versions/$ID_1.json"
+	pulled "$URL@b" two "$ID_2"
+	run -2 chute gc "$URL" --drop-tag nosuch
+	assert_output --partial "no tag 'nosuch'"
+	assert_output --partial "its tags: b, latest"
+}
+
+@test "gc: every tag is kept, even one --keep does not name" {
+	remote dir
+	version 1 60 a
+	version 2 100 b
+	run -0 chute gc "$URL" --keep b --grace 0 --yes
+	assert_output --partial "kept 2 versions"
+	pulled "$URL@a" one "$ID_1"
+}
+
+@test "gc: --keep keeps an untagged version by its id" {
+	remote dir
+	version 0 50
+	version 1 60 a
+	run -0 chute gc "$URL" --keep "$ID_0" --grace 0 --yes
+	assert_output --partial "removed 0 objects"
+	pulled "$URL@$ID_0" zero "$ID_0"
+}
+
+@test "gc: bad input is refused before anything is removed" {
+	remote dir
+	version 0 50
+	version 1 60 a
+	snapshot "$ROOT" >before
+	run -2 chute gc "$URL" --keep nosuch --grace 0 --yes
+	assert_output --partial "no tag 'nosuch'"
+	assert_output --partial "its tags: a, latest"
+	run -2 chute gc "$URL" --grace soon
+	assert_output --partial "not a duration"
+	run -2 chute gc
+	assert_output --partial "give the remote"
+	# a tag naming a manifest that is not there: the remote is damaged
+	echo "$ID_0" >"$ROOT/tags/broken"
+	rm "$ROOT/versions/$ID_0.json"
+	snapshot "$ROOT" >before
+	run -2 chute gc "$URL" --grace 0 --yes
+	assert_output --partial "tag 'broken'"
+	assert_output --partial "nothing was removed"
+	snapshot "$ROOT" >after
+	diff before after
+}
+
+@test "gc: objects that are not chute's are left alone" {
+	remote dir
+	version 0 50
+	version 1 60 a
+	mkdir -p "$ROOT/cas/zz" "$ROOT/versions"
+	echo mine >"$ROOT/cas/zz/notes.txt"
+	echo mine >"$ROOT/versions/README"
+	find "$ROOT" -type f -exec touch -d '2 hours ago' {} +
+	run -0 chute gc "$URL" --yes
+	[ -e "$ROOT/cas/zz/notes.txt" ] && [ -e "$ROOT/versions/README" ]
+}
+
+# ------------------------------------------------------------------
+# chute tags
+
+@test "tags: tags sorted with their versions, untagged versions marked" {
+	remote dir
+	version 0 50
+	version 1 60 zeta alpha
+	run -0 chute tags "$URL"
+	assert_line --index 0 --regexp "^alpha       $ID_1  [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2} UTC  60 samples, [0-9.]+ kB\$"
+	assert_line --index 1 --regexp "^latest      $ID_1 "
+	assert_line --index 2 --regexp "^zeta        $ID_1 "
+	assert_line --index 3 --regexp "^\\(untagged\\)  $ID_0 .*  50 samples, "
+	assert_equal "${#lines[@]}" 4
+
+	run -0 chute tags --json "$URL"
+	assert_equal "$(jq -r '[.tags[].name] | join(" ")' <<<"$output")" "alpha latest zeta"
+	assert_equal "$(jq -r '.tags[0].samples' <<<"$output")" 60
+	assert_equal "$(jq -r '.tags[0].bytes' <<<"$output")" \
+		"$(mjson ds 'sum(s["bytes"] for s in m["shards"])')"
+	assert_equal "$(jq -r ".versions[] | select(.id == \"$ID_0\") | .tags | length" <<<"$output")" 0
+	assert_equal "$(jq -r '.tags[0].pushed' <<<"$output" | grep -cE '^[0-9-]{10}T[0-9:]{8}Z$')" 1
+}
+
+@test "tags: an empty remote says so; a missing tag lists the tags, or says there are none" {
+	remote dir
+	run -0 chute tags "$URL"
+	assert_output "$URL holds no versions"
+	run -2 chute pull "$URL@v1" back
+	assert_output --partial "no tag 'v1'"
+	assert_output --partial "it has no tags"
+	version 1 60 a b
+	run -2 chute pull "$URL@v1" back
+	assert_output --partial "no tag 'v1' on $URL; its tags: a, b, latest"
+	local i
+	for i in $(seq 1 12); do
+		echo "$ID_1" >"$ROOT/tags/t$i"
+	done
+	run -2 chute manifest "$URL@v1"
+	assert_output --partial "its tags: a, b, latest, t1, t10, t11, t12, t2, t3, t4 and 5 more"
+}
+
+@test "tags: nginx and s3rver list the same" {
+	remote nginx
+	version 1 60 a
+	run -0 chute tags "$URL"
+	assert_line --index 0 --regexp "^a           $ID_1 "
+	stop_servers
+	remote s3
+	version 1 60 a
+	run -0 chute tags "$URL"
+	assert_line --index 0 --regexp "^a           $ID_1 "
+}
