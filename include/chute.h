@@ -930,9 +930,13 @@ void ch_check_report_release(struct ch_check_report *rep);
 /* ------------------------------------------------------------------ */
 /* Order: a keyed permutation of [0, n), computed at any position       */
 
+#define CH_PERM_ROUNDS 6
 struct ch_perm {
 	uint64_t n, seed, epoch, purpose;
 	unsigned half; /* bits in each Feistel half */
+	/* what each round's hash owes to its fixed inputs, worked out once
+	 * (stream/perm.c) */
+	uint64_t round_acc[CH_PERM_ROUNDS], round_lo[CH_PERM_ROUNDS];
 };
 
 /* The permutation of [0, n) for (seed, epoch, purpose); purpose keeps

@@ -101,54 +101,92 @@ static int same_type(const struct ch_field_type *a,
 	return 1;
 }
 
-/* Field `name` of sample s (NULL name: the key): its bytes, or NULL and
- * size 0 if absent.  *dest is where to store the field's frame offset if
- * its data is to be copied in later, else NULL; *type its fixed type,
- * or NULL for bytes. */
-static const uint8_t *field_at(const struct ch_batch_sample *s,
-			       const char *name, uint64_t *size,
+/* Where each field of the frame is in each sample: slot[i * nfields + f]
+ * is field f's number among sample i's fields, or ABSENT.  Worked out by
+ * name once a batch, and only for samples whose names differ from the
+ * sample before's: the per-sample lookups below are then an index. */
+#define ABSENT UINT32_MAX
+
+static int field_slots(const struct ch_batch *b, const char **names,
+		       size_t n, uint32_t **out, struct ch_error *err)
+{
+	uint32_t *slot = malloc((b->nsamples * n + 1) * sizeof(*slot));
+	if (!slot)
+		return ch_error_nomem(err);
+	for (size_t i = 0; i < b->nsamples; i++) {
+		const struct ch_batch_sample *s = &b->samples[i];
+		uint32_t *row = slot + i * n;
+		if (i && same_names(s, &b->samples[i - 1])) {
+			memcpy(row, row - n, n * sizeof(*row));
+			continue;
+		}
+		for (size_t f = 0; f < n; f++) {
+			uint32_t k = 0;
+			while (k < s->nfields && !same_name(s->names[k], names[f]))
+				k++;
+			row[f] = k < s->nfields ? k : ABSENT;
+		}
+	}
+	*out = slot;
+	return 0;
+}
+
+/* A field of the frame: its label, and slot's column for it (NULL: the
+ * key). */
+struct column {
+	const char *label;
+	const uint32_t *slot;
+	size_t stride;
+};
+
+/* Field c of sample i: its bytes, or NULL and size 0 if absent.  *dest is
+ * where to store the field's frame offset if its data is to be copied in
+ * later, else NULL; *type its fixed type, or NULL for bytes. */
+static const uint8_t *field_at(const struct ch_batch *b, size_t i,
+			       const struct column *c, uint64_t *size,
 			       uint64_t **dest,
 			       const struct ch_field_type **type)
 {
+	const struct ch_batch_sample *s = &b->samples[i];
 	*dest = NULL;
 	*type = NULL;
-	if (!name) {
+	if (!c->slot) {
 		*size = s->key_len;
 		return (const uint8_t *)s->key;
 	}
-	for (uint32_t f = 0; f < s->nfields; f++)
-		if (same_name(s->names[f], name)) {
-			*size = s->sizes[f];
-			if (s->dest)
-				*dest = &s->dest[f];
-			if (s->types && s->types[f].dtype)
-				*type = &s->types[f];
-			return s->data ? s->data[f] : NULL;
-		}
-	*size = 0;
-	return NULL;
+	uint32_t f = c->slot[i * c->stride];
+	if (f == ABSENT) {
+		*size = 0;
+		return NULL;
+	}
+	*size = s->sizes[f];
+	if (s->dest)
+		*dest = &s->dest[f];
+	if (s->types && s->types[f].dtype)
+		*type = &s->types[f];
+	return s->data ? s->data[f] : NULL;
 }
 
-static const uint8_t *field_of(const struct ch_batch_sample *s,
-			       const char *name, uint64_t *size,
+static const uint8_t *field_of(const struct ch_batch *b, size_t i,
+			       const struct column *c, uint64_t *size,
 			       uint64_t **dest)
 {
 	const struct ch_field_type *type;
-	return field_at(s, name, size, dest, &type);
+	return field_at(b, i, c, size, dest, &type);
 }
 
-/* The type of field `name` in the batch: NULL for bytes; a fixed type
- * only if every sample has the field with that type, else an error that
- * names the first sample that does not. */
-static int batch_type(const struct ch_batch *b, const char *name,
+/* The type of field c in the batch: NULL for bytes; a fixed type only if
+ * every sample has the field with that type, else an error that names the
+ * first sample that does not. */
+static int batch_type(const struct ch_batch *b, const struct column *c,
 		      const struct ch_field_type **out, struct ch_error *err)
 {
 	const struct ch_field_type *want = NULL, *t;
+	const char *name = c->label;
 	uint64_t size, *dest;
 	*out = NULL;
 	for (size_t i = 0; i < b->nsamples; i++) {
-		const struct ch_batch_sample *s = &b->samples[i];
-		if (field_at(s, name, &size, &dest, &t) || size || dest) {
+		if (field_at(b, i, c, &size, &dest, &t) || size || dest) {
 			want = t; /* the first sample that has it decides */
 			break;
 		}
@@ -159,7 +197,7 @@ static int batch_type(const struct ch_batch *b, const char *name,
 		return ch_error_set(err, "field '%s': bad type", name);
 	for (size_t i = 0; i < b->nsamples; i++) {
 		const struct ch_batch_sample *s = &b->samples[i];
-		field_at(s, name, &size, &dest, &t);
+		field_at(b, i, c, &size, &dest, &t);
 		if (!t || !same_type(t, want) || size != value_bytes(want))
 			return ch_error_set(err, "field '%s' of sample '%.*s' "
 					    "has not the shape of the batch's "
@@ -173,21 +211,21 @@ static int batch_type(const struct ch_batch *b, const char *name,
 	return 0;
 }
 
-static uint64_t field_bytes(const struct ch_batch *b, const char *name)
+static uint64_t field_bytes(const struct ch_batch *b, const struct column *c)
 {
 	uint64_t total = 0, size, *dest;
 	for (size_t i = 0; i < b->nsamples; i++) {
-		field_of(&b->samples[i], name, &size, &dest);
+		field_of(b, i, c, &size, &dest);
 		total += size;
 	}
 	return total;
 }
 
 /* Writes one variable-length field: its table entry and its data. */
-static void put_field(const struct ch_batch *b, const char *name,
-		      const char *label, uint8_t *frame, uint64_t entry_at,
-		      uint64_t *data_at)
+static void put_field(const struct ch_batch *b, const struct column *c,
+		      uint8_t *frame, uint64_t entry_at, uint64_t *data_at)
 {
+	const char *label = c->label;
 	size_t nlen = strlen(label);
 	uint8_t *e = frame + entry_at;
 	uint64_t offsets_at = *data_at;
@@ -201,7 +239,7 @@ static void put_field(const struct ch_batch *b, const char *name,
 	uint64_t offsets_end = offsets_at + 8 * (b->nsamples + 1);
 	memset(frame + offsets_end, 0, bytes_at - offsets_end);
 	for (size_t i = 0; i < b->nsamples; i++) {
-		const uint8_t *p = field_of(&b->samples[i], name, &size, &dest);
+		const uint8_t *p = field_of(b, i, c, &size, &dest);
 		st64(frame + offsets_at + 8 * i, off);
 		if (dest)
 			*dest = bytes_at + off;
@@ -218,10 +256,11 @@ static void put_field(const struct ch_batch *b, const char *name,
 
 /* Writes one fixed-shape field: its entry and the batch's values as one
  * array. */
-static void put_fixed(const struct ch_batch *b, const char *name,
+static void put_fixed(const struct ch_batch *b, const struct column *c,
 		      const struct ch_field_type *t, uint8_t *frame,
 		      uint64_t entry_at, uint64_t *data_at)
 {
+	const char *name = c->label;
 	size_t nlen = strlen(name);
 	uint8_t *e = frame + entry_at;
 	uint64_t one = value_bytes(t), at = *data_at, size, *dest;
@@ -235,7 +274,7 @@ static void put_fixed(const struct ch_batch *b, const char *name,
 	st64(e + 64, one * b->nsamples);
 	memcpy(e + ENTRY_FIXED, name, nlen);
 	for (size_t i = 0; i < b->nsamples; i++) {
-		const uint8_t *p = field_of(&b->samples[i], name, &size, &dest);
+		const uint8_t *p = field_of(b, i, c, &size, &dest);
 		if (dest)
 			*dest = at + i * one;
 		else
@@ -246,20 +285,23 @@ static void put_fixed(const struct ch_batch *b, const char *name,
 	memset(frame + end, 0, *data_at - end);
 }
 
-static uint64_t region_bytes(const struct ch_batch *b, const char *name,
+static uint64_t region_bytes(const struct ch_batch *b, const struct column *c,
 			     const struct ch_field_type *t)
 {
 	if (t)
 		return ALIGN(value_bytes(t) * b->nsamples, 64);
 	return ALIGN(8 * (b->nsamples + 1), 64) +
-	       ALIGN(field_bytes(b, name), 64);
+	       ALIGN(field_bytes(b, c), 64);
 }
 
-int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,
-		    struct ch_error *err)
+/* The frame's fields: the key, then the batch's fields in name order. */
+static int frame_columns(const struct ch_batch *b, struct column **out,
+			 size_t *ncolumns, uint32_t **slot,
+			 struct ch_error *err)
 {
 	const char **names = NULL;
 	size_t n = 0;
+	*slot = NULL;
 	if (field_names(b, &names, &n, err) < 0)
 		return -1;
 	for (size_t f = 0; f < n; f++)
@@ -269,38 +311,42 @@ int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,
 					    "into a frame: the name holds the "
 					    "keys", KEY_FIELD);
 		}
-	const struct ch_field_type **types = calloc(n + 1, sizeof(*types));
-	if (!types) {
+	struct column *c = calloc(n + 1, sizeof(*c));
+	if (!c || field_slots(b, names, n, slot, err) < 0) {
+		free(c);
 		free(names);
-		return ch_error_nomem(err);
+		return c ? -1 : ch_error_nomem(err);
 	}
+	c[0].label = KEY_FIELD;
+	for (size_t f = 0; f < n; f++)
+		c[f + 1] = (struct column){ names[f], *slot + f, n };
+	free(names);
+	*out = c;
+	*ncolumns = n + 1;
+	return 0;
+}
+
+static int encode(const struct ch_batch *b, const struct column *c, size_t n,
+		  const struct ch_field_type **types, struct ch_buf *out,
+		  struct ch_error *err)
+{
 	size_t cursor = b->cursor ? strlen(b->cursor) : 0;
 	uint64_t table_at = ALIGN(HEADER + cursor, 8), table = 0;
 	uint64_t data = 0;
-	for (size_t f = 0; f <= n; f++) {
-		const char *label = f ? names[f - 1] : KEY_FIELD;
-		if (f && batch_type(b, names[f - 1], &types[f], err) < 0) {
-			free(types);
-			free(names);
+	for (size_t f = 0; f < n; f++) {
+		if (f && batch_type(b, &c[f], &types[f], err) < 0)
 			return -1;
-		}
-		table += ALIGN(ENTRY_FIXED + strlen(label), 8);
-		data += region_bytes(b, f ? names[f - 1] : NULL, types[f]);
+		table += ALIGN(ENTRY_FIXED + strlen(c[f].label), 8);
+		data += region_bytes(b, &c[f], types[f]);
 	}
-	if (b->nsamples > UINT32_MAX || n + 1 > UINT32_MAX ||
-	    cursor > UINT32_MAX || table > UINT32_MAX) {
-		free(types);
-		free(names);
+	if (b->nsamples > UINT32_MAX || n > UINT32_MAX ||
+	    cursor > UINT32_MAX || table > UINT32_MAX)
 		return ch_error_set(err, "batch too large for a frame");
-	}
 	uint64_t data_offset = ALIGN(table_at + table, 64);
 	uint64_t size = data_offset + data;
 	out->len = 0;
-	if (ch_buf_reserve(out, size, err) < 0) {
-		free(types);
-		free(names);
+	if (ch_buf_reserve(out, size, err) < 0)
 		return -1;
-	}
 	uint8_t *fr = out->data;
 	memset(fr, 0, data_offset); /* padding included: same bytes always */
 	memcpy(fr, "CHB1", 4);
@@ -309,24 +355,36 @@ int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,
 	st64(fr + 16, b->epoch);
 	st64(fr + 24, b->batch);
 	st32(fr + 32, (uint32_t)b->nsamples);
-	st32(fr + 36, (uint32_t)(n + 1));
+	st32(fr + 36, (uint32_t)n);
 	st32(fr + 40, (uint32_t)cursor);
 	st32(fr + 44, (uint32_t)table);
 	st64(fr + 48, data_offset);
 	if (cursor)
 		memcpy(fr + HEADER, b->cursor, cursor);
 	uint64_t entry = table_at, at = data_offset;
-	for (size_t f = 0; f <= n; f++) {
-		const char *label = f ? names[f - 1] : KEY_FIELD;
+	for (size_t f = 0; f < n; f++) {
 		if (types[f])
-			put_fixed(b, label, types[f], fr, entry, &at);
+			put_fixed(b, &c[f], types[f], fr, entry, &at);
 		else
-			put_field(b, f ? names[f - 1] : NULL, label, fr, entry,
-				  &at);
-		entry += ALIGN(ENTRY_FIXED + strlen(label), 8);
+			put_field(b, &c[f], fr, entry, &at);
+		entry += ALIGN(ENTRY_FIXED + strlen(c[f].label), 8);
 	}
 	out->len = size;
-	free(types);
-	free(names);
 	return 0;
+}
+
+int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,
+		    struct ch_error *err)
+{
+	struct column *c = NULL;
+	uint32_t *slot = NULL;
+	size_t n = 0;
+	if (frame_columns(b, &c, &n, &slot, err) < 0)
+		return -1;
+	const struct ch_field_type **types = calloc(n, sizeof(*types));
+	int rc = types ? encode(b, c, n, types, out, err) : ch_error_nomem(err);
+	free(types);
+	free(slot);
+	free(c);
+	return rc;
 }

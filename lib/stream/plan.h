@@ -105,6 +105,7 @@ struct ch_batch_data {
 	uint64_t cap, nslots;
 	struct ch_buf xraw;	     /* transformed fields' values */
 	struct ch_field_type *types; /* with transforms: each field's */
+	uint8_t *in_xraw;	     /* its value is in xraw, not raw */
 	uint64_t skipped; /* corrupt samples met (--on-error skip) */
 };
 void ch_batch_data_release(struct ch_batch_data *b);

@@ -74,9 +74,24 @@ struct ch_batch_reader {
 	const char *seen[NAME_CACHE], *interned[NAME_CACHE];
 	int nseen;
 	struct ch_transformer tr; /* with --transform */
+	const char **tx_field;	  /* each pipeline's field, interned */
 	uint32_t *warm; /* the blocks a group needs (warm_group) */
 	size_t warm_cap;
 };
+
+/* The transforms' field names as the samples' names are held: a pointer
+ * compared, not a string, for each field of each sample. */
+static int intern_tx_fields(struct ch_batch_reader *r, struct ch_error *err)
+{
+	const struct ch_transforms *tx = r->sh->tx;
+	r->tx_field = calloc(tx->n ? tx->n : 1, sizeof(*r->tx_field));
+	if (!r->tx_field)
+		return ch_error_nomem(err);
+	for (size_t t = 0; t < tx->n; t++)
+		if (!(r->tx_field[t] = intern(r->sh->names, tx->p[t].field)))
+			return ch_error_nomem(err);
+	return 0;
+}
 
 int ch_batch_reader_new(struct ch_batch_reader **out,
 			const struct ch_stream_shared *sh, int index,
@@ -89,7 +104,8 @@ int ch_batch_reader_new(struct ch_batch_reader **out,
 	}
 	r->sh = sh;
 	r->index = index;
-	if (sh->tx && ch_transformer_init(&r->tr, err) < 0) {
+	if (sh->tx && (ch_transformer_init(&r->tr, err) < 0 ||
+		       intern_tx_fields(r, err) < 0)) {
 		ch_batch_reader_free(r);
 		return -1;
 	}
@@ -110,6 +126,7 @@ void ch_batch_reader_free(struct ch_batch_reader *r)
 		return;
 	ch_block_reader_free(r->blocks);
 	free(r->warm);
+	free(r->tx_field);
 	if (r->sh && r->sh->tx)
 		ch_transformer_release(&r->tr);
 	free(r);
@@ -153,6 +170,7 @@ void ch_batch_data_release(struct ch_batch_data *b)
 	ch_buf_release(&b->raw);
 	ch_buf_release(&b->xraw);
 	free(b->types);
+	free(b->in_xraw);
 	free(b->samples);
 	free(b->names);
 	free(b->sizes);
@@ -209,6 +227,7 @@ static int grow_fields(struct ch_batch_data *b, size_t need,
 	RESIZE(b->src, cap, ok);
 	RESIZE(b->dest, cap, ok);
 	RESIZE(b->types, cap, ok);
+	RESIZE(b->in_xraw, cap, ok);
 	if (!ok)
 		return ch_error_nomem(err);
 	b->fields_cap = cap;
@@ -322,6 +341,7 @@ static int read_one(struct ch_batch_reader *r, struct ch_batch_data *b,
 		b->sizes[k] = fi.size;
 		b->src[k] = fi.offset;
 		b->types[k] = (struct ch_field_type){ 0 };
+		b->in_xraw[k] = 0;
 		/* an offset for now: raw may move as it grows */
 		b->data[k] = (const uint8_t *)(uintptr_t)(at + fi.offset);
 	}
@@ -540,11 +560,17 @@ static int transform_slot(struct ch_batch_reader *r,
 	for (size_t t = 0; t < tx->n; t++) {
 		const struct ch_pipeline *pipe = &tx->p[t];
 		size_t x = sl->first, end = sl->first + sl->nfields;
-		while (x < end && strcmp(b->names[x], pipe->field))
+		while (x < end && b->names[x] != r->tx_field[t])
 			x++;
 		if (x == end)
 			return ch_error_set(err, "field '%s': missing, and a "
 					    "transform needs it", pipe->field);
+		int as_is = ch_transform_as_is(pipe, b->sizes[x], &b->types[x],
+					       err);
+		if (as_is < 0)
+			return -1;
+		if (as_is)
+			continue; /* the bytes stay in raw: one copy fewer */
 		const uint8_t *in = b->raw.data + (uintptr_t)b->data[x];
 		size_t at = b->xraw.len;
 		if (ch_transform_run(&r->tr, pipe, &k, in, b->sizes[x],
@@ -552,6 +578,7 @@ static int transform_slot(struct ch_batch_reader *r,
 			return -1;
 		b->data[x] = (const uint8_t *)(uintptr_t)at;
 		b->sizes[x] = b->xraw.len - at;
+		b->in_xraw[x] = 1;
 	}
 	return 0;
 }
@@ -587,8 +614,8 @@ static void assemble(struct ch_batch_plan *p, struct ch_batch_data *b,
 		     int typed)
 {
 	for (size_t f = 0; f < b->nfields; f++)
-		b->data[f] = (typed && b->types[f].dtype ? b->xraw.data
-							 : b->raw.data) +
+		b->data[f] = (typed && b->in_xraw[f] ? b->xraw.data
+						     : b->raw.data) +
 			     (uintptr_t)b->data[f];
 	uint64_t kept = 0;
 	for (uint64_t i = 0; i < p->n; i++) {

@@ -22,11 +22,39 @@ static uint64_t count_of(const struct ch_field_type *t)
 	return n;
 }
 
+static int int_value(long long v, struct ch_buf *out,
+		     struct ch_field_type *t, struct ch_error *err)
+{
+	int64_t le = (int64_t)v; /* little-endian hosts only (see Makefile) */
+	out->len = 0;
+	*t = (struct ch_field_type){ .dtype = CH_DTYPE_I64, .ndim = 0 };
+	return ch_buf_append(out, &le, 8, err);
+}
+
+/* Up to 18 digits after an optional sign, the usual label: its value in
+ * *v without strtoll's copy and locale (18 digits cannot overflow). */
+static int plain_int(const uint8_t *p, size_t n, long long *v)
+{
+	int neg = n && p[0] == '-';
+	size_t i = n && (p[0] == '-' || p[0] == '+');
+	if (i == n || n - i > 18)
+		return 0;
+	long long x = 0;
+	for (; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return 0;
+		x = x * 10 + (p[i] - '0');
+	}
+	*v = neg ? -x : x;
+	return 1;
+}
+
 int ch_array_int(const uint8_t *in, size_t size, struct ch_buf *out,
 		 struct ch_field_type *t, struct ch_error *err)
 {
 	char text[32];
 	size_t a = 0, b = size;
+	long long v;
 	while (a < b && isspace(in[a]))
 		a++;
 	while (b > a && isspace(in[b - 1]))
@@ -34,19 +62,18 @@ int ch_array_int(const uint8_t *in, size_t size, struct ch_buf *out,
 	if (a == b || b - a >= sizeof(text))
 		return ch_error_set(err, "not an integer label (%zu bytes)",
 				    size);
+	if (plain_int(in + a, b - a, &v))
+		return int_value(v, out, t, err);
 	memcpy(text, in + a, b - a);
 	text[b - a] = 0;
 	char *end;
 	errno = 0;
-	long long v = strtoll(text, &end, 10);
+	v = strtoll(text, &end, 10);
 	if (*end || errno || !(isdigit((unsigned char)text[0]) ||
 			       ((text[0] == '-' || text[0] == '+') &&
 				isdigit((unsigned char)text[1]))))
 		return ch_error_set(err, "not an integer label: '%.24s'", text);
-	int64_t le = (int64_t)v; /* little-endian hosts only (see Makefile) */
-	out->len = 0;
-	*t = (struct ch_field_type){ .dtype = CH_DTYPE_I64, .ndim = 0 };
-	return ch_buf_append(out, &le, 8, err);
+	return int_value(v, out, t, err);
 }
 
 /* ------------------------------------------------------------------ */

@@ -259,6 +259,26 @@ static int run_array(struct run *r, const struct ch_pipeline *p,
 	return -1;
 }
 
+/* Names the field and op in err's message. */
+static int op_failed(const struct ch_pipeline *p, int failed,
+		     struct ch_error *err)
+{
+	char why[sizeof(err->msg)];
+	snprintf(why, sizeof(why), "%s", err->msg);
+	return ch_error_set(err, "field '%s': %s: %s", p->field,
+			    op_name(p->ops[failed].kind), why);
+}
+
+int ch_transform_as_is(const struct ch_pipeline *p, size_t size,
+		       struct ch_field_type *type, struct ch_error *err)
+{
+	if (p->nops != 1 || p->ops[0].kind != CH_OP_BYTES)
+		return 0;
+	if (ch_array_bytes(&p->ops[0], size, type, err) < 0)
+		return op_failed(p, 0, err);
+	return 1;
+}
+
 int ch_transform_run(struct ch_transformer *tr, const struct ch_pipeline *p,
 		     const struct ch_transform_key *k, const uint8_t *in,
 		     size_t size, struct ch_buf *out,
@@ -272,10 +292,7 @@ int ch_transform_run(struct ch_transformer *tr, const struct ch_pipeline *p,
 			     : run_array(&r, p, k, in, size, err);
 	if (failed >= 0) {
 		out->len = at;
-		char why[sizeof(err->msg)];
-		snprintf(why, sizeof(why), "%s", err->msg);
-		return ch_error_set(err, "field '%s': %s: %s", p->field,
-				    op_name(p->ops[failed].kind), why);
+		return op_failed(p, failed, err);
 	}
 	*type = r.t;
 	if (r.in_out)

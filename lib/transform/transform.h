@@ -90,6 +90,11 @@ int ch_transform_run(struct ch_transformer *tr, const struct ch_pipeline *p,
 		     const struct ch_transform_key *k, const uint8_t *in,
 		     size_t size, struct ch_buf *out,
 		     struct ch_field_type *type, struct ch_error *err);
+/* 1 when p's value is the field's bytes as they are (a lone `bytes` op):
+ * *type is set and nothing needs running or copying; 0 when p must run;
+ * -1 when the bytes do not fit, with ch_transform_run's message. */
+int ch_transform_as_is(const struct ch_pipeline *p, size_t size,
+		       struct ch_field_type *type, struct ch_error *err);
 
 /* Images (transform/geometry.c): an image not yet decoded is the box of
  * the source it will come from and the size that box becomes. */

@@ -164,6 +164,28 @@ static void int_labels(void)
 	CHECK(ch_array_int((const uint8_t *)"", 0, &out, &t, &err) < 0);
 	CHECK(ch_array_int((const uint8_t *)"99999999999999999999", 20, &out,
 			   &t, &err) < 0);
+	/* either side of the 18 digits parsed without strtoll */
+	static const struct { const char *text; int ok; int64_t v; } cases[] = {
+		{ "+5", 1, 5 }, { "007", 1, 7 }, { "-0", 1, 0 },
+		{ "123456789012345678", 1, 123456789012345678 },
+		{ "-999999999999999999", 1, -999999999999999999 },
+		{ "9223372036854775807", 1, INT64_MAX },
+		{ "-9223372036854775808", 1, INT64_MIN },
+		{ "9223372036854775808", 0, 0 }, { "-", 0, 0 }, { "+", 0, 0 },
+		{ "--5", 0, 0 }, { "0x10", 0, 0 }, { "1 2", 0, 0 },
+		{ "+-1", 0, 0 }, { "\xd9\xa3", 0, 0 },
+	};
+	for (size_t i = 0; i < UNIT_COUNT(cases); i++) {
+		const char *text = cases[i].text;
+		int rc = ch_array_int((const uint8_t *)text, strlen(text), &out,
+				      &t, &err);
+		if (!CHECK((rc == 0) == cases[i].ok))
+			unit_note("'%s'", text);
+		if (rc == 0) {
+			memcpy(&v, out.data, 8);
+			CHECK(v == cases[i].v && out.len == 8);
+		}
+	}
 	ch_buf_release(&out);
 }
 
