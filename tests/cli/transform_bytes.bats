@@ -114,7 +114,7 @@ True
 	# as a corrupt sample: skipped and counted with --on-error skip
 	run -0 chute stream "$BATS_FILE_TMPDIR/bad" -b 10 --mode eval \
 		--on-error skip --transform 'img: bytes u8 28x28' -o out
-	assert_output --partial "skipped 1 corrupt samples"
+	assert_output --partial "skipped 1 corrupt sample"
 	# without a shape, sizes that differ within a batch: the batch refuses
 	run -1 chute stream "$BATS_FILE_TMPDIR/bad" -b 10 \
 		--transform 'img: bytes u8' -o out
