@@ -169,7 +169,7 @@ print(a.min() >= -2.0 and a.max() <= 2.0, float(a.std()) > 0.1)' "$REPO_ROOT/scr
 	assert_output --partial "field 'jpg': decode"
 	run -0 chute stream "$BATS_FILE_TMPDIR/bad" -b 4 --mode eval \
 		--on-error skip --transform "$TRAIN" -o out
-	assert_output --partial "skipped 1 corrupt samples"
+	assert_output --partial "skipped 1 corrupt sample"
 	run -0 describe out
 	# 23 samples in eval: the corrupt one is dropped, its batch partial
 	assert_line "5 4 jpg:uint8:4x3x32x32"
