@@ -5,11 +5,15 @@
 #
 # Usage: scripts/run-tests.sh [--no-deps]
 #
-# Every suite prints TAP; its "ok" and "not ok" lines are counted, a plan
-# ("1..N") that promises more tests than ran counts the missing ones as
-# failed, and a suite that cannot build or run counts as one failure.  The
-# last line is always "N passed, N failed"; the exit status is 0 only when
-# nothing failed.
+# The CLI test files of both passes and the fuzz run share a pool of
+# TEST_JOBS workers (twice the cores unless the environment says), each
+# file its own bats; FUZZ_SECONDS (10) is each fuzz target's time.
+#
+# Every suite, and every CLI test file, prints TAP; its "ok" and "not ok"
+# lines are counted, a plan ("1..N") that promises more tests than ran
+# counts the missing ones as failed, and a suite that cannot build or run
+# counts as one failure.  The last line is always "N passed, N failed";
+# the exit status is 0 only when nothing failed.
 
 # no -e: a failing suite must not stop the count
 set -uo pipefail
@@ -53,9 +57,10 @@ broken() {
 	note "$1" 0 1
 }
 
-# count_tap NAME LOG STATUS SECONDS: counts the TAP lines of a finished suite.
+# count_tap NAME LOG STATUS: counts the TAP lines of a finished suite into
+# TAP_OK and TAP_FAILED.
 count_tap() {
-	local name=$1 log=$2 status=$3 secs=$4 ok notok plan missing=0
+	local name=$1 log=$2 status=$3 ok notok plan missing=0
 	ok=$(grep -c '^ok ' "$log")
 	notok=$(grep -c '^not ok ' "$log")
 	plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\).*/\1/p' "$log" | head -n 1)
@@ -69,7 +74,8 @@ count_tap() {
 		echo "not ok - $name exited with status $status"
 		missing=1
 	fi
-	note "$name" "$ok" $((notok + missing)) "$secs"
+	TAP_OK=$ok
+	TAP_FAILED=$((notok + missing))
 }
 
 # suite NAME CMD...: runs CMD, shows its output, counts its TAP lines.
@@ -80,7 +86,8 @@ suite() {
 	echo "== $name"
 	"$@" 2>&1 | tee "$log"
 	status=${PIPESTATUS[0]}
-	count_tap "$name" "$log" "$status" $((SECONDS - start))
+	count_tap "$name" "$log" "$status"
+	note "$name" "$TAP_OK" "$TAP_FAILED" $((SECONDS - start))
 }
 
 # step NAME CMD...: a build step; its failure counts as one failure.
@@ -97,8 +104,14 @@ step() {
 
 # unit_suites BUILD_DIR [make args...]: builds and runs each unit test.
 unit_suites() {
-	local build=$1 src bin label
+	local build=$1 src bin label bins=()
 	shift
+	# all at once first, on every core; each step below then shows what
+	# failed to build, if anything did
+	for src in tests/unit/test_*.c; do
+		bins+=("$build/tests/$(basename "$src" .c)")
+	done
+	make -s -k -j"$JOBS" "$@" "${bins[@]}" >/dev/null 2>&1
 	for src in tests/unit/test_*.c; do
 		[ -e "$src" ] || {
 			echo "# no unit tests in tests/unit"
@@ -116,65 +129,190 @@ unit_suites() {
 # sanitizers (they would add minutes and test no more C).
 ONCE="makefile.bats python_dataset.bats ddp.bats"
 
-# bats_suite NAME CHUTE_BIN [all|sanitized]: the CLI tests against one
-# binary; "sanitized" leaves out the files of ONCE.
-bats_suite() {
-	local files=() f
+# Test files that look at /dev/shm as a whole: readme.bats's tour uses the
+# fixed ring name "tour"; python_stream.bats and shm.bats check that no
+# chute.Stream ring ("chute-py-*") is left there, and any of the three
+# running at the time would have one.  They run one at a time, either
+# pass; every other file runs alongside the rest.
+ONE_AT_A_TIME="readme.bats python_stream.bats shm.bats"
+
+# The slowest files start first, so that the last to start are short and
+# the workers end together; the rest follow in name order.  Only the order
+# depends on this list: every file runs whether it is here or not.
+SLOWEST="check.bats pack.bats stream.bats python_stream.bats shm.bats remote.bats readme.bats versions.bats batch_format.bats"
+
+# How many test files run at once: the tests wait on servers, pipes,
+# sleeps and fsync about as much as they compute, so twice the cores.
+TEST_JOBS=${TEST_JOBS:-$((JOBS * 2))}
+
+# Seconds each fuzz target runs after replaying its regression inputs: a
+# smoke test, from the seeds on CI's fresh machine (`make fuzz`: longer).
+FUZZ_SECS=${FUZZ_SECONDS:-10}
+
+# in_list WORD LIST: whether WORD is one of the words of LIST.
+in_list() {
+	[[ " $2 " == *" $1 "* ]]
+}
+
+# bats_files: the CLI test files, those of SLOWEST first.
+bats_files() {
+	local f n
+	for n in $SLOWEST; do
+		[ -e "tests/cli/$n" ] && echo "tests/cli/$n"
+	done
 	for f in tests/cli/*.bats; do
-		if [ "${3:-all}" = sanitized ] && [[ " $ONCE " == *" ${f##*/} "* ]]; then
-			echo "# $1: ${f##*/} runs in the normal pass only"
+		in_list "${f##*/}" "$SLOWEST" || echo "$f"
+	done
+}
+
+# job_log PASS FILE: where the pool's job for FILE in PASS writes its output.
+job_log() {
+	echo "$LOGDIR/$1-${2##*/}.log"
+}
+
+# report PASS FILE STATUS SECONDS: leaves the status and seconds of a job
+# next to its log for count_pass, then shows the log whole (the lock keeps
+# jobs that end together apart).
+report() {
+	local log
+	log=$(job_log "$1" "$2")
+	echo "$3 $4" >"$log.status"
+	# shellcheck disable=SC2016 # the arguments of sh -c
+	flock "$LOGDIR/print.lock" sh -c 'echo "== $1: $2 (exit $3, $4s)"; cat "$5"' \
+		- "$1" "${2##*/}" "$3" "$4" "$log"
+}
+
+# run_bats PASS CHUTE_BIN FILE: the CLI tests of FILE against one binary.
+run_bats() {
+	local pass=$1 bin=$2 file=$3 start=$SECONDS
+	local cmd=(env CHUTE_BIN="$ROOT/$bin" bats --tap --timing "$file")
+	if in_list "${file##*/}" "$ONE_AT_A_TIME"; then
+		cmd=(flock "$LOGDIR/one-at-a-time.lock" "${cmd[@]}")
+	fi
+	if [ "$pass" = cli-san ]; then
+		export ASAN_OPTIONS=$SAN_ASAN UBSAN_OPTIONS=$SAN_UBSAN
+	fi
+	"${cmd[@]}" >"$(job_log "$pass" "$file")" 2>&1
+	report "$pass" "$file" $? $((SECONDS - start))
+}
+
+# run_fuzz: the fuzz targets, briefly, as one test.
+run_fuzz() {
+	local log start=$SECONDS
+	log=$(job_log fuzz run-fuzz)
+	if [ ! -x scripts/run-fuzz.sh ]; then
+		echo "not ok 1 - fuzz: scripts/run-fuzz.sh is missing" >"$log"
+	elif ./scripts/run-fuzz.sh "$FUZZ_SECS" >"$log" 2>&1; then
+		echo "ok 1 - fuzz" >>"$log"
+	else
+		echo "not ok 1 - fuzz" >>"$log"
+	fi
+	report fuzz run-fuzz 0 $((SECONDS - start))
+}
+
+# pool JOB...: runs each JOB (a command line of words) in the background,
+# TEST_JOBS at a time, in the order given.
+pool() {
+	local job
+	for job; do
+		while [ "$(jobs -rp | wc -l)" -ge "$TEST_JOBS" ]; do
+			wait -n
+		done
+		# shellcheck disable=SC2086 # a job is words
+		$job &
+	done
+	wait
+}
+
+# count_pass NAME FILE...: the counts of one pass, added up over its files,
+# each checked against its own plan and exit status (count_tap).
+count_pass() {
+	local name=$1 f log status secs ok=0 failed=0 took=0
+	shift
+	for f; do
+		log=$(job_log "$name" "$f")
+		if [ ! -f "$log.status" ]; then
+			echo "not ok - $name: ${f##*/} did not run"
+			failed=$((failed + 1))
 			continue
 		fi
-		files+=("$f")
+		read -r status secs <"$log.status"
+		count_tap "$name/${f##*/}" "$log" "$status"
+		ok=$((ok + TAP_OK))
+		failed=$((failed + TAP_FAILED))
+		took=$((took + secs))
+		echo "$secs $name/${f##*/}" >>"$LOGDIR/seconds"
 	done
-	if [ ${#files[@]} -eq 0 ] || [ ! -e "${files[0]}" ]; then
-		broken "$1" "no tests/cli/*.bats"
-		return
-	fi
-	if ! command -v bats >/dev/null; then
-		broken "$1" "bats is not installed (scripts/install-deps.sh)"
-		return
-	fi
-	suite "$1" env CHUTE_BIN="$ROOT/$2" bats --tap --timing "${files[@]}"
+	note "$name (seconds of its files)" "$ok" "$failed" "$took"
 }
 
 if [ "$DEPS" = 1 ]; then
 	step deps ./scripts/install-deps.sh
 fi
 
-# normal build
-if step build make -s -j"$JOBS"; then
-	unit_suites build
-	bats_suite cli build/chute
-fi
-
-# sanitizer build: the same tests, and any leak, overflow or undefined
-# behaviour aborts the process.  abort_on_error for UBSan too: its default
-# exit status, 1, would pass for "verify found a problem" in `run -1`.
+# The sanitizer build: any leak, overflow or undefined behaviour aborts the
+# process.  abort_on_error for UBSan too: its default exit status, 1, would
+# pass for "verify found a problem" in `run -1`.  (At -O1 gcc warns of
+# other things than at -O2, and -Werror stops the build: the Makefile's
+# -O2 it is.)
 SAN=address,undefined
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1
-if step build-san make -s -j"$JOBS" SANITIZE=$SAN; then
-	unit_suites build-san SANITIZE=$SAN
-	bats_suite cli-san build-san/chute sanitized
-fi
-unset ASAN_OPTIONS UBSAN_OPTIONS
+SAN_ASAN=detect_leaks=1:abort_on_error=1
+SAN_UBSAN=print_stacktrace=1:halt_on_error=1:abort_on_error=1
 
-# fuzz targets, briefly, counted as one test
+PASSES="" # the passes whose binary built
+if step build make -s -j"$JOBS"; then
+	PASSES="cli"
+	unit_suites build
+fi
+if step build-san make -s -j"$JOBS" SANITIZE=$SAN; then
+	PASSES="$PASSES cli-san"
+	ASAN_OPTIONS=$SAN_ASAN UBSAN_OPTIONS=$SAN_UBSAN \
+		unit_suites build-san SANITIZE=$SAN
+fi
+
+# The CLI tests against both binaries and the fuzz targets, in one pool:
+# the fuzz run first (the longest job), then each file's sanitized pass
+# (the longer) before its normal one.
+CLI_FILES=() SAN_FILES=() JOBLIST=()
+if ! command -v bats >/dev/null; then
+	for p in $PASSES; do broken "$p" "bats is not installed (scripts/install-deps.sh)"; done
+	PASSES=""
+elif [ ! -e "$(echo tests/cli/*.bats | cut -d' ' -f1)" ]; then
+	for p in $PASSES; do broken "$p" "no tests/cli/*.bats"; done
+	PASSES=""
+fi
+FUZZ=0
 if command -v clang >/dev/null; then
-	echo "== fuzz"
-	start=$SECONDS
-	if [ ! -x scripts/run-fuzz.sh ]; then
-		broken fuzz "scripts/run-fuzz.sh is missing"
-	elif ./scripts/run-fuzz.sh 30; then
-		echo "ok - fuzz"
-		note fuzz 1 0 $((SECONDS - start))
-	else
-		echo "not ok - fuzz"
-		note fuzz 0 1 $((SECONDS - start))
-	fi
+	FUZZ=1
+	JOBLIST+=("run_fuzz")
 else
 	echo "# skip fuzz: clang not found"
+fi
+for f in $(bats_files); do
+	if in_list cli-san "$PASSES"; then
+		if in_list "${f##*/}" "$ONCE"; then
+			echo "# cli-san: ${f##*/} runs in the normal pass only"
+		else
+			SAN_FILES+=("$f")
+			JOBLIST+=("run_bats cli-san build-san/chute $f")
+		fi
+	fi
+	if in_list cli "$PASSES"; then
+		CLI_FILES+=("$f")
+		JOBLIST+=("run_bats cli build/chute $f")
+	fi
+done
+echo "== $PASSES$([ $FUZZ = 1 ] && echo " fuzz"): ${#JOBLIST[@]} jobs, $TEST_JOBS at a time"
+start=$SECONDS
+pool "${JOBLIST[@]}"
+POOL_SECS=$((SECONDS - start))
+in_list cli "$PASSES" && count_pass cli "${CLI_FILES[@]}"
+in_list cli-san "$PASSES" && count_pass cli-san "${SAN_FILES[@]}"
+[ $FUZZ = 1 ] && count_pass fuzz run-fuzz
+SUMMARY+=("$(printf '%-32s %26s  %4ss' "(the above, side by side)" "" "$POOL_SECS")")
+if [ -s "$LOGDIR/seconds" ]; then
+	echo "== the slowest test files (seconds)"
+	sort -rn "$LOGDIR/seconds" | head -n 10
 fi
 
 echo "== summary"
