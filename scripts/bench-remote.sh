@@ -22,6 +22,9 @@
 #     faster than that, while curl alone only fills the page cache.  Every
 #     timed run starts with no dirty pages (a `sync` between runs), so
 #     curl's writeback does not fall on the next run.
+#     One more row: the same chute pull on a pseudo-terminal (script(1)),
+#     where it draws its progress line, against the pull without one: what
+#     the display costs (issue 21: nothing measurable).
 #  3. stream: `chute bench URL --remote-cache DIR --remote-cache-size 4G
 #     --shuffle window`, one epoch with an empty cache folder (cold: every
 #     shard fetched from nginx), then again on the same folder (warm),
@@ -210,6 +213,12 @@ mapfile -t OBJECTS < <(cd "$ROOT" && find r/cas -type f | sort)
 ((${#OBJECTS[@]} == ${#SHARDS[@]})) ||
 	die "the remote holds ${#OBJECTS[@]} objects in r/cas, expected ${#SHARDS[@]}"
 pull_chute() { "$CHUTE" pull "$URL" "$PULLED" --jobs "$JOBS"; }
+# The same pull on a pseudo-terminal (script(1)), where chute draws its
+# progress line: what the display costs.
+pull_chute_tty() {
+	script -qefc "$(printf '%q ' "$CHUTE" pull "$URL" "$PULLED" --jobs "$JOBS")" \
+		/dev/null >"$RUNS_DIR/pull_tty.out"
+}
 pull_curl() {
 	local o args=()
 	for o in "${OBJECTS[@]}"; do args+=(-o "$CURLED/$o" "$BASE/$o"); done
@@ -225,6 +234,8 @@ echo "bench-remote: pull: chute pull --jobs $JOBS, curl --parallel-max $JOBS; $R
 for ((r = 0; r < RUNS; r++)); do
 	rm -rf "$PULLED" "$CURLED"
 	timed pull_chute pull_chute
+	rm -rf "$PULLED"
+	timed pull_chute_tty pull_chute_tty
 	rm -rf "$CURLED"
 	timed pull_curl pull_curl
 	rm -rf "$CURLED"
@@ -233,6 +244,8 @@ for ((r = 0; r < RUNS; r++)); do
 	timed disk_write disk_write
 done
 [ "$(sum_sizes "$PULLED"/shards/*.chs)" = "$BYTES" ] || die "chute pull fetched other bytes"
+grep -q "downloading" "$RUNS_DIR/pull_tty.out" ||
+	die "chute pull on a terminal drew no progress line (see $RUNS_DIR/pull_tty.out)"
 [ "$(sum_sizes "$CURLED"/r/cas/*/*)" = "$BYTES" ] || die "curl fetched other bytes"
 rm -rf "$CURLED" "$DD"
 
@@ -291,6 +304,9 @@ echo "2. pull into a fresh folder, MB/s"
 row "chute pull --jobs $JOBS" "$(mbs "$(med pull_chute)")" \
 	"curl --parallel $(mbs "$(med pull_curl)")" \
 	"$(ratio "$(med pull_curl)" "$(med pull_chute)")" ">=" 0.90
+row "  (chute pull on a terminal, progress drawn)" "$(mbs "$(med pull_chute_tty)")" \
+	"no terminal $(mbs "$(med pull_chute)")" \
+	"$(ratio "$(med pull_chute)" "$(med pull_chute_tty)")" "" ""
 row "  (curl, then sync of its files)" "" "$(mbs "$(med pull_curl_sync)")" \
 	"$(ratio "$(med pull_curl_sync)" "$(med pull_chute)")" "" ""
 row "  (the disk: dd conv=fsync)" "" "$(mbs "$(med disk_write)")" \
