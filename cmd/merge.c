@@ -172,6 +172,7 @@ static int run_remote_merge(struct merge_args *a)
 	struct ch_remote_merge_opts o = {
 		.remote = a->o.out_dir, .name = a->o.name, .tags = a->tags,
 		.ntags = a->ntags, .cancel = cmd_catch_signals(),
+		.progress = cmd_progress(),
 	};
 	struct ch_remote_merge_report r;
 	struct ch_error err = {0};
@@ -179,7 +180,9 @@ static int run_remote_merge(struct merge_args *a)
 
 	if (ch_store_open(&st, a->o.out_dir, NULL, &err) < 0)
 		return cmd_fail(&err);
-	if (ch_remote_merge(st, a->parts, a->nparts, &o, &r, &err) < 0) {
+	int rc = ch_remote_merge(st, a->parts, a->nparts, &o, &r, &err);
+	cmd_progress_clear();
+	if (rc < 0) {
 		ch_store_close(st);
 		return cmd_fail(&err);
 	}
@@ -199,7 +202,9 @@ static int run_merge(struct merge_args *a)
 
 	memset(&res, 0, sizeof res);
 	a->o.cancel = cmd_catch_signals();
+	a->o.progress = cmd_progress();
 	rc = ch_merge(a->parts, a->nparts, &a->o, &res, &err);
+	cmd_progress_clear();
 	if (rc < 0)
 		return cmd_fail(&err);
 	if (a->json) {

@@ -230,7 +230,10 @@ int cmd_split(int argc, char **argv)
 	if (status != 0)
 		return status < 0 ? 0 : status;
 	a.o.cancel = cmd_catch_signals();
-	if (ch_split(a.path, &a.o, &res, &err) < 0)
+	a.o.progress = cmd_progress();
+	int rc = ch_split(a.path, &a.o, &res, &err);
+	cmd_progress_clear();
+	if (rc < 0)
 		return cmd_fail(&err);
 	if (a.json)
 		print_json(&res, a.path, ch_now() - start);

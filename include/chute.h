@@ -636,6 +636,9 @@ struct ch_merge_opts {
 	int force;		/* replace a dataset even if fields, labels
 				 * or splits are lost */
 	volatile sig_atomic_t *cancel;
+	ch_progress_fn progress; /* phases "checking" (shards' indexes),
+				  * "placing" (shards, bytes); may be NULL */
+	void *progress_arg;
 };
 
 struct ch_merge_result {
@@ -672,9 +675,11 @@ struct ch_merge_part {
  * the parts as ch_merge says (reading manifests and shard indexes, never
  * a block) and fills m with the merged manifest: shards in part order
  * under "shards/NAME-NNNNNN.chs", each with its part's size and hash; no
- * parent, id not yet computed.  Sorts parts[] into part order. */
+ * parent, id not yet computed.  Sorts parts[] into part order.
+ * progress (may be NULL) sees the phase "checking", in shards. */
 int ch_merge_plan(struct ch_merge_part *parts, size_t nparts,
 		  const char *name, volatile sig_atomic_t *cancel,
+		  ch_progress_fn progress, void *progress_arg,
 		  struct ch_manifest *m, struct ch_error *err);
 
 /* ------------------------------------------------------------------ */
@@ -764,6 +769,8 @@ struct ch_split_opts {
 	const char *group; /* POSIX extended regex whose first group names
 			    * a sample's group; NULL: each key is its own */
 	volatile sig_atomic_t *cancel;
+	ch_progress_fn progress; /* phase "assigning", samples; may be NULL */
+	void *progress_arg;
 };
 
 /* What one split got: samples per class, when the dataset has classes. */

@@ -60,6 +60,9 @@ struct ch_remote_merge_opts {
 	const char *cache_dir;	 /* for the parts' manifests (NULL: as
 				  * ch_ref_open_dataset) */
 	volatile sig_atomic_t *cancel;
+	ch_progress_fn progress; /* phase "checking" (the parts' shard
+				  * indexes, read by range requests) */
+	void *progress_arg;
 };
 
 struct ch_remote_merge_report {

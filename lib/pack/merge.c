@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/counter.h"
 #include "pack/output.h"
 
 struct part {
@@ -184,7 +185,7 @@ static int name_remote_part(const struct part *p, struct ch_error *err)
  * key is in two parts.  Reads the shards' indexes, which opening checks
  * (and the seal, size and count against the manifest), no block. */
 static int check_keys(const struct part *p, volatile sig_atomic_t *cancel,
-		      struct ch_error *err)
+		      struct ch_counter *c, struct ch_error *err)
 {
 	const struct ch_manifest *m = man(p);
 	for (size_t s = 0; s < m->nshards; s++) {
@@ -210,13 +211,16 @@ static int check_keys(const struct part *p, volatile sig_atomic_t *cancel,
 		ch_shard_close(sh);
 		if (rc < 0 || cancelled(cancel, err) < 0)
 			return -1;
+		ch_counter_add(c, 1, 0);
 	}
 	return 0;
 }
 
 static int check_parts(const struct part *p, size_t n,
-		       volatile sig_atomic_t *cancel, struct ch_error *err)
+		       volatile sig_atomic_t *cancel, struct ch_counter *c,
+		       struct ch_error *err)
 {
+	uint64_t shards = 0;
 	for (size_t i = 0; i < n; i++)
 		if (check_part(&p[i], err) < 0)
 			return -1;
@@ -225,11 +229,15 @@ static int check_parts(const struct part *p, size_t n,
 	for (size_t i = 1; i < n; i++)
 		if (check_alike(&p[0], &p[i], err) < 0)
 			return -1;
+	for (size_t i = 0; i < n; i++)
+		shards += man(&p[i])->nshards;
+	ch_counter_phase(c, "checking", "shards", shards, 0);
 	for (size_t i = 0; i < n; i++) {
-		int rc = check_keys(&p[i], cancel, err);
+		int rc = check_keys(&p[i], cancel, c, err);
 		if (rc < 0)
 			return rc;
 	}
+	ch_counter_end(c);
 	return 0;
 }
 
@@ -397,11 +405,15 @@ static int list_shards(struct ch_manifest *m, const struct part *p, size_t n,
 }
 
 int ch_merge_plan(struct ch_merge_part *parts, size_t n, const char *name,
-		  volatile sig_atomic_t *cancel, struct ch_manifest *m,
+		  volatile sig_atomic_t *cancel, ch_progress_fn progress,
+		  void *progress_arg, struct ch_manifest *m,
 		  struct ch_error *err)
 {
 	struct part *p = calloc(n ? n : 1, sizeof(*p));
+	struct ch_counter c;
 	int rc = -1;
+
+	ch_counter_init(&c, progress, progress_arg);
 	if (!p)
 		return ch_error_nomem(err);
 	if (n == 0) {
@@ -411,7 +423,7 @@ int ch_merge_plan(struct ch_merge_part *parts, size_t n, const char *name,
 	for (size_t i = 0; i < n; i++)
 		p[i] = (struct part){parts[i].name, parts[i].ds};
 	qsort(p, n, sizeof(*p), cmp_part);
-	if ((rc = check_parts(p, n, cancel, err)) < 0)
+	if ((rc = check_parts(p, n, cancel, &c, err)) < 0)
 		goto out;
 	rc = -1;
 	if (fill_manifest(m, p, n, name, err) < 0 ||
@@ -428,10 +440,14 @@ out:
 /* Part by part, shard by shard, as list_shards named them. */
 static int place_shards(const char *tmp, const struct ch_manifest *m,
 			const struct ch_merge_part *p, size_t n,
-			volatile sig_atomic_t *cancel, int *linked,
+			const struct ch_merge_opts *o, int *linked,
 			struct ch_error *err)
 {
+	struct ch_counter c;
 	size_t k = 0;
+
+	ch_counter_init(&c, o->progress, o->progress_arg);
+	ch_counter_phase(&c, "placing", "shards", m->nshards, m->shard_bytes);
 	for (size_t i = 0; i < n; i++) {
 		for (size_t s = 0; s < p[i].ds->manifest.nshards; s++, k++) {
 			char *from = ch_dataset_shard_path(p[i].ds, s);
@@ -440,10 +456,12 @@ static int place_shards(const char *tmp, const struct ch_manifest *m,
 					    : ch_error_nomem(err);
 			free(from);
 			free(to);
-			if (rc < 0 || cancelled(cancel, err) < 0)
+			if (rc < 0 || cancelled(o->cancel, err) < 0)
 				return -1;
+			ch_counter_add(&c, 1, m->shards[k].bytes);
 		}
 	}
+	ch_counter_end(&c);
 	return 0;
 }
 
@@ -462,7 +480,7 @@ static int merge_into(const char *tmp, const struct ch_merge_part *p,
 			       shards ? shards : tmp);
 		goto out;
 	}
-	if (place_shards(tmp, m, p, n, o->cancel, linked, err) < 0 ||
+	if (place_shards(tmp, m, p, n, o, linked, err) < 0 ||
 	    ch_fsync_dir(shards, err) < 0 ||
 	    ch_pack_refuse_losses("merge", o->force, o->out_dir, old, m,
 				  err) < 0 ||
@@ -515,7 +533,8 @@ int ch_merge(const char *const *paths, size_t n,
 		goto out;
 	}
 	if ((rc = open_parts(p, ds, paths, n, &opened, err)) < 0 ||
-	    (rc = ch_merge_plan(p, n, name, o->cancel, &m, err)) < 0)
+	    (rc = ch_merge_plan(p, n, name, o->cancel, o->progress,
+				o->progress_arg, &m, err)) < 0)
 		goto out;
 	rc = -1;
 	if (ch_pack_check_replaceable(o->out_dir, &exists, err) < 0 ||

@@ -98,7 +98,8 @@ int ch_remote_merge(struct ch_store *st, const char *const *parts, size_t n,
 	if (ch_remote_check_tags(o->tags, o->ntags, err) < 0)
 		return -1;
 	if ((rc = open_parts(&ps, parts, n, o, err)) < 0 ||
-	    (rc = ch_merge_plan(ps.p, n, o->name, o->cancel, &m, err)) < 0)
+	    (rc = ch_merge_plan(ps.p, n, o->name, o->cancel, o->progress,
+				o->progress_arg, &m, err)) < 0)
 		goto out;
 	rc = -1;
 	/* a merge starts a history: no parent, the id a local merge has */

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "chute/history.h"
+#include "common/counter.h"
 #include "common/internal.h"
 #include "shard/format.h"
 #include "common/xxh.h"
@@ -71,6 +72,7 @@ struct splitter {
 	struct ch_block_reader *reader; /* with classes: to read cls */
 	int manifest_written; /* in place although writing it failed */
 	int made_dir;	      /* splits/ did not exist before */
+	struct ch_counter progress;
 };
 
 static int cancelled(const struct splitter *sp)
@@ -386,6 +388,7 @@ static int split_shard_samples(struct splitter *sp, const struct ch_shard *sh,
 		    add_sample(&sp->sets[set], first + i, err) < 0 ||
 		    tally(sp, &sp->sets[set], sh, i, &si, err) < 0)
 			return -1;
+		ch_counter_add(&sp->progress, 1, 0);
 	}
 	return 0;
 }
@@ -396,6 +399,8 @@ static int split_shards(struct splitter *sp, struct ch_error *err)
 {
 	const struct ch_manifest *m = &sp->ds.manifest;
 
+	ch_counter_init(&sp->progress, sp->o->progress, sp->o->progress_arg);
+	ch_counter_phase(&sp->progress, "assigning", "samples", m->samples, 0);
 	for (size_t s = 0; s < m->nshards; s++) {
 		const struct ch_manifest_shard *ms = &m->shards[s];
 		char *path = ch_dataset_shard_path(&sp->ds, s);
@@ -418,6 +423,7 @@ static int split_shards(struct splitter *sp, struct ch_error *err)
 		if (rc < 0)
 			return -1;
 	}
+	ch_counter_end(&sp->progress);
 	return 0;
 }
 

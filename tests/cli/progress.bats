@@ -51,6 +51,21 @@ setup() {
 	assert_output --regexp "$(drawn scanning samples)"
 	on_pty check ds
 	assert_output --regexp "$(drawn checking samples)"
+	on_pty split ds --val 0.2
+	assert_success
+	assert_output --regexp "$(drawn assigning samples)"
+}
+
+@test "progress: merge shows checking and placing shards" {
+	need_pty
+	chute pack -q src --part 0/2 -o p0 >/dev/null
+	chute pack -q src --part 1/2 -o p1 >/dev/null
+	on_pty merge p0 p1 -o merged
+	assert_success
+	assert_output --regexp "$(drawn checking shards)"
+	assert_output --regexp "$(drawn placing shards)"
+	run -0 --separate-stderr chute merge p0 p1 -o merged2
+	[ -z "$stderr" ] || fail "chute merge wrote on stderr: $stderr"
 }
 
 @test "progress: push shows checking remote, hashing and uploading; pull checking and downloading" {
@@ -70,7 +85,8 @@ setup() {
 @test "progress: nothing is drawn when standard error is not a terminal" {
 	local cmd
 	for cmd in "verify ds" "status ds" "export ds -o tars" "diff ds ds" \
-		"pack src -o ds2" "push ds remote" "pull remote@latest got"; do
+		"pack src -o ds2" "push ds remote" "pull remote@latest got" \
+		"split ds --val 0.2"; do
 		run -0 --separate-stderr chute $cmd
 		[ -z "$stderr" ] || fail "chute $cmd wrote on stderr: $stderr"
 	done
