@@ -166,14 +166,12 @@ static void print_report(const struct gc_args *a,
 {
 	char size[CMD_SIZE_TEXT];
 	const char *verb = a->gc.yes ? "removed" : "would remove";
-	for (size_t i = 0; i < a->gc.ndrop; i++)
-	{
+	for (size_t i = 0; i < a->gc.ndrop; i++) {
 		cmd_print("%s tag %s", a->gc.yes ? "dropped" : "would drop",
 			  a->drop[i]);
 		putchar('\n');
 	}
-	for (size_t i = 0; i < r->removed.n; i++)
-	{
+	for (size_t i = 0; i < r->removed.n; i++) {
 		cmd_print("%s %s (%s)", verb, r->removed.objects[i].key,
 			  cmd_size_text(r->removed.objects[i].size, size));
 		putchar('\n');

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "chute/config.h"
+#include "chute/ref.h"
 #include "common/internal.h"
 
 enum { CONFIG_MAX_BYTES = 1 << 20, REMOTE_NAME_MAX = 64 };
@@ -151,17 +152,6 @@ bad:
 			      REMOTE_NAME_MAX);
 }
 
-static const char *const url_schemes[] = {"file://", "http://", "https://",
-					  "s3://"};
-
-static int has_scheme(const char *url)
-{
-	for (size_t i = 0; i < sizeof(url_schemes) / sizeof(*url_schemes); i++)
-		if (strncmp(url, url_schemes[i], strlen(url_schemes[i])) == 0)
-			return 1;
-	return 0;
-}
-
 /* The user information of a url ("user:pw" in http://user:pw@host/), as
  * [*from, *to), or 0 when it has none. */
 static int url_userinfo(const char *url, const char **from, const char **to)
@@ -250,20 +240,20 @@ int ch_remote_url_check(const char *url, char **out, struct ch_error *err)
 	*out = NULL;
 	if (!*url)
 		return ch_error_usage(err, "an empty remote url");
-	if (strstr(url, "://") && !has_scheme(url))
+	if (strstr(url, "://") && !ch_ref_is_remote(url))
 		return ch_error_usage(err, "'%.*s': not a remote url (give "
 				      "file://, http://, https://, s3:// or a "
 				      "folder)", (int)(strstr(url, "://") + 3 -
 						       url), url);
 	if (strchr(url, '\n') || strchr(url, '\r'))
 		return ch_error_usage(err, "a remote url holds no line break");
-	if (has_scheme(url) && refuse_credentials(url, err) < 0)
+	if (ch_ref_is_remote(url) && refuse_credentials(url, err) < 0)
 		return -1;
 	if (strncmp(url, "file://", 7) == 0 && url[7] != '/')
 		return ch_error_usage(err, "'%s': a file:// url takes an "
 				      "absolute path (file:///PATH)", url);
-	*out = has_scheme(url) ? strdup(url) : absolute_path(url, err);
-	if (!*out && has_scheme(url))
+	*out = ch_ref_is_remote(url) ? strdup(url) : absolute_path(url, err);
+	if (!*out && ch_ref_is_remote(url))
 		return ch_error_nomem(err);
 	return *out ? 0 : -1;
 }

@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "chute/config.h"
 #include "common/internal.h"
 #include "remote/names.h"
+#include "remote/url.h"
 
 /* Adds dir's config when dir is a dataset folder not already read. */
 static int add_dataset(struct ch_remotes *r, const char *dir,
@@ -157,20 +157,10 @@ int ch_remotes_default(const struct ch_remotes *r, const char **name,
 	return 0;
 }
 
-/* A url of the config as a store takes it: a folder as file://PATH, so
- * that "@TAG" after it reads the same for every kind. */
-static char *store_url(const char *url)
-{
-	char *out = NULL;
-	if (url[0] != '/')
-		return strdup(url);
-	return asprintf(&out, "file://%s", url) < 0 ? NULL : out;
-}
-
-static int path_exists(const char *path)
+int ch_remote_may_be_name(const char *text)
 {
 	struct stat st;
-	return stat(path, &st) == 0;
+	return !strchr(text, '/') && stat(text, &st) != 0;
 }
 
 int ch_remote_arg(const char *text, const char *dataset_dir, char **url,
@@ -181,7 +171,7 @@ int ch_remote_arg(const char *text, const char *dataset_dir, char **url,
 	int rc = -1;
 	*url = NULL;
 	/* a url or a path with a '/', or an existing one: not a name */
-	if (text && (strchr(text, '/') || path_exists(text)))
+	if (text && !ch_remote_may_be_name(text))
 		return (*url = strdup(text)) ? 0 : ch_error_nomem(err);
 	if (ch_remotes_load(&r, dataset_dir, err) < 0)
 		return -1;
@@ -197,7 +187,7 @@ int ch_remote_arg(const char *text, const char *dataset_dir, char **url,
 		rc = *url ? 0 : -1;
 		goto out;
 	}
-	rc = (*url = store_url(found)) ? 0 : ch_error_nomem(err);
+	rc = (*url = ch_remote_store_url(found)) ? 0 : ch_error_nomem(err);
 out:
 	ch_remotes_release(&r);
 	return rc;
@@ -233,11 +223,12 @@ int ch_ref_name_url(const char *text, const char *dataset_dir, char **out,
 		return -1;
 	}
 	if ((url = ch_remotes_url(&r, name, NULL))) {
-		if (asprintf(out, "%s%s%s", url[0] == '/' ? "file://" : "",
-			     url, text + n) < 0) {
+		char *store = ch_remote_store_url(url);
+		if (!store || asprintf(out, "%s%s", store, text + n) < 0) {
 			*out = NULL;
 			rc = ch_error_nomem(err);
 		}
+		free(store);
 	} else if (text[n] == '@') {
 		rc = ch_remotes_unknown(&r, name, err);
 	}

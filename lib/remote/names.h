@@ -13,4 +13,8 @@
 int ch_ref_name_url(const char *text, const char *dataset_dir, char **out,
 		    struct ch_error *err);
 
+/* 0 when text cannot be a remote name: it holds a '/' (every url does)
+ * or names an existing path, which stays a path even with an '@'. */
+int ch_remote_may_be_name(const char *text);
+
 #endif

@@ -1,11 +1,8 @@
 /* remote/ref.c - a dataset version named on the command line: a folder, a
  * manifest file, or REMOTE[@TAG|@ID]. */
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "chute/history.h"
 #include "common/internal.h"
@@ -13,18 +10,8 @@
 #include "chute/remote.h"
 #include "remote/cache.h"
 #include "remote/names.h"
+#include "remote/url.h"
 #include "chute/store.h"
-
-static const char *const schemes[] = {"file://", "http://", "https://",
-				      "s3://"};
-
-int ch_ref_is_remote(const char *text)
-{
-	for (size_t i = 0; i < sizeof(schemes) / sizeof(*schemes); i++)
-		if (strncmp(text, schemes[i], strlen(schemes[i])) == 0)
-			return 1;
-	return 0;
-}
 
 /* REMOTE[@TAG|@ID], REMOTE a store url. */
 static int parse_url(const char *text, struct ch_ref *ref,
@@ -56,12 +43,6 @@ oom:
 	return ch_error_nomem(err);
 }
 
-static int path_exists(const char *path)
-{
-	struct stat st;
-	return stat(path, &st) == 0;
-}
-
 /* Parses as text, or as the url a remote name in text stands for. */
 static int parse_named(const char *text, const char *dataset_dir,
 		       struct ch_ref *ref, struct ch_error *err)
@@ -82,39 +63,19 @@ static int parse_named(const char *text, const char *dataset_dir,
 	return rc;
 }
 
-/* An existing path, or one with a '/', is never a remote name. */
-static int maybe_name(const char *text)
-{
-	return !ch_ref_is_remote(text) && !strchr(text, '/') &&
-	       !path_exists(text);
-}
-
 int ch_ref_parse(const char *text, struct ch_ref *ref, struct ch_error *err)
 {
-	if (maybe_name(text))
+	if (ch_remote_may_be_name(text))
 		return parse_named(text, NULL, ref, err);
 	return parse_url(text, ref, err);
-}
-
-/* A folder remote given as a plain path becomes a file:// url. */
-static char *folder_url(const char *path)
-{
-	char *out = NULL, *cwd;
-	if (path[0] == '/')
-		return asprintf(&out, "file://%s", path) < 0 ? NULL : out;
-	if (!(cwd = getcwd(NULL, 0)))
-		return NULL;
-	if (asprintf(&out, "file://%s/%s", cwd, path) < 0)
-		out = NULL;
-	free(cwd);
-	return out;
 }
 
 int ch_ref_parse_remote(const char *text, const char *dataset_dir,
 			struct ch_ref *ref, struct ch_error *err)
 {
 	char *name = strndup(text, strcspn(text, "@"));
-	int named = name && maybe_name(text) && !path_exists(name);
+	int named = name && ch_remote_may_be_name(text) &&
+		    ch_remote_may_be_name(name);
 	free(name);
 	if (named) {
 		if (parse_named(text, dataset_dir, ref, err) < 0)
@@ -123,7 +84,7 @@ int ch_ref_parse_remote(const char *text, const char *dataset_dir,
 			return 0;
 		ch_ref_release(ref);
 	}
-	char *url = ch_ref_is_remote(text) ? strdup(text) : folder_url(text);
+	char *url = ch_remote_store_url(text);
 	if (!url)
 		return ch_error_nomem(err);
 	int rc = parse_url(url, ref, err);
