@@ -223,11 +223,10 @@ int ch_block_reader_reserve(struct ch_block_reader *r,
 			    const struct ch_shard *sh, uint32_t b,
 			    struct ch_error *err);
 
-/* Like ch_block_read, into a buffer of the block's size that the caller
- * owns: no copy for a caller that keeps blocks (a cache). */
-int ch_block_read_owned(struct ch_block_reader *r, const struct ch_shard *sh,
-			uint32_t b, uint8_t **data, size_t *size,
-			struct ch_error *err);
+/* Like ch_block_read, into dst, which holds the block's raw_size bytes
+ * (ch_shard_block): no copy for a caller that keeps blocks (a cache). */
+int ch_block_read_into(struct ch_block_reader *r, const struct ch_shard *sh,
+		       uint32_t b, uint8_t *dst, struct ch_error *err);
 /* Reads block b (checking its stored hash) and returns its decoded bytes,
  * valid until the next call with the same reader. */
 int ch_block_read(struct ch_block_reader *r, const struct ch_shard *sh,

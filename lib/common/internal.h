@@ -35,6 +35,12 @@ char *ch_dataset_dir(const char *path);
  * so that a count and its word agree. */
 const char *ch_plural(uint64_t n, const char *one, const char *many);
 
+/* A buffer of n bytes about to be written whole (common/pages.c): one
+ * of 256 KiB or more is mapped with its pages in place, a smaller one
+ * comes from malloc.  Freed with the same n; NULL: no memory. */
+void *ch_pages_alloc(size_t n);
+void ch_pages_free(void *p, size_t n);
+
 /* Files and folders. */
 int ch_mkdir_p(const char *path, struct ch_error *err);
 int ch_rm_rf(const char *path);

@@ -49,7 +49,7 @@ void ch_block_cache_free(struct ch_block_cache *c)
 		return;
 	for (struct entry *e = c->newest, *next; e; e = next) {
 		next = e->older;
-		free(e->data);
+		ch_pages_free(e->data, e->size);
 		free(e);
 	}
 	pthread_mutex_destroy(&c->lock);
@@ -104,7 +104,7 @@ static void drop(struct ch_block_cache *c, struct entry *e)
 	*p = e->hnext;
 	unlink_lru(c, e);
 	c->used -= e->size;
-	free(e->data);
+	ch_pages_free(e->data, e->size);
 	free(e);
 }
 
@@ -167,15 +167,30 @@ static int load(struct ch_block_cache *c, struct ch_block_reader *r,
 		const struct ch_shard *sh, struct entry *e,
 		struct ch_error *err)
 {
+	struct ch_block_stat st = { 0 };
 	uint8_t *data = NULL;
-	size_t size = 0;
-	int rc = ch_block_read_owned(r, sh, e->block, &data, &size, err);
+	int rc;
+	if (e->block >= ch_shard_block_count(sh)) {
+		rc = ch_error_data(err, "no block %u in '%s'", e->block,
+				   ch_shard_path(sh));
+	} else {
+		/* mapped whole at once: the decoder writes every byte */
+		ch_shard_block(sh, e->block, &st);
+		data = ch_pages_alloc(st.raw_size);
+		rc = data ? ch_block_read_into(r, sh, e->block, data, err)
+			  : ch_error_set(err, "out of memory (%llu bytes)",
+					 (unsigned long long)st.raw_size);
+	}
+	if (rc < 0) {
+		ch_pages_free(data, st.raw_size);
+		data = NULL;
+	}
 	pthread_mutex_lock(&c->lock);
 	e->loading = 0;
 	if (rc == 0) {
 		e->data = data;
-		e->size = size;
-		c->used += size;
+		e->size = st.raw_size;
+		c->used += st.raw_size;
 	} else {
 		drop(c, e); /* waiters find nothing and try themselves */
 	}

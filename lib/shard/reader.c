@@ -918,26 +918,17 @@ int ch_block_read(struct ch_block_reader *r, const struct ch_shard *sh,
 	return 0;
 }
 
-int ch_block_read_owned(struct ch_block_reader *r, const struct ch_shard *sh,
-			uint32_t b, uint8_t **data, size_t *size,
-			struct ch_error *err)
+int ch_block_read_into(struct ch_block_reader *r, const struct ch_shard *sh,
+		       uint32_t b, uint8_t *dst, struct ch_error *err)
 {
 	struct ch_block_stat st;
 	int rc = read_stored(r, sh, b, &st, err);
 	if (rc < 0)
 		return rc;
-	uint8_t *out = malloc(st.raw_size ? st.raw_size : 1);
-	if (!out)
-		return ch_error_set(err, "out of memory (%llu bytes)",
-				    (unsigned long long)st.raw_size);
-	if (st.codec == CH_CODEC_RAW) {
-		memcpy(out, r->stored.data, st.raw_size);
-	} else if ((rc = decode_block(r, sh, b, &st, out, err)) < 0) {
-		free(out);
+	if (st.codec == CH_CODEC_RAW)
+		memcpy(dst, r->stored.data, st.raw_size);
+	else if ((rc = decode_block(r, sh, b, &st, dst, err)) < 0)
 		return rc;
-	}
-	*data = out;
-	*size = st.raw_size;
 	return 0;
 }
 

@@ -590,7 +590,9 @@ static int transform_pass(struct ch_batch_reader *r,
 			  const struct ch_batch_plan *p,
 			  struct ch_batch_data *b, struct ch_error *err)
 {
-	for (uint64_t i = 0; i < p->n; i++) {
+	int rc = 0;
+	ch_transformer_pass_begin(&r->tr);
+	for (uint64_t i = 0; i < p->n && rc == 0; i++) {
 		struct ch_read_slot *sl = &b->slots[i];
 		if (sl->state != DONE || sl->transformed)
 			continue;
@@ -600,13 +602,15 @@ static int transform_pass(struct ch_batch_reader *r,
 		if (!r->sh->skip_corrupt) {
 			name_sample(r->sh, b, sl, err);
 			err->kind = CH_ERR_DATA; /* a sample the op cannot take */
-			return -1;
+			rc = -1;
+			continue;
 		}
 		sl->state = FAILED;
 		sl->attempts++;
 		b->skipped++;
 	}
-	return 0;
+	ch_transformer_pass_end(&r->tr);
+	return rc;
 }
 
 /* Points the samples at the copied keys and bytes, in batch order. */

@@ -220,11 +220,9 @@ static int run_image(struct run *r, const struct ch_pipeline *p,
 			     r->in_out ? r->out : r->cur, &r->t, err) < 0)
 		return 0;
 	r->chw = chw;
-	double t0 = ch_now();
 	for (; i < p->nops; i++)
 		if (value_op(r, p, i, k, err) < 0)
 			return (int)i;
-	r->tr->convert_s += ch_now() - t0;
 	return -1;
 }
 
@@ -249,14 +247,25 @@ static int run_array(struct run *r, const struct ch_pipeline *p,
 		     const struct ch_transform_key *k, const uint8_t *in,
 		     size_t size, struct ch_error *err)
 {
-	double t0 = ch_now();
 	if (first_array_op(r, p, in, size, err) < 0)
 		return 0;
 	for (size_t i = 1; i < p->nops; i++)
 		if (value_op(r, p, i, k, err) < 0)
 			return (int)i;
-	r->tr->convert_s += ch_now() - t0;
 	return -1;
+}
+
+void ch_transformer_pass_begin(struct ch_transformer *tr)
+{
+	tr->pass_t0 = ch_now();
+	tr->pass_image_s = tr->decode_s + tr->resample_s;
+}
+
+void ch_transformer_pass_end(struct ch_transformer *tr)
+{
+	double image = tr->decode_s + tr->resample_s - tr->pass_image_s;
+	double other = ch_now() - tr->pass_t0 - image;
+	tr->convert_s += other > 0 ? other : 0;
 }
 
 /* Names the field and op in err's message. */

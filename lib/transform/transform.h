@@ -74,9 +74,16 @@ struct ch_transformer {
 	struct ch_resampler *rs;
 	struct ch_buf a, b;   /* the value between ops, ping-ponged */
 	double decode_s, resample_s, convert_s;
+	double pass_t0, pass_image_s; /* ch_transformer_pass_begin's */
 };
 int ch_transformer_init(struct ch_transformer *tr, struct ch_error *err);
 void ch_transformer_release(struct ch_transformer *tr);
+
+/* Around the runs of a batch: its time less decoding and resampling goes
+ * to convert_s.  Two clock reads a batch, not two a sample: for a field
+ * of a few bytes, reading the clock cost more than the op. */
+void ch_transformer_pass_begin(struct ch_transformer *tr);
+void ch_transformer_pass_end(struct ch_transformer *tr);
 
 /* Which sample a run is for: the keys of its random numbers. */
 struct ch_transform_key {
