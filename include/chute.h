@@ -198,6 +198,12 @@ void ch_shard_sample(const struct ch_shard *sh, uint64_t i,
 /* Field f (0-based, < nfields) of sample i, fields in name order. */
 void ch_shard_field(const struct ch_shard *sh, uint64_t i, uint32_t f,
 		    struct ch_field_info *out);
+/* Asks the CPU for what reading sample i will touch, without waiting for
+ * it, so that a reader that knows which samples come next overlaps their
+ * cache misses: step 0 its index entry, step 1 (some samples later, the
+ * entry in cache) its key and field entries, once its entry is checked.
+ * A hint: any i is harmless. */
+void ch_shard_prefetch(const struct ch_shard *sh, uint64_t i, int step);
 /* Binary search by key; returns the sample number or -1. */
 int64_t ch_shard_find(const struct ch_shard *sh, const char *key,
 		      size_t key_len);

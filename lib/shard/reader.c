@@ -705,6 +705,25 @@ void ch_shard_sample(const struct ch_shard *sh, uint64_t i,
 		out->size += ld64(fe + (size_t)f * CHS_FIELD_ENTRY_SIZE);
 }
 
+void ch_shard_prefetch(const struct ch_shard *sh, uint64_t i, int step)
+{
+	if (i >= sh->nsamples)
+		return;
+	const uint8_t *e = sh->samples + i * CHS_SAMPLE_ENTRY_SIZE;
+	if (step == 0) {
+		__builtin_prefetch(e);
+		return;
+	}
+	/* the entry's offsets are trusted only once it is checked */
+	if (!sh->all_checked &&
+	    !(atomic_load_explicit(&sh->checked[i / 8], memory_order_acquire) &
+	      (1u << (i % 8))))
+		return;
+	__builtin_prefetch(sh->keys + ld32(e + 20));
+	__builtin_prefetch(sh->fields +
+			   (uint64_t)ld32(e + 28) * CHS_FIELD_ENTRY_SIZE);
+}
+
 void ch_shard_field(const struct ch_shard *sh, uint64_t i, uint32_t f,
 		    struct ch_field_info *out)
 {

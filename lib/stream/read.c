@@ -237,14 +237,20 @@ static int grow_fields(struct ch_batch_data *b, size_t need,
 /* ------------------------------------------------------------------ */
 /* Reading                                                              */
 
-/* The decoded block the samples being read come from: kept pinned from
- * one sample to the next of the same block (samples are read in block
- * order), so the shared cache's lock is taken once a run, not twice a
- * sample. */
+/* A decoded block kept pinned from one sample to the next of the same
+ * block (samples are read in block order), so the shared cache's lock is
+ * taken once a run, not twice a sample. */
 struct held_block {
 	uint32_t block;
 	const uint8_t *data;
 	void *pin;
+};
+
+/* The blocks a group's read holds: the one being copied from, and the
+ * one AHEAD samples further on, pinned early so that its bytes can be
+ * asked for before they are copied (see look_ahead). */
+struct held_pair {
+	struct held_block now, next;
 };
 
 static void drop_block(struct ch_batch_reader *r, struct held_block *h)
@@ -255,14 +261,23 @@ static void drop_block(struct ch_batch_reader *r, struct held_block *h)
 	h->data = NULL;
 }
 
-/* A sample's bytes: through the shared cache when its block is
- * compressed (decoded once for all the samples it holds), else read
- * alone. */
+static void drop_pair(struct ch_batch_reader *r, struct held_pair *h)
+{
+	drop_block(r, &h->now);
+	drop_block(r, &h->next);
+}
+
+static int holds(const struct held_block *h, uint32_t block)
+{
+	return h->data && h->block == block;
+}
+
+/* Pins block (decoding it unless the shared cache has it) in h. */
 static int hold_block(struct ch_batch_reader *r, const struct ch_shard *sh,
 		      uint32_t block, struct held_block *h,
 		      struct ch_error *err)
 {
-	if (h->data && h->block == block)
+	if (holds(h, block))
 		return 0;
 	drop_block(r, h);
 	int rc = ch_block_cache_get(r->sh->cache, r->blocks, sh, block,
@@ -273,33 +288,73 @@ static int hold_block(struct ch_batch_reader *r, const struct ch_shard *sh,
 	return 0;
 }
 
-/* *cached: the bytes are in a block of the shared cache, which h holds. */
+/* The bytes of a compressed block come through the shared cache (decoded
+ * once for all the samples it holds); those of a raw block are read
+ * alone.  *cached: the bytes are in a block of the cache, which h holds. */
 static int fetch(struct ch_batch_reader *r, const struct ch_shard *sh,
 		 uint64_t local, const struct ch_sample_info *si,
-		 struct held_block *h, const uint8_t **data, int *cached,
+		 struct held_pair *h, const uint8_t **data, int *cached,
 		 struct ch_error *err)
 {
 	struct ch_block_stat st;
 	*cached = 1;
-	if (!(h->data && h->block == si->block)) {
+	if (holds(&h->next, si->block)) {
+		drop_block(r, &h->now);
+		h->now = h->next;
+		h->next = (struct held_block){ 0 };
+	} else if (!holds(&h->now, si->block)) {
 		ch_shard_block(sh, si->block, &st);
 		if (!r->sh->cache || st.codec == CH_CODEC_RAW) {
 			*cached = 0;
 			return ch_sample_fetch(r->blocks, sh, local, data, err);
 		}
-		int rc = hold_block(r, sh, si->block, h, err);
+		int rc = hold_block(r, sh, si->block, &h->now, err);
 		if (rc < 0)
 			return rc;
 	}
-	*data = h->data + si->offset;
+	*data = h->now.data + si->offset;
 	return 0;
+}
+
+/* How many samples ahead of the one being copied the next ones' bytes
+ * are asked for (their keys and field entries twice as far, their index
+ * entries three times): a global shuffle's
+ * samples are scattered over blocks far larger than the CPU's caches, and
+ * a sample waited for miss by miss cost more than all the rest of its
+ * reading. */
+#define AHEAD 4
+
+/* Asks for the key and bytes of a sample about to be read, pinning its
+ * block when it is not held yet.  A hint: when anything is amiss (an
+ * entry that does not check, a raw block) it does nothing, and the
+ * sample's read reports what is wrong. */
+static void look_ahead(struct ch_batch_reader *r, const struct ch_shard *sh,
+		       uint64_t local, struct held_pair *h)
+{
+	struct ch_error ignored;
+	struct ch_sample_info si;
+	struct ch_block_stat st;
+	if (ch_shard_prepare(sh, local, &ignored) < 0)
+		return;
+	ch_shard_sample(sh, local, &si);
+	__builtin_prefetch(si.key);
+	const struct held_block *in = holds(&h->now, si.block) ? &h->now
+				      : &h->next;
+	if (!holds(in, si.block)) {
+		ch_shard_block(sh, si.block, &st);
+		if (!r->sh->cache || st.codec == CH_CODEC_RAW ||
+		    hold_block(r, sh, si.block, &h->next, &ignored) < 0)
+			return;
+	}
+	for (uint64_t at = 0; at < si.size && at < 4096; at += 64)
+		__builtin_prefetch(in->data + si.offset + at);
 }
 
 /* Copies one sample's key and bytes into b; 1 if it is corrupt and
  * corrupt samples are skipped. */
 static int read_one(struct ch_batch_reader *r, struct ch_batch_data *b,
 		    const struct ch_shard *sh, struct ch_read_slot *sl,
-		    struct held_block *h, struct ch_error *err)
+		    struct held_pair *h, struct ch_error *err)
 {
 	struct ch_sample_info si;
 	const uint8_t *data;
@@ -412,10 +467,16 @@ static int read_group(struct ch_batch_reader *r, struct ch_batch_data *b,
 	if (rc <= 0)
 		return rc < 0 ? -1 : 1;
 	warm_group(r, b, sh, from, to);
-	struct held_block held = { 0 };
+	struct held_pair held = { 0 };
 	r->nseen = 0; /* name pointers are the pinned shard's */
 	for (size_t i = from; i < to && rc >= 0; i++) {
 		struct ch_read_slot *sl = &b->slots[b->order[i]];
+		for (int step = 0; step < 2; step++)
+			if (i + (3 - step) * AHEAD < to)
+				ch_shard_prefetch(sh, b->slots[b->order[i + (3 - step) * AHEAD]].local, step);
+		if (i + AHEAD < to)
+			look_ahead(r, sh, b->slots[b->order[i + AHEAD]].local,
+				   &held);
 		rc = read_one(r, b, sh, sl, &held, err);
 		if (rc == 1) {
 			sl->state = FAILED;
@@ -426,7 +487,7 @@ static int read_group(struct ch_batch_reader *r, struct ch_batch_data *b,
 			sl->state = DONE;
 		}
 	}
-	drop_block(r, &held);
+	drop_pair(r, &held);
 	ch_shard_table_unpin(r->sh->shards, k);
 	return rc < 0 ? -1 : 0;
 }
