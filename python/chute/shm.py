@@ -182,6 +182,8 @@ class ShmRing:
 
     def _open(self, timeout, alive):
         deadline = time.monotonic() + timeout
+        pause = 0.001  # doubled up to 50 ms: chute makes the ring with its
+        # first batch, and a loop started with chute must not sleep past it
         while not self._try_map():
             if alive is not None and not alive():
                 raise ShmError("chute stream ended before making ring %r"
@@ -190,7 +192,8 @@ class ShmRing:
                 raise ShmError("no ring %r after %g s (is chute stream "
                                "--shm %s running?)" % (self.name, timeout,
                                                         self.name))
-            time.sleep(0.05)
+            time.sleep(pause)
+            pause = min(2 * pause, 0.05)
         self.buffer = np.frombuffer(self._mm, np.uint8)
         self.address = self.buffer.ctypes.data
         self._words = np.frombuffer(self._mm, "<u4",
