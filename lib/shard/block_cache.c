@@ -17,7 +17,7 @@ struct entry {
 	uint64_t serial; /* the shard's: its address may be reused */
 	uint32_t block;
 	uint8_t *data;
-	size_t size;
+	struct ch_slab *slab; /* data's */
 	int pins;
 	struct entry *hnext;	  /* bucket chain */
 	struct entry *newer, *older; /* LRU list */
@@ -26,7 +26,9 @@ struct entry {
 struct ch_block_cache {
 	pthread_mutex_t lock;
 	pthread_cond_t loaded;
-	size_t capacity, used;
+	size_t capacity;
+	struct ch_slabs *slabs; /* the blocks' memory; what it maps is
+				   held to capacity */
 	struct entry *buckets[BUCKETS];
 	struct entry *newest, *oldest;
 	uint64_t hits, misses;
@@ -38,6 +40,10 @@ struct ch_block_cache *ch_block_cache_new(size_t capacity)
 	if (!c)
 		return NULL;
 	c->capacity = capacity;
+	if (!(c->slabs = ch_slabs_new())) {
+		free(c);
+		return NULL;
+	}
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->loaded, NULL);
 	return c;
@@ -49,9 +55,10 @@ void ch_block_cache_free(struct ch_block_cache *c)
 		return;
 	for (struct entry *e = c->newest, *next; e; e = next) {
 		next = e->older;
-		ch_pages_free(e->data, e->size);
+		ch_slab_release(c->slabs, e->slab);
 		free(e);
 	}
+	ch_slabs_free(c->slabs);
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->loaded);
 	free(c);
@@ -103,15 +110,14 @@ static void drop(struct ch_block_cache *c, struct entry *e)
 		p = &(*p)->hnext;
 	*p = e->hnext;
 	unlink_lru(c, e);
-	c->used -= e->size;
-	ch_pages_free(e->data, e->size);
+	ch_slab_release(c->slabs, e->slab);
 	free(e);
 }
 
 static void evict(struct ch_block_cache *c)
 {
 	struct entry *e = c->oldest;
-	while (c->used > c->capacity && e) {
+	while (e && ch_slabs_mapped(c->slabs) > c->capacity) {
 		struct entry *newer = e->newer;
 		if (!e->pins)
 			drop(c, e);
@@ -168,29 +174,28 @@ static int load(struct ch_block_cache *c, struct ch_block_reader *r,
 		struct ch_error *err)
 {
 	struct ch_block_stat st = { 0 };
+	struct ch_slab *slab = NULL;
 	uint8_t *data = NULL;
 	int rc;
 	if (e->block >= ch_shard_block_count(sh)) {
 		rc = ch_error_data(err, "no block %u in '%s'", e->block,
 				   ch_shard_path(sh));
 	} else {
-		/* mapped whole at once: the decoder writes every byte */
 		ch_shard_block(sh, e->block, &st);
-		data = ch_pages_alloc(st.raw_size);
+		data = ch_slab_alloc(c->slabs, st.raw_size, &slab);
 		rc = data ? ch_block_read_into(r, sh, e->block, data, err)
 			  : ch_error_set(err, "out of memory (%llu bytes)",
 					 (unsigned long long)st.raw_size);
 	}
 	if (rc < 0) {
-		ch_pages_free(data, st.raw_size);
+		ch_slab_release(c->slabs, slab);
 		data = NULL;
 	}
 	pthread_mutex_lock(&c->lock);
 	e->loading = 0;
 	if (rc == 0) {
 		e->data = data;
-		e->size = st.raw_size;
-		c->used += st.raw_size;
+		e->slab = slab;
 	} else {
 		drop(c, e); /* waiters find nothing and try themselves */
 	}
@@ -231,7 +236,7 @@ int ch_block_cache_warm(struct ch_block_cache *c, struct ch_block_reader *r,
 	int mine = 0;
 	struct entry *e = NULL;
 	pthread_mutex_lock(&c->lock);
-	int present = find(c, sh, b) != NULL, full = c->used >= budget;
+	int present = find(c, sh, b) != NULL, full = ch_slabs_mapped(c->slabs) >= budget;
 	if (!present && !full)
 		e = claim(c, sh, b, &mine);
 	pthread_mutex_unlock(&c->lock);
