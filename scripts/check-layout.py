@@ -81,18 +81,24 @@ def symbols(build):
     if not objs:
         cannot('no objects under %s/lib: run make first' % build)
     objs += sorted(glob.glob(os.path.join(build, 'cmd', '*.o')))
+    # one nm for every object (a process each took most of the time): it
+    # prints "OBJ:" before the symbols of each when there are several
+    out = subprocess.run(['nm', '--'] + objs, capture_output=True, text=True,
+                         check=True).stdout
+    unit_of = {}
     for obj in objs:
         unit = os.path.relpath(obj, os.path.join(build, 'lib'))[:-2]
-        if unit.startswith('../cmd/'):
-            unit = unit[3:]
-        out = subprocess.run(['nm', obj], capture_output=True, text=True,
-                             check=True).stdout
-        for line in out.splitlines():
-            f = line.split()
-            if len(f) == 3 and f[1] in 'TDBRC':
-                defs[f[2]] = unit
-            elif len(f) == 2 and f[0] == 'U':
-                uses[unit].add(f[1])
+        unit_of[obj + ':'] = unit[3:] if unit.startswith('../cmd/') else unit
+    unit = unit_of[objs[0] + ':']
+    for line in out.splitlines():
+        if line in unit_of:
+            unit = unit_of[line]
+            continue
+        f = line.split()
+        if len(f) == 3 and f[1] in 'TDBRC':
+            defs[f[2]] = unit
+        elif len(f) == 2 and f[0] == 'U':
+            uses[unit].add(f[1])
     calls = collections.defaultdict(set)
     for unit, names in uses.items():
         for name in names:

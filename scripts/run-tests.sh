@@ -126,20 +126,30 @@ unit_suites() {
 
 # Test files about the Makefile or the Python package more than about
 # chute's C code: run once, against the normal build, not again under the
-# sanitizers (they would add minutes and test no more C).
-ONCE="makefile.bats python_dataset.bats ddp.bats"
+# sanitizers (they would add minutes and test no more C).  layout.bats
+# runs no chute at all (scripts/check-layout.py on build/'s objects): its
+# second pass would be the first again.
+ONCE="makefile.bats python_dataset.bats ddp.bats layout.bats"
 
 # Test files that look at /dev/shm as a whole: readme.bats's tour uses the
 # fixed ring name "tour"; python_stream.bats and shm.bats check that no
 # chute.Stream ring ("chute-py-*") is left there, and any of the three
-# running at the time would have one.  They run one at a time, either
-# pass; every other file runs alongside the rest.
+# running at the time would have one.  They run one after another, both
+# passes, as one job of the pool that starts first (the longest: a worker
+# of its own, instead of workers that wait on a lock); every other file
+# runs alongside the rest.
 ONE_AT_A_TIME="readme.bats python_stream.bats shm.bats"
 
 # The slowest files start first, so that the last to start are short and
 # the workers end together; the rest follow in name order.  Only the order
-# depends on this list: every file runs whether it is here or not.
-SLOWEST="check.bats pack.bats stream.bats python_stream.bats shm.bats remote.bats readme.bats versions.bats batch_format.bats"
+# depends on this list: every file runs whether it is here or not.  The
+# order is that of a whole run's "slowest test files" (the longer of a
+# file's two passes), longest first.
+SLOWEST="chs_read.bats check.bats store.bats transform_ref.bats pack.bats
+	verify.bats stream.bats merge.bats docs.bats train.bats
+	python_dataset.bats secrets.bats gc.bats record.bats versions.bats
+	remote.bats split.bats ddp.bats ls_cat.bats merge_remote.bats
+	batch_format.bats progress.bats transform.bats"
 
 # How many test files run at once: the tests wait on servers, pipes,
 # sleeps and fsync about as much as they compute, so twice the cores.
@@ -149,9 +159,14 @@ TEST_JOBS=${TEST_JOBS:-$((JOBS * 2))}
 # smoke test, from the seeds on CI's fresh machine (`make fuzz`: longer).
 FUZZ_SECS=${FUZZ_SECONDS:-10}
 
-# in_list WORD LIST: whether WORD is one of the words of LIST.
+# in_list WORD LIST: whether WORD is one of the words of LIST (split at
+# blanks and newlines).
 in_list() {
-	[[ " $2 " == *" $1 "* ]]
+	local w
+	for w in $2; do
+		[ "$w" = "$1" ] && return 0
+	done
+	return 1
 }
 
 # bats_files: the CLI test files, those of SLOWEST first.
@@ -186,9 +201,6 @@ report() {
 run_bats() {
 	local pass=$1 bin=$2 file=$3 start=$SECONDS
 	local cmd=(env CHUTE_BIN="$ROOT/$bin" bats --tap --timing "$file")
-	if in_list "${file##*/}" "$ONE_AT_A_TIME"; then
-		cmd=(flock "$LOGDIR/one-at-a-time.lock" "${cmd[@]}")
-	fi
 	if [ "$pass" = cli-san ]; then
 		export ASAN_OPTIONS=$SAN_ASAN UBSAN_OPTIONS=$SAN_UBSAN
 	fi
@@ -208,6 +220,16 @@ run_fuzz() {
 		echo "not ok 1 - fuzz" >>"$log"
 	fi
 	report fuzz run-fuzz 0 $((SECONDS - start))
+}
+
+# run_one_at_a_time: the jobs of ONE_AT_A_TIME_JOBS (run_bats command
+# lines), one after another.
+run_one_at_a_time() {
+	local job
+	for job in "${ONE_AT_A_TIME_JOBS[@]}"; do
+		# shellcheck disable=SC2086 # a job is words
+		$job
+	done
 }
 
 # pool JOB...: runs each JOB (a command line of words) in the background,
@@ -271,9 +293,9 @@ if step build-san make -s -j"$JOBS" SANITIZE=$SAN; then
 fi
 
 # The CLI tests against both binaries and the fuzz targets, in one pool:
-# the fuzz run first (the longest job), then each file's sanitized pass
-# (the longer) before its normal one.
-CLI_FILES=() SAN_FILES=() JOBLIST=()
+# the one-at-a-time files first (one job, the longest), the fuzz run, then
+# each file's sanitized pass (the longer) before its normal one.
+CLI_FILES=() SAN_FILES=() JOBLIST=() ONE_AT_A_TIME_JOBS=()
 if ! command -v bats >/dev/null; then
 	for p in $PASSES; do broken "$p" "bats is not installed (scripts/install-deps.sh)"; done
 	PASSES=""
@@ -288,21 +310,30 @@ if command -v clang >/dev/null; then
 else
 	echo "# skip fuzz: clang not found"
 fi
+# add_job JOB: JOB goes to the pool, or to the one-at-a-time chain.
+add_job() {
+	if in_list "${1##*/}" "$ONE_AT_A_TIME"; then
+		ONE_AT_A_TIME_JOBS+=("$1")
+	else
+		JOBLIST+=("$1")
+	fi
+}
 for f in $(bats_files); do
 	if in_list cli-san "$PASSES"; then
 		if in_list "${f##*/}" "$ONCE"; then
 			echo "# cli-san: ${f##*/} runs in the normal pass only"
 		else
 			SAN_FILES+=("$f")
-			JOBLIST+=("run_bats cli-san build-san/chute $f")
+			add_job "run_bats cli-san build-san/chute $f"
 		fi
 	fi
 	if in_list cli "$PASSES"; then
 		CLI_FILES+=("$f")
-		JOBLIST+=("run_bats cli build/chute $f")
+		add_job "run_bats cli build/chute $f"
 	fi
 done
-echo "== $PASSES$([ $FUZZ = 1 ] && echo " fuzz"): ${#JOBLIST[@]} jobs, $TEST_JOBS at a time"
+echo "== $PASSES$([ $FUZZ = 1 ] && echo " fuzz"): $((${#JOBLIST[@]} + ${#ONE_AT_A_TIME_JOBS[@]})) jobs, $TEST_JOBS at a time (${#ONE_AT_A_TIME_JOBS[@]} of them one after another)"
+[ ${#ONE_AT_A_TIME_JOBS[@]} -eq 0 ] || JOBLIST=("run_one_at_a_time" "${JOBLIST[@]}")
 start=$SECONDS
 pool "${JOBLIST[@]}"
 POOL_SECS=$((SECONDS - start))
