@@ -35,16 +35,9 @@ char *ch_dataset_dir(const char *path);
  * so that a count and its word agree. */
 const char *ch_plural(uint64_t n, const char *one, const char *many);
 
-/* Large buffers and slabs (common/pages.c), where fresh pages cost a
- * fault each: a buffer of n bytes about to be written whole.  One of 2 MiB
- * or more is mapped on transparent huge pages, one of 256 KiB or more
- * with its pages in place, a smaller one comes from malloc.  Freed with
- * the same n; NULL: no memory. */
-void *ch_pages_alloc(size_t n);
-void ch_pages_free(void *p, size_t n);
-
-/* Allocations cut from 2 MiB slabs on huge pages, for buffers of about
- * 1 MiB kept for a while (decoded blocks).  A slab is unmapped when its
+/* Allocations cut from 2 MiB slabs on huge pages (common/pages.c), for
+ * buffers of about 1 MiB kept for a while (decoded blocks): where fresh
+ * pages cost a fault each, one fault per 2 MiB instead of 512.  A slab is unmapped when its
  * last allocation is released; ch_slabs_mapped counts the bytes of those
  * still mapped, what the allocations really cost.  Thread-safe.  Every
  * allocation is released before ch_slabs_free. */

@@ -1,15 +1,15 @@
-/* common/pages.c - large buffers, and the slabs that hold decoded blocks.
+/* common/pages.c - the slabs that hold decoded blocks.
  *
  * Fresh memory is dear: each 4 KiB page a buffer touches for the first
  * time is a fault and a page-table update, and in a virtual machine with
  * paravirtualised page tables (this project's test machines) an update
- * traps to the hypervisor.  Decoding the 45 MB of Fashion-MNIST's blocks
- * into malloc'd buffers took 180 ms of faults, more than decoding them.
- * Mapped 2 MiB-aligned with MADV_HUGEPAGE, a buffer takes one fault and
- * one entry per 2 MiB where the kernel has transparent huge pages (8 ms
- * for the same blocks); where it has none, the pages of a buffer that is
- * about to be written whole are put in place by one call (MAP_POPULATE,
- * MADV_POPULATE_WRITE), not one fault each. */
+ * traps to the hypervisor.  Copying Fashion-MNIST's 45 blocks of 1 MB
+ * into fresh malloc'd buffers took 320 ms there, 180 ms with each
+ * buffer's pages mapped in one call, 8 to 80 ms on 2 MiB pages (the rest
+ * is the kernel zeroing them).  So a slab is mapped 2 MiB-aligned with
+ * MADV_HUGEPAGE, one fault and one entry per 2 MiB where the kernel has
+ * transparent huge pages, and its pages are put in place by one call
+ * (MADV_POPULATE_WRITE, Linux 5.14) where it has none. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,7 +18,6 @@
 #include "common/internal.h"
 
 #define HUGE_PAGE ((size_t)2 << 20)
-#define PAGES_MIN ((size_t)256 << 10)
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels say EINVAL */
 #endif
@@ -41,30 +40,10 @@ static void *map_huge(size_t m)
 		munmap(p, (size_t)(a - p));
 	if (a + m < p + m + HUGE_PAGE)
 		munmap(a + m, (size_t)(p + HUGE_PAGE - a));
-	if (madvise(a, m, MADV_HUGEPAGE) < 0)
-		(void)madvise(a, m, MADV_POPULATE_WRITE); /* only slower */
+	/* both only hints: without them, only slower */
+	(void)madvise(a, m, MADV_HUGEPAGE);
+	(void)madvise(a, m, MADV_POPULATE_WRITE);
 	return a;
-}
-
-void *ch_pages_alloc(size_t n)
-{
-	if (n < PAGES_MIN)
-		return malloc(n ? n : 1);
-	if (n >= HUGE_PAGE)
-		return map_huge(round_up(n, HUGE_PAGE));
-	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
-
-void ch_pages_free(void *p, size_t n)
-{
-	if (!p)
-		return;
-	if (n < PAGES_MIN)
-		free(p);
-	else
-		munmap(p, n >= HUGE_PAGE ? round_up(n, HUGE_PAGE) : n);
 }
 
 /* ------------------------------------------------------------------ */

@@ -1,6 +1,6 @@
 /* test_pages.c - common/pages.c: the slabs that hold decoded blocks give
  * their memory back when their last allocation goes, and count what they
- * keep mapped; large buffers come back usable and zeroed. */
+ * keep mapped. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,26 +74,11 @@ static void large_alone(void)
 	ch_slabs_free(s);
 }
 
-static void buffers(void)
-{
-	size_t sizes[] = { 0, 100, 300 << 10, 2 * MIB, 5 * MIB + 3 };
-	for (size_t i = 0; i < sizeof(sizes) / sizeof(*sizes); i++) {
-		uint8_t *p = ch_pages_alloc(sizes[i]);
-		if (!CHECK(p != NULL))
-			continue;
-		if (sizes[i] >= (256 << 10))
-			CHECK(p[sizes[i] - 1] == 0);
-		memset(p, 9, sizes[i]);
-		ch_pages_free(p, sizes[i]);
-	}
-}
-
 int main(void)
 {
 	static const struct unit_test tests[] = {
 		UNIT(two_blocks_a_slab),
 		UNIT(large_alone),
-		UNIT(buffers),
 	};
 	return unit_run(tests, UNIT_COUNT(tests));
 }
