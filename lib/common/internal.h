@@ -41,6 +41,11 @@ const char *ch_plural(uint64_t n, const char *one, const char *many);
 void *ch_pages_alloc(size_t n);
 void ch_pages_free(void *p, size_t n);
 
+/* Loads libarchive (common/archive_shim.c), which chute does not link:
+ * called before the first archive_* call.  use says what needs it, for
+ * the message ("read tar/zip archives"). */
+int ch_archive_load(const char *use, struct ch_error *err);
+
 /* Files and folders. */
 int ch_mkdir_p(const char *path, struct ch_error *err);
 int ch_rm_rf(const char *path);
