@@ -22,9 +22,12 @@ PKGS = libarchive libzstd libxxhash jansson libturbojpeg libjpeg libpng libcurl
 PKG_MISSING := $(shell pkg-config --exists $(PKGS) 2>/dev/null || \
 	for p in $(PKGS); do pkg-config --exists $$p 2>/dev/null || printf '%s ' $$p; done)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-# libcurl is loaded when a remote is first used (lib/store/curl_shim.c), not
-# linked: its 27 libraries would slow the start of every command.
-PKG_LIBS := $(shell pkg-config --libs $(filter-out libcurl,$(PKGS)) 2>/dev/null)
+# libcurl is loaded when a remote is first used (lib/store/curl_shim.c),
+# libarchive when an archive is first read or written
+# (lib/common/archive_shim.c), not linked: their libraries (OpenSSL, LDAP;
+# libxml2, ICU, libstdc++) would slow the start of every command.
+LOADED := libcurl libarchive
+PKG_LIBS := $(shell pkg-config --libs $(filter-out $(LOADED),$(PKGS)) 2>/dev/null)
 # Stops a compile or a link that would fail on a missing library with a
 # screen of undefined references; expanded only when such a rule runs.
 need_pkgs = $(if $(strip $(PKG_MISSING)),$(error pkg-config cannot find \

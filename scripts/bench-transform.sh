@@ -100,8 +100,8 @@ if [ -f "$LIBCHUTE" ]; then
 	cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -I"$ROOT/include" -I"$ROOT/lib" \
 		$(pkg-config --cflags libjpeg libpng 2>/dev/null) \
 		-o "$ENTROPY_DECODE" "$ROOT/tests/bench/entropy_decode.c" \
-		"$LIBCHUTE" $(pkg-config --libs libarchive libzstd libxxhash \
-		jansson libjpeg libpng) -lpthread -lm -ldl ||
+		"$LIBCHUTE" $(pkg-config --libs libzstd libxxhash jansson \
+		libjpeg libpng) -lpthread -lm -ldl ||
 		die "cannot build tests/bench/entropy_decode.c"
 else
 	ENTROPY_DECODE=

@@ -49,6 +49,11 @@ void ch_slab_release(struct ch_slabs *s, struct ch_slab *from);
 size_t ch_slabs_mapped(struct ch_slabs *s);
 void ch_slabs_free(struct ch_slabs *s);
 
+/* Loads libarchive (common/archive_shim.c), which chute does not link:
+ * called before the first archive_* call.  use says what needs it, for
+ * the message ("read tar/zip archives"). */
+int ch_archive_load(const char *use, struct ch_error *err);
+
 /* Files and folders. */
 int ch_mkdir_p(const char *path, struct ch_error *err);
 int ch_rm_rf(const char *path);

@@ -99,8 +99,9 @@ int ch_source_list_scan(struct ch_catalog *c, int fd, int sep,
  * member data goes to the catalog's spool file. */
 int ch_source_archive_scan(struct ch_catalog *c, const char *path,
 			   struct ch_error *err);
-/* 1 if path looks like an archive libarchive can read (by its bytes). */
-int ch_source_is_archive(const char *path);
+/* 1 if path looks like an archive libarchive can read (by its bytes), 0
+ * if not, -1 with err set when libarchive cannot be loaded. */
+int ch_source_is_archive(const char *path, struct ch_error *err);
 /* Sources whose bytes come from a reader (a download): read fills up to
  * n bytes, returns 0 at the end and -1 with err set on failure. */
 typedef ssize_t (*ch_source_read_fn)(void *arg, void *buf, size_t n,
@@ -113,8 +114,10 @@ int ch_source_archive_scan_from(struct ch_catalog *c, const char *name,
 int ch_source_file_scan_from(struct ch_catalog *c, const char *name,
 			     const char *relpath, ch_source_read_fn read,
 			     void *arg, struct ch_error *err);
-/* 1 if data (the first bytes of a file) starts an archive chute reads. */
-int ch_source_is_archive_data(const void *data, size_t size);
+/* 1 if data (the first bytes of a file) starts an archive chute reads,
+ * 0 if not, -1 with err set when libarchive cannot be loaded. */
+int ch_source_is_archive_data(const void *data, size_t size,
+			      struct ch_error *err);
 /* http(s):// and s3:// sources of chute pack (pack/source_url.c): 1 if src
  * is one, and the scan of one, fetched while it is read. */
 int ch_source_is_url(const char *src);

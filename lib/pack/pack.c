@@ -462,9 +462,9 @@ static int scan_sources(struct ch_catalog *c, const char *const *sources,
 			rc = ch_error_errno(err, errno, "cannot read '%s'", src);
 		else if (S_ISDIR(st.st_mode))
 			rc = ch_source_dir_scan(c, src, err);
-		else if (ch_source_is_archive(src))
+		else if ((rc = ch_source_is_archive(src, err)) > 0)
 			rc = ch_source_archive_scan(c, src, err);
-		else
+		else if (rc == 0)
 			rc = ch_error_set(err, "'%s' is neither a folder nor an "
 					  "archive chute can read", src);
 		if (rc < 0)

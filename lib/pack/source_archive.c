@@ -34,13 +34,18 @@ struct scan {
 };
 
 /* A reader that detects the compression and the container by content,
- * never by file name. */
-static struct archive *reader_new(void)
+ * never by file name.  NULL with err set: libarchive could not be loaded,
+ * or no memory. */
+static struct archive *reader_new(struct ch_error *err)
 {
-	struct archive *ar = archive_read_new();
+	struct archive *ar;
 
-	if (!ar)
+	if (ch_archive_load("read tar/zip archives", err) < 0)
 		return NULL;
+	if (!(ar = archive_read_new())) {
+		ch_error_nomem(err);
+		return NULL;
+	}
 	archive_read_support_filter_all(ar);
 	archive_read_support_format_tar(ar);
 	archive_read_support_format_zip(ar);
@@ -49,7 +54,7 @@ static struct archive *reader_new(void)
 	return ar;
 }
 
-int ch_source_is_archive(const char *path)
+int ch_source_is_archive(const char *path, struct ch_error *err)
 {
 	struct archive *ar = NULL;
 	struct archive_entry *ae;
@@ -59,9 +64,9 @@ int ch_source_is_archive(const char *path)
 	/* A folder or a device is never an archive source. */
 	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
 		return 0;
-	ar = reader_new();
+	ar = reader_new(err);
 	if (!ar)
-		return 0;
+		return -1;
 	if (archive_read_open_filename(ar, path, 64 * 1024) != ARCHIVE_OK)
 		goto done;
 	/* The format is only known once the first header has been read; an
@@ -392,15 +397,19 @@ int ch_source_archive_scan_from(struct ch_catalog *cat, const char *name,
 	utf8_names_begin(&u);
 	s.buf = malloc(COPY_CHUNK);
 	f.buf = malloc(COPY_CHUNK);
-	s.ar = reader_new();
-	if (!s.buf || !f.buf || !s.ar)
+	if (!s.buf || !f.buf) {
 		ch_error_set(err, "cannot read '%s': out of memory", name);
-	else if (archive_read_open(s.ar, &f, NULL, feed_read, NULL) !=
-		 ARCHIVE_OK)
+		goto out;
+	}
+	if (!(s.ar = reader_new(err)))
+		goto out;
+	if (archive_read_open(s.ar, &f, NULL, feed_read, NULL) != ARCHIVE_OK) {
 		ch_error_set(err, "cannot open archive '%s': %s", name,
 			     archive_error_string(s.ar));
-	else
-		rc = scan_members(&s, err);
+		goto out;
+	}
+	rc = scan_members(&s, err);
+out:
 	if (rc < 0 && f.failed) /* the download's own words are clearer */
 		*err = f.err;
 	if (s.ar)
@@ -412,19 +421,21 @@ int ch_source_archive_scan_from(struct ch_catalog *cat, const char *name,
 	return rc;
 }
 
-int ch_source_is_archive_data(const void *data, size_t size)
+int ch_source_is_archive_data(const void *data, size_t size,
+			       struct ch_error *err)
 {
-	struct archive *ar = reader_new();
+	struct archive *ar = reader_new(err);
 	struct archive_entry *ae;
 	int yes = 0;
-	if (ar && archive_read_open_memory(ar, data, size) == ARCHIVE_OK) {
+	if (!ar)
+		return -1;
+	if (archive_read_open_memory(ar, data, size) == ARCHIVE_OK) {
 		int r = archive_read_next_header(ar, &ae);
 		/* a prefix of a longer archive may end mid-member: only the
 		 * first header matters */
 		yes = r == ARCHIVE_OK || r == ARCHIVE_WARN;
 	}
-	if (ar)
-		archive_read_free(ar);
+	archive_read_free(ar);
 	return yes;
 }
 
@@ -449,12 +460,12 @@ int ch_source_archive_scan(struct ch_catalog *cat, const char *path,
 	int rc = -1;
 
 	utf8_names_begin(&u);
-	s.buf = malloc(COPY_CHUNK);
-	s.ar = reader_new();
-	if (!s.buf || !s.ar) {
+	if (!(s.buf = malloc(COPY_CHUNK))) {
 		ch_error_set(err, "cannot read '%s': out of memory", path);
 		goto out;
 	}
+	if (!(s.ar = reader_new(err)))
+		goto out;
 	if (archive_read_open_filename(s.ar, path, 64 * 1024) != ARCHIVE_OK) {
 		ch_error_set(err, "cannot open archive '%s': %s", path,
 			     archive_error_string(s.ar));

@@ -33,8 +33,8 @@ static int probe(struct ch_store *st, const char *key, uint64_t size,
 	if (!head)
 		return ch_error_nomem(err);
 	if (ch_store_get_range(st, key, 0, n, head, err) == 0) {
-		*archive = n > 0 && ch_source_is_archive_data(head, n);
-		rc = 0;
+		*archive = n > 0 ? ch_source_is_archive_data(head, n, err) : 0;
+		rc = *archive < 0 ? -1 : 0;
 	}
 	free(head);
 	return rc;

@@ -335,7 +335,8 @@ int ch_export(struct ch_dataset *ds, const struct ch_export_opts *o,
 		ch_error_set(err, "no output folder given");
 		goto out;
 	}
-	if (check_names(&ds->manifest, err) < 0 ||
+	if (ch_archive_load("write tar files", err) < 0 ||
+	    check_names(&ds->manifest, err) < 0 ||
 	    ch_mkdir_p(o->out_dir, err) < 0)
 		goto out;
 	ch_counter_phase(&c, "writing", "samples", m->samples, m->bytes);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # chute pack and what it takes from real folders: stray files, hidden
 # names, --exclude/--include, its own output inside a source, UTF-8 names
-# in zips; and what it says, or refuses, when it replaces a dataset.
+# in zips, libarchive loaded only then; and what it says, or refuses, when
+# it replaces a dataset.
 
 load helper
 
@@ -104,6 +105,44 @@ z.close()'
 		run -0 chute ls "du-$loc"
 		assert_output "$(printf 'é/naïve\ttxt:1\n日本/猫\ttxt:1')"
 	done
+}
+
+@test "pack: libarchive is loaded when a tar is read, not linked into chute" {
+	command -v ldd >/dev/null || skip "ldd is not installed"
+	# linked, it and its libraries (libxml2, ICU) slow every command's start
+	run -0 ldd "$CHUTE_BIN"
+	refute_output --partial libarchive
+	refute_output --partial libxml2
+	refute_output --partial libicu
+	photos
+	tar -C photos -czf p.tgz .
+	run -0 chute pack -q p.tgz -o ds
+	run -0 chute ls ds
+	assert_equal "${#lines[@]}" 6
+	run -0 chute export -q ds -o out
+	run -0 tar -tf out/ds-000000.tar
+	assert_line "cat/c1.txt"
+}
+
+@test "pack and export: without libarchive, a tar source and export exit 2 naming the package" {
+	local lib
+	lib=$(PATH=$PATH:/sbin:/usr/sbin ldconfig -p 2>/dev/null |
+		awk '$1 == "libarchive.so.13" { print $NF; exit }')
+	[ -n "$lib" ] || skip "libarchive.so.13 is not installed"
+	# a user and mount namespace puts an empty file in its place
+	unshare -rm mount --bind /dev/null "$lib" 2>/dev/null ||
+		skip "no user namespaces to hide libarchive in"
+	photos
+	tar -C photos -cf p.tar .
+	run -0 chute pack -q photos -o ds
+	hidden() { unshare -rm sh -c 'mount --bind /dev/null "$0" && exec "$@"' "$lib" "$@"; }
+	run -2 hidden "$CHUTE_BIN" pack -q p.tar -o fromtar
+	assert_output --partial "cannot read tar/zip archives: libarchive.so.13 could not be loaded (install libarchive13"
+	run -2 hidden "$CHUTE_BIN" export -q ds -o out
+	assert_output --partial "cannot write tar files: libarchive.so.13 could not be loaded"
+	assert_not_exists out
+	# a folder still packs
+	run -0 hidden "$CHUTE_BIN" pack -q photos -o again
 }
 
 @test "pack: replacing a dataset says what changed, and refuses to lose labels, splits or fields" {
