@@ -236,7 +236,8 @@ int ch_block_cache_warm(struct ch_block_cache *c, struct ch_block_reader *r,
 	int mine = 0;
 	struct entry *e = NULL;
 	pthread_mutex_lock(&c->lock);
-	int present = find(c, sh, b) != NULL, full = ch_slabs_mapped(c->slabs) >= budget;
+	int present = find(c, sh, b) != NULL;
+	int full = ch_slabs_mapped(c->slabs) >= budget;
 	if (!present && !full)
 		e = claim(c, sh, b, &mine);
 	pthread_mutex_unlock(&c->lock);

@@ -605,25 +605,31 @@ static int need_sample(const struct ch_shard *sh, uint64_t i,
 	return 0;
 }
 
+/* Sample i's pages are in and its entry checked: once so, it stays so. */
+static int is_checked(const struct ch_shard *sh, uint64_t i)
+{
+	return sh->all_checked ||
+	       (atomic_load_explicit(&sh->checked[i / 8],
+				     memory_order_acquire) &
+		(1u << (i % 8)));
+}
+
 int ch_shard_prepare(const struct ch_shard *sh, uint64_t i,
 		     struct ch_error *err)
 {
 	if (i >= sh->nsamples)
 		return ch_error_set(err, "no sample %llu in '%s'",
 				    (unsigned long long)i, sh->path);
-	if (sh->all_checked)
-		return 0;
-	/* once a sample's pages are in and its entry checked, it stays so */
-	atomic_uchar *byte = &sh->checked[i / 8];
-	unsigned char bit = (unsigned char)(1u << (i % 8));
-	if (atomic_load_explicit(byte, memory_order_acquire) & bit)
+	if (is_checked(sh, i))
 		return 0;
 	int rc;
 	if ((rc = need_sample(sh, i, err)) < 0 ||
 	    (rc = check_sample(sh, i, err)) < 0 ||
 	    (rc = check_key(sh, i, err)) < 0)
 		return rc;
-	atomic_fetch_or_explicit(byte, bit, memory_order_release);
+	atomic_fetch_or_explicit(&sh->checked[i / 8],
+				 (unsigned char)(1u << (i % 8)),
+				 memory_order_release);
 	return 0;
 }
 
@@ -715,9 +721,7 @@ void ch_shard_prefetch(const struct ch_shard *sh, uint64_t i, int step)
 		return;
 	}
 	/* the entry's offsets are trusted only once it is checked */
-	if (!sh->all_checked &&
-	    !(atomic_load_explicit(&sh->checked[i / 8], memory_order_acquire) &
-	      (1u << (i % 8))))
+	if (!is_checked(sh, i))
 		return;
 	__builtin_prefetch(sh->keys + ld32(e + 20));
 	__builtin_prefetch(sh->fields +

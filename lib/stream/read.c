@@ -318,10 +318,9 @@ static int fetch(struct ch_batch_reader *r, const struct ch_shard *sh,
 
 /* How many samples ahead of the one being copied the next ones' bytes
  * are asked for (their keys and field entries twice as far, their index
- * entries three times): a global shuffle's
- * samples are scattered over blocks far larger than the CPU's caches, and
- * a sample waited for miss by miss cost more than all the rest of its
- * reading. */
+ * entries three times): a global shuffle's samples are scattered over
+ * blocks far larger than the CPU's caches, and a sample waited for miss
+ * by miss cost more than all the rest of its reading. */
 #define AHEAD 4
 
 /* Asks for the key and bytes of a sample about to be read, pinning its
@@ -471,9 +470,12 @@ static int read_group(struct ch_batch_reader *r, struct ch_batch_data *b,
 	r->nseen = 0; /* name pointers are the pinned shard's */
 	for (size_t i = from; i < to && rc >= 0; i++) {
 		struct ch_read_slot *sl = &b->slots[b->order[i]];
-		for (int step = 0; step < 2; step++)
-			if (i + (3 - step) * AHEAD < to)
-				ch_shard_prefetch(sh, b->slots[b->order[i + (3 - step) * AHEAD]].local, step);
+		for (int step = 0; step < 2; step++) {
+			size_t j = i + (size_t)(3 - step) * AHEAD;
+			if (j < to)
+				ch_shard_prefetch(sh, b->slots[b->order[j]].local,
+						  step);
+		}
 		if (i + AHEAD < to)
 			look_ahead(r, sh, b->slots[b->order[i + AHEAD]].local,
 				   &held);
