@@ -46,7 +46,7 @@ static const struct cmd_opt pack_opts[] = {
 	 "keep input order instead of sorting by key"},
 	{OPT_LABEL_FROM, "label-from", "dir",
 	 "add a cls field: index of the parent folder"},
-	{'l', "level", "N", "zstd level, 1 to 19 (default 3)"},
+	{'l', "level", "N", "zstd level, 1 to 19, or 0: raw (default 3)"},
 	{OPT_MAX_SAMPLE_SIZE, "max-sample-size", "SIZE",
 	 "refuse larger samples, at most 16G (default 1G)"},
 	{'m', "memory", "SIZE",
@@ -125,7 +125,7 @@ static int take_option(struct pack_args *a, int c, const char *arg)
 	case 'j':
 		return cmd_parse_int("--jobs", arg, 1, 1024, &a->o.jobs);
 	case 'l':
-		return cmd_parse_int("--level", arg, 1, 19, &a->o.level);
+		return cmd_parse_int("--level", arg, 0, 19, &a->o.level);
 	case 'm':
 		return cmd_parse_size("--memory", arg, &a->o.memory);
 	case OPT_MAX_SAMPLE_SIZE:

@@ -251,6 +251,15 @@ int ch_sample_read(struct ch_block_reader *r, const struct ch_shard *sh,
 int ch_sample_fetch(struct ch_block_reader *r, const struct ch_shard *sh,
 		    uint64_t i, const uint8_t **data, struct ch_error *err);
 
+/* Whether raw block b can be read in place from the shard's mapping of
+ * its file (a local shard's raw blocks), and then its bytes: checked
+ * against the block's hash at each call, valid while the shard is open.
+ * No copy and no fresh memory: what the page cache holds is used as it
+ * is, once its hash is right. */
+int ch_shard_block_mapped(const struct ch_shard *sh, uint32_t b);
+int ch_block_map(const struct ch_shard *sh, uint32_t b, const uint8_t **data,
+		 struct ch_error *err);
+
 /* Decoded blocks shared between threads, least recently used first out,
  * at most `capacity` bytes beyond the blocks pinned at the moment. */
 struct ch_block_cache;
@@ -336,7 +345,7 @@ int ch_shard_writer_finish(struct ch_shard_writer *w,
 void ch_shard_writer_free(struct ch_shard_writer *w);
 
 /* Block encoding: zstd at `level` (with an optional dictionary), or raw
- * when compression would save less than 3 % (cheap entropy probe first,
+ * at level 0 or when compression would save less than 3 % (cheap entropy probe first,
  * so incompressible data such as JPEG is not compressed for nothing). */
 struct ch_block_encoder;
 struct ch_block_encoder *ch_block_encoder_new(int level, const void *dict,

@@ -10,7 +10,8 @@
 #
 #  1. Fashion-MNIST, 60,000 samples, batch 256, shuffled, 10 epochs:
 #     chute.Stream (pipe; and shm=True) with `img: bytes u8 28x28` and
-#     `cls: int`, against a numpy gather in process (the ceiling) and a
+#     `cls: int`, over the dataset packed at zstd level 3 (the default) and
+#     at level 0 (raw blocks, read in place), against a numpy gather in process (the ceiling) and a
 #     DataLoader over a per-sample Dataset of the same arrays in memory
 #     (0 and 2 workers; the better is the baseline), and against the
 #     script it replaces (chute stream | chute_batch.py, raw fields).
@@ -73,6 +74,11 @@ np.save(os.path.join(sys.argv[1], "train-labels.npy"), labels.astype(np.int64))
 ' "$FM" "$HERE" "${FMNIST_DIR:-/usr/share/datasets/fashion-mnist}"
 	rm -f "$FM/train.tar" "$FM/test.tar"
 fi
+if [ ! -d "$FM/train-raw" ]; then
+	"$PYTHON" "$HERE/fashion_mnist.py" "$FM" >/dev/null
+	"$CHUTE" pack -q -l 0 "$FM/train.tar" -o "$FM/train-raw" >/dev/null
+	rm -f "$FM/train.tar" "$FM/test.tar"
+fi
 IMG=$WORK/img-$NIMG
 if [ ! -d "$IMG.ds" ]; then
 	echo "bench-python: $NIMG JPEGs into $IMG" >&2
@@ -100,7 +106,8 @@ steady() { calc "$(col "$1" 3) / $(col "$1" 4)"; }
 first() { calc "60000 / $(col "$1" 2)"; }
 loaded() { calc "60000 / ($(col "$1" 2) + $(col "$1" 5))"; }
 
-FM_SIDES=(gather dataloader@w0 dataloader@w2 stream stream-shm batch-py)
+FM_SIDES=(gather dataloader@w0 dataloader@w2 stream stream-shm stream-raw
+	stream-shm-raw batch-py)
 echo "bench-python: Fashion-MNIST 60,000 x $EPOCHS epochs, batch 256; $NIMG JPEGs; $RUNS rounds" >&2
 for ((r = 1; r <= RUNS; r++)); do
 	for s in "${FM_SIDES[@]}"; do
@@ -122,6 +129,8 @@ if awk -v a="$dl0s" -v b="$dl2s" 'BEGIN { exit !(a >= b) }'; then dls=$dl0s dlsn
 if awk -v a="$dl0f" -v b="$dl2f" 'BEGIN { exit !(a >= b) }'; then dlf=$dl0f dlfn=w0; else dlf=$dl2f dlfn=w2; fi
 gs=$(steady gather) ss=$(steady stream) shs=$(steady stream-shm) bps=$(steady batch-py)
 sf=$(first stream) shf=$(first stream-shm) bpf=$(first batch-py) gf=$(first gather)
+srs=$(steady stream-raw) shrs=$(steady stream-shm-raw)
+srf=$(first stream-raw) shrf=$(first stream-shm-raw)
 dl0l=$(loaded dataloader@w0) dl2l=$(loaded dataloader@w2) gl=$(loaded gather)
 if awk -v a="$dl0l" -v b="$dl2l" 'BEGIN { exit !(a >= b) }'; then dll=$dl0l dlln=w0; else dll=$dl2l dlln=w2; fi
 
@@ -135,6 +144,8 @@ row "DataLoader, 2 workers" "$(int "$dl2s")" "$(int "$dl2f")" "$(int "$dl2l")"
 row "chute stream | chute_batch.py" "$(int "$bps")" "$(int "$bpf")" "(reads the data)"
 row "chute.Stream (pipe)" "$(int "$ss")" "$(int "$sf")" "(reads the data)"
 row "chute.Stream (shm=True)" "$(int "$shs")" "$(int "$shf")" "(reads the data)"
+row "chute.Stream (pipe), level 0" "$(int "$srs")" "$(int "$srf")" "(reads the data)"
+row "chute.Stream (shm=True), level 0" "$(int "$shrs")" "$(int "$shrf")" "(reads the data)"
 echo
 target() { # LABEL RATIO GOAL
 	printf '%-58s %6.2fx  (target >= %sx) %s\n' "$1" "$2" "$3" \
@@ -144,6 +155,10 @@ target "chute.Stream steady / numpy gather" "$(calc "$ss / $gs")" 0.5
 target "chute.Stream shm steady / numpy gather" "$(calc "$shs / $gs")" 0.5
 target "chute.Stream one epoch / DataLoader $dlfn one epoch" "$(calc "$sf / $dlf")" 3
 target "chute.Stream shm one epoch / DataLoader $dlfn one epoch" "$(calc "$shf / $dlf")" 3
+target "level 0: chute.Stream steady / numpy gather" "$(calc "$srs / $gs")" 0.5
+target "level 0: chute.Stream shm steady / numpy gather" "$(calc "$shrs / $gs")" 0.5
+target "level 0: chute.Stream one epoch / DataLoader $dlfn one epoch" "$(calc "$srf / $dlf")" 3
+target "level 0: chute.Stream shm one epoch / DataLoader $dlfn one epoch" "$(calc "$shrf / $dlf")" 3
 printf '%-58s %6.2fx\n' "chute.Stream one epoch / DataLoader $dlln one epoch + load" "$(calc "$sf / $dll")"
 printf '%-58s %6.2fx\n' "chute.Stream shm one epoch / DataLoader $dlln one epoch + load" "$(calc "$shf / $dll")"
 printf '%-58s %6.2fx\n' "chute.Stream steady / DataLoader $dlsn steady" "$(calc "$ss / $dls")"

@@ -15,7 +15,8 @@ same: torch.from_numpy of the batch's images and labels (or nothing more
 when the loader already gives tensors), so that the loader's own cost is
 what the figures show.
 
-Fashion-MNIST sides (DATA: a folder with train/, a packed dataset, and
+Fashion-MNIST sides (DATA: a folder with train/, a packed dataset (zstd
+level 3), train-raw/, the same packed with --level 0, and
 train-{images,labels}.npy, the same 60,000 samples as arrays):
   gather      numpy in process: a shuffled permutation, images[idx] and
               labels[idx] per batch (the ceiling)
@@ -23,6 +24,7 @@ train-{images,labels}.npy, the same 60,000 samples as arrays):
               batch 256, shuffle, --workers W
   stream      chute.Stream(train, transforms img: bytes u8 28x28, cls: int)
   stream-shm  the same with shm=True
+  stream-raw, stream-shm-raw  the same two over train-raw/
   batch-py    `chute stream` of the raw fields read by scripts/chute_batch.py
               (what the trainer used before the package)
 
@@ -117,9 +119,9 @@ def dataloader(a):
     return make
 
 
-def stream(a, shm=False):
+def stream(a, shm=False, packed="train"):
     def make():
-        s = chute.Stream(os.path.join(a.data, "train"), batch_size=BATCH,
+        s = chute.Stream(os.path.join(a.data, packed), batch_size=BATCH,
                          epochs=a.epochs, transforms=FM_TRANSFORMS, chute=a.chute,
                          shm=shm, seed=1)
         it = iter(s)
@@ -191,7 +193,10 @@ def img_dataloader(a):
 
 
 SIDES = {"gather": gather, "dataloader": dataloader, "stream": stream,
-         "stream-shm": lambda a: stream(a, shm=True), "batch-py": batch_py,
+         "stream-shm": lambda a: stream(a, shm=True),
+         "stream-raw": lambda a: stream(a, packed="train-raw"),
+         "stream-shm-raw": lambda a: stream(a, shm=True, packed="train-raw"),
+         "batch-py": batch_py,
          "img-stream": img_stream, "img-dataloader": img_dataloader}
 
 

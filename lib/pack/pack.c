@@ -812,9 +812,12 @@ int ch_pack(const char *const *sources, size_t nsources,
 	int exists, rc = -1;
 	if (!eff.block_size)
 		eff.block_size = eff.dict ? BLOCK_DEFAULT_DICT : BLOCK_DEFAULT;
-	if (eff.level < 1 || eff.level > 19)
+	if (eff.level < 0 || eff.level > 19)
 		return ch_error_usage(err, "compression level %d is outside "
-				      "1..19", eff.level);
+				      "0..19", eff.level);
+	if (eff.level == 0 && eff.dict)
+		return ch_error_usage(err, "--dict needs compression: level 0 "
+				      "stores blocks raw");
 	if (eff.max_sample_size > CH_MAX_SAMPLE_LIMIT)
 		return ch_error_usage(err, "--max-sample-size is over %llu "
 				      "bytes, the most a shard's block may "

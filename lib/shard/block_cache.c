@@ -2,7 +2,9 @@
  * global shuffle reads samples of compressed blocks in random order: with
  * no cache each sample costs a whole block's decoding; with one, each
  * block is decoded once while it stays in the cache.  Bounded by bytes;
- * least recently used blocks go first; a pinned block stays. */
+ * least recently used blocks go first; a pinned block stays.  A raw block
+ * of a mapped shard is not copied: its entry points into the mapping and
+ * counts its size against the bound like a decoded one. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +18,9 @@ struct entry {
 	const struct ch_shard *sh;
 	uint64_t serial; /* the shard's: its address may be reused */
 	uint32_t block;
-	uint8_t *data;
-	struct ch_slab *slab; /* data's */
+	const uint8_t *data;
+	struct ch_slab *slab; /* data's; NULL when data is in a mapping */
+	size_t in_file;	      /* bytes of data in a mapping */
 	int pins;
 	struct entry *hnext;	  /* bucket chain */
 	struct entry *newer, *older; /* LRU list */
@@ -27,8 +30,9 @@ struct ch_block_cache {
 	pthread_mutex_t lock;
 	pthread_cond_t loaded;
 	size_t capacity;
-	struct ch_slabs *slabs; /* the blocks' memory; what it maps is
-				   held to capacity */
+	struct ch_slabs *slabs; /* the blocks' memory; what it maps and
+				   in_file are held to capacity */
+	size_t in_file;		/* bytes of the entries in mappings */
 	struct entry *buckets[BUCKETS];
 	struct entry *newest, *oldest;
 	uint64_t hits, misses;
@@ -111,13 +115,19 @@ static void drop(struct ch_block_cache *c, struct entry *e)
 	*p = e->hnext;
 	unlink_lru(c, e);
 	ch_slab_release(c->slabs, e->slab);
+	c->in_file -= e->in_file;
 	free(e);
+}
+
+static size_t held(const struct ch_block_cache *c)
+{
+	return ch_slabs_mapped(c->slabs) + c->in_file;
 }
 
 static void evict(struct ch_block_cache *c)
 {
 	struct entry *e = c->oldest;
-	while (e && ch_slabs_mapped(c->slabs) > c->capacity) {
+	while (e && held(c) > c->capacity) {
 		struct entry *newer = e->newer;
 		if (!e->pins)
 			drop(c, e);
@@ -168,34 +178,52 @@ static struct entry *claim(struct ch_block_cache *c, const struct ch_shard *sh,
 	return e;
 }
 
-/* Decodes block b into the placeholder e (outside the lock). */
+/* Decodes block b into a slab, or checks it in the shard's mapping. */
+static int load_data(struct ch_block_cache *c, struct ch_block_reader *r,
+		     const struct ch_shard *sh, uint32_t b,
+		     const uint8_t **data, struct ch_slab **slab,
+		     struct ch_error *err)
+{
+	struct ch_block_stat st;
+	if (b >= ch_shard_block_count(sh))
+		return ch_error_data(err, "no block %u in '%s'", b,
+				     ch_shard_path(sh));
+	if (ch_shard_block_mapped(sh, b))
+		return ch_block_map(sh, b, data, err);
+	ch_shard_block(sh, b, &st);
+	uint8_t *dst = ch_slab_alloc(c->slabs, st.raw_size, slab);
+	if (!dst)
+		return ch_error_set(err, "out of memory (%llu bytes)",
+				    (unsigned long long)st.raw_size);
+	int rc = ch_block_read_into(r, sh, b, dst, err);
+	if (rc < 0) {
+		ch_slab_release(c->slabs, *slab);
+		*slab = NULL;
+		return rc;
+	}
+	*data = dst;
+	return 0;
+}
+
+/* Fills the placeholder e (outside the lock). */
 static int load(struct ch_block_cache *c, struct ch_block_reader *r,
 		const struct ch_shard *sh, struct entry *e,
 		struct ch_error *err)
 {
-	struct ch_block_stat st = { 0 };
 	struct ch_slab *slab = NULL;
-	uint8_t *data = NULL;
-	int rc;
-	if (e->block >= ch_shard_block_count(sh)) {
-		rc = ch_error_data(err, "no block %u in '%s'", e->block,
-				   ch_shard_path(sh));
-	} else {
-		ch_shard_block(sh, e->block, &st);
-		data = ch_slab_alloc(c->slabs, st.raw_size, &slab);
-		rc = data ? ch_block_read_into(r, sh, e->block, data, err)
-			  : ch_error_set(err, "out of memory (%llu bytes)",
-					 (unsigned long long)st.raw_size);
-	}
-	if (rc < 0) {
-		ch_slab_release(c->slabs, slab);
-		data = NULL;
-	}
+	const uint8_t *data = NULL;
+	int rc = load_data(c, r, sh, e->block, &data, &slab, err);
 	pthread_mutex_lock(&c->lock);
 	e->loading = 0;
 	if (rc == 0) {
 		e->data = data;
 		e->slab = slab;
+		if (!slab) {
+			struct ch_block_stat st;
+			ch_shard_block(sh, e->block, &st);
+			e->in_file = (size_t)st.raw_size;
+			c->in_file += e->in_file;
+		}
 	} else {
 		drop(c, e); /* waiters find nothing and try themselves */
 	}
@@ -237,7 +265,7 @@ int ch_block_cache_warm(struct ch_block_cache *c, struct ch_block_reader *r,
 	struct entry *e = NULL;
 	pthread_mutex_lock(&c->lock);
 	int present = find(c, sh, b) != NULL;
-	int full = ch_slabs_mapped(c->slabs) >= budget;
+	int full = held(c) >= budget;
 	if (!present && !full)
 		e = claim(c, sh, b, &mine);
 	pthread_mutex_unlock(&c->lock);

@@ -91,6 +91,8 @@ int ch_block_encode(struct ch_block_encoder *e, const uint8_t *raw,
 	*stored = raw;
 	*stored_size = raw_size;
 	*codec = CH_CODEC_RAW;
+	if (e->level == 0)
+		return 0; /* asked to store blocks raw */
 	/* Tiny blocks: the probe would be noise; just try. */
 	if (raw_size >= 4096 && !e->cdict &&
 	    probe_entropy(raw, raw_size) > ENTROPY_SKIP)

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +38,10 @@ struct ch_shard {
 	uint32_t *name_rank; /* position of each name id in byte order */
 	uint8_t *dict;
 	size_t dict_size;
+	/* the file, mapped read-only when it is local and has raw blocks:
+	 * those are read from the page cache, not copied */
+	const uint8_t *map;
+	size_t map_size;
 	uint64_t serial; /* tells this open shard from a later one that
 			    reuses its address (readers and caches key on it) */
 	struct ch_byte_source src; /* read_at NULL: the file fd */
@@ -503,6 +508,28 @@ static int check_index(struct ch_shard *sh, struct ch_error *err)
 	return 0;
 }
 
+/* Maps a local shard that has raw blocks, so that they can be read in
+ * place (ch_block_map).  Shards are replaced by renaming, never rewritten,
+ * so the mapping keeps the file it was made of.  Without it (mmap
+ * failing, a byte source) raw blocks are read like the others. */
+static void map_raw_blocks(struct ch_shard *sh)
+{
+	int raw = 0;
+	for (uint32_t b = 0; b < sh->nblocks && !raw; b++) {
+		struct ch_block_stat st;
+		ch_shard_block(sh, b, &st);
+		raw = st.codec == CH_CODEC_RAW && st.stored_size > 0;
+	}
+	if (!raw || sh->fd < 0 || sh->file_size > SIZE_MAX)
+		return;
+	void *p = mmap(NULL, (size_t)sh->file_size, PROT_READ, MAP_SHARED,
+		       sh->fd, 0);
+	if (p == MAP_FAILED)
+		return;
+	sh->map = p;
+	sh->map_size = (size_t)sh->file_size;
+}
+
 /* Reads and checks what ch_shard_open promises; sh has its size. */
 static int load_shard(struct ch_shard *sh, struct ch_error *err)
 {
@@ -560,6 +587,7 @@ int ch_shard_open_flags(struct ch_shard **out, const char *path,
 	}
 	if ((rc = load_shard(sh, err)) < 0)
 		goto fail;
+	map_raw_blocks(sh);
 	*out = sh;
 	return 0;
 fail:
@@ -649,6 +677,8 @@ void ch_shard_close(struct ch_shard *sh)
 		return;
 	if (sh->fd >= 0)
 		close(sh->fd);
+	if (sh->map)
+		munmap((void *)sh->map, sh->map_size);
 	if (sh->src.release)
 		sh->src.release(sh->src.arg);
 	free(sh->path);
@@ -952,6 +982,36 @@ int ch_block_read_into(struct ch_block_reader *r, const struct ch_shard *sh,
 		memcpy(dst, r->stored.data, st.raw_size);
 	else if ((rc = decode_block(r, sh, b, &st, dst, err)) < 0)
 		return rc;
+	return 0;
+}
+
+int ch_shard_block_mapped(const struct ch_shard *sh, uint32_t b)
+{
+	return sh->map && b < sh->nblocks &&
+	       ld32(sh->blocks + (size_t)b * CHS_BLOCK_ENTRY_SIZE + 32) ==
+		       CH_CODEC_RAW;
+}
+
+int ch_block_map(const struct ch_shard *sh, uint32_t b, const uint8_t **data,
+		 struct ch_error *err)
+{
+	struct ch_block_stat st;
+	if (!ch_shard_block_mapped(sh, b))
+		return ch_error_set(err, "block %u of '%s' is not mapped", b,
+				    sh->path);
+	ch_shard_block(sh, b, &st);
+	const uint8_t *p = sh->map + st.offset;
+#ifdef MADV_POPULATE_READ
+	/* one call maps the block's pages instead of a fault per few */
+	uintptr_t lo = (uintptr_t)p & ~(uintptr_t)4095;
+	madvise((void *)lo, (uintptr_t)p + st.stored_size - lo,
+		MADV_POPULATE_READ);
+#endif
+	if (ch_hash64(p, st.stored_size) != st.hash)
+		return ch_error_data(err, "checksum mismatch in block %u ('%s', "
+				     "byte %llu)", b, sh->path,
+				     (unsigned long long)st.offset);
+	*data = p;
 	return 0;
 }
 

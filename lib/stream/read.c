@@ -288,27 +288,45 @@ static int hold_block(struct ch_batch_reader *r, const struct ch_shard *sh,
 	return 0;
 }
 
-/* The bytes of a compressed block come through the shared cache (decoded
- * once for all the samples it holds); those of a raw block are read
- * alone.  *cached: the bytes are in a block of the cache, which h holds. */
+/* Whether block b's bytes come through the shared cache: a compressed
+ * block's (decoded once for all the samples it holds) and a mapped raw
+ * block's (its hash checked once); an unmapped raw block's samples are
+ * read alone, each checked by its own hash. */
+static int through_cache(const struct ch_batch_reader *r,
+			 const struct ch_shard *sh, uint32_t b)
+{
+	struct ch_block_stat st;
+	if (!r->sh->cache)
+		return 0;
+	ch_shard_block(sh, b, &st);
+	return st.codec != CH_CODEC_RAW || ch_shard_block_mapped(sh, b);
+}
+
+/* The bytes of a block that comes through the cache are held in h; those
+ * of other raw blocks are read alone.  *cached: the bytes are in a block of the cache, which h holds. */
 static int fetch(struct ch_batch_reader *r, const struct ch_shard *sh,
 		 uint64_t local, const struct ch_sample_info *si,
 		 struct held_pair *h, const uint8_t **data, int *cached,
 		 struct ch_error *err)
 {
-	struct ch_block_stat st;
 	*cached = 1;
 	if (holds(&h->next, si->block)) {
 		drop_block(r, &h->now);
 		h->now = h->next;
 		h->next = (struct held_block){ 0 };
 	} else if (!holds(&h->now, si->block)) {
-		ch_shard_block(sh, si->block, &st);
-		if (!r->sh->cache || st.codec == CH_CODEC_RAW) {
+		if (!through_cache(r, sh, si->block)) {
 			*cached = 0;
 			return ch_sample_fetch(r->blocks, sh, local, data, err);
 		}
 		int rc = hold_block(r, sh, si->block, &h->now, err);
+		if (rc < 0 && err->kind == CH_ERR_DATA &&
+		    ch_shard_block_mapped(sh, si->block)) {
+			/* a raw block that fails its hash: each of its samples
+			 * is judged by its own, as when it is not mapped */
+			*cached = 0;
+			return ch_sample_fetch(r->blocks, sh, local, data, err);
+		}
 		if (rc < 0)
 			return rc;
 	}
@@ -325,14 +343,13 @@ static int fetch(struct ch_batch_reader *r, const struct ch_shard *sh,
 
 /* Asks for the key and bytes of a sample about to be read, pinning its
  * block when it is not held yet.  A hint: when anything is amiss (an
- * entry that does not check, a raw block) it does nothing, and the
- * sample's read reports what is wrong. */
+ * entry that does not check, an unmapped raw block) it does nothing, and
+ * the sample's read reports what is wrong. */
 static void look_ahead(struct ch_batch_reader *r, const struct ch_shard *sh,
 		       uint64_t local, struct held_pair *h)
 {
 	struct ch_error ignored;
 	struct ch_sample_info si;
-	struct ch_block_stat st;
 	if (ch_shard_prepare(sh, local, &ignored) < 0)
 		return;
 	ch_shard_sample(sh, local, &si);
@@ -340,8 +357,7 @@ static void look_ahead(struct ch_batch_reader *r, const struct ch_shard *sh,
 	const struct held_block *in = holds(&h->now, si.block) ? &h->now
 				      : &h->next;
 	if (!holds(in, si.block)) {
-		ch_shard_block(sh, si.block, &st);
-		if (!r->sh->cache || st.codec == CH_CODEC_RAW ||
+		if (!through_cache(r, sh, si.block) ||
 		    hold_block(r, sh, si.block, &h->next, &ignored) < 0)
 			return;
 	}
@@ -368,8 +384,11 @@ static int read_one(struct ch_batch_reader *r, struct ch_batch_data *b,
 		if (r->sh->skip_corrupt)
 			return 1;
 		size_t n = strlen(err->msg);
-		snprintf(err->msg + n, sizeof(err->msg) - n, " (sample '%.*s')",
-			 (int)(si.key_len > 200 ? 200 : si.key_len), si.key);
+		if (!strstr(err->msg, "in sample '")) /* not named yet */
+			snprintf(err->msg + n, sizeof(err->msg) - n,
+				 " (sample '%.*s')",
+				 (int)(si.key_len > 200 ? 200 : si.key_len),
+				 si.key);
 		return -1;
 	}
 	int rc = grow_fields(b, b->nfields + si.nfields, err);
@@ -402,21 +421,20 @@ static int read_one(struct ch_batch_reader *r, struct ch_batch_data *b,
 	return rc;
 }
 
-/* The compressed block of slot order[i] of a group, or UINT32_MAX when
- * it has none (a raw block, or an index region not readable: the read
- * that follows reports that). */
-static uint32_t slot_block(struct ch_batch_data *b,
-			   const struct ch_shard *sh, size_t i)
+/* The cached block of slot order[i] of a group, or UINT32_MAX when it
+ * has none (an unmapped raw block, or an index region not readable: the
+ * read that follows reports that). */
+static uint32_t slot_block(const struct ch_batch_reader *r,
+			   struct ch_batch_data *b, const struct ch_shard *sh,
+			   size_t i)
 {
 	struct ch_error ignored;
 	struct ch_sample_info si;
-	struct ch_block_stat st;
 	uint64_t local = b->slots[b->order[i]].local;
 	if (ch_shard_prepare(sh, local, &ignored) < 0)
 		return UINT32_MAX;
 	ch_shard_sample(sh, local, &si);
-	ch_shard_block(sh, si.block, &st);
-	return st.codec == CH_CODEC_RAW ? UINT32_MAX : si.block;
+	return through_cache(r, sh, si.block) ? si.block : UINT32_MAX;
 }
 
 /* Decodes the blocks a group needs before reading its samples, this
@@ -441,7 +459,7 @@ static void warm_group(struct ch_batch_reader *r, struct ch_batch_data *b,
 	}
 	size_t n = 0;
 	for (size_t i = from; i < to; i++) {
-		uint32_t blk = slot_block(b, sh, i);
+		uint32_t blk = slot_block(r, b, sh, i);
 		if (blk != UINT32_MAX && (n == 0 || r->warm[n - 1] != blk))
 			r->warm[n++] = blk;
 	}

@@ -220,7 +220,7 @@ else:
 	run -2 chute pack src --output
 	assert_output "chute pack: option '--output' needs a value (DIR)"
 	run -2 chute pack -l 99 src -o ds
-	assert_output "chute pack: invalid value '99' for --level: expected a whole number from 1 to 19"
+	assert_output "chute pack: invalid value '99' for --level: expected a whole number from 0 to 19"
 	run -2 chute verify -j 2x ds
 	assert_one_line_error verify
 	assert_output --partial "'2x'"

@@ -241,14 +241,14 @@ print(sorted(c.values()))"'
 	assert_output --regexp '^ok: 1 shard, 1 block, 20 samples, '
 }
 
-@test "pack: --level 1 and --level 19 both read back; levels outside 1..19 are refused" {
+@test "pack: --level 1 and --level 19 both read back; levels outside 0..19 are refused" {
 	mkfixture src
 	run -0 chute pack -l 1 src -o l1
 	run -0 chute pack -l 19 src -o l19
 	assert_equal "$(sample_hashes l19)" "$(sample_hashes l1)"
 	run -0 chute verify --deep l19
 	mkdir out
-	run -2 chute pack -l 0 src -o out/ds
+	run -2 chute pack -l -1 src -o out/ds
 	assert_output --regexp '^chute pack: '
 	run -2 chute pack --level 20 src -o out/ds
 	assert_output --regexp '^chute pack: '
