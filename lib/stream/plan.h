@@ -142,6 +142,27 @@ struct ch_tune_input {
 void ch_stream_tune(const struct ch_tune_input *in, int *workers,
 		    int *prefetch);
 
+/* --workers auto also asks the stream itself, because stage times cannot
+ * see what the threads cost each other: workers that contend for memory
+ * and for the cores, with each other and with a trainer on the same
+ * machine.  Now and then a period runs with one worker fewer (or, the
+ * next time, one more), which stays when batches came as fast (or 5 %
+ * faster); each try that does not stay doubles the wait before the next
+ * one.  Tries are made only while every block comes from the cache: as
+ * long as blocks are being decoded, more workers help. */
+struct ch_workers_probe {
+	int cap;	/* most workers auto may run */
+	int trying;	/* -1 or +1 while a period runs at a tried cap */
+	int next;	/* the direction of the next try */
+	double before;	/* batches a second before the try */
+	int wait, every; /* periods until the next try, and between tries */
+};
+void ch_workers_probe_init(struct ch_workers_probe *p, int threads);
+/* After a period that gave `rate` batches a second, `decoding` when
+ * blocks were decoded in it: returns the cap for the next period. */
+int ch_workers_probe_step(struct ch_workers_probe *p, double rate,
+			  int decoding, int threads);
+
 struct ch_cursor {
 	char id[17];
 	uint32_t opt_hash;

@@ -169,6 +169,8 @@ struct tuning {
 	int max_prefetch;
 	uint64_t batches;
 	double work_s, work_max_s, consume_s, since;
+	struct ch_workers_probe probe;
+	uint64_t misses; /* the block cache's, at the last decision */
 };
 
 struct job {
@@ -189,6 +191,10 @@ struct streamer {
 	struct planner planner;
 	pthread_mutex_t lock;
 	pthread_cond_t changed;
+	/* workers beyond workers_active wait here, woken only when that
+	 * changes or the stream ends: on 2 cores, an idle worker woken by
+	 * every batch's broadcast cost more than the worker it stood for */
+	pthread_cond_t parked;
 	struct ch_stream_shared shared;
 	struct ch_split_view split;
 	struct job *jobs;
@@ -225,6 +231,7 @@ static int encode_batch(struct streamer *s, struct job *j)
 }
 
 struct worker {
+	int index;
 	struct streamer *s;
 	struct ch_batch_reader *reader;
 };
@@ -235,6 +242,10 @@ static void *work(void *arg)
 	struct streamer *s = w->s;
 	pthread_mutex_lock(&s->lock);
 	while (!s->stop && !s->planned_all) {
+		if (w->index >= s->workers_active) {
+			pthread_cond_wait(&s->parked, &s->lock);
+			continue;
+		}
 		struct job *j = &s->jobs[s->next_seq % s->njobs];
 		if (j->state != FREE || s->busy >= s->workers_active ||
 		    s->next_seq - s->next_write >= s->slots_active) {
@@ -250,6 +261,7 @@ static void *work(void *arg)
 			s->plan_failed = got < 0;
 			s->end_seq = s->next_seq;
 			pthread_cond_broadcast(&s->changed);
+			pthread_cond_broadcast(&s->parked);
 			break;
 		}
 		j->state = PLANNED;
@@ -306,8 +318,22 @@ static void release_job(struct streamer *s, struct job *j, uint64_t seq)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* Whether blocks were decoded (or mapped) since the last decision; with
+ * no cache, every read decodes. */
+static int decoded_since(struct streamer *s)
+{
+	uint64_t hits, misses;
+	if (!s->cache)
+		return 1;
+	ch_block_cache_stats(s->cache, &hits, &misses);
+	int decoded = misses != s->tune.misses;
+	s->tune.misses = misses;
+	return decoded;
+}
+
 /* Every 8 batches and a tenth of a second at least, auto settings follow
- * the stage times measured since the last decision. */
+ * the stage times measured since the last decision, and auto workers what
+ * the stream measures when it tries one fewer or one more. */
 static void retune(struct streamer *s, struct ch_stream_stats *st,
 		   double sink_s)
 {
@@ -326,8 +352,12 @@ static void retune(struct streamer *s, struct ch_stream_stats *st,
 		};
 		int w, p;
 		ch_stream_tune(&in, &w, &p);
-		if (t->workers)
-			s->workers_active = st->workers = w;
+		if (t->workers) {
+			int cap = ch_workers_probe_step(
+				&t->probe, (double)t->batches / (at - t->since),
+				decoded_since(s), s->threads);
+			s->workers_active = st->workers = w < cap ? w : cap;
+		}
 		if (t->prefetch)
 			st->prefetch = p;
 		s->slots_active = (size_t)s->workers_active + (size_t)st->prefetch;
@@ -337,6 +367,7 @@ static void retune(struct streamer *s, struct ch_stream_stats *st,
 		t->work_s = t->work_max_s = t->consume_s = 0;
 		t->since = at;
 		pthread_cond_broadcast(&s->changed);
+		pthread_cond_broadcast(&s->parked);
 	}
 	pthread_mutex_unlock(&s->lock);
 }
@@ -440,6 +471,7 @@ static void size_pool(struct streamer *s, const struct ch_stream_opts *o,
 	s->tune.prefetch = o->prefetch <= 0;
 	s->tune.max_prefetch = 4 * s->threads < 8 ? 8 : 4 * s->threads;
 	s->tune.since = ch_now();
+	ch_workers_probe_init(&s->tune.probe, s->threads);
 	st->workers = s->workers_active = s->threads;
 	st->prefetch = o->prefetch > 0 ? o->prefetch : 2 * s->threads;
 	s->njobs = (size_t)s->threads +
@@ -476,6 +508,7 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 	workers = s.threads;
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.changed, NULL);
+	pthread_cond_init(&s.parked, NULL);
 	if (o->split) {
 		if (ch_split_view_init(&s.split, ds, o->split, err) < 0)
 			goto out;
@@ -523,6 +556,7 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 		}
 	for (int i = 0; i < workers; i++) {
 		ws[i].s = &s;
+		ws[i].index = i;
 		if (ch_batch_reader_new(&ws[i].reader, &s.shared, i, err) < 0)
 			goto out;
 	}
@@ -547,6 +581,7 @@ out:
 	pthread_mutex_lock(&s.lock);
 	s.stop = 1;
 	pthread_cond_broadcast(&s.changed);
+	pthread_cond_broadcast(&s.parked);
 	pthread_mutex_unlock(&s.lock);
 	for (int i = 0; i < started; i++)
 		pthread_join(threads[i], NULL);
@@ -577,6 +612,7 @@ out:
 	ch_split_view_release(&s.split);
 	pthread_mutex_destroy(&s.lock);
 	pthread_cond_destroy(&s.changed);
+	pthread_cond_destroy(&s.parked);
 	st->read_s = s.read_s;
 	st->encode_s = s.encode_s;
 	st->elapsed_s = ch_now() - t0;

@@ -33,3 +33,62 @@ void ch_stream_tune(const struct ch_tune_input *in, int *workers,
 	*workers = w;
 	*prefetch = p;
 }
+
+/* Periods between tries; a try that did not stay waits twice as long, up
+ * to 64.  The first try is made in the first period without decoding: a
+ * short stream ends in a few periods. */
+#define PROBE_EVERY 2
+#define PROBE_EVERY_MAX 64
+/* How much a try must keep (one worker fewer) or gain (one more). */
+#define PROBE_KEEP 0.97
+#define PROBE_GAIN 1.05
+
+void ch_workers_probe_init(struct ch_workers_probe *p, int threads)
+{
+	*p = (struct ch_workers_probe){
+		.cap = threads, .next = -1, .wait = 1, .every = PROBE_EVERY,
+	};
+}
+
+/* Ends the try that ran in the last period: kept, or undone. */
+static void end_try(struct ch_workers_probe *p, double rate)
+{
+	int fewer = p->trying < 0;
+	int keep = fewer ? rate >= PROBE_KEEP * p->before
+			 : rate >= PROBE_GAIN * p->before;
+	if (keep) {
+		p->every = PROBE_EVERY;
+		p->next = p->trying; /* the same way again */
+	} else {
+		p->cap -= p->trying;
+		p->every = p->every * 2 > PROBE_EVERY_MAX ? PROBE_EVERY_MAX
+							  : p->every * 2;
+		p->next = -p->trying;
+	}
+	p->trying = 0;
+	p->wait = p->every;
+}
+
+int ch_workers_probe_step(struct ch_workers_probe *p, double rate,
+			  int decoding, int threads)
+{
+	if (p->trying) {
+		if (decoding) /* not comparable: undo, try later */
+			rate = 0;
+		end_try(p, rate);
+		return p->cap;
+	}
+	if (decoding || rate <= 0 || --p->wait > 0)
+		return p->cap;
+	int dir = p->next;
+	if (p->cap + dir < 1 || p->cap + dir > threads)
+		dir = -dir;
+	if (p->cap + dir < 1 || p->cap + dir > threads) {
+		p->wait = p->every; /* one thread: nothing to try */
+		return p->cap;
+	}
+	p->trying = dir;
+	p->before = rate;
+	p->cap += dir;
+	return p->cap;
+}
