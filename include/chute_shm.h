@@ -78,6 +78,12 @@
 #define CHUTE_SHM_MAX_SLOTS 1024
 #define CHUTE_SHM_WAIT_MS 200	   /* futex timeout between liveness checks */
 #define CHUTE_SHM_PINNED 1u	   /* header flag: chute mlock()ed the ring */
+#define CHUTE_SHM_WAITS 2u	   /* header flag: chute keeps producer_waits */
+#define CHUTE_SHM_CONSUMER_WAITS 1u /* consumer_flags: it keeps consumer_waits */
+/* How long chute sleeps at most when it waits for a slot, before it looks
+ * again: a consumer that frees a slot without a store-load fence (Python)
+ * may, rarely, not see that chute was about to wait, and not wake it. */
+#define CHUTE_SHM_RECHECK_MS 5
 
 /* Slot states: the producer moves FREE to READY, END or ERROR; the
  * consumer moves READY to FREE. */
@@ -98,9 +104,11 @@ struct chute_shm_header {	/* 512 bytes at offset 0 */
 	uint32_t status;	/*  40 RUNNING, ENDED, FAILED */
 	uint32_t closed;	/*  44 futex: 1 once the consumer is done */
 	uint64_t frames;	/*  48 frames published so far */
-	uint64_t reserved;	/*  56 0 */
+	uint32_t producer_waits; /* 56 1 while chute waits for a free slot */
+	uint32_t consumer_waits; /* 60 1 while the consumer waits for a frame */
 	char error[256];	/*  64 FAILED: why, NUL-terminated */
-	uint8_t pad[192];	/* 320 0 */
+	uint32_t consumer_flags; /* 320 CHUTE_SHM_CONSUMER_WAITS, at the claim */
+	uint8_t pad[188];	/* 324 0 */
 };
 
 struct chute_shm_slot {		/* 64 bytes each, from offset 512 */
@@ -129,12 +137,28 @@ static inline void chute_shm_store(uint32_t *p, uint32_t v)
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
+/* The words a side sets before it sleeps and the slot states the other
+ * side changes: each side stores one and then loads the other, an order
+ * that only sequential consistency keeps (so that one of the two always
+ * sees the other: no wake is lost). */
+static inline uint32_t chute_shm_load_sc(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+}
+
+static inline void chute_shm_store_sc(uint32_t *p, uint32_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+}
+
 /* Sleeps while *p == v, at most ms milliseconds (a signal or a wake ends
- * it sooner).  The futex is shared (not FUTEX_PRIVATE): two processes. */
-static inline void chute_shm_wait(uint32_t *p, uint32_t v, long ms)
+ * it sooner); 1 when the time ran out.  The futex is shared (not
+ * FUTEX_PRIVATE): two processes. */
+static inline int chute_shm_wait(uint32_t *p, uint32_t v, long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-	syscall(SYS_futex, p, FUTEX_WAIT, v, &ts, NULL, 0);
+	return syscall(SYS_futex, p, FUTEX_WAIT, v, &ts, NULL, 0) < 0 &&
+	       errno == ETIMEDOUT;
 }
 
 static inline void chute_shm_wake(uint32_t *p)
@@ -298,6 +322,8 @@ static inline int chute_shm_claim_(struct chute_shm *r)
 				       "(pid %lu): one consumer per ring",
 				       r->name, (unsigned long)pid);
 	}
+	/* before the pid: chute reads our flags once it sees a consumer */
+	chute_shm_store(&r->h->consumer_flags, CHUTE_SHM_CONSUMER_WAITS);
 	chute_shm_store(owner, (uint32_t)getpid());
 	r->pidfd = chute_shm_pidfd(r->h->producer_pid);
 	return 0;
@@ -366,6 +392,7 @@ static inline int chute_shm_next(struct chute_shm *r,
 	struct chute_shm_header *h = r->h;
 	uint32_t i = (uint32_t)(r->seq % h->nslots);
 	struct chute_shm_slot *s = &r->slots[i];
+	int timed_out = 0;
 	for (;;) {
 		uint32_t state = chute_shm_load(&s->state);
 		uint32_t status = chute_shm_load(&h->status);
@@ -384,14 +411,21 @@ static inline int chute_shm_next(struct chute_shm *r,
 		if (state != CHUTE_SHM_FREE)
 			return chute_shm_fail_(r, "ring '%s': bad slot state "
 					       "%lu", r->name, state);
-		if (!chute_shm_alive(h->producer_pid, r->pidfd)) {
+		/* a wait that ran out asks whether chute still lives */
+		if (timed_out && !chute_shm_alive(h->producer_pid, r->pidfd)) {
 			chute_shm_remove_stale_(r);
 			return chute_shm_fail_(r, "ring '%s': chute stream (pid "
 					       "%lu) died before the end of the "
 					       "stream", r->name,
 					       h->producer_pid);
 		}
-		chute_shm_wait(&s->state, CHUTE_SHM_FREE, CHUTE_SHM_WAIT_MS);
+		/* "I wait" before the last look: chute, which stores the
+		 * state before it looks at consumer_waits, wakes us */
+		chute_shm_store_sc(&h->consumer_waits, 1);
+		timed_out = chute_shm_load_sc(&s->state) == CHUTE_SHM_FREE &&
+			    chute_shm_wait(&s->state, CHUTE_SHM_FREE,
+					   CHUTE_SHM_WAIT_MS);
+		chute_shm_store(&h->consumer_waits, 0);
 	}
 	if (s->seq != r->seq || s->size > h->slot_size || s->size < 64)
 		return chute_shm_fail_(r, "ring '%s': slot holds a frame of "
@@ -408,8 +442,11 @@ static inline void chute_shm_release(struct chute_shm *r,
 				     const struct chute_shm_frame *f)
 {
 	struct chute_shm_slot *s = &r->slots[f->slot];
-	chute_shm_store(&s->state, CHUTE_SHM_FREE);
-	chute_shm_wake(&s->state);
+	chute_shm_store_sc(&s->state, CHUTE_SHM_FREE);
+	/* a wake costs a system call: only when chute waits, if it says */
+	if (!(r->h->flags & CHUTE_SHM_WAITS) ||
+	    chute_shm_load_sc(&r->h->producer_waits))
+		chute_shm_wake(&s->state);
 }
 
 static inline void chute_shm_pin_range(const struct chute_shm *r,

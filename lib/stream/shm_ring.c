@@ -4,9 +4,11 @@
  * MEMORY RING).  The layout and the futex primitives come from
  * chute_shm.h, the consumers' header, so the two sides cannot drift.
  *
- * Every wait is a futex wait with a timeout of CHUTE_SHM_WAIT_MS, after
+ * Every wait is a futex wait with a timeout (CHUTE_SHM_RECHECK_MS), after
  * which the producer checks the consumer is alive and *cancel is clear:
- * nothing spins, and a dead consumer is noticed within a wait.
+ * nothing spins, and a dead consumer is noticed within a wait.  Neither
+ * side wakes the other unless it said it waits (producer_waits,
+ * consumer_waits): a wake is a system call, and a frame needed two.
  *
  * The consumer maps the ring writable, so nothing chute reads back from it
  * is trusted: the layout comes from chute's own copy (struct ch_shm_ring),
@@ -43,6 +45,7 @@ struct ch_shm_ring {
 	struct chute_shm_header published;
 	uint64_t seq;		/* next frame */
 	uint32_t consumer;	/* its pid once it claimed the ring, else 0 */
+	int consumer_waits;	/* it keeps consumer_waits: wake it only then */
 	int consumer_fd;	/* pidfd of the consumer, or -1 */
 	volatile sig_atomic_t *cancel;
 };
@@ -146,6 +149,7 @@ static void publish(struct ch_shm_ring *r, const struct ch_shm_ring_opts *o,
 	struct chute_shm_header *own = &r->published, *h = r->h;
 	uint32_t magic;
 	own->version = CHUTE_SHM_VERSION;
+	own->flags |= CHUTE_SHM_WAITS;
 	own->nslots = o->slots;
 	own->slot_size = slot_size;
 	own->data_offset = data_offset;
@@ -269,9 +273,8 @@ static int check_consumer_pid(const struct ch_shm_ring *r, uint32_t pid,
 			    offsetof(struct chute_shm_header, consumer_pid));
 }
 
-/* 0 while the consumer (if one has claimed the ring) lives and leaves the
- * header alone. */
-static int check_consumer(struct ch_shm_ring *r, struct ch_error *err)
+/* 0 while the consumer leaves the header alone; notes its claim. */
+static int check_claim(struct ch_shm_ring *r, struct ch_error *err)
 {
 	if (check_header(r, err) < 0)
 		return -1;
@@ -283,8 +286,20 @@ static int check_consumer(struct ch_shm_ring *r, struct ch_error *err)
 			return -1;
 		r->consumer = pid;
 		r->consumer_fd = chute_shm_pidfd(r->consumer);
+		/* stored before the pid */
+		r->consumer_waits = chute_shm_load(&r->h->consumer_flags) &
+				    CHUTE_SHM_CONSUMER_WAITS;
 	}
-	if (chute_shm_alive(r->consumer, r->consumer_fd))
+	return 0;
+}
+
+/* 0 while the consumer (if one has claimed the ring) lives and leaves the
+ * header alone. */
+static int check_consumer(struct ch_shm_ring *r, struct ch_error *err)
+{
+	if (check_claim(r, err) < 0)
+		return -1;
+	if (!r->consumer || chute_shm_alive(r->consumer, r->consumer_fd))
 		return 0;
 	return ch_error_set(err, "the consumer of ring '%s' (pid %u) died "
 			    "before the end of the stream", r->name,
@@ -304,6 +319,7 @@ static int check_cancel(const struct ch_shm_ring *r, struct ch_error *err)
 static int wait_free(struct ch_shm_ring *r, uint32_t i, struct ch_error *err)
 {
 	struct chute_shm_slot *s = &r->slots[i];
+	int timed_out = 0;
 	for (;;) {
 		uint32_t state = chute_shm_load(&s->state);
 		/* closed is set before the consumer frees its slots */
@@ -318,9 +334,17 @@ static int wait_free(struct ch_shm_ring *r, uint32_t i, struct ch_error *err)
 					    "stream stops", r->name, state, i,
 					    (unsigned long long)
 					    (CHUTE_SHM_SLOTS_AT + 64ull * i));
-		if (check_cancel(r, err) < 0 || check_consumer(r, err) < 0)
+		if (check_cancel(r, err) < 0 ||
+		    (timed_out ? check_consumer(r, err) : check_claim(r, err)) <
+			    0)
 			return -1;
-		chute_shm_wait(&s->state, state, CHUTE_SHM_WAIT_MS);
+		/* "I wait" before the last look: a consumer that frees the
+		 * slot after it looks at producer_waits wakes us */
+		chute_shm_store_sc(&r->h->producer_waits, 1);
+		timed_out = chute_shm_load_sc(&s->state) == state &&
+			    chute_shm_wait(&s->state, state,
+					   CHUTE_SHM_RECHECK_MS);
+		chute_shm_store(&r->h->producer_waits, 0);
 	}
 }
 
@@ -336,7 +360,7 @@ int ch_shm_ring_put(struct ch_shm_ring *r, const void *frame, size_t size,
 				      "give a larger --slot-size", size,
 				      r->name,
 				      (unsigned long long)own->slot_size);
-	if (check_consumer(r, err) < 0)
+	if (check_claim(r, err) < 0)
 		return -1;
 	int rc = wait_free(r, i, err);
 	if (rc != 0)
@@ -345,8 +369,10 @@ int ch_shm_ring_put(struct ch_shm_ring *r, const void *frame, size_t size,
 	       size);
 	s->seq = r->seq;
 	s->size = size;
-	chute_shm_store(&s->state, CHUTE_SHM_READY);
-	chute_shm_wake(&s->state);
+	chute_shm_store_sc(&s->state, CHUTE_SHM_READY);
+	/* a consumer that keeps consumer_waits is woken only when it waits */
+	if (!r->consumer_waits || chute_shm_load_sc(&r->h->consumer_waits))
+		chute_shm_wake(&s->state);
 	__atomic_store_n(&r->h->frames, ++r->seq, __ATOMIC_RELEASE);
 	return 0;
 }

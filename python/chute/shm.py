@@ -32,12 +32,18 @@ SHM_SLOT = struct.Struct("<IIQQ")  # state, reserved, seq, size (of 64)
 SHM_MAX_SLOTS = 1024
 SHM_FREE, SHM_READY, SHM_END, SHM_ERROR = 0, 1, 2, 3
 SHM_RUNNING, SHM_ENDED, SHM_FAILED = 0, 1, 2
-SHM_PINNED = 1
+SHM_PINNED, SHM_WAITS = 1, 2  # header flags
+SHM_CONSUMER_WAITS = 1  # consumer_flags: we keep consumer_waits
 SHM_WAIT_S = 0.2  # futex timeout between checks that chute is alive
+# Stores to the ring are plain stores, which only x86's memory order makes
+# release stores; elsewhere a slot is freed by the kernel (FUTEX_WAKE_OP).
+_PLAIN_RELEASE = platform.machine() in ("x86_64", "AMD64", "i386", "i686")
 _SHM_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}\Z")
 # header words (u32 index): producer_pid 8, consumer_pid 9, status 10,
-# closed 11
+# closed 11, producer_waits 14, consumer_waits 15, consumer_flags 80
 _W_PRODUCER, _W_CONSUMER, _W_STATUS, _W_CLOSED = 8, 9, 10, 11
+_W_PRODUCER_WAITS, _W_CONSUMER_WAITS, _W_CONSUMER_FLAGS = 14, 15, 80
+_ETIMEDOUT = 110
 _FUTEX_WAIT, _FUTEX_WAKE, _FUTEX_WAKE_OP = 0, 1, 5
 _SYS_FUTEX = {"x86_64": 202, "aarch64": 98, "arm64": 98, "ppc64le": 221,
               "s390x": 238, "riscv64": 98}
@@ -71,11 +77,13 @@ class _Futex:
         self._wait_ts = _Timespec(0, int(SHM_WAIT_S * 1e9))
 
     def wait(self, addr, value):
-        """Sleeps while the word at addr is value, SHM_WAIT_S at most."""
-        self._syscall(ctypes.c_long(self._nr), ctypes.c_void_p(addr),
-                      ctypes.c_long(_FUTEX_WAIT), ctypes.c_long(value),
-                      ctypes.byref(self._wait_ts), ctypes.c_void_p(0),
-                      ctypes.c_long(0))
+        """Sleeps while the word at addr is value, SHM_WAIT_S at most;
+        True when the time ran out."""
+        rc = self._syscall(ctypes.c_long(self._nr), ctypes.c_void_p(addr),
+                           ctypes.c_long(_FUTEX_WAIT), ctypes.c_long(value),
+                           ctypes.byref(self._wait_ts), ctypes.c_void_p(0),
+                           ctypes.c_long(0))
+        return rc < 0 and ctypes.get_errno() == _ETIMEDOUT
 
     def wake(self, addr):
         self._syscall(ctypes.c_long(self._nr), ctypes.c_void_p(addr),
@@ -178,6 +186,8 @@ class ShmRing:
         self.nslots, self.slot_size = nslots, slot_size
         self.data_offset, self.nbytes = data_offset, size
         self.pinned = bool(flags & SHM_PINNED)
+        # chute says when it waits: free a slot without a system call
+        self._lazy_release = bool(flags & SHM_WAITS) and _PLAIN_RELEASE
         return True
 
     def _open(self, timeout, alive):
@@ -218,6 +228,8 @@ class ShmRing:
             raise ShmError("ring %r: its header names pid %d as chute "
                            "stream, which is no process id"
                            % (self.name, self.producer))
+        # before the pid: chute reads our flags once it sees a consumer
+        words[_W_CONSUMER_FLAGS] = SHM_CONSUMER_WAITS
         words[_W_CONSUMER] = os.getpid()
         try:
             self._pidfd = os.pidfd_open(self.producer)
@@ -233,6 +245,7 @@ class ShmRing:
         """READY, or None at the end of the stream; raises on failure."""
         words, k = self._words, self._slot_word(i)
         addr = self.address + 4 * k
+        timed_out = False
         while True:
             state, status = int(words[k]), int(words[_W_STATUS])
             if state == SHM_READY:
@@ -248,12 +261,19 @@ class ShmRing:
             if state != SHM_FREE:
                 raise ShmError("ring %r: bad slot state %d"
                                % (self.name, state))
-            if not _alive(self.producer, self._pidfd):
+            # a wait that ran out asks whether chute still lives
+            if timed_out and not _alive(self.producer, self._pidfd):
                 self._remove_stale()
                 raise ShmError("ring %r: chute stream (pid %d) died before "
                                "the end of the stream"
                                % (self.name, self.producer))
-            self._futex.wait(addr, SHM_FREE)
+            # "I wait" before the last look: chute stores the state, then
+            # looks at consumer_waits (the kernel's futex wait orders our
+            # store before its own look at the state)
+            words[_W_CONSUMER_WAITS] = 1
+            timed_out = int(words[k]) == SHM_FREE and \
+                self._futex.wait(addr, SHM_FREE)
+            words[_W_CONSUMER_WAITS] = 0
 
     def next_frame(self):
         """The next Frame (release it when done), or None at the end."""
@@ -288,9 +308,17 @@ class ShmRing:
                 fr.release()  # at the latest when the next is asked for
 
     def _release_slot(self, i):
-        if self._mm is not None and not self._mm.closed:
-            self._futex.set_zero_and_wake(self.address +
-                                          4 * self._slot_word(i))
+        if self._mm is None or self._mm.closed:
+            return
+        k = self._slot_word(i)
+        if not self._lazy_release:
+            self._futex.set_zero_and_wake(self.address + 4 * k)
+            return
+        # no fence between the store and the load: chute, which may miss
+        # the store when it is about to wait, looks again every 5 ms
+        self._words[k] = SHM_FREE
+        if int(self._words[_W_PRODUCER_WAITS]):
+            self._futex.wake(self.address + 4 * k)
 
     # -- the end
 

@@ -120,6 +120,59 @@ EOF
 	assert_no_segment
 }
 
+# waits_ran_out OLD: a Python consumer of the ring, as of this package
+# (OLD 0) or as a consumer from before the wait words (OLD 1: no
+# announcement, consumer_waits never set, slots freed by FUTEX_WAKE_OP),
+# writing the frames to shm.out; prints its futex waits and how many of
+# them ran out (200 ms with no wake).
+waits_ran_out() {
+	OLD=$1 py_consumer '
+import os, chute_batch
+import chute.shm as shm
+if os.environ["OLD"] == "1":
+    shm.SHM_CONSUMER_WAITS = 0
+    shm._W_CONSUMER_WAITS = 81  # a reserved word chute does not read
+    shm._PLAIN_RELEASE = False
+waits, ran_out = 0, 0
+wait = shm._Futex.wait
+def counted(self, addr, value):
+    global waits, ran_out
+    out = wait(self, addr, value)
+    waits, ran_out = waits + 1, ran_out + bool(out)
+    return out
+shm._Futex.wait = counted
+ring = chute_batch.ShmRing(os.environ["RING"], 20)
+words = ring._words
+flags, announced = int(words[3]), int(words[80])
+with open("shm.out", "wb") as f:
+    for fr in ring:
+        f.write(bytes(fr.buffer))
+ring.close()
+print(waits, ran_out, flags, announced)'
+}
+
+@test "shm: each side wakes the other only when it waits, and a consumer from before still gets woken" {
+	chute stream -b 1 -e 4 ds >pipe.out
+	for old in 0 1; do
+		# one slot: the consumer waits for most frames
+		chute stream -b 1 -e 4 --shm "$RING" --slots 1 ds 2>chute.err &
+		local pid=$!
+		run -0 waits_ran_out "$old"
+		wait_chute 0 "$pid"
+		cmp pipe.out shm.out || fail "consumer $old: the frames differ"
+		assert_no_segment
+		read -r waits ran_out flags announced <<<"$output"
+		# chute keeps producer_waits (flag 2); ours announces
+		# consumer_waits (word 80), the old one does not
+		[ $((flags & 2)) = 2 ] || fail "flags $flags: no flag 2"
+		assert_equal "$announced" $((1 - old))
+		[ "$waits" -gt 10 ] || fail "$waits waits: the test tests nothing"
+		# (one could run out on a machine that stalls chute 200 ms)
+		[ "$ran_out" -le 1 ] ||
+			fail "consumer $old: $ran_out of $waits waits ran out"
+	done
+}
+
 @test "shm: frames are views of the ring, released by with, release() or the next frame" {
 	chute stream -b 2 -e 0 --shm "$RING" --slots 2 ds &
 	local pid=$!
