@@ -4,8 +4,10 @@ Each frame is read into one buffer (a numpy uint8 array, filled by
 readinto: no copy after that) and its fields are numpy views or
 memoryviews of it, so a batch costs one allocation and one read whatever
 its size.  Every frame is checked (magic, sizes, bounds, offsets) before
-it is handed out; a truncated or corrupt stream raises FrameError (a
-chute.DataError and a ValueError) with the byte offset in the stream.
+it is handed out, but for the order of its keys' offsets, checked when
+the keys are first read (most trainers never read them); a truncated or
+corrupt stream raises FrameError (a chute.DataError and a ValueError)
+with the byte offset in the stream.
 
     from chute.frames import frames
     for fr in frames(proc.stdout):
@@ -87,7 +89,7 @@ class Frame:
     that hand a whole column to native code."""
 
     __slots__ = ("offset", "buffer", "flags", "epoch", "batch", "nsamples",
-                 "cursor", "fields", "columns", "_key_column", "_keys",
+                 "cursor", "fields", "columns", "_key_field", "_keys",
                  "_release")
 
     @property
@@ -95,7 +97,7 @@ class Frame:
         """The samples' keys, list of str (decoded on first use)."""
         if self._keys is None:
             self._keys = [bytes(k).decode("utf-8", "surrogateescape")
-                          for k in self._key_column]
+                          for k in _bytes_field(*self._key_field)[2]]
         return self._keys
 
     @property
@@ -186,12 +188,16 @@ def _parse_header(head, start):
         table_at, table_size, data_offset
 
 
-def _bytes_field(buf, chk, n, name, offsets_at, data_at, data_size, lo):
-    """A variable-length field: (values, offsets, list of memoryviews)."""
+def _bytes_spans(chk, n, name, offsets_at, data_at, data_size, lo):
     if offsets_at % ALIGN or data_at % ALIGN:
         chk.fail(offsets_at, "field %r not aligned to %d bytes" % (name, ALIGN))
     chk.span(offsets_at, 8 * (n + 1), lo, "offsets of field %r" % name)
     chk.span(data_at, data_size, lo, "data of field %r" % name)
+
+
+def _bytes_field(buf, chk, n, name, offsets_at, data_at, data_size, lo):
+    """A variable-length field: (values, offsets, list of memoryviews)."""
+    _bytes_spans(chk, n, name, offsets_at, data_at, data_size, lo)
     offsets = np.frombuffer(buf, "<u8", n + 1, offsets_at)
     # the ufunc's own .any(): np.any's dispatch costs more than the test
     if offsets[0] != 0 or offsets[-1] != data_size or \
@@ -230,7 +236,13 @@ def _parse_fields(fr, buf, chk, nfields, table_at, table_size, data_offset):
             "utf-8", "surrogateescape")
         if name in fr.fields or (i == 0) != (name == KEY_FIELD):
             chk.fail(at, "field %d: %r out of place or repeated" % (i, name))
-        if dtype == 0:
+        if dtype == 0 and i == 0 and not ndim:
+            # bounds now, the rest when the keys are read
+            _bytes_spans(chk, n, name, offsets_at, data_at, data_size,
+                         data_offset)
+            fr._key_field = (buf, chk, n, name, offsets_at, data_at,
+                             data_size, data_offset)
+        elif dtype == 0:
             if ndim:
                 chk.fail(at, "field %r: bytes with ndim %d" % (name, ndim))
             values, offsets, items = _bytes_field(
@@ -248,9 +260,7 @@ def _parse_fields(fr, buf, chk, nfields, table_at, table_size, data_offset):
     if at != end:
         chk.fail(at, "field table has %d bytes after its %d entries"
                  % (end - at, nfields))
-    fr._key_column = fr.fields.pop(KEY_FIELD)
     fr._keys = None
-    fr.columns.pop(KEY_FIELD)
 
 
 def frames(f, start=0):

@@ -286,6 +286,29 @@ EOF
 	assert_output --partial "(frame at byte $first)"
 }
 
+@test "batch format: keys whose offsets go backwards fail when the keys are read, naming the byte" {
+	chute stream -b 7 ds >s.chb
+	run -0 env PYTHONPATH="$REPO_ROOT/python" "$PYTHON" - <<'EOF'
+import io, struct
+from chute.frames import ENTRY, FrameError, HEADER, frames
+data = bytearray(open("s.chb", "rb").read())
+table_at = (64 + HEADER.unpack_from(data)[7] + 7) // 8 * 8  # after the cursor
+entry = ENTRY.unpack_from(data, table_at)  # field 0: the keys
+offsets_at, size = entry[8], entry[10]
+struct.pack_into("<Q", data, offsets_at + 8, size + 1)  # key 0 ends past all
+fr = next(frames(io.BytesIO(bytes(data))))
+assert fr.nsamples == 7 and "cls" in fr.fields  # read: the keys wait
+try:
+    fr.keys
+    print("no error")
+except FrameError as e:
+    want = ("offsets of field '__key__' are not 0..%d ascending at byte %d "
+            "(frame at byte 0)" % (size, offsets_at))
+    print("ok" if str(e) == want else "%s, not %s" % (e, want))
+EOF
+	assert_output ok
+}
+
 @test "batch format: the frame dumped in chute-batch.5 is the one chute writes" {
 	command -v hexdump >/dev/null || skip "hexdump is not installed"
 	mkdir page
