@@ -341,10 +341,10 @@ static inline int chute_shm_open(struct chute_shm *r, const char *name,
 		return -1;
 	}
 	snprintf(r->name, sizeof r->name, "%s", name);
-	/* chute makes the ring with its first batch: looked for again after
-	 * 2, 4, 8 ... ms, then every 50, so that a consumer started with chute
-	 * does not sleep through most of its first batch */
-	for (long waited = 0, pause = 1;; waited += pause) {
+	/* chute makes the ring with its first batch: looked for every 2 ms
+	 * for a second, then every 4, 8 ... up to 50, so that a consumer
+	 * started with chute does not sleep past its first batch */
+	for (long waited = 0, pause = 2;; waited += pause) {
 		int got = chute_shm_map_(r);
 		if (got < 0)
 			return -1;
@@ -354,7 +354,8 @@ static inline int chute_shm_open(struct chute_shm *r, const char *name,
 			return chute_shm_fail_(r, "no ring '%s' after %lu ms "
 					       "(is chute stream --shm running?)",
 					       name, (unsigned long)timeout_ms);
-		pause = pause < 25 ? pause * 2 : 50;
+		if (waited >= 1000)
+			pause = pause < 25 ? pause * 2 : 50;
 		chute_shm_sleep_ms_(pause);
 	}
 	if (chute_shm_claim_(r) < 0) {

@@ -191,9 +191,12 @@ class ShmRing:
         return True
 
     def _open(self, timeout, alive):
-        deadline = time.monotonic() + timeout
-        pause = 0.001  # doubled up to 50 ms: chute makes the ring with its
-        # first batch, and a loop started with chute must not sleep past it
+        start = time.monotonic()
+        deadline = start + timeout
+        # every 2 ms for a second, then up to every 50 ms: chute makes the
+        # ring with its first batch, and a loop started with chute must
+        # not sleep past it
+        pause = 0.002
         while not self._try_map():
             if alive is not None and not alive():
                 raise ShmError("chute stream ended before making ring %r"
@@ -203,7 +206,8 @@ class ShmRing:
                                "--shm %s running?)" % (self.name, timeout,
                                                         self.name))
             time.sleep(pause)
-            pause = min(2 * pause, 0.05)
+            if time.monotonic() - start >= 1.0:
+                pause = min(2 * pause, 0.05)
         self.buffer = np.frombuffer(self._mm, np.uint8)
         self.address = self.buffer.ctypes.data
         self._words = np.frombuffer(self._mm, "<u4",
