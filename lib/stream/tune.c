@@ -51,14 +51,19 @@ void ch_workers_probe_init(struct ch_workers_probe *p, int threads)
 }
 
 /* Ends the try that ran in the last period: kept, or undone. */
-static void end_try(struct ch_workers_probe *p, double rate)
+static void end_try(struct ch_workers_probe *p, double rate, int threads)
 {
 	int fewer = p->trying < 0;
 	int keep = fewer ? rate >= PROBE_KEEP * p->before
 			 : rate >= PROBE_GAIN * p->before;
-	if (keep) {
+	if (keep && p->cap + p->trying >= 1 && p->cap + p->trying <= threads) {
 		p->every = PROBE_EVERY;
 		p->next = p->trying; /* the same way again */
+	} else if (keep) {
+		/* at the end of the range: going back is the only try left,
+		 * and the one just kept says it will not pay soon */
+		p->every = PROBE_EVERY_MAX / 4;
+		p->next = -p->trying;
 	} else {
 		p->cap -= p->trying;
 		p->every = p->every * 2 > PROBE_EVERY_MAX ? PROBE_EVERY_MAX
@@ -75,7 +80,7 @@ int ch_workers_probe_step(struct ch_workers_probe *p, double rate,
 	if (p->trying) {
 		if (decoding) /* not comparable: undo, try later */
 			rate = 0;
-		end_try(p, rate);
+		end_try(p, rate, threads);
 		return p->cap;
 	}
 	if (decoding || rate <= 0 || --p->wait > 0)
