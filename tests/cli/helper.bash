@@ -73,9 +73,30 @@ setup() {
 	chute_setup
 }
 
+# cached MAKER DIR ARGS...: fills DIR as `MAKER DIR ARGS...` would, MAKER
+# a deterministic fixture maker (its arguments alone decide what it
+# writes): the first call of a test file with these arguments runs it into
+# a folder of $BATS_FILE_TMPDIR, every call copies that.  A copy instead of
+# a Python process for every test; each test still gets its own files.
+cached() {
+	local maker=$1 dir=$2
+	shift 2
+	local key="$maker $*"
+	local made="$BATS_FILE_TMPDIR/cached/${key//[^A-Za-z0-9._-]/_}"
+	if [ ! -d "$made" ]; then
+		rm -rf "$made.tmp" && mkdir -p "$made.tmp" || return 1
+		"$maker" "$made.tmp/d" "$@" || return 1
+		mv "$made.tmp" "$made" || return 1
+	fi
+	mkdir -p "$dir" && cp -a "$made/d/." "$dir/"
+}
+
 # mkfixture DIR: a small deterministic folder of samples (20 samples of 1-3
 # fields, nested folders, dotted field names), from scripts/gen-data.py.
 mkfixture() {
+	cached _mkfixture "$1"
+}
+_mkfixture() {
 	"$PYTHON" "$REPO_ROOT/scripts/gen-data.py" mixed "$1" --seed 1 >/dev/null ||
 		fail "scripts/gen-data.py mixed $1 failed"
 }
