@@ -91,6 +91,20 @@ cached() {
 	mkdir -p "$dir" && cp -a "$made/d/." "$dir/"
 }
 
+# per_file NAME CMD...: whether CMD succeeds, CMD run only the first time
+# a test file asks NAME (its setup_file included): for questions that cost
+# seconds and whose answer cannot change meanwhile, such as whether Python
+# imports torch (2 s of CPU).
+per_file() {
+	local answer="$BATS_FILE_TMPDIR/per-file-$1" status
+	shift
+	if [ ! -e "$answer" ]; then
+		if "$@"; then echo 0; else echo 1; fi >"$answer"
+	fi
+	read -r status <"$answer"
+	[ "$status" = 0 ]
+}
+
 # mkfixture DIR: a small deterministic folder of samples (20 samples of 1-3
 # fields, nested folders, dotted field names), from scripts/gen-data.py.
 mkfixture() {
