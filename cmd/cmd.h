@@ -255,7 +255,7 @@ struct cmd_transfer {
 enum { CMD_OPT_RETRIES = CMD_LONG_ONLY + 64 };
 #define CMD_RETRIES_OPT                                                     \
 	{ CMD_OPT_RETRIES, "retries", "N",                                  \
-	  "retries of a failed request, with backoff (default 5)" }
+	  "retries with backoff (default $CHUTE_RETRIES, else 5)" }
 struct ch_store_opts;
 /* 1 if option c was --jobs (-j) or --retries and its value is good, 0 if
  * it was another option, -1 (an error printed) for a bad value. */

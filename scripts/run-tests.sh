@@ -5,9 +5,10 @@
 #
 # Usage: scripts/run-tests.sh [--no-deps]
 #
-# The CLI test files of both passes and the fuzz run share a pool of
-# TEST_JOBS workers (twice the cores unless the environment says), each
-# file its own bats; FUZZ_SECONDS (10) is each fuzz target's time.
+# The unit tests, the CLI test files of both passes and the fuzz run share
+# a pool of TEST_JOBS workers (twice the cores unless the environment
+# says), each file its own bats; FUZZ_SECONDS (10) is each fuzz target's
+# time.
 #
 # Every suite, and every CLI test file, prints TAP; its "ok" and "not ok"
 # lines are counted, a plan ("1..N") that promises more tests than ran
@@ -78,18 +79,6 @@ count_tap() {
 	TAP_FAILED=$((notok + missing))
 }
 
-# suite NAME CMD...: runs CMD, shows its output, counts its TAP lines.
-suite() {
-	local name=$1 log status start=$SECONDS
-	shift
-	log="$LOGDIR/$(echo "$name" | tr -c 'A-Za-z0-9_\n-' _).log"
-	echo "== $name"
-	"$@" 2>&1 | tee "$log"
-	status=${PIPESTATUS[0]}
-	count_tap "$name" "$log" "$status"
-	note "$name" "$TAP_OK" "$TAP_FAILED" $((SECONDS - start))
-}
-
 # step NAME CMD...: a build step; its failure counts as one failure.
 step() {
 	local name=$1
@@ -102,7 +91,9 @@ step() {
 	return 1
 }
 
-# unit_suites BUILD_DIR [make args...]: builds and runs each unit test.
+# unit_suites BUILD_DIR [make args...]: builds each unit test; those that
+# built go to UNIT_JOBS, to run in the pool with the CLI tests (one at a
+# time here, they left a core idle for a minute).
 unit_suites() {
 	local build=$1 src bin label bins=()
 	shift
@@ -111,7 +102,8 @@ unit_suites() {
 	for src in tests/unit/test_*.c; do
 		bins+=("$build/tests/$(basename "$src" .c)")
 	done
-	make -s -k -j"$JOBS" "$@" "${bins[@]}" >/dev/null 2>&1
+	local all_built=0
+	make -s -k -j"$JOBS" "$@" "${bins[@]}" >/dev/null 2>&1 && all_built=1
 	for src in tests/unit/test_*.c; do
 		[ -e "$src" ] || {
 			echo "# no unit tests in tests/unit"
@@ -119,8 +111,10 @@ unit_suites() {
 		}
 		bin="$build/tests/$(basename "$src" .c)"
 		label="unit${build#build}/$(basename "$src" .c)"
-		step "$label (build)" make -s "$@" "$bin" || continue
-		suite "$label" "$bin"
+		# a make each (half a second) only when one failed to build
+		[ "$all_built" = 1 ] || step "$label (build)" make -s "$@" "$bin" ||
+			continue
+		UNIT_JOBS+=("run_unit $label $bin")
 	done
 }
 
@@ -144,12 +138,14 @@ ONE_AT_A_TIME="readme.bats python_stream.bats shm.bats"
 # the workers end together; the rest follow in name order.  Only the order
 # depends on this list: every file runs whether it is here or not.  The
 # order is that of a whole run's "slowest test files" (the longer of a
-# file's two passes), longest first.
-SLOWEST="chs_read.bats check.bats store.bats transform_ref.bats pack.bats
-	verify.bats stream.bats merge.bats docs.bats train.bats
-	python_dataset.bats secrets.bats gc.bats record.bats versions.bats
-	remote.bats split.bats ddp.bats ls_cat.bats merge_remote.bats
-	batch_format.bats progress.bats transform.bats"
+# file's two passes), longest first; since the helper, fixture and
+# sanitizer-link changes, estimated from single files' CPU seconds
+# (Python-heavy files, such as transform_ref.bats, gained the least).
+SLOWEST="check.bats store.bats transform_ref.bats stream.bats chs_read.bats
+	remote.bats pack.bats train.bats verify.bats ddp.bats split.bats
+	versions.bats gc.bats docs.bats python_dataset.bats merge.bats
+	record.bats ls_cat.bats batch_format.bats merge_remote.bats
+	progress.bats transform.bats secrets.bats"
 
 # How many test files run at once: the tests wait on servers, pipes,
 # sleeps and fsync about as much as they compute, so twice the cores.
@@ -206,6 +202,33 @@ run_bats() {
 	fi
 	"${cmd[@]}" >"$(job_log "$pass" "$file")" 2>&1
 	report "$pass" "$file" $? $((SECONDS - start))
+}
+
+# run_unit LABEL BIN: one unit test (a job of the pool); under the
+# sanitizers when BIN is build-san's.
+run_unit() {
+	local pass=${1%%/*} name=${1#*/} bin=$2 start=$SECONDS
+	if [ "$pass" = unit-san ]; then
+		export ASAN_OPTIONS=$SAN_ASAN UBSAN_OPTIONS=$SAN_UBSAN
+	fi
+	"$bin" >"$(job_log "$pass" "$name")" 2>&1
+	report "$pass" "$name" $? $((SECONDS - start))
+}
+
+# count_units: each unit test's counts, a line of the summary each.
+count_units() {
+	local job label log status secs
+	for job in "${UNIT_JOBS[@]}"; do
+		label=$(echo "$job" | cut -d' ' -f2)
+		log=$(job_log "${label%%/*}" "${label#*/}")
+		if [ ! -f "$log.status" ]; then
+			broken "$label" "it did not run"
+			continue
+		fi
+		read -r status secs <"$log.status"
+		count_tap "$label" "$log" "$status"
+		note "$label" "$TAP_OK" "$TAP_FAILED" "$secs"
+	done
 }
 
 # run_fuzz: the fuzz targets, briefly, as one test.
@@ -282,6 +305,7 @@ SAN_ASAN=detect_leaks=1:abort_on_error=1
 SAN_UBSAN=print_stacktrace=1:halt_on_error=1:abort_on_error=1
 
 PASSES="" # the passes whose binary built
+UNIT_JOBS=() # run_unit command lines, for the pool
 if step build make -s -j"$JOBS"; then
 	PASSES="cli"
 	unit_suites build
@@ -332,11 +356,14 @@ for f in $(bats_files); do
 		add_job "run_bats cli build/chute $f"
 	fi
 done
-echo "== $PASSES$([ $FUZZ = 1 ] && echo " fuzz"): $((${#JOBLIST[@]} + ${#ONE_AT_A_TIME_JOBS[@]})) jobs, $TEST_JOBS at a time (${#ONE_AT_A_TIME_JOBS[@]} of them one after another)"
+# the unit tests last: a few seconds each, they fill the workers' ends
+JOBLIST+=("${UNIT_JOBS[@]}")
+echo "== $PASSES$([ $FUZZ = 1 ] && echo " fuzz") and ${#UNIT_JOBS[@]} unit tests: $((${#JOBLIST[@]} + ${#ONE_AT_A_TIME_JOBS[@]})) jobs, $TEST_JOBS at a time (${#ONE_AT_A_TIME_JOBS[@]} of them one after another)"
 [ ${#ONE_AT_A_TIME_JOBS[@]} -eq 0 ] || JOBLIST=("run_one_at_a_time" "${JOBLIST[@]}")
 start=$SECONDS
 pool "${JOBLIST[@]}"
 POOL_SECS=$((SECONDS - start))
+count_units
 in_list cli "$PASSES" && count_pass cli "${CLI_FILES[@]}"
 in_list cli-san "$PASSES" && count_pass cli-san "${SAN_FILES[@]}"
 [ $FUZZ = 1 ] && count_pass fuzz run-fuzz

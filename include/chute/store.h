@@ -25,7 +25,8 @@ enum ch_store_kind { CH_STORE_DIR, CH_STORE_HTTP, CH_STORE_S3 };
 /* How the store behaves on a bad network.  Zeroed fields take defaults. */
 struct ch_store_opts {
 	int retries;	     /* attempts after the first on timeouts,
-				connection errors and 5xx (default 5) */
+				connection errors and 5xx (default
+				$CHUTE_RETRIES, else 5; -1: none) */
 	int backoff_ms;	     /* first wait, doubled each retry (default 250) */
 	int connect_timeout_s; /* default 10 */
 	int stall_timeout_s; /* a transfer below 1 byte/s this long is a

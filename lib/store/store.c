@@ -1,6 +1,7 @@
 /* store/store.c - opening a store from its URL (the backend chosen by its
  * scheme), checking keys, and the calls handed to the backend.  What the
  * backends share among themselves is store/transfer.c's. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,10 +112,32 @@ static int parse_url(struct ch_store *st, struct ch_error *err)
 	return st->base ? 0 : ch_error_nomem(err);
 }
 
-static void fill_defaults(struct ch_store_opts *o)
+enum { MAX_RETRIES = 100 };
+
+/* The retries a caller left to the default: $CHUTE_RETRIES (0 to 100),
+ * else 5; -1 for none, as in ch_store_opts. */
+static int default_retries(int *retries, struct ch_error *err)
 {
-	if (o->retries == 0)
-		o->retries = 5;
+	const char *v = getenv("CHUTE_RETRIES");
+	char *end;
+	*retries = 5;
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	if (*v < '0' || *v > '9' || *end || errno || n > MAX_RETRIES)
+		return ch_error_set(err,
+				    "invalid value '%s' for CHUTE_RETRIES: "
+				    "expected a whole number from 0 to %d",
+				    v, MAX_RETRIES);
+	*retries = n ? (int)n : -1;
+	return 0;
+}
+
+static int fill_defaults(struct ch_store_opts *o, struct ch_error *err)
+{
+	if (o->retries == 0 && default_retries(&o->retries, err) < 0)
+		return -1;
 	if (o->retries < 0) /* asked for none */
 		o->retries = 0;
 	if (o->backoff_ms <= 0)
@@ -123,6 +146,7 @@ static void fill_defaults(struct ch_store_opts *o)
 		o->connect_timeout_s = 10;
 	if (o->stall_timeout_s <= 0)
 		o->stall_timeout_s = 30;
+	return 0;
 }
 
 /* st->url is for messages, st->base (already set) for requests. */
@@ -147,7 +171,8 @@ int ch_store_open(struct ch_store **out, const char *url,
 		return ch_error_nomem(err);
 	if (opts)
 		st->opts = *opts;
-	fill_defaults(&st->opts);
+	if (fill_defaults(&st->opts, err) < 0)
+		goto fail;
 	st->url = dup_trimmed(url);
 	if (!st->url) {
 		ch_error_nomem(err);

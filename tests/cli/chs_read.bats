@@ -161,97 +161,105 @@ check_shard() {
 # catch it.  The index is rewritten raw (index_codec 0), as one zstd frame
 # (1), or with "paged" in 8 KiB pages (2).
 mutate() {
-	PYTHONPATH="$BATS_TEST_DIRNAME" "$PYTHON" - "$@" <<'EOF2' || fail "cannot mutate $1 ($3)"
+	mutate_each "$1" "${4:-whole}" "$2" "$3"
+}
+
+# mutate_each SRC paged|whole OUT CASE [OUT CASE]...: mutate for each
+# case, in one Python process.
+mutate_each() {
+	PYTHONPATH="$BATS_TEST_DIRNAME" "$PYTHON" - "$@" <<'EOF2' || fail "cannot mutate $1 (${*:3})"
 import struct, sys, xxhash, zstandard
 from shard_index import decoded_index
 h64 = xxhash.xxh3_64_intdigest
-src, out, case = sys.argv[1:4]
-paged = sys.argv[4:5] == ["paged"]
-d = open(src, "rb").read()
-hdr, foot = bytearray(d[:64]), d[-64:]
-ioff, isz, iraw, _, ns, nb, codec = struct.unpack_from("<QQQQQII", foot)
-ix, body = bytearray(decoded_index(d)), bytearray(d[64:ioff])
-E, = struct.unpack_from("<Q", ix, 8)
-names_size, keys_size = struct.unpack_from("<QQ", ix, 24)
-ST = 64 + 40 * nb
-FE = ST + 32 * ns
-KO = FE + 16 * E
-NT = KO + 4 * ns
-KT = NT + names_size
-u16 = lambda off, v: struct.pack_into("<H", ix, off, v)
-u32 = lambda off, v: struct.pack_into("<I", ix, off, v)
-u64 = lambda off, v: struct.pack_into("<Q", ix, off, v)
-out_codec, trailer, gap, raw_size = 1, b"", b"", None
-if case == "raw-index": out_codec = 0
-elif case == "minor0": struct.pack_into("<H", hdr, 10, 0)
-elif case == "minor7": struct.pack_into("<H", hdr, 10, 7)
-elif case == "major2": struct.pack_into("<H", hdr, 8, 2)
-elif case == "flag2": hdr[12] |= 2
-elif case == "header-reserved": hdr[40] = 1
-elif case == "dict-hash-without-dict": struct.pack_into("<Q", hdr, 24, 1)
-elif case == "index-reserved": ix[50] = 1
-elif case == "block-reserved": u32(64 + 36, 1)
-elif case == "field-reserved": u32(FE + 12, 1)
-elif case == "key-order-unsorted":
-    a, b = struct.unpack_from("<II", ix, KO); u32(KO, b); u32(KO + 4, a)
-elif case == "key-order-repeated": u32(KO + 4, struct.unpack_from("<I", ix, KO)[0])
-elif case == "fields-unsorted":
-    for i in range(ns):
-        n, f = struct.unpack_from("<HI", ix, ST + 32 * i + 26)
-        if n >= 2:
-            a = FE + 16 * f
-            ix[a:a + 32] = ix[a + 16:a + 32] + ix[a:a + 16]
-            break
+src, paged = sys.argv[1], sys.argv[2] == "paged"
+def make(out, case):
+    d = open(src, "rb").read()
+    hdr, foot = bytearray(d[:64]), d[-64:]
+    ioff, isz, iraw, _, ns, nb, codec = struct.unpack_from("<QQQQQII", foot)
+    ix, body = bytearray(decoded_index(d)), bytearray(d[64:ioff])
+    E, = struct.unpack_from("<Q", ix, 8)
+    names_size, keys_size = struct.unpack_from("<QQ", ix, 24)
+    ST = 64 + 40 * nb
+    FE = ST + 32 * ns
+    KO = FE + 16 * E
+    NT = KO + 4 * ns
+    KT = NT + names_size
+    u16 = lambda off, v: struct.pack_into("<H", ix, off, v)
+    u32 = lambda off, v: struct.pack_into("<I", ix, off, v)
+    u64 = lambda off, v: struct.pack_into("<Q", ix, off, v)
+    out_codec, trailer, gap, raw_size = 1, b"", b"", None
+    if case == "raw-index": out_codec = 0
+    elif case == "minor0": struct.pack_into("<H", hdr, 10, 0)
+    elif case == "minor7": struct.pack_into("<H", hdr, 10, 7)
+    elif case == "major2": struct.pack_into("<H", hdr, 8, 2)
+    elif case == "flag2": hdr[12] |= 2
+    elif case == "header-reserved": hdr[40] = 1
+    elif case == "dict-hash-without-dict": struct.pack_into("<Q", hdr, 24, 1)
+    elif case == "index-reserved": ix[50] = 1
+    elif case == "block-reserved": u32(64 + 36, 1)
+    elif case == "field-reserved": u32(FE + 12, 1)
+    elif case == "key-order-unsorted":
+        a, b = struct.unpack_from("<II", ix, KO); u32(KO, b); u32(KO + 4, a)
+    elif case == "key-order-repeated": u32(KO + 4, struct.unpack_from("<I", ix, KO)[0])
+    elif case == "fields-unsorted":
+        for i in range(ns):
+            n, f = struct.unpack_from("<HI", ix, ST + 32 * i + 26)
+            if n >= 2:
+                a = FE + 16 * f
+                ix[a:a + 32] = ix[a + 16:a + 32] + ix[a:a + 16]
+                break
+        else:
+            sys.exit("no sample with two fields")
+    elif case == "name-repeated":
+        names = bytes(ix[NT:KT]).split(b"\0")[:-1]
+        names[1] = names[0]
+        new = b"".join(n + b"\0" for n in names)
+        ix[NT:KT] = new; u64(24, len(new))
+    elif case == "key-with-nul": ix[KT] = 0
+    elif case == "key-empty": u16(ST + 24, 0)
+    elif case == "no-fields": u16(ST + 26, 0)
+    elif case == "block-out-of-range": u32(ST + 16, nb)
+    elif case == "name-id-out-of-range": u32(FE + 8, 1 << 30)
+    elif case == "sample-past-block": u64(ST + 8, struct.unpack_from("<Q", ix, 64 + 16)[0])
+    elif case == "bytes-after-index-frame": trailer = b"\0\1\2"
+    elif case == "gap-before-index": gap = b"\0"
+    elif case == "codec2-without-dict": u32(64 + 32, 2)
+    elif case == "codec9": u32(64 + 32, 9)
+    elif case == "raw-block-size-mismatch":
+        for b in range(nb):
+            if struct.unpack_from("<I", ix, 64 + 40 * b + 32)[0] == 0:
+                u64(64 + 40 * b + 16, struct.unpack_from("<Q", ix, 64 + 40 * b + 16)[0] + 1)
+                break
+        else:
+            sys.exit("no raw block")
+    elif case == "sections-short": u64(32, keys_size - 1)
+    elif case == "count-overflow":  # 36 * 2^62 wraps to 0 in 64 bits
+        ns += 1 << 62; u64(0, ns)
+    elif case == "entries-overflow": u64(8, E + (1 << 60))
+    elif case == "sizes-overflow":
+        u64(24, names_size + (1 << 63)); u64(32, keys_size + (1 << 63))
+    elif case == "huge-raw-index": raw_size = 1 << 40
     else:
-        sys.exit("no sample with two fields")
-elif case == "name-repeated":
-    names = bytes(ix[NT:KT]).split(b"\0")[:-1]
-    names[1] = names[0]
-    new = b"".join(n + b"\0" for n in names)
-    ix[NT:KT] = new; u64(24, len(new))
-elif case == "key-with-nul": ix[KT] = 0
-elif case == "key-empty": u16(ST + 24, 0)
-elif case == "no-fields": u16(ST + 26, 0)
-elif case == "block-out-of-range": u32(ST + 16, nb)
-elif case == "name-id-out-of-range": u32(FE + 8, 1 << 30)
-elif case == "sample-past-block": u64(ST + 8, struct.unpack_from("<Q", ix, 64 + 16)[0])
-elif case == "bytes-after-index-frame": trailer = b"\0\1\2"
-elif case == "gap-before-index": gap = b"\0"
-elif case == "codec2-without-dict": u32(64 + 32, 2)
-elif case == "codec9": u32(64 + 32, 9)
-elif case == "raw-block-size-mismatch":
-    for b in range(nb):
-        if struct.unpack_from("<I", ix, 64 + 40 * b + 32)[0] == 0:
-            u64(64 + 40 * b + 16, struct.unpack_from("<Q", ix, 64 + 40 * b + 16)[0] + 1)
-            break
-    else:
-        sys.exit("no raw block")
-elif case == "sections-short": u64(32, keys_size - 1)
-elif case == "count-overflow":  # 36 * 2^62 wraps to 0 in 64 bits
-    ns += 1 << 62; u64(0, ns)
-elif case == "entries-overflow": u64(8, E + (1 << 60))
-elif case == "sizes-overflow":
-    u64(24, names_size + (1 << 63)); u64(32, keys_size + (1 << 63))
-elif case == "huge-raw-index": raw_size = 1 << 40
-else:
-    sys.exit("unknown case " + case)
-struct.pack_into("<Q", hdr, 56, h64(bytes(hdr[:56])))
-stored = bytes(ix) if out_codec == 0 else zstandard.ZstdCompressor().compress(bytes(ix))
-hashed = stored
-if paged and out_codec == 1:
-    P, out_codec = 8192, 2
-    frames = [zstandard.ZstdCompressor().compress(bytes(ix[a:a + P]))
-              for a in range(0, len(ix), P)]
-    hashed = struct.pack("<II", P, len(frames)) + b"".join(
-        struct.pack("<IIQ", len(fr), 0, h64(fr)) for fr in frames)
-    stored = hashed + b"".join(frames)
-stored += trailer
-f = bytearray(64)
-struct.pack_into("<QQQQQII", f, 0, 64 + len(body) + len(gap), len(stored),
-                 raw_size or len(ix), h64(hashed), ns, nb, out_codec)
-struct.pack_into("<Q", f, 48, h64(bytes(f[:48])))
-f[56:] = b"CHSFOOT1"
-open(out, "wb").write(bytes(hdr) + bytes(body) + gap + stored + bytes(f))
+        sys.exit("unknown case " + case)
+    struct.pack_into("<Q", hdr, 56, h64(bytes(hdr[:56])))
+    stored = bytes(ix) if out_codec == 0 else zstandard.ZstdCompressor().compress(bytes(ix))
+    hashed = stored
+    if paged and out_codec == 1:
+        P, out_codec = 8192, 2
+        frames = [zstandard.ZstdCompressor().compress(bytes(ix[a:a + P]))
+                  for a in range(0, len(ix), P)]
+        hashed = struct.pack("<II", P, len(frames)) + b"".join(
+            struct.pack("<IIQ", len(fr), 0, h64(fr)) for fr in frames)
+        stored = hashed + b"".join(frames)
+    stored += trailer
+    f = bytearray(64)
+    struct.pack_into("<QQQQQII", f, 0, 64 + len(body) + len(gap), len(stored),
+                     raw_size or len(ix), h64(hashed), ns, nb, out_codec)
+    struct.pack_into("<Q", f, 48, h64(bytes(f[:48])))
+    f[56:] = b"CHSFOOT1"
+    open(out, "wb").write(bytes(hdr) + bytes(body) + gap + stored + bytes(f))
+for out, case in zip(sys.argv[3::2], sys.argv[4::2]):
+    make(out, case)
 EOF2
 }
 
@@ -444,16 +452,16 @@ EOF
 @test "chs_read: chute and chs_read.py refuse every shard VALIDATION refuses" {
 	mksamples src mixed
 	run -0 chute pack -b 4K src -o ds
-	local c accepted=""
-	for c in major2 flag2 header-reserved dict-hash-without-dict \
-		index-reserved block-reserved field-reserved key-order-unsorted \
-		key-order-repeated fields-unsorted name-repeated key-with-nul \
-		key-empty no-fields block-out-of-range name-id-out-of-range \
-		sample-past-block bytes-after-index-frame gap-before-index \
-		codec2-without-dict codec9 raw-block-size-mismatch \
-		sections-short count-overflow entries-overflow sizes-overflow \
-		huge-raw-index; do
-		mutate "$(shard_of ds)" "$c.chs" "$c"
+	local c accepted="" cases=(major2 flag2 header-reserved
+		dict-hash-without-dict index-reserved block-reserved field-reserved
+		key-order-unsorted key-order-repeated fields-unsorted name-repeated
+		key-with-nul key-empty no-fields block-out-of-range
+		name-id-out-of-range sample-past-block bytes-after-index-frame
+		gap-before-index codec2-without-dict codec9 raw-block-size-mismatch
+		sections-short count-overflow entries-overflow sizes-overflow
+		huge-raw-index)
+	mutate_each "$(shard_of ds)" whole $(for c in "${cases[@]}"; do echo "$c.chs $c"; done)
+	for c in "${cases[@]}"; do
 		run -1 chs_read "$c.chs"
 		run chute ls "$c.chs"
 		# refused with a message (a data error), not crashed
@@ -485,11 +493,10 @@ EOF
 	run -0 chute pack -b 4K src -o ds
 	shard=$(shard_of ds)
 	assert_equal "$(info "$shard" index | cut -d' ' -f4)" "paged"
-	local c
-	for c in field-reserved fields-unsorted key-with-nul key-empty \
-		no-fields block-out-of-range name-id-out-of-range \
-		sample-past-block; do
-		mutate "$shard" "$c.chs" "$c" paged
+	local c cases=(field-reserved fields-unsorted key-with-nul key-empty
+		no-fields block-out-of-range name-id-out-of-range sample-past-block)
+	mutate_each "$shard" paged $(for c in "${cases[@]}"; do echo "$c.chs $c"; done)
+	for c in "${cases[@]}"; do
 		run -1 chs_read "$c.chs"
 		run -1 chute ls "$c.chs"
 		# a stream opens its shards lazily and checks each sample it

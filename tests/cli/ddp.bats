@@ -16,7 +16,7 @@ FM="$BATS_FILE_TMPDIR/fm"
 ARGS=(--batch-size 50 --epochs 2 --seed 4)
 
 have_torchrun() {
-	"$PYTHON" -c 'import torch.distributed.run, torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null &&
+	per_file have_torchrun "$PYTHON" -c 'import torch.distributed.run, torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null &&
 		[ -r "$IDX_DIR/train-images-idx3-ubyte.gz" ]
 }
 

@@ -90,10 +90,11 @@ else:
 }
 
 @test "docs: every long option printed by chute CMD --help appears in its man page" {
-	local cmd opt
+	local cmd opt page
 	for cmd in $(documented_commands); do
+		page=$(sed 's/\\-/-/g' "$MAN/chute-$cmd.1")
 		for opt in $(chute "$cmd" --help | grep -o -- '--[a-z][a-z0-9-]*' | sort -u); do
-			sed 's/\\-/-/g' "$MAN/chute-$cmd.1" | grep -q -e "$opt" ||
+			[[ $page == *"$opt"* ]] ||
 				fail "chute $cmd --help prints $opt, man/chute-$cmd.1 does not"
 		done
 	done
@@ -110,12 +111,13 @@ else:
 }
 
 @test "docs: each man page's synopsis is the usage lines of --help" {
-	local cmd usage
+	local cmd help usage
 	for cmd in $(documented_commands); do
-		usage=$(chute "$cmd" --help | head -1)
+		help=$(chute "$cmd" --help)
+		usage=$(head -1 <<<"$help")
 		assert_equal "${usage%% *}" "usage:"
 		# "usage: chute X ..." and any "   or: chute X ..." lines
-		usage=$(chute "$cmd" --help | sed -n '1,/^$/s/^ *\(usage\|or\): //p' |
+		usage=$(sed -n '1,/^$/s/^ *\(usage\|or\): //p' <<<"$help" |
 			paste -sd ' ')
 		run -0 man_part "$MAN/chute-$cmd.1" SYNOPSIS
 		assert_output "$usage"
@@ -124,15 +126,16 @@ else:
 }
 
 @test "docs: each man page's NAME line is the command's summary in chute help" {
-	local cmd summary nusage
+	local cmd summary nusage help
+	help=$(chute help)
 	for cmd in $(documented_commands); do
-		summary=$(chute help | awk -v c="$cmd" '$1 == c { sub(/^ +[a-z]+ +/, ""); print; exit }')
+		summary=$(awk -v c="$cmd" '$1 == c { sub(/^ +[a-z]+ +/, ""); print; exit }' <<<"$help")
 		[ -n "$summary" ] || fail "no summary for $cmd in chute help"
 		run -0 man_part "$MAN/chute-$cmd.1" NAME
 		assert_output "chute-$cmd - $summary"
-		# after the usage lines ("usage:", then any "or:")
-		nusage=$(chute "$cmd" --help | grep -c '^ *\(usage\|or\): ')
 		run -0 chute "$cmd" --help
+		# after the usage lines ("usage:", then any "or:")
+		nusage=$(grep -c '^ *\(usage\|or\): ' <<<"$output")
 		assert_line --index "$nusage" "$summary"
 	done
 }

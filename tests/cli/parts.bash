@@ -3,6 +3,9 @@
 
 # gen_text DIR [COUNT]: COUNT (default 120) samples of two fields.
 gen_text() {
+	cached _gen_text "$@"
+}
+_gen_text() {
 	"$PYTHON" "$REPO_ROOT/scripts/gen-data.py" text "$1" --count "${2:-120}" \
 		--seed 1 >/dev/null || fail "scripts/gen-data.py text $1 failed"
 }

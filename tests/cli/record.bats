@@ -16,6 +16,9 @@ setup() {
 # a label cls (NNN mod 3), a binary field bin of SIZE seeded bytes (default
 # 24) and a 16-byte .npy array npy.
 mkdata() {
+	cached _mkdata "$@"
+}
+_mkdata() {
 	"$PYTHON" - "$@" <<'EOF' || fail "cannot make $1"
 import io, os, random, sys
 import numpy as np

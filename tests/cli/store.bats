@@ -7,7 +7,7 @@
 load helper
 load servers
 
-STORE_TOOL="$(dirname "$CHUTE_BIN")/tests/store_tool"
+STORE_TOOL="${CHUTE_BIN%/*}/tests/store_tool"
 
 setup() {
 	chute_setup

@@ -17,6 +17,9 @@ setup() {
 # mkdata DIR N [SIZE]: N samples sNNN, each a text field txt
 # ("sample NNN\n") and a binary field bin of SIZE seeded bytes (default 24).
 mkdata() {
+	cached _mkdata "$@"
+}
+_mkdata() {
 	"$PYTHON" - "$@" <<'EOF' || fail "cannot make $1"
 import os, random, sys
 d, n = sys.argv[1], int(sys.argv[2])

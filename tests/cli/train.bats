@@ -19,7 +19,7 @@ FM="$BATS_FILE_TMPDIR/fm"
 TRAIN_ARGS=(--batch-size 100 --epochs 2 --seed 7)
 
 have_torch() {
-	"$PYTHON" -c 'import torch' 2>/dev/null
+	per_file have_torch "$PYTHON" -c 'import torch' 2>/dev/null
 }
 
 have_idx() {

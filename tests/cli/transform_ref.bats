@@ -14,7 +14,7 @@ REF="$REPO_ROOT/tests/ref/transforms_ref.py"
 DATA="$BATS_FILE_TMPDIR/data"
 
 have_reference() {
-	"$PYTHON" -c 'import numpy, PIL, torch, torchvision' 2>/dev/null
+	per_file have_reference "$PYTHON" -c 'import numpy, PIL, torch, torchvision' 2>/dev/null
 }
 
 setup_file() {
