@@ -345,8 +345,9 @@ int ch_shard_writer_finish(struct ch_shard_writer *w,
 void ch_shard_writer_free(struct ch_shard_writer *w);
 
 /* Block encoding: zstd at `level` (with an optional dictionary), or raw
- * at level 0 or when compression would save less than 3 % (cheap entropy probe first,
- * so incompressible data such as JPEG is not compressed for nothing). */
+ * at level 0 or when compression would save less than 3 % (cheap entropy
+ * probe first, so incompressible data such as JPEG is not compressed for
+ * nothing). */
 struct ch_block_encoder;
 struct ch_block_encoder *ch_block_encoder_new(int level, const void *dict,
 					      size_t dict_size);

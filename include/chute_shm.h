@@ -79,7 +79,7 @@
 #define CHUTE_SHM_WAIT_MS 200	   /* futex timeout between liveness checks */
 #define CHUTE_SHM_PINNED 1u	   /* header flag: chute mlock()ed the ring */
 #define CHUTE_SHM_WAITS 2u	   /* header flag: chute keeps producer_waits */
-#define CHUTE_SHM_CONSUMER_WAITS 1u /* consumer_flags: it keeps consumer_waits */
+#define CHUTE_SHM_CONSUMER_WAITS 1u /* consumer_flags: keeps consumer_waits */
 /* How long chute sleeps at most when it waits for a slot, before it looks
  * again: a consumer that frees a slot without a store-load fence (Python)
  * may, rarely, not see that chute was about to wait, and not wake it. */

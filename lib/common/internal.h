@@ -37,10 +37,10 @@ const char *ch_plural(uint64_t n, const char *one, const char *many);
 
 /* Allocations cut from 2 MiB slabs on huge pages (common/pages.c), for
  * buffers of about 1 MiB kept for a while (decoded blocks): where fresh
- * pages cost a fault each, one fault per 2 MiB instead of 512.  A slab is unmapped when its
- * last allocation is released; ch_slabs_mapped counts the bytes of those
- * still mapped, what the allocations really cost.  Thread-safe.  Every
- * allocation is released before ch_slabs_free. */
+ * pages cost a fault each, one fault per 2 MiB instead of 512.  A slab is
+ * unmapped when its last allocation is released; ch_slabs_mapped counts
+ * the bytes of those still mapped, what the allocations really cost.
+ * Thread-safe.  Every allocation is released before ch_slabs_free. */
 struct ch_slab;
 struct ch_slabs;
 struct ch_slabs *ch_slabs_new(void);

@@ -178,19 +178,22 @@ static struct entry *claim(struct ch_block_cache *c, const struct ch_shard *sh,
 	return e;
 }
 
-/* Decodes block b into a slab, or checks it in the shard's mapping. */
+/* Decodes block b into a slab, or checks it in the shard's mapping
+ * (*in_file: its size, then). */
 static int load_data(struct ch_block_cache *c, struct ch_block_reader *r,
 		     const struct ch_shard *sh, uint32_t b,
 		     const uint8_t **data, struct ch_slab **slab,
-		     struct ch_error *err)
+		     size_t *in_file, struct ch_error *err)
 {
 	struct ch_block_stat st;
 	if (b >= ch_shard_block_count(sh))
 		return ch_error_data(err, "no block %u in '%s'", b,
 				     ch_shard_path(sh));
-	if (ch_shard_block_mapped(sh, b))
-		return ch_block_map(sh, b, data, err);
 	ch_shard_block(sh, b, &st);
+	if (ch_shard_block_mapped(sh, b)) {
+		*in_file = (size_t)st.raw_size;
+		return ch_block_map(sh, b, data, err);
+	}
 	uint8_t *dst = ch_slab_alloc(c->slabs, st.raw_size, slab);
 	if (!dst)
 		return ch_error_set(err, "out of memory (%llu bytes)",
@@ -212,18 +215,15 @@ static int load(struct ch_block_cache *c, struct ch_block_reader *r,
 {
 	struct ch_slab *slab = NULL;
 	const uint8_t *data = NULL;
-	int rc = load_data(c, r, sh, e->block, &data, &slab, err);
+	size_t in_file = 0;
+	int rc = load_data(c, r, sh, e->block, &data, &slab, &in_file, err);
 	pthread_mutex_lock(&c->lock);
 	e->loading = 0;
 	if (rc == 0) {
 		e->data = data;
 		e->slab = slab;
-		if (!slab) {
-			struct ch_block_stat st;
-			ch_shard_block(sh, e->block, &st);
-			e->in_file = (size_t)st.raw_size;
-			c->in_file += e->in_file;
-		}
+		e->in_file = in_file;
+		c->in_file += in_file;
 	} else {
 		drop(c, e); /* waiters find nothing and try themselves */
 	}

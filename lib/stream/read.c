@@ -303,7 +303,8 @@ static int through_cache(const struct ch_batch_reader *r,
 }
 
 /* The bytes of a block that comes through the cache are held in h; those
- * of other raw blocks are read alone.  *cached: the bytes are in a block of the cache, which h holds. */
+ * of other raw blocks are read alone.  *cached: the bytes are in a block
+ * of the cache, which h holds. */
 static int fetch(struct ch_batch_reader *r, const struct ch_shard *sh,
 		 uint64_t local, const struct ch_sample_info *si,
 		 struct held_pair *h, const uint8_t **data, int *cached,

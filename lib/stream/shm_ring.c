@@ -293,12 +293,9 @@ static int check_claim(struct ch_shm_ring *r, struct ch_error *err)
 	return 0;
 }
 
-/* 0 while the consumer (if one has claimed the ring) lives and leaves the
- * header alone. */
-static int check_consumer(struct ch_shm_ring *r, struct ch_error *err)
+/* 0 while the consumer, if one has claimed the ring, lives. */
+static int check_alive(const struct ch_shm_ring *r, struct ch_error *err)
 {
-	if (check_claim(r, err) < 0)
-		return -1;
 	if (!r->consumer || chute_shm_alive(r->consumer, r->consumer_fd))
 		return 0;
 	return ch_error_set(err, "the consumer of ring '%s' (pid %u) died "
@@ -334,9 +331,9 @@ static int wait_free(struct ch_shm_ring *r, uint32_t i, struct ch_error *err)
 					    "stream stops", r->name, state, i,
 					    (unsigned long long)
 					    (CHUTE_SHM_SLOTS_AT + 64ull * i));
-		if (check_cancel(r, err) < 0 ||
-		    (timed_out ? check_consumer(r, err) : check_claim(r, err)) <
-			    0)
+		/* a wait that ran out asks whether the consumer lives */
+		if (check_cancel(r, err) < 0 || check_claim(r, err) < 0 ||
+		    (timed_out && check_alive(r, err) < 0))
 			return -1;
 		/* "I wait" before the last look: a consumer that frees the
 		 * slot after it looks at producer_waits wakes us */
@@ -396,7 +393,8 @@ int ch_shm_ring_finish(struct ch_shm_ring *r, struct ch_error *err)
 {
 	end_with(r, CHUTE_SHM_ENDED, CHUTE_SHM_END);
 	while (!chute_shm_load(&r->h->closed)) {
-		if (check_cancel(r, err) < 0 || check_consumer(r, err) < 0)
+		if (check_cancel(r, err) < 0 || check_claim(r, err) < 0 ||
+		    check_alive(r, err) < 0)
 			return -1;
 		chute_shm_wait(&r->h->closed, 0, CHUTE_SHM_WAIT_MS);
 	}

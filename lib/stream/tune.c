@@ -50,13 +50,19 @@ void ch_workers_probe_init(struct ch_workers_probe *p, int threads)
 	};
 }
 
+/* Whether cap + dir workers is a count there can be. */
+static int in_range(const struct ch_workers_probe *p, int dir, int threads)
+{
+	return p->cap + dir >= 1 && p->cap + dir <= threads;
+}
+
 /* Ends the try that ran in the last period: kept, or undone. */
 static void end_try(struct ch_workers_probe *p, double rate, int threads)
 {
 	int fewer = p->trying < 0;
 	int keep = fewer ? rate >= PROBE_KEEP * p->before
 			 : rate >= PROBE_GAIN * p->before;
-	if (keep && p->cap + p->trying >= 1 && p->cap + p->trying <= threads) {
+	if (keep && in_range(p, p->trying, threads)) {
 		p->every = PROBE_EVERY;
 		p->next = p->trying; /* the same way again */
 	} else if (keep) {
@@ -85,10 +91,8 @@ int ch_workers_probe_step(struct ch_workers_probe *p, double rate,
 	}
 	if (decoding || rate <= 0 || --p->wait > 0)
 		return p->cap;
-	int dir = p->next;
-	if (p->cap + dir < 1 || p->cap + dir > threads)
-		dir = -dir;
-	if (p->cap + dir < 1 || p->cap + dir > threads) {
+	int dir = in_range(p, p->next, threads) ? p->next : -p->next;
+	if (!in_range(p, dir, threads)) {
 		p->wait = p->every; /* one thread: nothing to try */
 		return p->cap;
 	}
