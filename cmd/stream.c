@@ -290,11 +290,15 @@ static void write_stats_json(struct stream_args *a,
 static void print_pool(const struct ch_stream_opts *o,
 		       const struct ch_stream_stats *st)
 {
-	fprintf(stderr, "stream: %d %s%s, prefetch %d%s", st->workers,
+	int none = st->workers == 0, pool_auto = o->workers == CH_AUTO;
+	fprintf(stderr, "stream: %d %s%s%s%s%s, prefetch %d%s", st->workers,
 		cmd_plural((uint64_t)st->workers, "worker", "workers"),
-		o->workers > 0 ? "" : " (auto)", st->prefetch,
-		o->prefetch > 0 ? "" : " (auto)");
-	if ((o->workers <= 0 || o->prefetch <= 0) && st->tune_work_s > 0)
+		pool_auto || none ? " (" : "", pool_auto ? "auto" : "",
+		pool_auto && none ? "; " : "",
+		none ? "the writer reads)" : pool_auto ? ")" : "",
+		st->prefetch, o->prefetch > 0 ? "" : " (auto)");
+	if ((o->workers == CH_AUTO || o->prefetch == CH_AUTO) &&
+	    st->tune_work_s > 0)
 		fprintf(stderr, ": a batch took a worker %.2f ms, the consumer "
 				"%.2f ms", st->tune_work_s * 1e3,
 			st->tune_consume_s * 1e3);

@@ -149,13 +149,14 @@ static int pick(const char *opt, const char *s, const char *const *names,
 	return -1;
 }
 
-static int parse_threads(const char *opt, const char *s, int *out)
+static int parse_threads(const char *opt, const char *s, int min, int max,
+			 int *out)
 {
 	if (strcmp(s, "auto") == 0) {
-		*out = 0;
+		*out = CH_AUTO;
 		return 0;
 	}
-	return cmd_parse_int(opt, s, 1, 1024, out);
+	return cmd_parse_int(opt, s, min, max, out);
 }
 
 int stream_parse_value(int opt, const char *what, const char *arg,
@@ -179,7 +180,8 @@ int stream_parse_value(int opt, const char *what, const char *arg,
 	case STREAM_SIZE:
 		return cmd_parse_size(what, arg, &v->u64);
 	case STREAM_THREADS:
-		return parse_threads(what, arg, &v->i);
+		return parse_threads(what, arg, (int)d->min, (int)d->max,
+				     &v->i);
 	case STREAM_NAME:
 		return pick(what, arg, d->names, &v->i);
 	case STREAM_SET:

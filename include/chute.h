@@ -988,6 +988,8 @@ struct ch_stream_opts {
 	int drop_last;	   /* train: drop a last partial batch */
 	int eval;	   /* no shuffle, every sample once, last batch kept */
 	uint64_t rank, world;
+	/* CH_AUTO: as measured; workers 0: the calling thread reads */
+#define CH_AUTO (-1)
 	int workers, prefetch;
 	uint64_t cache;	   /* bytes of decoded blocks kept (0: none) */
 	uint64_t index_memory; /* bytes of open shards kept (see ch_stream) */

@@ -19,7 +19,7 @@
  *   TYPE     how its argument is read:
  *              U64      a whole number within LIMITS
  *              SIZE     a size above 0 (K, M, G suffixes); SIZE0: or 0
- *              THREADS  N from 1 to 1024, or auto (stored as 0)
+ *              THREADS  N within LIMITS, or auto (stored as CH_AUTO, chute.h)
  *              NAME     one of LIMITS' names, stored as its index
  *              SET      a flag that stores 1; CLEAR: 0 (--no-drop-last)
  *              TEXT     the argument as given; LIST: each one, in order
@@ -89,8 +89,8 @@
 	X(PIN, 0, "pin", NULL, SET, _,                                       \
 	  CMD, _, 0, _, _, _,                                                \
 	  "lock the --shm ring in memory (mlock)")                           \
-	X(PREFETCH, 'p', "prefetch", "N|auto", THREADS, _,                   \
-	  LIB, prefetch, 0, _, BENCH, _,                                     \
+	X(PREFETCH, 'p', "prefetch", "N|auto", THREADS, RANGE(1, 1024),      \
+	  LIB, prefetch, CH_AUTO, _, BENCH, _,                               \
 	  "batches prepared ahead (default auto: as measured)")              \
 	X(QUIET, 'q', "quiet", NULL, SET, _,                                 \
 	  CMD, _, 0, _, BENCH, _,                                            \
@@ -145,9 +145,9 @@
 	X(TRANSFORM, 0, "transform", "'FIELD: OP | ...'", LIST, _,           \
 	  LIB, transforms, 0, HASHED, BENCH, RECORD(10, "transforms"),       \
 	  "decode and augment FIELD in the workers (repeatable)")            \
-	X(WORKERS, 'w', "workers", "N|auto", THREADS, _,                     \
-	  LIB, workers, 0, _, BENCH, _,                                      \
-	  "reader threads (default auto: as measured)")                      \
+	X(WORKERS, 'w', "workers", "N|auto", THREADS, RANGE(0, 1024),        \
+	  LIB, workers, CH_AUTO, _, BENCH, _,                                \
+	  "reader threads (0: the writer reads; default auto)")              \
 	X(WINDOW, 0, "window", "N", U64, RANGE(1, 1u << 20),                 \
 	  LIB, window, 4, HASHED, BENCH, RECORD(2, "window"),                \
 	  "shards per window (default 4)")                                   \

@@ -207,8 +207,10 @@ struct streamer {
 	struct ch_error plan_err;
 	int plan_failed;
 	double read_s, encode_s;
-	/* how much of the pool runs: all of it unless auto says less */
+	/* how much of the pool runs: all of it unless auto says less; with
+	 * none, the writer reads each batch itself, with its own reader */
 	int threads, workers_active, busy;
+	struct ch_batch_reader *own;
 	size_t slots_active;
 	struct tuning tune;
 };
@@ -236,6 +238,55 @@ struct worker {
 	struct ch_batch_reader *reader;
 };
 
+/* Plans the next batch into its job, under the lock; NULL when the stream
+ * is planned (or stopped), and then every thread is told. */
+static struct job *plan_job(struct streamer *s)
+{
+	struct job *j = &s->jobs[s->next_seq % s->njobs];
+	int got = s->o->cancel && *s->o->cancel
+			  ? 0
+			  : plan_next(&s->planner, &j->plan, s->ds->manifest.id,
+				      &s->plan_err);
+	if (got <= 0) {
+		s->planned_all = 1;
+		s->plan_failed = got < 0;
+		s->end_seq = s->next_seq;
+		pthread_cond_broadcast(&s->changed);
+		pthread_cond_broadcast(&s->parked);
+		return NULL;
+	}
+	j->state = PLANNED;
+	j->seq = s->next_seq++;
+	s->busy++;
+	return j;
+}
+
+/* Reads and encodes a planned job with reader r, outside the lock; takes
+ * the lock again to hand it over, and returns holding it. */
+static void run_job(struct streamer *s, struct ch_batch_reader *r,
+		    struct job *j)
+{
+	double t0 = ch_now();
+	int rc = ch_batch_read(r, &j->plan, &j->data, &j->err);
+	double t1 = ch_now();
+	if (rc == 0 && (rc = encode_batch(s, j)) < 0)
+		j->err.kind = CH_ERR_DATA; /* it will not fit the format */
+	if (rc == 0)
+		rc = ch_batch_fill(r, &j->data, j->out.data, &j->err);
+	double t2 = ch_now();
+	pthread_mutex_lock(&s->lock);
+	s->busy--;
+	s->read_s += t1 - t0;
+	s->encode_s += t2 - t1;
+	s->tune.batches++;
+	s->tune.work_s += t2 - t0;
+	if (t2 - t0 > s->tune.work_max_s)
+		s->tune.work_max_s = t2 - t0;
+	j->failed = rc < 0;
+	j->state = READY;
+	pthread_cond_broadcast(&s->changed);
+}
+
 static void *work(void *arg)
 {
 	struct worker *w = arg;
@@ -252,45 +303,29 @@ static void *work(void *arg)
 			pthread_cond_wait(&s->changed, &s->lock);
 			continue;
 		}
-		int got = s->o->cancel && *s->o->cancel
-				  ? 0
-				  : plan_next(&s->planner, &j->plan,
-					      s->ds->manifest.id, &s->plan_err);
-		if (got <= 0) {
-			s->planned_all = 1;
-			s->plan_failed = got < 0;
-			s->end_seq = s->next_seq;
-			pthread_cond_broadcast(&s->changed);
-			pthread_cond_broadcast(&s->parked);
+		if (!(j = plan_job(s)))
 			break;
-		}
-		j->state = PLANNED;
-		j->seq = s->next_seq++;
-		s->busy++;
 		pthread_mutex_unlock(&s->lock);
-		double t0 = ch_now();
-		int rc = ch_batch_read(w->reader, &j->plan, &j->data, &j->err);
-		double t1 = ch_now();
-		if (rc == 0 && (rc = encode_batch(s, j)) < 0)
-			j->err.kind = CH_ERR_DATA; /* it will not fit the format */
-		if (rc == 0)
-			rc = ch_batch_fill(w->reader, &j->data, j->out.data,
-					   &j->err);
-		double t2 = ch_now();
-		pthread_mutex_lock(&s->lock);
-		s->busy--;
-		s->read_s += t1 - t0;
-		s->encode_s += t2 - t1;
-		s->tune.batches++;
-		s->tune.work_s += t2 - t0;
-		if (t2 - t0 > s->tune.work_max_s)
-			s->tune.work_max_s = t2 - t0;
-		j->failed = rc < 0;
-		j->state = READY;
-		pthread_cond_broadcast(&s->changed);
+		run_job(s, w->reader, j);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return NULL;
+}
+
+/* With no worker at work, the writer reads batch seq itself once the
+ * workers' batches before it are written: no hand-off between threads,
+ * which on a machine the consumer shares can cost more than the worker
+ * saves. */
+static void work_inline(struct streamer *s, uint64_t seq)
+{
+	pthread_mutex_lock(&s->lock);
+	struct job *j = NULL;
+	if (s->workers_active == 0 && s->next_seq == seq && !s->stop &&
+	    !s->planned_all && (j = plan_job(s))) {
+		pthread_mutex_unlock(&s->lock);
+		run_job(s, s->own, j);
+	}
+	pthread_mutex_unlock(&s->lock);
 }
 
 /* Waits for batch seq; returns it, or NULL at the end of the stream. */
@@ -395,6 +430,8 @@ static int write_batches(struct streamer *s, ch_batch_sink sink, void *arg,
 {
 	double start = ch_now(), last = start;
 	for (uint64_t seq = 0;; seq++) {
+		if (s->own)
+			work_inline(s, seq);
 		struct job *j = wait_ready(s, seq, st);
 		if (!j)
 			break;
@@ -466,14 +503,15 @@ static int check_index_memory(const struct ch_dataset *ds,
 static void size_pool(struct streamer *s, const struct ch_stream_opts *o,
 		      struct ch_stream_stats *st)
 {
-	s->threads = o->workers > 0 ? o->workers : ch_cpu_count();
-	s->tune.workers = o->workers <= 0;
-	s->tune.prefetch = o->prefetch <= 0;
+	s->threads = o->workers == CH_AUTO ? ch_cpu_count() : o->workers;
+	s->tune.workers = o->workers == CH_AUTO;
+	s->tune.prefetch = o->prefetch == CH_AUTO;
 	s->tune.max_prefetch = 4 * s->threads < 8 ? 8 : 4 * s->threads;
 	s->tune.since = ch_now();
 	ch_workers_probe_init(&s->tune.probe, s->threads);
 	st->workers = s->workers_active = s->threads;
-	st->prefetch = o->prefetch > 0 ? o->prefetch : 2 * s->threads;
+	st->prefetch = o->prefetch > 0 ? o->prefetch
+		       : s->threads > 1 ? 2 * s->threads : 2;
 	s->njobs = (size_t)s->threads +
 		   (size_t)(o->prefetch > 0 ? o->prefetch : s->tune.max_prefetch);
 	s->slots_active = (size_t)s->threads + (size_t)st->prefetch;
@@ -530,7 +568,8 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 		.ds = ds, .cache = s.cache, .seed = o->seed, .eval = o->eval,
 		.split_ids = s.split.ids,
 		.nsamples = s.split.ids ? s.split.n : ds->manifest.samples,
-		.skip_corrupt = o->skip_corrupt, .nworkers = workers,
+		.skip_corrupt = o->skip_corrupt,
+		.nworkers = workers ? workers : 1,
 		.defer = o->format == CH_FORMAT_BATCH && !tx, .tx = tx,
 	};
 	if (ch_shard_table_new(&s.shared.shards, ds, (size_t)o->index_memory,
@@ -541,8 +580,8 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 		goto out;
 	}
 	s.jobs = calloc(s.njobs, sizeof(*s.jobs));
-	threads = calloc((size_t)workers, sizeof(*threads));
-	ws = calloc((size_t)workers, sizeof(*ws));
+	threads = calloc((size_t)workers + 1, sizeof(*threads));
+	ws = calloc((size_t)workers + 1, sizeof(*ws));
 	if (!s.jobs || !threads || !ws) {
 		ch_error_nomem(err);
 		goto out;
@@ -554,6 +593,10 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 				     (unsigned long long)o->batch_size);
 			goto out;
 		}
+	/* the writer's reader, for when no worker is at work */
+	if ((workers == 0 || s.tune.workers) &&
+	    ch_batch_reader_new(&s.own, &s.shared, 0, err) < 0)
+		goto out;
 	for (int i = 0; i < workers; i++) {
 		ws[i].s = &s;
 		ws[i].index = i;
@@ -585,14 +628,15 @@ out:
 	pthread_mutex_unlock(&s.lock);
 	for (int i = 0; i < started; i++)
 		pthread_join(threads[i], NULL);
-	for (int i = 0; ws && i < workers; i++) {
+	for (int i = 0; ws && i <= workers; i++) {
+		struct ch_batch_reader *r = i < workers ? ws[i].reader : s.own;
 		double t[3] = { 0 };
-		if (ws[i].reader)
-			ch_batch_reader_times(ws[i].reader, t);
+		if (r)
+			ch_batch_reader_times(r, t);
 		st->decode_s += t[0];
 		st->resample_s += t[1];
 		st->convert_s += t[2];
-		ch_batch_reader_free(ws[i].reader);
+		ch_batch_reader_free(r);
 	}
 	ch_transforms_free(tx);
 	free(ws);

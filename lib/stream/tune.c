@@ -50,10 +50,11 @@ void ch_workers_probe_init(struct ch_workers_probe *p, int threads)
 	};
 }
 
-/* Whether cap + dir workers is a count there can be. */
+/* Whether cap + dir workers is a count there can be; 0 is the writer
+ * reading alone. */
 static int in_range(const struct ch_workers_probe *p, int dir, int threads)
 {
-	return p->cap + dir >= 1 && p->cap + dir <= threads;
+	return p->cap + dir >= 0 && p->cap + dir <= threads;
 }
 
 /* Ends the try that ran in the last period: kept, or undone. */
@@ -93,7 +94,7 @@ int ch_workers_probe_step(struct ch_workers_probe *p, double rate,
 		return p->cap;
 	int dir = in_range(p, p->next, threads) ? p->next : -p->next;
 	if (!in_range(p, dir, threads)) {
-		p->wait = p->every; /* one thread: nothing to try */
+		p->wait = p->every; /* no thread: nothing to try */
 		return p->cap;
 	}
 	p->trying = dir;

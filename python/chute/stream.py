@@ -218,7 +218,9 @@ class Stream(_Base):
                  this rank and the number of ranks; None takes them from
                  torch.distributed when it is initialised, else from
                  $RANK and $WORLD_SIZE, else 0 and 1
-    workers      chute's reader threads, or "auto"
+    workers      chute's reader threads, "auto", or 0: chute's writer
+                 reads each batch itself (the least CPU, for a trainer
+                 that needs the other cores and cheap transforms)
     shm          True: frames through a shared-memory ring instead of a
                  pipe (arrays are views of the ring: see Batch)
     resume       a cursor or a state_dict() to go on after

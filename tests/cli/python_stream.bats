@@ -57,10 +57,12 @@ print(type(t['cls']).__name__, t['cls'].dtype)"
 	assert_line --index 2 "Tensor torch.int64"
 }
 
-@test "Stream: shm=True gives the same batches as the pipe, and leaves no ring" {
+@test "Stream: shm=True and workers=0 give the same batches as the pipe, and leave no ring" {
 	run -0 py "
 a = [(b.cursor, b.keys) for b in stream(epochs=2)]
 c = [(b.cursor, b.keys) for b in stream(epochs=2, shm=True)]
+assert a == c, (a, c)
+c = [(b.cursor, b.keys) for b in stream(epochs=2, shm=True, workers=0)]
 assert a == c, (a, c)
 print(len(a), 'batches')"
 	assert_output --regexp '^[0-9]+ batches$'

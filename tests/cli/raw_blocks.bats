@@ -61,7 +61,7 @@ setup() {
 	chute pack -q -b 8K src -o z
 	chute pack -q -l 0 -b 8K src -o raw
 	chute stream -q -e 3 -b 32 --seed 7 -f tar z >want.tar
-	for opts in "-w 1" "-w 2" "-w 3 --cache 16K" "-w 2 --cache 1"; do
+	for opts in "-w 0" "-w 1" "-w 2" "-w 3 --cache 16K" "-w 2 --cache 1"; do
 		# shellcheck disable=SC2086 # options, one a word
 		chute stream -q -e 3 -b 32 --seed 7 -f tar $opts raw >got.tar ||
 			fail "stream $opts failed"

@@ -82,7 +82,7 @@ manifest_keys() {
 		chute stream -f "$f" -b 3 -e 2 --seed 5 -w 1 -p 1 mx >"ref.$f" ||
 			fail "chute stream -f $f failed"
 		[ -s "ref.$f" ] || fail "empty $f stream"
-		for w in 1 2 8; do
+		for w in 0 1 2 8; do
 			for p in 1 3 16; do
 				chute stream -f "$f" -b 3 -e 2 --seed 5 -w "$w" -p "$p" mx >out
 				cmp "ref.$f" out ||
@@ -95,11 +95,31 @@ manifest_keys() {
 		assert_output ""
 		cmp "ref.$f" "file.$f" || fail "-o FILE differs from stdout (-f $f)"
 	done
-	for w in 1 3 8; do
+	for w in 1 0 3 8; do
 		chute stream --shuffle window --window 2 -b 2 -e 2 --world-size 2 --rank 1 \
 			-w "$w" -p 2 mx >"win.$w"
 		cmp win.1 "win.$w" || fail "window mode, rank 1 of 2: -w $w differs"
 	done
+}
+
+@test "stream: --workers 0 reads each batch in the writer: typed frames, --stats, the range" {
+	mkdata fixed 50 96
+	chute pack -q -s 2s fixed -o fx >/dev/null
+	local t=(--transform 'bin: bytes u8 8x12' -b 8 -e 3 --seed 2)
+	chute stream "${t[@]}" -w 2 fx >two
+	run -0 chute stream "${t[@]}" -w 0 --stats -o none fx
+	cmp two none || fail "-w 0 differs from -w 2"
+	assert_output --partial "stream: 0 workers (the writer reads), prefetch"
+	run -0 bash -c "chute stream ${t[*]@Q} -w 0 --stats-json s.json fx | cmp - two"
+	run -0 "$PYTHON" -c 'import json, sys; print(json.load(open("s.json"))["workers"])'
+	assert_output 0
+	run -2 chute stream -w -1 fx
+	assert_output --partial "--workers"
+	run -2 chute stream -w 1025 fx
+	run -2 chute stream -p 0 fx
+	assert_output --partial "--prefetch"
+	run -0 chute stream --help
+	assert_output --partial "0: the writer reads"
 }
 
 @test "stream: every frame's cursor names the dataset, the options, the epoch, the batch and the position" {
@@ -620,6 +640,8 @@ corrupt_one_block() {
 	run -0 bash -c 'chute stream -b 4 -w 1 --on-error skip -f jsonl bad 2>err >one'
 	run -0 bash -c 'chute stream -b 4 -w 8 -p 2 --on-error skip -f jsonl bad 2>err8 >eight'
 	run -0 cmp one eight
+	run -0 bash -c 'chute stream -b 4 -w 0 --on-error skip -f jsonl bad 2>err0 >none'
+	run -0 cmp one none
 	run -0 cat err
 	assert_output --regexp "skipped [1-9][0-9]* corrupt samples?"
 	# training keeps full batches: 40 samples, all slots filled

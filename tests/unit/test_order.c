@@ -218,17 +218,21 @@ static void auto_workers_try_one_fewer_and_one_more(void)
 	CHECK(ch_workers_probe_step(&p, 98, 0, 4) == 2);
 	/* decoding during a try undoes it: the periods do not compare */
 	CHECK(ch_workers_probe_step(&p, 500, 1, 4) == 3);
-	/* one thread: nothing to try, ever */
-	ch_workers_probe_init(&p, 1);
+	/* no thread to run (never auto's): nothing to try, ever */
+	ch_workers_probe_init(&p, 0);
 	for (int i = 0; i < 200; i++)
-		CHECK(ch_workers_probe_step(&p, 100 + i, 0, 1) == 1);
-	/* at one worker of two, the tries go up, less and less often */
+		CHECK(ch_workers_probe_step(&p, 100 + i, 0, 0) == 0);
+	/* from two workers the tries go down to none (the writer reads the
+	 * batches itself), then up, less and less often */
 	ch_workers_probe_init(&p, 2);
 	CHECK(ch_workers_probe_step(&p, 100, 0, 2) == 1);
 	CHECK(ch_workers_probe_step(&p, 100, 0, 2) == 1);
+	CHECK(ch_workers_probe_step(&p, 100, 0, 2) == 1);
+	CHECK(ch_workers_probe_step(&p, 100, 0, 2) == 0);
+	CHECK(ch_workers_probe_step(&p, 100, 0, 2) == 0);
 	int tries = 0;
 	for (int i = 0; i < 300; i++)
-		if (ch_workers_probe_step(&p, 100, 0, 2) == 2)
+		if (ch_workers_probe_step(&p, 100, 0, 2) == 1)
 			tries++;
 	CHECK(tries >= 4 && tries <= 8);
 }
