@@ -1,4 +1,5 @@
-/* common/pages.c - the slabs that hold decoded blocks.
+/* common/pages.c - the slabs that hold decoded blocks, and large zeroed
+ * buffers (a lazy shard index).
  *
  * Fresh memory is dear: each 4 KiB page a buffer touches for the first
  * time is a fault and a page-table update, and in a virtual machine with
@@ -27,9 +28,10 @@ static size_t round_up(size_t n, size_t to)
 	return (n + to - 1) / to * to;
 }
 
-/* m bytes (a multiple of HUGE_PAGE) at a HUGE_PAGE boundary: mapped with
- * HUGE_PAGE to spare, the unaligned ends given back. */
-static void *map_huge(size_t m)
+/* m bytes (a multiple of HUGE_PAGE) at a HUGE_PAGE boundary, zeroed and
+ * not yet backed: mapped with HUGE_PAGE to spare, the unaligned ends
+ * given back. */
+static void *map_aligned(size_t m)
 {
 	uint8_t *p = mmap(NULL, m + HUGE_PAGE, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -40,10 +42,35 @@ static void *map_huge(size_t m)
 		munmap(p, (size_t)(a - p));
 	if (a + m < p + m + HUGE_PAGE)
 		munmap(a + m, (size_t)(p + HUGE_PAGE - a));
-	/* both only hints: without them, only slower */
-	(void)madvise(a, m, MADV_HUGEPAGE);
-	(void)madvise(a, m, MADV_POPULATE_WRITE);
+	(void)madvise(a, m, MADV_HUGEPAGE); /* a hint: else only slower */
 	return a;
+}
+
+/* The same, its pages put in place now. */
+static void *map_huge(size_t m)
+{
+	void *a = map_aligned(m);
+	if (a)
+		(void)madvise(a, m, MADV_POPULATE_WRITE); /* a hint too */
+	return a;
+}
+
+/* ------------------------------------------------------------------ */
+/* Zeroed buffers                                                       */
+
+void *ch_zeroed_alloc(size_t n)
+{
+	if (n < HUGE_PAGE)
+		return calloc(n ? n : 1, 1);
+	return map_aligned(round_up(n, HUGE_PAGE));
+}
+
+void ch_zeroed_free(void *p, size_t n)
+{
+	if (n < HUGE_PAGE)
+		free(p);
+	else if (p)
+		munmap(p, round_up(n, HUGE_PAGE));
 }
 
 /* ------------------------------------------------------------------ */

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "common/internal.h"
 #include "shard/format.h"
 #include "shard/index.h"
 
@@ -149,17 +150,42 @@ static int decode_page(struct shard_index *ix, uint32_t p, const uint8_t *src,
 	return 0;
 }
 
-/* Page p's stored bytes, from memory or the file; under the lock. */
+/* Stored bytes read from the file at once: page p's, and those of the
+ * pages not yet decoded that follow it up to this much in all.  A read
+ * costs more than a few frames' bytes (a global shuffle's first batch
+ * needs nearly every page), and a reader going through a shard in order
+ * needs the next pages next. */
+#define READ_AHEAD 65536
+
+/* Decodes page p, from memory or the file, and from the file the missing
+ * pages that follow it in the same read; under the lock. */
 static int load_page(struct shard_index *ix, uint32_t p, struct ch_error *err)
 {
-	uint64_t at = ix->frame_at[p], n = ix->frame_at[p + 1] - at;
+	uint64_t at = ix->frame_at[p];
 	if (ix->stored)
 		return decode_page(ix, p, ix->stored + at, err);
+	uint32_t last = p;
+	while (last + 1 < ix->npages &&
+	       !atomic_load_explicit(&ix->ready[last + 1],
+				     memory_order_relaxed) &&
+	       ix->frame_at[last + 2] - at <= READ_AHEAD)
+		last++;
+	uint64_t span = ix->frame_at[last + 1] - at;
 	int rc;
-	if ((rc = ch_buf_reserve(&ix->frame, n ? n : 1, err)) < 0 ||
-	    (rc = read_at(ix, ix->frame.data, n, at, err)) < 0)
+	if ((rc = ch_buf_reserve(&ix->frame, span ? span : 1, err)) < 0 ||
+	    (rc = read_at(ix, ix->frame.data, span, at, err)) < 0)
 		return rc;
-	return decode_page(ix, p, ix->frame.data, err);
+	/* p's error is the caller's; a page after it that does not check is
+	 * left undecoded, for the read that needs it to report */
+	const uint8_t *frames = ix->frame.data;
+	if ((rc = decode_page(ix, p, frames, err)) < 0)
+		return rc;
+	for (uint32_t q = p + 1; q <= last && ix->frame.data; q++) {
+		struct ch_error ignored;
+		(void)decode_page(ix, q, frames + (ix->frame_at[q] - at),
+				  &ignored);
+	}
+	return 0;
 }
 
 static int open_paged(struct shard_index *ix, const struct shard_index_loc *loc,
@@ -179,8 +205,10 @@ static int open_paged(struct shard_index *ix, const struct shard_index_loc *loc,
 	}
 	if ((rc = read_table(ix, loc, err)) < 0)
 		return rc;
-	/* calloc: untouched pages of a lazy index cost no memory */
-	if (!(ix->raw = calloc(ix->raw_size ? ix->raw_size : 1, 1)) ||
+	/* zeroed and untouched: pages of a lazy index not decoded cost no
+	 * memory, and a large one faults on huge pages */
+	ix->raw_zeroed = 1;
+	if (!(ix->raw = ch_zeroed_alloc(ix->raw_size)) ||
 	    !(ix->ready = calloc(ix->npages ? ix->npages : 1,
 				 sizeof(*ix->ready))))
 		return ch_error_set(err, "out of memory reading the index of "
@@ -249,7 +277,10 @@ uint64_t shard_index_memory(const struct shard_index_loc *loc, int held)
 void shard_index_free(struct shard_index *ix)
 {
 	pthread_mutex_destroy(&ix->lock);
-	free(ix->raw);
+	if (ix->raw_zeroed)
+		ch_zeroed_free(ix->raw, ix->raw_size);
+	else
+		free(ix->raw);
 	free(ix->table);
 	free(ix->frame_at);
 	free(ix->stored);

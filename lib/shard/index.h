@@ -35,6 +35,7 @@ enum shard_index_mode {
 struct shard_index {
 	uint8_t *raw; /* raw_size bytes; pages not yet decoded hold zeros */
 	uint64_t raw_size;
+	int raw_zeroed; /* raw is from ch_zeroed_alloc (paged), else malloc */
 	/* the rest is for paged indexes */
 	uint32_t page_size, npages;
 	uint8_t *table;	    /* the page table, as stored */
@@ -44,7 +45,7 @@ struct shard_index {
 	atomic_uint missing;  /* pages not yet decoded; 0 = all in */
 	pthread_mutex_t lock; /* held while decoding: guards what follows */
 	void *dctx;	      /* ZSTD_DCtx */
-	struct ch_buf frame;  /* a page's stored bytes, read from the file */
+	struct ch_buf frame;  /* pages' stored bytes, read from the file */
 	shard_read_fn read;
 	const void *read_arg;
 	const char *path; /* for messages, owned by the shard */

@@ -173,12 +173,18 @@ struct tuning {
 	uint64_t misses; /* the block cache's, at the last decision */
 };
 
+/* A batch's read samples and its encoded bytes: hundreds of KB each,
+ * lent to a job while it is planned or ready. */
+struct job_bufs {
+	struct ch_batch_data data;
+	struct ch_buf out;
+};
+
 struct job {
 	int state; /* FREE, PLANNED (a worker owns it), READY */
 	uint64_t seq;
 	struct ch_batch_plan plan;
-	struct ch_batch_data data;
-	struct ch_buf out;
+	struct job_bufs *bufs; /* while not FREE */
 	int failed;
 	struct ch_error err; /* its kind says whose fault */
 };
@@ -199,6 +205,11 @@ struct streamer {
 	struct ch_split_view split;
 	struct job *jobs;
 	size_t njobs;
+	/* one set of buffers a job, lent last in first out: the batches in
+	 * flight use the same few, warm in the caches and already backed,
+	 * not every job's in turn (fresh memory is a fault a page) */
+	struct job_bufs *bufs, **spare;
+	size_t nspare;
 	uint64_t next_seq;  /* next batch to plan */
 	uint64_t end_seq;   /* batches in the stream, once known */
 	uint64_t next_write;
@@ -220,15 +231,15 @@ static int encode_batch(struct streamer *s, struct job *j)
 	struct ch_batch b = {
 		.epoch = j->plan.epoch, .batch = j->plan.batch,
 		.flags = j->plan.flags, .cursor = j->plan.cursor,
-		.nsamples = (size_t)j->plan.n, .samples = j->data.samples,
+		.nsamples = (size_t)j->plan.n, .samples = j->bufs->data.samples,
 	};
 	switch (s->o->format) {
 	case CH_FORMAT_JSONL:
-		return ch_encode_jsonl(&b, &j->out, &j->err);
+		return ch_encode_jsonl(&b, &j->bufs->out, &j->err);
 	case CH_FORMAT_TAR:
-		return ch_encode_tar(&b, &j->out, &j->err);
+		return ch_encode_tar(&b, &j->bufs->out, &j->err);
 	default:
-		return ch_encode_frame(&b, &j->out, &j->err);
+		return ch_encode_frame(&b, &j->bufs->out, &j->err);
 	}
 }
 
@@ -257,6 +268,7 @@ static struct job *plan_job(struct streamer *s)
 	}
 	j->state = PLANNED;
 	j->seq = s->next_seq++;
+	j->bufs = s->spare[--s->nspare]; /* a job not FREE holds a set */
 	s->busy++;
 	return j;
 }
@@ -267,12 +279,13 @@ static void run_job(struct streamer *s, struct ch_batch_reader *r,
 		    struct job *j)
 {
 	double t0 = ch_now();
-	int rc = ch_batch_read(r, &j->plan, &j->data, &j->err);
+	struct job_bufs *b = j->bufs;
+	int rc = ch_batch_read(r, &j->plan, &b->data, &j->err);
 	double t1 = ch_now();
 	if (rc == 0 && (rc = encode_batch(s, j)) < 0)
 		j->err.kind = CH_ERR_DATA; /* it will not fit the format */
 	if (rc == 0)
-		rc = ch_batch_fill(r, &j->data, j->out.data, &j->err);
+		rc = ch_batch_fill(r, &b->data, b->out.data, &j->err);
 	double t2 = ch_now();
 	pthread_mutex_lock(&s->lock);
 	s->busy--;
@@ -348,6 +361,8 @@ static void release_job(struct streamer *s, struct job *j, uint64_t seq)
 {
 	pthread_mutex_lock(&s->lock);
 	j->state = FREE;
+	s->spare[s->nspare++] = j->bufs;
+	j->bufs = NULL;
 	s->next_write = seq + 1;
 	pthread_cond_broadcast(&s->changed);
 	pthread_mutex_unlock(&s->lock);
@@ -442,7 +457,7 @@ static int write_batches(struct streamer *s, ch_batch_sink sink, void *arg,
 		if (s->o->cancel && *s->o->cancel)
 			return ch_error_interrupted(err);
 		struct ch_batch_out out = {
-			.data = j->out.data, .size = j->out.len,
+			.data = j->bufs->out.data, .size = j->bufs->out.len,
 			.epoch = j->plan.epoch, .batch = j->plan.batch,
 			.samples = j->plan.n, .flags = j->plan.flags,
 			.cursor = j->plan.cursor,
@@ -454,9 +469,9 @@ static int write_batches(struct streamer *s, ch_batch_sink sink, void *arg,
 		if (rc != 0)
 			return rc;
 		st->batches++;
-		st->skipped += j->data.skipped;
+		st->skipped += j->bufs->data.skipped;
 		st->samples += j->plan.n;
-		st->bytes += j->out.len;
+		st->bytes += j->bufs->out.len;
 		release_job(s, j, seq);
 		retune(s, st, sink_s);
 		if (s->o->on_stats && ch_now() - last >= s->o->stats_interval) {
@@ -519,13 +534,15 @@ static void size_pool(struct streamer *s, const struct ch_stream_opts *o,
 
 static void free_jobs(struct streamer *s)
 {
-	for (size_t i = 0; s->jobs && i < s->njobs; i++) {
-		struct job *j = &s->jobs[i];
-		free(j->plan.ids);
-		ch_batch_data_release(&j->data);
-		ch_buf_release(&j->out);
+	for (size_t i = 0; s->jobs && i < s->njobs; i++)
+		free(s->jobs[i].plan.ids);
+	for (size_t i = 0; s->bufs && i < s->njobs; i++) {
+		ch_batch_data_release(&s->bufs[i].data);
+		ch_buf_release(&s->bufs[i].out);
 	}
 	free(s->jobs);
+	free(s->bufs);
+	free(s->spare);
 }
 
 int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
@@ -580,9 +597,13 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 		goto out;
 	}
 	s.jobs = calloc(s.njobs, sizeof(*s.jobs));
+	s.bufs = calloc(s.njobs, sizeof(*s.bufs));
+	s.spare = calloc(s.njobs, sizeof(*s.spare));
+	for (size_t i = 0; s.spare && s.bufs && i < s.njobs; i++)
+		s.spare[s.nspare++] = &s.bufs[s.njobs - 1 - i];
 	threads = calloc((size_t)workers + 1, sizeof(*threads));
 	ws = calloc((size_t)workers + 1, sizeof(*ws));
-	if (!s.jobs || !threads || !ws) {
+	if (!s.jobs || !s.bufs || !s.spare || !threads || !ws) {
 		ch_error_nomem(err);
 		goto out;
 	}
