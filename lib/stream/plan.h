@@ -159,9 +159,11 @@ struct ch_workers_probe {
 };
 void ch_workers_probe_init(struct ch_workers_probe *p, int threads);
 /* After a period that gave `rate` batches a second, `decoding` when
- * blocks were decoded in it: returns the cap for the next period. */
+ * blocks were decoded in it, while the stage times call for called_for
+ * workers (fewer than the cap: a try starts from there): returns the cap
+ * for the next period. */
 int ch_workers_probe_step(struct ch_workers_probe *p, double rate,
-			  int decoding, int threads);
+			  int decoding, int threads, int called_for);
 
 struct ch_cursor {
 	char id[17];

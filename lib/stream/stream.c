@@ -405,7 +405,7 @@ static void retune(struct streamer *s, struct ch_stream_stats *st,
 		if (t->workers) {
 			int cap = ch_workers_probe_step(
 				&t->probe, (double)t->batches / (at - t->since),
-				decoded_since(s), s->threads);
+				decoded_since(s), s->threads, w);
 			s->workers_active = st->workers = w < cap ? w : cap;
 		}
 		if (t->prefetch)

@@ -82,7 +82,7 @@ static void end_try(struct ch_workers_probe *p, double rate, int threads)
 }
 
 int ch_workers_probe_step(struct ch_workers_probe *p, double rate,
-			  int decoding, int threads)
+			  int decoding, int threads, int called_for)
 {
 	if (p->trying) {
 		if (decoding) /* not comparable: undo, try later */
@@ -92,6 +92,10 @@ int ch_workers_probe_step(struct ch_workers_probe *p, double rate,
 	}
 	if (decoding || rate <= 0 || --p->wait > 0)
 		return p->cap;
+	/* a try is one fewer than run, not than the cap: below the cap, one
+	 * fewer than the cap would change nothing */
+	if (called_for >= 0 && called_for < p->cap)
+		p->cap = called_for;
 	int dir = in_range(p, p->next, threads) ? p->next : -p->next;
 	if (!in_range(p, dir, threads)) {
 		p->wait = p->every; /* no thread: nothing to try */

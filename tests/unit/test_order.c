@@ -197,44 +197,50 @@ static void auto_workers_try_one_fewer_and_one_more(void)
 	struct ch_workers_probe p;
 	ch_workers_probe_init(&p, 4);
 	/* no try while blocks are decoded: more workers help there */
-	CHECK(ch_workers_probe_step(&p, 100, 1, 4) == 4);
-	CHECK(ch_workers_probe_step(&p, 100, 1, 4) == 4);
+	CHECK(ch_workers_probe_step(&p, 100, 1, 4, 4) == 4);
+	CHECK(ch_workers_probe_step(&p, 100, 1, 4, 4) == 4);
 	/* the first period without decoding tries one fewer */
-	CHECK(ch_workers_probe_step(&p, 100, 0, 4) == 3);
+	CHECK(ch_workers_probe_step(&p, 100, 0, 4, 4) == 3);
 	/* as fast (within 3 %): it stays, and the next try goes lower */
-	CHECK(ch_workers_probe_step(&p, 98, 0, 4) == 3);
-	CHECK(ch_workers_probe_step(&p, 98, 0, 4) == 3);
-	CHECK(ch_workers_probe_step(&p, 98, 0, 4) == 2);
+	CHECK(ch_workers_probe_step(&p, 98, 0, 4, 4) == 3);
+	CHECK(ch_workers_probe_step(&p, 98, 0, 4, 4) == 3);
+	CHECK(ch_workers_probe_step(&p, 98, 0, 4, 4) == 2);
 	/* slower: undone, and the wait doubles (4 periods) */
-	CHECK(ch_workers_probe_step(&p, 80, 0, 4) == 3);
+	CHECK(ch_workers_probe_step(&p, 80, 0, 4, 4) == 3);
 	for (int i = 0; i < 3; i++)
-		CHECK(ch_workers_probe_step(&p, 98, 0, 4) == 3);
+		CHECK(ch_workers_probe_step(&p, 98, 0, 4, 4) == 3);
 	/* the try after an undone one goes the other way: one more, kept
 	 * only when 5 % faster */
-	CHECK(ch_workers_probe_step(&p, 98, 0, 4) == 4);
-	CHECK(ch_workers_probe_step(&p, 100, 0, 4) == 3);
+	CHECK(ch_workers_probe_step(&p, 98, 0, 4, 4) == 4);
+	CHECK(ch_workers_probe_step(&p, 100, 0, 4, 4) == 3);
 	for (int i = 0; i < 7; i++)
-		CHECK(ch_workers_probe_step(&p, 98, 0, 4) == 3);
-	CHECK(ch_workers_probe_step(&p, 98, 0, 4) == 2);
+		CHECK(ch_workers_probe_step(&p, 98, 0, 4, 4) == 3);
+	CHECK(ch_workers_probe_step(&p, 98, 0, 4, 4) == 2);
 	/* decoding during a try undoes it: the periods do not compare */
-	CHECK(ch_workers_probe_step(&p, 500, 1, 4) == 3);
+	CHECK(ch_workers_probe_step(&p, 500, 1, 4, 4) == 3);
 	/* no thread to run (never auto's): nothing to try, ever */
 	ch_workers_probe_init(&p, 0);
 	for (int i = 0; i < 200; i++)
-		CHECK(ch_workers_probe_step(&p, 100 + i, 0, 0) == 0);
+		CHECK(ch_workers_probe_step(&p, 100 + i, 0, 0, 0) == 0);
 	/* from two workers the tries go down to none (the writer reads the
 	 * batches itself), then up, less and less often */
 	ch_workers_probe_init(&p, 2);
-	CHECK(ch_workers_probe_step(&p, 100, 0, 2) == 1);
-	CHECK(ch_workers_probe_step(&p, 100, 0, 2) == 1);
-	CHECK(ch_workers_probe_step(&p, 100, 0, 2) == 1);
-	CHECK(ch_workers_probe_step(&p, 100, 0, 2) == 0);
-	CHECK(ch_workers_probe_step(&p, 100, 0, 2) == 0);
+	CHECK(ch_workers_probe_step(&p, 100, 0, 2, 2) == 1);
+	CHECK(ch_workers_probe_step(&p, 100, 0, 2, 2) == 1);
+	CHECK(ch_workers_probe_step(&p, 100, 0, 2, 2) == 1);
+	CHECK(ch_workers_probe_step(&p, 100, 0, 2, 2) == 0);
+	CHECK(ch_workers_probe_step(&p, 100, 0, 2, 2) == 0);
 	int tries = 0;
 	for (int i = 0; i < 300; i++)
-		if (ch_workers_probe_step(&p, 100, 0, 2) == 1)
+		if (ch_workers_probe_step(&p, 100, 0, 2, 2) == 1)
 			tries++;
 	CHECK(tries >= 4 && tries <= 8);
+	/* the stage times call for one worker of four: the first try is
+	 * none, not three */
+	ch_workers_probe_init(&p, 4);
+	CHECK(ch_workers_probe_step(&p, 100, 1, 4, 1) == 4);
+	CHECK(ch_workers_probe_step(&p, 100, 0, 4, 1) == 0);
+	CHECK(ch_workers_probe_step(&p, 100, 0, 4, 1) == 0);
 }
 
 int main(void)
