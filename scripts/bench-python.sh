@@ -11,7 +11,9 @@
 #  1. Fashion-MNIST, 60,000 samples, batch 256, shuffled, 10 epochs:
 #     chute.Stream (pipe; and shm=True) with `img: bytes u8 28x28` and
 #     `cls: int`, over the dataset packed at zstd level 3 (the default) and
-#     at level 0 (raw blocks, read in place), against a numpy gather in process (the ceiling) and a
+#     at level 0 (raw blocks, read in place; also with workers=0, the
+#     writer reading alone), against a numpy gather in process (the
+#     ceiling) and a
 #     DataLoader over a per-sample Dataset of the same arrays in memory
 #     (0 and 2 workers; the better is the baseline), and against the
 #     script it replaces (chute stream | chute_batch.py, raw fields).
@@ -107,12 +109,12 @@ first() { calc "60000 / $(col "$1" 2)"; }
 loaded() { calc "60000 / ($(col "$1" 2) + $(col "$1" 5))"; }
 
 FM_SIDES=(gather dataloader@w0 dataloader@w2 stream stream-shm stream-raw
-	stream-shm-raw batch-py)
+	stream-shm-raw stream-raw@w0 stream-shm-raw@w0 batch-py)
 echo "bench-python: Fashion-MNIST 60,000 x $EPOCHS epochs, batch 256; $NIMG JPEGs; $RUNS rounds" >&2
 for ((r = 1; r <= RUNS; r++)); do
 	for s in "${FM_SIDES[@]}"; do
 		case $s in
-		dataloader@w*) side "$s" "$FM" --epochs "$EPOCHS" --workers "${s#*@w}" ;;
+		*@w*) side "$s" "$FM" --epochs "$EPOCHS" --workers "${s#*@w}" ;;
 		*) side "$s" "$FM" --epochs "$EPOCHS" ;;
 		esac
 	done
@@ -131,6 +133,8 @@ gs=$(steady gather) ss=$(steady stream) shs=$(steady stream-shm) bps=$(steady ba
 sf=$(first stream) shf=$(first stream-shm) bpf=$(first batch-py) gf=$(first gather)
 srs=$(steady stream-raw) shrs=$(steady stream-shm-raw)
 srf=$(first stream-raw) shrf=$(first stream-shm-raw)
+s0s=$(steady stream-raw@w0) sh0s=$(steady stream-shm-raw@w0)
+s0f=$(first stream-raw@w0) sh0f=$(first stream-shm-raw@w0)
 dl0l=$(loaded dataloader@w0) dl2l=$(loaded dataloader@w2) gl=$(loaded gather)
 if awk -v a="$dl0l" -v b="$dl2l" 'BEGIN { exit !(a >= b) }'; then dll=$dl0l dlln=w0; else dll=$dl2l dlln=w2; fi
 
@@ -146,6 +150,9 @@ row "chute.Stream (pipe)" "$(int "$ss")" "$(int "$sf")" "(reads the data)"
 row "chute.Stream (shm=True)" "$(int "$shs")" "$(int "$shf")" "(reads the data)"
 row "chute.Stream (pipe), level 0" "$(int "$srs")" "$(int "$srf")" "(reads the data)"
 row "chute.Stream (shm=True), level 0" "$(int "$shrs")" "$(int "$shrf")" "(reads the data)"
+row "  the same two with workers=0:" "" "" ""
+row "chute.Stream (pipe), level 0, w0" "$(int "$s0s")" "$(int "$s0f")" "(reads the data)"
+row "chute.Stream (shm), level 0, w0" "$(int "$sh0s")" "$(int "$sh0f")" "(reads the data)"
 echo
 target() { # LABEL RATIO GOAL
 	printf '%-58s %6.2fx  (target >= %sx) %s\n' "$1" "$2" "$3" \
@@ -159,6 +166,10 @@ target "level 0: chute.Stream steady / numpy gather" "$(calc "$srs / $gs")" 0.5
 target "level 0: chute.Stream shm steady / numpy gather" "$(calc "$shrs / $gs")" 0.5
 target "level 0: chute.Stream one epoch / DataLoader $dlfn one epoch" "$(calc "$srf / $dlf")" 3
 target "level 0: chute.Stream shm one epoch / DataLoader $dlfn one epoch" "$(calc "$shrf / $dlf")" 3
+target "level 0, w0: chute.Stream steady / numpy gather" "$(calc "$s0s / $gs")" 0.5
+target "level 0, w0: chute.Stream shm steady / numpy gather" "$(calc "$sh0s / $gs")" 0.5
+target "level 0, w0: chute.Stream one epoch / DataLoader $dlfn" "$(calc "$s0f / $dlf")" 3
+target "level 0, w0: chute.Stream shm one epoch / DataLoader $dlfn" "$(calc "$sh0f / $dlf")" 3
 printf '%-58s %6.2fx\n' "chute.Stream one epoch / DataLoader $dlln one epoch + load" "$(calc "$sf / $dll")"
 printf '%-58s %6.2fx\n' "chute.Stream shm one epoch / DataLoader $dlln one epoch + load" "$(calc "$shf / $dll")"
 printf '%-58s %6.2fx\n' "chute.Stream steady / DataLoader $dlsn steady" "$(calc "$ss / $dls")"

@@ -3,6 +3,8 @@
 
     bench_python.py SIDE DATA [--epochs E] [--chute PATH] [--workers W]
 
+W: the DataLoader's workers (default 0), or chute.Stream's (default auto).
+
 Prints one line: SAMPLES FIRST_EPOCH_S STEADY_SAMPLES STEADY_S LOAD_S, where
 FIRST_EPOCH_S runs from before the loader is made (after the imports) to
 the end of its first epoch, STEADY_* cover the epochs after the first, and
@@ -113,8 +115,8 @@ def dataloader(a):
 
     def make():
         loader = DataLoader(Arrays(), batch_size=BATCH, shuffle=True,
-                            num_workers=a.workers,
-                            persistent_workers=a.workers > 0)
+                            num_workers=int(a.workers or 0),
+                            persistent_workers=int(a.workers or 0) > 0)
         return lambda e: loader
     return make
 
@@ -123,7 +125,7 @@ def stream(a, shm=False, packed="train"):
     def make():
         s = chute.Stream(os.path.join(a.data, packed), batch_size=BATCH,
                          epochs=a.epochs, transforms=FM_TRANSFORMS, chute=a.chute,
-                         shm=shm, seed=1)
+                         shm=shm, seed=1, workers=a.workers or "auto")
         it = iter(s)
 
         def epoch(e):
@@ -162,7 +164,7 @@ def img_stream(a):
     def make():
         s = chute.Stream(a.data + ".ds", batch_size=IMG_BATCH, epochs=a.epochs,
                          transforms=IMG_TRANSFORMS, chute=a.chute,
-                         workers=a.workers, seed=1)
+                         workers=a.workers or "auto", seed=1)
         it = iter(s)
 
         def epoch(e):
@@ -186,8 +188,8 @@ def img_dataloader(a):
 
     def make():
         loader = DataLoader(ImageFolder(a.data, transform=tf), batch_size=IMG_BATCH,
-                            shuffle=True, num_workers=a.workers,
-                            persistent_workers=a.workers > 0)
+                            shuffle=True, num_workers=int(a.workers or 0),
+                            persistent_workers=int(a.workers or 0) > 0)
         return lambda e: loader
     return make
 
@@ -206,7 +208,8 @@ def main():
     ap.add_argument("data")
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--chute", default="chute")
-    ap.add_argument("--workers", type=int, default=0)
+    # DataLoader workers (default 0), or chute's (default "auto")
+    ap.add_argument("--workers")
     a = ap.parse_args()
     torch.set_num_threads(1)
     make = SIDES[a.side](a)
