@@ -28,9 +28,10 @@ static size_t round_up(size_t n, size_t to)
 	return (n + to - 1) / to * to;
 }
 
-/* m bytes (a multiple of HUGE_PAGE) at a HUGE_PAGE boundary, zeroed and
- * not yet backed: mapped with HUGE_PAGE to spare, the unaligned ends
- * given back. */
+/* m bytes (a multiple of the page size) at a HUGE_PAGE boundary, zeroed
+ * and not yet backed: mapped with HUGE_PAGE to spare, the unaligned ends
+ * given back.  Huge pages back the whole 2 MiB within it, small ones a
+ * tail. */
 static void *map_aligned(size_t m)
 {
 	uint8_t *p = mmap(NULL, m + HUGE_PAGE, PROT_READ | PROT_WRITE,
@@ -58,11 +59,15 @@ static void *map_huge(size_t m)
 /* ------------------------------------------------------------------ */
 /* Zeroed buffers                                                       */
 
+/* Rounded to small pages, not to huge ones: what is touched stays within
+ * n and a page, as the callers' memory budgets count it. */
+#define SMALL_PAGE ((size_t)4096)
+
 void *ch_zeroed_alloc(size_t n)
 {
 	if (n < HUGE_PAGE)
 		return calloc(n ? n : 1, 1);
-	return map_aligned(round_up(n, HUGE_PAGE));
+	return map_aligned(round_up(n, SMALL_PAGE));
 }
 
 void ch_zeroed_free(void *p, size_t n)
@@ -70,7 +75,7 @@ void ch_zeroed_free(void *p, size_t n)
 	if (n < HUGE_PAGE)
 		free(p);
 	else if (p)
-		munmap(p, round_up(n, HUGE_PAGE));
+		munmap(p, round_up(n, SMALL_PAGE));
 }
 
 /* ------------------------------------------------------------------ */
