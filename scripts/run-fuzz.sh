@@ -58,7 +58,7 @@ needed_sources() {
 	have_chute || return 0
 	objs=$(find build/lib -name '*.o' | LC_ALL=C sort)
 	[ -n "$objs" ] || return 0
-	rm -f "$ar"
+	mkdir -p "$OUT" && rm -f "$ar"
 	# shellcheck disable=SC2086 # a list of paths without blanks
 	ar rcT "$ar" $objs || return 0
 	printf '%s\n' 'int LLVMFuzzerTestOneInput(const unsigned char *, unsigned long);' \
