@@ -173,50 +173,77 @@ def serve(path, modules):
     gc.collect()
     gc.freeze()
     mine = python_env(os.environ)
+    # clients run side by side (a test may start one in the background
+    # and talk to it from another): each child's pidfd and connection
+    active = {}  # pidfd -> (pid, conn)
     while True:
-        conn, _ = listener.accept()
-        try:
-            req, fds = recv_msg(conn, 3)
-        except (OSError, EOFError, ValueError, SyntaxError):
-            conn.close()
-            continue
-        if (len(fds) != 3 or os.path.realpath(req["python"]) != os.path.realpath(sys.executable)
-                or python_env(req["env"]) != mine):
-            for fd in fds:
-                os.close(fd)
-            send_msg(conn, ("no",))
-            conn.close()
-            continue
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                child(conn, listener, req, fds)
-            finally:
-                os._exit(1)
-        for fd in fds:
-            os.close(fd)
-        pidfd = os.pidfd_open(pid)
-        ready, _, _ = select.select([pidfd, conn], [], [])
-        if pidfd not in ready:
-            # the client is gone (killed by timeout): so is its child
-            for kill in (os.kill, os.killpg):
+        watch = [listener] + list(active)
+        watch += [conn for _, conn in active.values() if conn is not None]
+        ready, _, _ = select.select(watch, [], [])
+        for r in ready:
+            if r is listener:
+                start(listener, active, mine)
+            elif isinstance(r, int):
+                # a child ended: its status to its client
+                pid, conn = active.pop(r)
+                os.close(r)
+                _, status = os.waitpid(pid, 0)
+                if conn is None:
+                    continue
                 try:
-                    kill(pid, 9)
+                    if os.WIFSIGNALED(status):
+                        send_msg(conn, ("signal", os.WTERMSIG(status)))
+                    else:
+                        send_msg(conn, ("exit", os.WEXITSTATUS(status)))
                 except OSError:
                     pass
-        os.close(pidfd)
-        _, status = os.waitpid(pid, 0)
-        try:
-            if os.WIFSIGNALED(status):
-                send_msg(conn, ("signal", os.WTERMSIG(status)))
+                conn.close()
             else:
-                send_msg(conn, ("exit", os.WEXITSTATUS(status)))
-        except OSError:
-            pass
-        conn.close()
+                # a client sends nothing after its request: it is gone
+                # (killed by timeout), and so is its child
+                for pidfd, (pid, conn) in list(active.items()):
+                    if conn is r:
+                        for kill in (os.kill, os.killpg):
+                            try:
+                                kill(pid, 9)
+                            except OSError:
+                                pass
+                        conn.close()
+                        active[pidfd] = (pid, None)
 
+
+def start(listener, active, mine):
+    """Accepts a client, and forks its child (or answers "no")."""
+    conn, _ = listener.accept()
+    try:
+        req, fds = recv_msg(conn, 3)
+    except (OSError, EOFError, ValueError):
+        conn.close()
+        return
+    if (len(fds) != 3 or os.path.realpath(req["python"]) != os.path.realpath(sys.executable)
+            or python_env(req["env"]) != mine):
+        for fd in fds:
+            os.close(fd)
+        send_msg(conn, ("no",))
+        conn.close()
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            for pidfd, (_, other) in active.items():
+                os.close(pidfd)
+                if other is not None:
+                    other.close()
+            child(conn, listener, req, fds)
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+        os._exit(1)
+    for fd in fds:
+        os.close(fd)
+    active[os.pidfd_open(pid)] = (pid, conn)
 
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "serve":
