@@ -7,6 +7,16 @@
 
 load helper
 
+# chute.stream imports torch: each py forks from a process that has
+setup_file() {
+	export PYTHONPATH="$REPO_ROOT/python"
+	pyfork_start chute chute.stream
+}
+
+teardown_file() {
+	pyfork_stop
+}
+
 setup() {
 	chute_setup
 	export PYTHONPATH="$REPO_ROOT/python"
@@ -20,7 +30,7 @@ setup() {
 # children() lists this process's children (zombies too), cursors(ds, **kw)
 # the cursors of `chute stream` for the same options.
 py() {
-	timeout 120 "$PYTHON" -c "
+	timeout 120 "${PYFORK[@]}" -c "
 import os, subprocess, sys
 import chute
 CHUTE = os.environ['CHUTE_BIN']

@@ -19,7 +19,7 @@ FM="$BATS_FILE_TMPDIR/fm"
 TRAIN_ARGS=(--batch-size 100 --epochs 2 --seed 7)
 
 have_torch() {
-	per_file have_torch "$PYTHON" -c 'import torch' 2>/dev/null
+	per_file have_torch "${PYFORK[@]}" -c 'import torch' 2>/dev/null
 }
 
 have_idx() {
@@ -44,8 +44,11 @@ need_training() {
 
 # The subset, packed, and one uninterrupted run (no checkpoints) that the
 # tests compare with: made once for the file.
+# The trainers, the run of the killed test aside, fork from a Python that
+# has imported torch (2.4 s of CPU a process).
 setup_file() {
 	export BATS_NO_PARALLELIZE_WITHIN_FILE=true
+	pyfork_start torch
 	have_torch && have_idx && [ -x "$CHUTE_BIN" ] || return 0
 	mkdir -p "$FM"
 	(
@@ -58,9 +61,13 @@ setup_file() {
 	) >"$FM/setup.log" 2>&1 || true
 }
 
+teardown_file() {
+	pyfork_stop
+}
+
 # train_run ARGS...: the trainer on the subset with TRAIN_ARGS.
 train_run() {
-	"$PYTHON" "$TRAIN_PY" "$FM/train" "$FM/test" "${TRAIN_ARGS[@]}" "$@"
+	"${PYFORK[@]}" "$TRAIN_PY" "$FM/train" "$FM/test" "${TRAIN_ARGS[@]}" "$@"
 }
 
 # mkidx DIR N [DEFECT]: gzipped IDX files of N images (pixel j of image i
@@ -287,27 +294,27 @@ EOF
 	for d in small nocls good; do
 		chute pack -q "$d" -o "ds-$d" >/dev/null || fail "cannot pack $d"
 	done
-	run -1 "$PYTHON" "$TRAIN_PY" ds-small ds-small -b 2
+	run -1 "${PYFORK[@]}" "$TRAIN_PY" ds-small ds-small -b 2
 	# chute's `bytes u8 784` refuses it, naming the sample
 	assert_output --regexp "^train_fashion_mnist.py: train: chute stream failed \(exit 1\): chute stream: field 'img': .*has 10 bytes.* needs 784 \(sample 's0[0-5]', "
-	run -1 "$PYTHON" "$TRAIN_PY" ds-nocls ds-nocls -b 2
+	run -1 "${PYFORK[@]}" "$TRAIN_PY" ds-nocls ds-nocls -b 2
 	assert_output --regexp "^train_fashion_mnist.py: train: chute stream failed \(exit 1\): chute stream: field 'cls': missing.*\(sample 's0[0-5]', "
-	run -2 "$PYTHON" "$TRAIN_PY" missing ds-good -b 2
+	run -2 "${PYFORK[@]}" "$TRAIN_PY" missing ds-good -b 2
 	assert_output "train_fashion_mnist.py: train: chute stream failed (exit 2): chute stream: cannot open 'missing': No such file or directory"
-	run -2 "$PYTHON" "$TRAIN_PY" ds-good ds-good --chute ./no-such-chute
+	run -2 "${PYFORK[@]}" "$TRAIN_PY" ds-good ds-good --chute ./no-such-chute
 	assert_output "train_fashion_mnist.py: train: cannot run './no-such-chute': No such file or directory"
 
-	run -2 "$PYTHON" "$TRAIN_PY" ds-good ds-good --resume-from none.pt
+	run -2 "${PYFORK[@]}" "$TRAIN_PY" ds-good ds-good --resume-from none.pt
 	assert_output "train_fashion_mnist.py: cannot read checkpoint 'none.pt': No such file or directory"
 	echo "not a checkpoint" >junk.pt
-	run -2 "$PYTHON" "$TRAIN_PY" ds-good ds-good --resume-from junk.pt
+	run -2 "${PYFORK[@]}" "$TRAIN_PY" ds-good ds-good --resume-from junk.pt
 	assert_output --regexp "^train_fashion_mnist.py: 'junk.pt' is not a checkpoint of train_fashion_mnist.py: "
-	run -0 "$PYTHON" "$TRAIN_PY" ds-good ds-good -b 2 --epochs 1 --checkpoint ok.pt
+	run -0 "${PYFORK[@]}" "$TRAIN_PY" ds-good ds-good -b 2 --epochs 1 --checkpoint ok.pt
 	assert_line --regexp '^checkpoint after ch1\.'
 	assert_line --regexp '^epoch 0: eval accuracy [0-9]+\.[0-9]{2} %$'
 	assert_file_not_exists ok.pt.tmp
-	run -2 "$PYTHON" "$TRAIN_PY" ds-good ds-good -b 2 --seed 9 --resume-from ok.pt
+	run -2 "${PYFORK[@]}" "$TRAIN_PY" ds-good ds-good -b 2 --seed 9 --resume-from ok.pt
 	assert_output "train_fashion_mnist.py: checkpoint 'ok.pt' was made with --seed 0, not 9"
-	run -2 "$PYTHON" "$TRAIN_PY" ds-good ds-good --checkpoint-every 3
+	run -2 "${PYFORK[@]}" "$TRAIN_PY" ds-good ds-good --checkpoint-every 3
 	assert_output --partial "--checkpoint-every needs --checkpoint FILE"
 }
