@@ -291,12 +291,12 @@ static void print_pool(const struct ch_stream_opts *o,
 		       const struct ch_stream_stats *st)
 {
 	int none = st->workers == 0, pool_auto = o->workers == CH_AUTO;
-	fprintf(stderr, "stream: %d %s%s%s%s%s, prefetch %d%s", st->workers,
-		cmd_plural((uint64_t)st->workers, "worker", "workers"),
-		pool_auto || none ? " (" : "", pool_auto ? "auto" : "",
-		pool_auto && none ? "; " : "",
-		none ? "the writer reads)" : pool_auto ? ")" : "",
-		st->prefetch, o->prefetch > 0 ? "" : " (auto)");
+	const char *how = pool_auto ? (none ? " (auto; the writer reads)"
+					    : " (auto)")
+				    : (none ? " (the writer reads)" : "");
+	fprintf(stderr, "stream: %d %s%s, prefetch %d%s", st->workers,
+		cmd_plural((uint64_t)st->workers, "worker", "workers"), how,
+		st->prefetch, o->prefetch == CH_AUTO ? " (auto)" : "");
 	if ((o->workers == CH_AUTO || o->prefetch == CH_AUTO) &&
 	    st->tune_work_s > 0)
 		fprintf(stderr, ": a batch took a worker %.2f ms, the consumer "

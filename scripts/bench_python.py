@@ -105,6 +105,7 @@ def gather(a):
 def dataloader(a):
     from torch.utils.data import DataLoader, Dataset
     images, labels = fm_arrays(a.data)
+    workers = int(a.workers or 0)
 
     class Arrays(Dataset):
         def __len__(self):
@@ -115,8 +116,8 @@ def dataloader(a):
 
     def make():
         loader = DataLoader(Arrays(), batch_size=BATCH, shuffle=True,
-                            num_workers=int(a.workers or 0),
-                            persistent_workers=int(a.workers or 0) > 0)
+                            num_workers=workers,
+                            persistent_workers=workers > 0)
         return lambda e: loader
     return make
 
@@ -180,6 +181,7 @@ def img_dataloader(a):
     import torchvision.transforms as T
     from torch.utils.data import DataLoader
     from torchvision.datasets import ImageFolder
+    workers = int(a.workers or 0)
 
     def to_chw(im):
         return torch.from_numpy(np.array(im, dtype=np.uint8)).permute(2, 0, 1)
@@ -188,8 +190,8 @@ def img_dataloader(a):
 
     def make():
         loader = DataLoader(ImageFolder(a.data, transform=tf), batch_size=IMG_BATCH,
-                            shuffle=True, num_workers=int(a.workers or 0),
-                            persistent_workers=int(a.workers or 0) > 0)
+                            shuffle=True, num_workers=workers,
+                            persistent_workers=workers > 0)
         return lambda e: loader
     return make
 
