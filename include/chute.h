@@ -283,6 +283,9 @@ size_t ch_block_cache_capacity(const struct ch_block_cache *c);
 void ch_block_cache_forget(struct ch_block_cache *c, const struct ch_shard *sh);
 void ch_block_cache_stats(struct ch_block_cache *c, uint64_t *hits,
 			  uint64_t *misses);
+/* Seconds the cache's misses took to load their blocks (decoded, or
+ * mapped and checked), all threads together. */
+double ch_block_cache_load_seconds(struct ch_block_cache *c);
 
 /* Hash of a sample's content as stored in the index: XXH3-64 over, for
  * each field in name order, the name, one NUL byte, the size as u64

@@ -36,6 +36,7 @@ struct ch_block_cache {
 	struct entry *buckets[BUCKETS];
 	struct entry *newest, *oldest;
 	uint64_t hits, misses;
+	double load_s; /* the misses' loading time */
 };
 
 struct ch_block_cache *ch_block_cache_new(size_t capacity)
@@ -216,8 +217,11 @@ static int load(struct ch_block_cache *c, struct ch_block_reader *r,
 	struct ch_slab *slab = NULL;
 	const uint8_t *data = NULL;
 	size_t in_file = 0;
+	double t0 = ch_now();
 	int rc = load_data(c, r, sh, e->block, &data, &slab, &in_file, err);
+	double took = ch_now() - t0;
 	pthread_mutex_lock(&c->lock);
+	c->load_s += took;
 	e->loading = 0;
 	if (rc == 0) {
 		e->data = data;
@@ -300,4 +304,12 @@ void ch_block_cache_stats(struct ch_block_cache *c, uint64_t *hits,
 	*hits = c->hits;
 	*misses = c->misses;
 	pthread_mutex_unlock(&c->lock);
+}
+
+double ch_block_cache_load_seconds(struct ch_block_cache *c)
+{
+	pthread_mutex_lock(&c->lock);
+	double s = c->load_s;
+	pthread_mutex_unlock(&c->lock);
+	return s;
 }

@@ -110,7 +110,10 @@ struct ch_batch_data {
 };
 void ch_batch_data_release(struct ch_batch_data *b);
 
-/* One per worker thread; index says where in a batch it starts. */
+/* One per worker thread; index says where in a batch it starts.  The
+ * writer's own, CH_READS_ALONE, reads only while no worker is at work:
+ * from a batch's start, warming no block ahead of the others. */
+#define CH_READS_ALONE (-1)
 struct ch_batch_reader;
 int ch_batch_reader_new(struct ch_batch_reader **out,
 			const struct ch_stream_shared *sh, int index,
@@ -158,6 +161,17 @@ struct ch_workers_probe {
 	int wait, every; /* periods until the next try, and between tries */
 };
 void ch_workers_probe_init(struct ch_workers_probe *p, int threads);
+/* Sets the cap auto starts with once the writer has read its first
+ * batches alone, the cheapest in work_s beyond loading blocks (a cost
+ * paid once): none when that is cheap, where a hand-off would cost more
+ * than the thread saves; else threads. */
+void ch_workers_probe_start(struct ch_workers_probe *p, double work_s,
+			    int threads);
+/* The cap after a period whose batches took work_mean_s each: at none
+ * and not trying, reads grown dear (blocks decoded again, say) bring
+ * back the workers the stage times call for. */
+int ch_workers_reopen(const struct ch_workers_probe *p, double work_mean_s,
+		      int called_for);
 /* After a period that gave `rate` batches a second, `decoding` when
  * blocks were decoded in it, while the stage times call for called_for
  * workers (fewer than the cap: a try starts from there): returns the cap

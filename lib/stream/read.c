@@ -449,7 +449,7 @@ static void warm_group(struct ch_batch_reader *r, struct ch_batch_data *b,
 		       const struct ch_shard *sh, size_t from, size_t to)
 {
 	struct ch_block_cache *c = r->sh->cache;
-	if (!c || r->sh->nworkers < 2)
+	if (!c || r->sh->nworkers < 2 || r->index == CH_READS_ALONE)
 		return;
 	if (r->warm_cap < to - from) {
 		uint32_t *w = realloc(r->warm, (to - from) * sizeof(*w));
@@ -564,7 +564,10 @@ static int read_pass(struct ch_batch_reader *r, struct ch_batch_data *b,
 				      b->slots[b->order[i - 1]].shard)
 			starts[ngroups++] = i;
 	starts[ngroups] = m;
-	size_t first = ngroups * (size_t)r->index / (size_t)r->sh->nworkers;
+	size_t first = r->index == CH_READS_ALONE
+			       ? 0
+			       : ngroups * (size_t)r->index /
+					 (size_t)r->sh->nworkers;
 	int rc = 0;
 	for (int wait = 0; wait <= 1 && rc >= 0; wait++)
 		for (size_t g = 0; g < ngroups && rc >= 0; g++) {

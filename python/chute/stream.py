@@ -220,7 +220,8 @@ class Stream(_Base):
                  $RANK and $WORLD_SIZE, else 0 and 1
     workers      chute's reader threads, "auto", or 0: chute's writer
                  reads each batch itself (the least CPU, for a trainer
-                 that needs the other cores and cheap transforms)
+                 that needs the other cores and cheap transforms; auto
+                 does so when the first batches are that cheap)
     shm          True: frames through a shared-memory ring instead of a
                  pipe (arrays are views of the ring: see Batch)
     resume       a cursor or a state_dict() to go on after

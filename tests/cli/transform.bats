@@ -269,3 +269,19 @@ print(a.shape, np.array_equal(a, b.transpose(0, 3, 1, 2)),
       np.array_equal(c, a.astype(np.float32) / np.float32(255)))' "$REPO_ROOT/scripts"
 	assert_output "(24, 3, 40, 40) True True"
 }
+
+@test "transform: --workers auto starts the workers for dear batches, and none for cheap ones" {
+	# a 512x512 crop of each image: milliseconds a batch, even unsanitized
+	local dear=(--transform 'jpg: decode | random-resized-crop 512 | flip'
+		    -b 8 -e 2 --stats --stats-json dear.json)
+	run -0 chute stream "${dear[@]}" -o out "$BATS_FILE_TMPDIR/ds"
+	assert_output --regexp "stream: [0-9]+ workers? \(auto\), prefetch"
+	run -0 "$PYTHON" -c 'import json; print(json.load(open("dear.json"))["workers"] > 0)'
+	assert_output True
+	# the labels alone: microseconds a batch; the writer reads them
+	run -0 chute stream --transform 'cls: int' -b 1 -e 3 --stats \
+		--stats-json cheap.json -o out2 "$BATS_FILE_TMPDIR/ds"
+	assert_output --partial "stream: 0 workers (auto; the writer reads), prefetch"
+	run -0 "$PYTHON" -c 'import json; print(json.load(open("cheap.json"))["workers"])'
+	assert_output 0
+}

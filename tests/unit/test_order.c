@@ -243,6 +243,39 @@ static void auto_workers_try_one_fewer_and_one_more(void)
 	CHECK(ch_workers_probe_step(&p, 100, 0, 4, 1) == 0);
 }
 
+static void auto_workers_start_from_the_first_batches(void)
+{
+	struct ch_workers_probe p;
+	/* JPEGs: tens of milliseconds a batch; every thread */
+	ch_workers_probe_init(&p, 2);
+	ch_workers_probe_start(&p, 0.040, 2);
+	CHECK(p.cap == 2);
+	ch_workers_probe_init(&p, 16);
+	ch_workers_probe_start(&p, 0.001, 16);
+	CHECK(p.cap == 16);
+	/* 28x28 images: a fifth of a millisecond a batch once the blocks
+	 * are loaded; the writer reads them, no worker, and one is tried
+	 * only after 16 periods */
+	ch_workers_probe_init(&p, 2);
+	ch_workers_probe_start(&p, 0.0002, 2);
+	CHECK(p.cap == 0);
+	for (int i = 0; i < 15; i++)
+		CHECK(ch_workers_probe_step(&p, 100, 0, 2, 2) == 0);
+	CHECK(ch_workers_probe_step(&p, 100, 0, 2, 2) == 1);
+	CHECK(ch_workers_probe_step(&p, 60, 0, 2, 2) == 0);
+	/* at none, reads grown dear bring back what the stage times call
+	 * for, at least one */
+	CHECK(ch_workers_reopen(&p, 0.0002, 2) == 0);
+	CHECK(ch_workers_reopen(&p, 0.005, 2) == 2);
+	CHECK(ch_workers_reopen(&p, 0.005, 0) == 1);
+	/* not while a try runs, nor above none: the probe decides there */
+	p.trying = 1;
+	CHECK(ch_workers_reopen(&p, 0.005, 2) == 0);
+	p.trying = 0;
+	p.cap = 1;
+	CHECK(ch_workers_reopen(&p, 0.005, 2) == 1);
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -254,6 +287,7 @@ int main(void)
 		UNIT(cursors_round_trip),
 		UNIT(auto_pool_follows_the_stage_times),
 		UNIT(auto_workers_try_one_fewer_and_one_more),
+		UNIT(auto_workers_start_from_the_first_batches),
 	};
 	return unit_run(tests, UNIT_COUNT(tests));
 }
