@@ -12,6 +12,7 @@
 #include "chute.h"
 #include "cmd.h"
 #include "chute/ref.h"
+#include "pipe_pages.h"
 #include "stream.h"
 #include "stream_opts.h"
 
@@ -48,6 +49,7 @@ struct sink {
 	int fd;
 	const char *path; /* -o FILE, or NULL: standard output */
 	char *tmp;	  /* where FILE is written until the end, or NULL */
+	struct pipe_pages *pages; /* --vmsplice, or NULL */
 };
 
 static int add_transform(struct stream_args *a, const char *spec)
@@ -93,6 +95,7 @@ static int take_option(struct stream_args *a, int opt, const char *arg)
 	case CH_STREAM_OPT_STATE: a->state = v.text; break;
 	case CH_STREAM_OPT_STATS: a->stats = 1; break;
 	case CH_STREAM_OPT_STATS_JSON: a->stats_json = v.text; break;
+	case CH_STREAM_OPT_VMSPLICE: a->vmsplice = 1; break;
 	}
 	return 0;
 }
@@ -164,7 +167,8 @@ static int to_sink(const struct ch_batch_out *b, void *arg,
 	struct sink *s = arg;
 	if (s->fd < 0) /* chute bench: the bytes go nowhere */
 		return 0;
-	if (cmd_write_all(s->fd, b->data, b->size) < 0) {
+	if ((s->pages ? pipe_pages_write(s->pages, b->data, b->size)
+		      : cmd_write_all(s->fd, b->data, b->size)) < 0) {
 		if (errno == EPIPE)
 			return 1; /* the reader is gone: a normal end */
 		return s->path ? ch_error_errno(err, errno, "cannot write '%s'",
@@ -461,6 +465,7 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 	struct ch_dataset ds;
 	struct ch_error err = {0};
 	struct sink sink = {0};
+	struct pipe_pages pages;
 	ch_batch_sink put = a->shm.name ? shm_sink_put : to_sink;
 	void *put_arg = a->shm.name ? (void *)&a->shm : &sink;
 	struct state_sink state = { a->state, put, put_arg };
@@ -471,6 +476,9 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 		return EXIT_USAGE;
 	if (shm_sink_check(&a->shm, a->output, a->o.format) != 0)
 		return EXIT_USAGE;
+	if (a->vmsplice && a->shm.name)
+		return cmd_error("--vmsplice lends pages to a pipe; --shm "
+				 "writes into shared memory: one or the other");
 	if (open_dataset(a, &ds, &err) < 0)
 		return cmd_fail(&err);
 	status = record_begin(&a->rec, &ds, a->dataset, &a->o);
@@ -478,6 +486,10 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 	if (status || (sink.fd < 0 && !a->bench)) {
 		ch_dataset_release(&ds);
 		return record_end(&a->rec, status ? status : EXIT_USAGE);
+	}
+	if (a->vmsplice && sink.fd >= 0) {
+		pipe_pages_init(&pages, sink.fd);
+		sink.pages = &pages;
 	}
 	a->o.cancel = cmd_catch_signals();
 	if (a->stats || a->stats_json) {
@@ -505,6 +517,8 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 		fprintf(stderr, "chute stream: skipped %llu corrupt %s\n",
 			(unsigned long long)st->skipped,
 			cmd_plural(st->skipped, "sample", "samples"));
+	if (sink.pages)
+		pipe_pages_release(sink.pages);
 	if (a->output)
 		status = close_output(&sink, status);
 	/* the stream itself went through: FILE is in place */

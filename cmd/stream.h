@@ -16,6 +16,7 @@ struct stream_args {
 	struct ch_stream_opts o;
 	const char *dataset, *output, *state, *stats_json;
 	int stats, rank_set, world_set;
+	int vmsplice; /* --vmsplice: frames' pages lent to the pipe */
 	int stats_json_failed; /* said once; the exit status is 2 */
 	int bench; /* chute bench: no output, a table at the end */
 	struct shm_sink shm; /* --shm and its options */

@@ -145,6 +145,9 @@
 	X(TRANSFORM, 0, "transform", "'FIELD: OP | ...'", LIST, _,           \
 	  LIB, transforms, 0, HASHED, BENCH, RECORD(10, "transforms"),       \
 	  "decode and augment FIELD in the workers (repeatable)")            \
+	X(VMSPLICE, 0, "vmsplice", NULL, SET, _,                             \
+	  CMD, _, 0, _, _, _,                                                \
+	  "lend frames' pages to the output pipe (a reader that reads it)")  \
 	X(WORKERS, 'w', "workers", "N|auto", THREADS, RANGE(0, 1024),        \
 	  LIB, workers, CH_AUTO, _, BENCH, _,                                \
 	  "reader threads (0: the writer reads; default auto)")              \

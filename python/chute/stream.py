@@ -417,6 +417,8 @@ class Stream(_Base):
             name = "py-%d-%d-%s" % (os.getpid(), next(_ring_names),
                                     os.urandom(4).hex())
             argv[2:2] = ["--shm", name]
+        else:  # frames() reads (copies) the pipe: chute may lend pages
+            argv[2:2] = ["--vmsplice"]
         proc = self._start(argv)
         err = _Stderr(proc.stderr)
         last = None

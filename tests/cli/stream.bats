@@ -534,6 +534,33 @@ EOF
 	done
 }
 
+@test "stream: --vmsplice gives a reader the same bytes, a lagging one too, a file too; not with --shm" {
+	chute stream -b 2 -e 40 --seed 3 ds >ref
+	run -0 bash -c "set -o pipefail; chute stream --vmsplice -b 2 -e 40 --seed 3 ds | cat >fast"
+	cmp ref fast || fail "--vmsplice into cat differs"
+	# a reader that lets the pipe fill with more small frames than chute
+	# has buffers (64) before it reads: none may be written over
+	run -0 bash -c "set -o pipefail
+		chute stream --vmsplice -b 2 -e 40 --seed 3 ds |
+		\"\$PYTHON\" -c 'import sys, time
+time.sleep(1)
+out = open(\"slow\", \"wb\")
+while True:
+    b = sys.stdin.buffer.raw.read(4096)
+    if not b:
+        break
+    out.write(b)
+    time.sleep(0.0002)'"
+	cmp ref slow || fail "--vmsplice into a lagging reader differs"
+	run -0 chute stream --vmsplice -b 2 -e 40 --seed 3 -o file ds
+	cmp ref file || fail "--vmsplice into a file differs"
+	run -0 bash -c "set -o pipefail
+		timeout 60 chute stream --vmsplice -e 0 -b 4 ds | head -c 100 | wc -c"
+	assert_output "100"
+	run -2 chute stream --vmsplice --shm x ds
+	assert_output --partial "one or the other"
+}
+
 @test "stream: SIGTERM and SIGINT end an endless stream with 143 and 130" {
 	run -143 timeout --preserve-status -s TERM 1 chute stream -e 0 -b 4 -o /dev/null ds
 	run -130 timeout --preserve-status -s INT 1 chute stream -e 0 -b 4 -o /dev/null ds

@@ -1,0 +1,26 @@
+/* cmd/pipe_pages.h - --vmsplice: frames handed to an output pipe as
+ * pages instead of copied into it. */
+#ifndef CHUTE_CMD_PIPE_PAGES_H
+#define CHUTE_CMD_PIPE_PAGES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct pipe_page_slot;
+
+struct pipe_pages {
+	int fd;
+	int off;	     /* not a pipe, or vmsplice refused: write(2) */
+	uint64_t sent;	     /* bytes into the pipe so far */
+	uint64_t consumed;   /* of them, read out, as last asked */
+	struct pipe_page_slot *slots;
+	size_t nslots, next;
+};
+
+/* Hands bytes to pipe fd by vmsplice(2) when fd is a pipe. */
+void pipe_pages_init(struct pipe_pages *p, int fd);
+/* Writes n bytes; 0, or -1 with errno set (EPIPE: the reader is gone). */
+int pipe_pages_write(struct pipe_pages *p, const uint8_t *data, size_t n);
+void pipe_pages_release(struct pipe_pages *p);
+
+#endif
