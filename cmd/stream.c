@@ -497,6 +497,11 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 		a->o.stats_arg = a;
 	}
 	a->shm.cancel = a->o.cancel;
+	if (a->shm.name) {
+		a->shm.memory = (struct ch_frame_memory){ shm_sink_reserve,
+							  &a->shm };
+		a->o.frame_memory = &a->shm.memory;
+	}
 	if (a->state) {
 		put = to_state;
 		put_arg = &state;

@@ -20,6 +20,8 @@ struct shm_sink {
 	int pin;		/* --pin */
 	volatile sig_atomic_t *cancel;
 	struct ch_shm_ring *ring; /* made at the first frame */
+	uint8_t *reserved;	  /* the slot the next frame is in, or NULL */
+	struct ch_frame_memory memory; /* shm_sink_reserve, for ch_stream */
 };
 
 /* Options that cannot go with --shm; says why and returns EXIT_USAGE,
@@ -27,7 +29,14 @@ struct shm_sink {
 int shm_sink_check(const struct shm_sink *s, const char *output,
 		   enum ch_format format);
 
-/* A ch_batch_sink: arg is the struct shm_sink. */
+/* The next slot, once free, for a frame of size bytes encoded in place
+ * (ch_frame_memory): NULL before the ring is made (at the first frame),
+ * for a frame larger than a slot, or when the wait failed (the sink's
+ * call then says why). */
+uint8_t *shm_sink_reserve(size_t size, void *arg);
+
+/* A ch_batch_sink: arg is the struct shm_sink.  A frame already in the
+ * slot shm_sink_reserve gave is published, not copied. */
 int shm_sink_put(const struct ch_batch_out *b, void *arg,
 		 struct ch_error *err);
 

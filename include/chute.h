@@ -982,6 +982,18 @@ enum ch_format { CH_FORMAT_BATCH, CH_FORMAT_JSONL, CH_FORMAT_TAR };
 #define CH_BATCH_PARTIAL 1u  /* fewer samples than the batch size */
 #define CH_BATCH_LAST 2u     /* the rank's last batch of the epoch */
 
+/* Where a sink that copies each frame somewhere (a shared-memory ring)
+ * would have it encoded instead, saving the copy.  reserve(size, arg) is
+ * called from the writing thread, in batch order, for the frame the sink
+ * is called with next: it returns memory for size bytes, which the
+ * sink's ch_batch_out.data then points into, or NULL for the stream's
+ * own buffer (as always with workers at work, which encode side by
+ * side). */
+struct ch_frame_memory {
+	uint8_t *(*reserve)(size_t size, void *arg);
+	void *arg;
+};
+
 struct ch_stream_opts {
 	enum ch_shuffle shuffle;
 	uint64_t window;   /* shards per window, CH_SHUFFLE_WINDOW */
@@ -1010,6 +1022,9 @@ struct ch_stream_opts {
 	void (*on_stats)(const struct ch_stream_stats *st, void *arg);
 	void *stats_arg;
 	double stats_interval;
+	/* NULL, or memory for the next frame (CH_FORMAT_BATCH) when the
+	 * writing thread reads the batch itself: see ch_frame_memory */
+	const struct ch_frame_memory *frame_memory;
 };
 
 void ch_stream_opts_init(struct ch_stream_opts *o);

@@ -41,6 +41,12 @@ uint64_t ch_shm_ring_slot_size(const struct ch_shm_ring *r);
  * -1: the frame is larger than a slot, the consumer died, or *cancel. */
 int ch_shm_ring_put(struct ch_shm_ring *r, const void *frame, size_t size,
 		    struct ch_error *err);
+/* The same in two steps, for a frame written in place: the next slot,
+ * once free (as put waits, and with its returns), then its first size
+ * bytes published as the next frame. */
+int ch_shm_ring_reserve(struct ch_shm_ring *r, size_t size, uint8_t **slot,
+			struct ch_error *err);
+void ch_shm_ring_commit(struct ch_shm_ring *r, size_t size);
 
 /* Marks the end of the stream and waits until the consumer has read it
  * all and closed the ring (or died: -1, or *cancel: -1). */

@@ -31,6 +31,11 @@ struct ch_batch {
 };
 int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,
 		    struct ch_error *err);
+/* The same into memory mem gives when it gives some (*frame is then
+ * not in out), else into out; *frame, *size: where the frame is. */
+int ch_encode_frame_in(const struct ch_batch *b, struct ch_buf *out,
+		       const struct ch_frame_memory *mem, uint8_t **frame,
+		       size_t *size, struct ch_error *err);
 int ch_encode_jsonl(const struct ch_batch *b, struct ch_buf *out,
 		    struct ch_error *err);
 /* tar members KEY.FIELD (ustar, pax headers for long names), no end

@@ -328,7 +328,8 @@ static int frame_columns(const struct ch_batch *b, struct column **out,
 
 static int encode(const struct ch_batch *b, const struct column *c, size_t n,
 		  const struct ch_field_type **types, struct ch_buf *out,
-		  struct ch_error *err)
+		  const struct ch_frame_memory *mem, uint8_t **frame,
+		  size_t *frame_size, struct ch_error *err)
 {
 	size_t cursor = b->cursor ? strlen(b->cursor) : 0;
 	uint64_t table_at = ALIGN(HEADER + cursor, 8), table = 0;
@@ -344,10 +345,14 @@ static int encode(const struct ch_batch *b, const struct column *c, size_t n,
 		return ch_error_set(err, "batch too large for a frame");
 	uint64_t data_offset = ALIGN(table_at + table, 64);
 	uint64_t size = data_offset + data;
+	uint8_t *fr = mem && mem->reserve ? mem->reserve(size, mem->arg) : NULL;
 	out->len = 0;
-	if (ch_buf_reserve(out, size, err) < 0)
+	if (!fr && ch_buf_reserve(out, size, err) < 0)
 		return -1;
-	uint8_t *fr = out->data;
+	if (!fr) {
+		fr = out->data;
+		out->len = size;
+	}
 	memset(fr, 0, data_offset); /* padding included: same bytes always */
 	memcpy(fr, "CHB1", 4);
 	st32(fr + 4, b->flags);
@@ -369,12 +374,14 @@ static int encode(const struct ch_batch *b, const struct column *c, size_t n,
 			put_field(b, &c[f], fr, entry, &at);
 		entry += ALIGN(ENTRY_FIXED + strlen(c[f].label), 8);
 	}
-	out->len = size;
+	*frame = fr;
+	*frame_size = (size_t)size;
 	return 0;
 }
 
-int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,
-		    struct ch_error *err)
+int ch_encode_frame_in(const struct ch_batch *b, struct ch_buf *out,
+		       const struct ch_frame_memory *mem, uint8_t **frame,
+		       size_t *size, struct ch_error *err)
 {
 	struct column *c = NULL;
 	uint32_t *slot = NULL;
@@ -382,9 +389,18 @@ int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,
 	if (frame_columns(b, &c, &n, &slot, err) < 0)
 		return -1;
 	const struct ch_field_type **types = calloc(n, sizeof(*types));
-	int rc = types ? encode(b, c, n, types, out, err) : ch_error_nomem(err);
+	int rc = types ? encode(b, c, n, types, out, mem, frame, size, err)
+		       : ch_error_nomem(err);
 	free(types);
 	free(slot);
 	free(c);
 	return rc;
+}
+
+int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,
+		    struct ch_error *err)
+{
+	uint8_t *frame;
+	size_t size;
+	return ch_encode_frame_in(b, out, NULL, &frame, &size, err);
 }

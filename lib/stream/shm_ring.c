@@ -345,12 +345,11 @@ static int wait_free(struct ch_shm_ring *r, uint32_t i, struct ch_error *err)
 	}
 }
 
-int ch_shm_ring_put(struct ch_shm_ring *r, const void *frame, size_t size,
-		    struct ch_error *err)
+int ch_shm_ring_reserve(struct ch_shm_ring *r, size_t size, uint8_t **slot,
+			struct ch_error *err)
 {
 	const struct chute_shm_header *own = &r->published;
 	uint32_t i = (uint32_t)(r->seq % own->nslots);
-	struct chute_shm_slot *s = &r->slots[i];
 	if (size > own->slot_size)
 		return ch_error_usage(err, "a frame of %zu bytes does not fit "
 				      "the slots of ring '%s' (%llu bytes): "
@@ -362,8 +361,13 @@ int ch_shm_ring_put(struct ch_shm_ring *r, const void *frame, size_t size,
 	int rc = wait_free(r, i, err);
 	if (rc != 0)
 		return rc;
-	memcpy(r->map + own->data_offset + (uint64_t)i * own->slot_size, frame,
-	       size);
+	*slot = r->map + own->data_offset + (uint64_t)i * own->slot_size;
+	return 0;
+}
+
+void ch_shm_ring_commit(struct ch_shm_ring *r, size_t size)
+{
+	struct chute_shm_slot *s = &r->slots[r->seq % r->published.nslots];
 	s->seq = r->seq;
 	s->size = size;
 	chute_shm_store_sc(&s->state, CHUTE_SHM_READY);
@@ -371,6 +375,17 @@ int ch_shm_ring_put(struct ch_shm_ring *r, const void *frame, size_t size,
 	if (!r->consumer_waits || chute_shm_load_sc(&r->h->consumer_waits))
 		chute_shm_wake(&s->state);
 	__atomic_store_n(&r->h->frames, ++r->seq, __ATOMIC_RELEASE);
+}
+
+int ch_shm_ring_put(struct ch_shm_ring *r, const void *frame, size_t size,
+		    struct ch_error *err)
+{
+	uint8_t *slot;
+	int rc = ch_shm_ring_reserve(r, size, &slot, err);
+	if (rc != 0)
+		return rc;
+	memcpy(slot, frame, size);
+	ch_shm_ring_commit(r, size);
 	return 0;
 }
 

@@ -189,6 +189,9 @@ struct job {
 	uint64_t seq;
 	struct ch_batch_plan plan;
 	struct job_bufs *bufs; /* while not FREE */
+	uint8_t *frame;	       /* its encoded bytes: in bufs->out, or in */
+	size_t frame_size;     /* the memory of o->frame_memory */
+	double reserve_s;      /* waiting there for the consumer */
 	int failed;
 	struct ch_error err; /* its kind says whose fault */
 };
@@ -226,25 +229,50 @@ struct streamer {
 	 * none, the writer reads each batch itself, with its own reader */
 	int threads, workers_active, busy;
 	struct ch_batch_reader *own;
+	/* o->frame_memory, timed: its waits are the consumer's time */
+	struct ch_frame_memory timed_memory;
+	double reserve_s;
 	size_t slots_active;
 	struct tuning tune;
 };
 
-static int encode_batch(struct streamer *s, struct job *j)
+static uint8_t *timed_reserve(size_t size, void *arg)
+{
+	struct streamer *s = arg;
+	double t0 = ch_now();
+	uint8_t *p = s->o->frame_memory->reserve(size, s->o->frame_memory->arg);
+	s->reserve_s += ch_now() - t0;
+	return p;
+}
+
+/* Encodes job j; in_place: the next batch to write, read by the writer,
+ * which may then go straight into the sink's memory. */
+static int encode_batch(struct streamer *s, struct job *j, int in_place)
 {
 	struct ch_batch b = {
 		.epoch = j->plan.epoch, .batch = j->plan.batch,
 		.flags = j->plan.flags, .cursor = j->plan.cursor,
 		.nsamples = (size_t)j->plan.n, .samples = j->bufs->data.samples,
 	};
+	struct ch_buf *out = &j->bufs->out;
+	int rc;
 	switch (s->o->format) {
 	case CH_FORMAT_JSONL:
-		return ch_encode_jsonl(&b, &j->bufs->out, &j->err);
+		rc = ch_encode_jsonl(&b, out, &j->err);
+		break;
 	case CH_FORMAT_TAR:
-		return ch_encode_tar(&b, &j->bufs->out, &j->err);
+		rc = ch_encode_tar(&b, out, &j->err);
+		break;
 	default:
-		return ch_encode_frame(&b, &j->bufs->out, &j->err);
+		return ch_encode_frame_in(&b, out,
+					  in_place && s->o->frame_memory
+						  ? &s->timed_memory
+						  : NULL,
+					  &j->frame, &j->frame_size, &j->err);
 	}
+	j->frame = out->data;
+	j->frame_size = out->len;
+	return rc;
 }
 
 struct worker {
@@ -282,15 +310,17 @@ static struct job *plan_job(struct streamer *s)
 static void run_job(struct streamer *s, struct ch_batch_reader *r,
 		    struct job *j)
 {
-	double t0 = ch_now();
+	/* the writer's alone: others do not touch reserve_s */
+	double t0 = ch_now(), reserved = r == s->own ? s->reserve_s : 0;
 	struct job_bufs *b = j->bufs;
 	int rc = ch_batch_read(r, &j->plan, &b->data, &j->err);
 	double t1 = ch_now();
-	if (rc == 0 && (rc = encode_batch(s, j)) < 0)
+	if (rc == 0 && (rc = encode_batch(s, j, r == s->own)) < 0)
 		j->err.kind = CH_ERR_DATA; /* it will not fit the format */
 	if (rc == 0)
-		rc = ch_batch_fill(r, &b->data, b->out.data, &j->err);
-	double t2 = ch_now();
+		rc = ch_batch_fill(r, &b->data, j->frame, &j->err);
+	j->reserve_s = r == s->own ? s->reserve_s - reserved : 0;
+	double t2 = ch_now() - j->reserve_s;
 	pthread_mutex_lock(&s->lock);
 	s->busy--;
 	s->read_s += t1 - t0;
@@ -497,21 +527,21 @@ static int write_batches(struct streamer *s, ch_batch_sink sink, void *arg,
 		if (s->o->cancel && *s->o->cancel)
 			return ch_error_interrupted(err);
 		struct ch_batch_out out = {
-			.data = j->bufs->out.data, .size = j->bufs->out.len,
+			.data = j->frame, .size = j->frame_size,
 			.epoch = j->plan.epoch, .batch = j->plan.batch,
 			.samples = j->plan.n, .flags = j->plan.flags,
 			.cursor = j->plan.cursor,
 		};
 		double t0 = ch_now();
 		int rc = sink(&out, arg, err);
-		double sink_s = ch_now() - t0;
+		double sink_s = ch_now() - t0 + j->reserve_s;
 		st->wait_sink_s += sink_s;
 		if (rc != 0)
 			return rc;
 		st->batches++;
 		st->skipped += j->bufs->data.skipped;
 		st->samples += j->plan.n;
-		st->bytes += j->bufs->out.len;
+		st->bytes += j->frame_size;
 		release_job(s, j, seq);
 		retune(s, st, sink_s);
 		if (s->o->on_stats && ch_now() - last >= s->o->stats_interval) {
@@ -602,6 +632,7 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 				      "size");
 	size_pool(&s, o, st);
 	workers = s.threads;
+	s.timed_memory = (struct ch_frame_memory){ timed_reserve, &s };
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.changed, NULL);
 	pthread_cond_init(&s.parked, NULL);
