@@ -221,6 +221,11 @@ void ch_shard_block(const struct ch_shard *sh, uint32_t b,
 struct ch_block_reader;
 struct ch_block_reader *ch_block_reader_new(void);
 void ch_block_reader_free(struct ch_block_reader *r);
+/* Seconds r's calls to a block cache spent loading blocks (decoding, or
+ * mapping and checking) or waiting for another thread loading one: a
+ * cost paid once a block while it stays cached.  The cache adds them. */
+double ch_block_reader_load_seconds(const struct ch_block_reader *r);
+void ch_block_reader_add_load_seconds(struct ch_block_reader *r, double s);
 
 /* Makes room in r for block b (its stored and decoded bytes), so that
  * reading it needs no more memory: fails only when memory runs out,
@@ -283,9 +288,6 @@ size_t ch_block_cache_capacity(const struct ch_block_cache *c);
 void ch_block_cache_forget(struct ch_block_cache *c, const struct ch_shard *sh);
 void ch_block_cache_stats(struct ch_block_cache *c, uint64_t *hits,
 			  uint64_t *misses);
-/* Seconds the cache's misses took to load their blocks (decoded, or
- * mapped and checked), all threads together. */
-double ch_block_cache_load_seconds(struct ch_block_cache *c);
 
 /* Hash of a sample's content as stored in the index: XXH3-64 over, for
  * each field in name order, the name, one NUL byte, the size as u64

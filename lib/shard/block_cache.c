@@ -36,7 +36,6 @@ struct ch_block_cache {
 	struct entry *buckets[BUCKETS];
 	struct entry *newest, *oldest;
 	uint64_t hits, misses;
-	double load_s; /* the misses' loading time */
 };
 
 struct ch_block_cache *ch_block_cache_new(size_t capacity)
@@ -150,12 +149,18 @@ void ch_block_cache_forget(struct ch_block_cache *c, const struct ch_shard *sh)
 /* Pins the entry of block b, waiting while another thread decodes it;
  * with none, enters a pinned placeholder that the caller fills
  * (*mine = 1).  Called and returns with the lock held. */
-static struct entry *claim(struct ch_block_cache *c, const struct ch_shard *sh,
-			   uint32_t b, int *mine)
+static struct entry *claim(struct ch_block_cache *c, struct ch_block_reader *r,
+			   const struct ch_shard *sh, uint32_t b, int *mine)
 {
 	struct entry *e;
-	while ((e = find(c, sh, b)) && e->loading)
+	double t0 = 0;
+	while ((e = find(c, sh, b)) && e->loading) {
+		if (t0 == 0)
+			t0 = ch_now();
 		pthread_cond_wait(&c->loaded, &c->lock);
+	}
+	if (t0 != 0) /* another thread's load: a cost paid once too */
+		ch_block_reader_add_load_seconds(r, ch_now() - t0);
 	*mine = !e;
 	if (e) {
 		e->pins++;
@@ -219,9 +224,8 @@ static int load(struct ch_block_cache *c, struct ch_block_reader *r,
 	size_t in_file = 0;
 	double t0 = ch_now();
 	int rc = load_data(c, r, sh, e->block, &data, &slab, &in_file, err);
-	double took = ch_now() - t0;
+	ch_block_reader_add_load_seconds(r, ch_now() - t0);
 	pthread_mutex_lock(&c->lock);
-	c->load_s += took;
 	e->loading = 0;
 	if (rc == 0) {
 		e->data = data;
@@ -244,7 +248,7 @@ int ch_block_cache_get(struct ch_block_cache *c, struct ch_block_reader *r,
 {
 	int mine;
 	pthread_mutex_lock(&c->lock);
-	struct entry *e = claim(c, sh, b, &mine);
+	struct entry *e = claim(c, r, sh, b, &mine);
 	pthread_mutex_unlock(&c->lock);
 	if (!e)
 		return ch_error_nomem(err);
@@ -271,7 +275,7 @@ int ch_block_cache_warm(struct ch_block_cache *c, struct ch_block_reader *r,
 	int present = find(c, sh, b) != NULL;
 	int full = held(c) >= budget;
 	if (!present && !full)
-		e = claim(c, sh, b, &mine);
+		e = claim(c, r, sh, b, &mine);
 	pthread_mutex_unlock(&c->lock);
 	if (present || full)
 		return present ? 0 : 1;
@@ -304,12 +308,4 @@ void ch_block_cache_stats(struct ch_block_cache *c, uint64_t *hits,
 	*hits = c->hits;
 	*misses = c->misses;
 	pthread_mutex_unlock(&c->lock);
-}
-
-double ch_block_cache_load_seconds(struct ch_block_cache *c)
-{
-	pthread_mutex_lock(&c->lock);
-	double s = c->load_s;
-	pthread_mutex_unlock(&c->lock);
-	return s;
 }

@@ -819,7 +819,18 @@ struct ch_block_reader {
 	uint32_t cached_block;
 	const uint8_t *cached_data;
 	size_t cached_size;
+	double load_s; /* see ch_block_reader_load_seconds */
 };
+
+double ch_block_reader_load_seconds(const struct ch_block_reader *r)
+{
+	return r->load_s;
+}
+
+void ch_block_reader_add_load_seconds(struct ch_block_reader *r, double s)
+{
+	r->load_s += s;
+}
 
 static int same_shard(const struct ch_shard *a, uint64_t serial,
 		      const struct ch_shard *b)

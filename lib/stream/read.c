@@ -120,6 +120,11 @@ void ch_batch_reader_times(const struct ch_batch_reader *r, double t[3])
 	t[2] = r->tr.convert_s;
 }
 
+double ch_batch_reader_load_seconds(const struct ch_batch_reader *r)
+{
+	return ch_block_reader_load_seconds(r->blocks);
+}
+
 void ch_batch_reader_free(struct ch_batch_reader *r)
 {
 	if (!r)

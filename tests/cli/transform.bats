@@ -271,10 +271,21 @@ print(a.shape, np.array_equal(a, b.transpose(0, 3, 1, 2)),
 }
 
 @test "transform: --workers auto starts the workers for dear batches, and none for cheap ones" {
-	# a 512x512 crop of each image: milliseconds a batch, even unsanitized
-	local dear=(--transform 'jpg: decode | random-resized-crop 512 | flip'
-		    -b 8 -e 2 --stats --stats-json dear.json)
-	run -0 chute stream "${dear[@]}" -o out "$BATS_FILE_TMPDIR/ds"
+	# 1024x768 JPEGs: milliseconds each to decode, sanitized or not
+	"$PYTHON" - <<'EOF' || fail "cannot make the JPEGs"
+import os
+import numpy as np
+from PIL import Image
+rng = np.random.default_rng(5)
+os.makedirs("big/c0")
+for i in range(12):
+    x = rng.integers(0, 256, (768, 1024, 3), dtype=np.uint8)
+    Image.fromarray(x).save("big/c0/%02d.jpg" % i, quality=90)
+EOF
+	chute pack -q --label-from dir big -o bigds >/dev/null
+	# 12 batches, past the 8 that auto judges by
+	run -0 chute stream --transform 'jpg: decode | random-resized-crop 32' \
+		-b 2 -e 2 --stats --stats-json dear.json -o out bigds
 	assert_output --regexp "stream: [0-9]+ workers? \(auto\), prefetch"
 	run -0 "$PYTHON" -c 'import json; print(json.load(open("dear.json"))["workers"] > 0)'
 	assert_output True
