@@ -26,9 +26,14 @@ static int int_value(long long v, struct ch_buf *out,
 		     struct ch_field_type *t, struct ch_error *err)
 {
 	int64_t le = (int64_t)v; /* little-endian hosts only (see Makefile) */
-	out->len = 0;
 	*t = (struct ch_field_type){ .dtype = CH_DTYPE_I64, .ndim = 0 };
 	return ch_buf_append(out, &le, 8, err);
+}
+
+/* isspace in the C locale, without a call a byte */
+static int blank(uint8_t c)
+{
+	return c == ' ' || (c >= '\t' && c <= '\r');
 }
 
 /* Up to 18 digits after an optional sign, the usual label: its value in
@@ -52,12 +57,19 @@ static int plain_int(const uint8_t *p, size_t n, long long *v)
 int ch_array_int(const uint8_t *in, size_t size, struct ch_buf *out,
 		 struct ch_field_type *t, struct ch_error *err)
 {
+	out->len = 0;
+	return ch_array_int_append(in, size, out, t, err);
+}
+
+int ch_array_int_append(const uint8_t *in, size_t size, struct ch_buf *out,
+			struct ch_field_type *t, struct ch_error *err)
+{
 	char text[32];
 	size_t a = 0, b = size;
 	long long v;
-	while (a < b && isspace(in[a]))
+	while (a < b && blank(in[a]))
 		a++;
-	while (b > a && isspace(in[b - 1]))
+	while (b > a && blank(in[b - 1]))
 		b--;
 	if (a == b || b - a >= sizeof(text))
 		return ch_error_set(err, "not an integer label (%zu bytes)",

@@ -232,6 +232,10 @@ static int first_array_op(struct run *r, const struct ch_pipeline *p,
 			  const uint8_t *in, size_t size, struct ch_error *err)
 {
 	const struct ch_op *op = &p->ops[0];
+	if (op->kind == CH_OP_INT && p->nops == 1) {
+		r->in_out = 1; /* a label alone: straight into out */
+		return ch_array_int_append(in, size, r->out, &r->t, err);
+	}
 	if (op->kind == CH_OP_INT)
 		return ch_array_int(in, size, r->cur, &r->t, err);
 	if (op->kind == CH_OP_NPY)

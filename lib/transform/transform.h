@@ -131,6 +131,9 @@ int ch_image_realize(struct ch_transformer *tr, const struct ch_geom *g,
 /* Array ops (transform/array.c), from the bytes in `in` to out. */
 int ch_array_int(const uint8_t *in, size_t size, struct ch_buf *out,
 		 struct ch_field_type *t, struct ch_error *err);
+/* The same appended to out, which keeps what it holds. */
+int ch_array_int_append(const uint8_t *in, size_t size, struct ch_buf *out,
+			struct ch_field_type *t, struct ch_error *err);
 int ch_array_npy(const struct ch_op *op, const uint8_t *in, size_t size,
 		 struct ch_buf *out, struct ch_field_type *t,
 		 struct ch_error *err);
