@@ -1,5 +1,6 @@
-/* cmd/pipe_pages.c - --vmsplice: each frame is copied into one of a ring
- * of page-aligned buffers, whose pages vmsplice(2) then lends to the
+/* cmd/pipe_pages.c - --vmsplice: each frame is encoded (through
+ * ch_frame_memory) or copied into one of a ring of page-aligned
+ * buffers, whose pages vmsplice(2) then lends to the
  * output pipe: the reader copies them out of our memory, and the copy
  * that write(2) makes into the pipe's own pages is saved (on 2 cores,
  * Fashion-MNIST batches reach a Python reader 1.6x as fast).
@@ -105,13 +106,32 @@ static int splice_all(struct pipe_pages *p, const uint8_t *data, size_t n)
 	return 0;
 }
 
-int pipe_pages_write(struct pipe_pages *p, const uint8_t *data, size_t n)
+/* A free slot of n bytes, the ring made first if need be. */
+static struct pipe_page_slot *take_slot(struct pipe_pages *p, size_t n)
 {
-	struct pipe_page_slot *s = NULL;
 	if (!p->off && !p->slots && make_slots(p, n) < 0)
 		p->off = 1;
-	if (!p->off)
-		s = free_slot(p, n);
+	return p->off ? NULL : free_slot(p, n);
+}
+
+uint8_t *pipe_pages_reserve(size_t n, void *arg)
+{
+	struct pipe_pages *p = arg;
+	p->reserved = take_slot(p, n);
+	return p->reserved ? p->reserved->data : NULL;
+}
+
+int pipe_pages_write(struct pipe_pages *p, const uint8_t *data, size_t n)
+{
+	struct pipe_page_slot *s = p->reserved;
+	p->reserved = NULL;
+	if (s && data == s->data && n <= s->cap) {
+		s->end = p->sent + n;
+		int rc = splice_all(p, s->data, n);
+		p->sent += n;
+		return rc;
+	}
+	s = take_slot(p, n);
 	if (!s) {
 		if (cmd_write_all(p->fd, data, n) < 0)
 			return -1;

@@ -15,12 +15,18 @@ struct pipe_pages {
 	uint64_t consumed;   /* of them, read out, as last asked */
 	struct pipe_page_slot *slots;
 	size_t nslots, next;
+	struct pipe_page_slot *reserved; /* holds the next frame, or NULL */
 };
 
 /* Hands bytes to pipe fd by vmsplice(2) when fd is a pipe. */
 void pipe_pages_init(struct pipe_pages *p, int fd);
-/* Writes n bytes; 0, or -1 with errno set (EPIPE: the reader is gone). */
+/* Writes n bytes; 0, or -1 with errno set (EPIPE: the reader is gone).
+ * Bytes already in the buffer pipe_pages_reserve gave are not copied. */
 int pipe_pages_write(struct pipe_pages *p, const uint8_t *data, size_t n);
+/* A buffer for the next n bytes to write, whose reader has read it out;
+ * NULL when there is none (or no pipe): they are then copied.  A
+ * ch_frame_memory's reserve (arg: p). */
+uint8_t *pipe_pages_reserve(size_t n, void *arg);
 void pipe_pages_release(struct pipe_pages *p);
 
 #endif

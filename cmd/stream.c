@@ -487,9 +487,11 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 		ch_dataset_release(&ds);
 		return record_end(&a->rec, status ? status : EXIT_USAGE);
 	}
+	struct ch_frame_memory lend = { pipe_pages_reserve, &pages };
 	if (a->vmsplice && sink.fd >= 0) {
 		pipe_pages_init(&pages, sink.fd);
 		sink.pages = &pages;
+		a->o.frame_memory = &lend; /* frames encoded in its buffers */
 	}
 	a->o.cancel = cmd_catch_signals();
 	if (a->stats || a->stats_json) {
