@@ -16,7 +16,11 @@ chs_read() {
 #   small N  N small text samples with two fields (for --dict)
 #   large N  N incompressible samples of 1.5 MiB (raw blocks)
 #   many N   N samples of 300-900 bytes, half text, half random
+# Made once per test file for each KIND and N (`cached`), then copied.
 mksamples() {
+	cached _mksamples "$@"
+}
+_mksamples() {
 	"$PYTHON" - "$@" <<'EOF' || fail "cannot generate $*"
 import os, random, sys
 root, kind = sys.argv[1], sys.argv[2]
@@ -287,14 +291,52 @@ for out, case in zip(sys.argv[3::2], sys.argv[4::2]):
 EOF2
 }
 
+# chs_read_refuses SHARD...: chs_read.py exits 1 on each SHARD, as `run -1
+# chs_read SHARD` checks, its main() run for each in one Python process
+# (an exception it lets out counts as the exit 1 it would be).
+chs_read_refuses() {
+	"$PYTHON" - "$REPO_ROOT/scripts" "$@" <<'EOF' || fail "chs_read.py accepted a shard"
+import contextlib, io, sys
+sys.path.insert(0, sys.argv[1])
+import chs_read
+wrong = []
+for shard in sys.argv[2:]:
+    out = io.TextIOWrapper(io.BytesIO())
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            rc = chs_read.main([shard])
+        except SystemExit as e:
+            rc = e.code
+        except Exception:
+            rc = 1
+    if rc != 1:
+        wrong.append("%s (exit %s)" % (shard, rc))
+if wrong:
+    sys.exit("chs_read.py did not exit 1 on: " + ", ".join(wrong))
+EOF
+}
+
+# info_of SHARD: `chs_read.py --info SHARD`, run once per test for each
+# state of the file (its name, inode, size and modification time).
+info_of() {
+	local at
+	at=$(stat -c '%i-%s-%.9Y' "$1") || return 1
+	at="$BATS_TEST_TMPDIR/.info_of/${1//\//_}-$at"
+	if [ ! -f "$at" ]; then
+		mkdir -p "${at%/*}" && chs_read "$1" --info >"$at.tmp" &&
+			mv "$at.tmp" "$at" || { cat "$at.tmp"; return 1; }
+	fi
+	cat "$at"
+}
+
 # info SHARD KEY: the value of one line of `chs_read.py --info`.
 info() {
-	chs_read "$1" --info | awk -v k="$2" '$1 == k { $1 = ""; print substr($0, 2) }'
+	info_of "$1" | awk -v k="$2" '$1 == k { $1 = ""; print substr($0, 2) }'
 }
 
 # block_codecs SHARD: the codec of each block, one a line.
 block_codecs() {
-	chs_read "$1" --info | awk '$1 == "block" { print $6 }'
+	info_of "$1" | awk '$1 == "block" { print $6 }'
 }
 
 # ------------------------------------------------------------ agreement
@@ -485,8 +527,8 @@ EOF
 		sections-short count-overflow entries-overflow sizes-overflow
 		huge-raw-index)
 	mutate_each "$(shard_of ds)" whole $(for c in "${cases[@]}"; do echo "$c.chs $c"; done)
+	chs_read_refuses "${cases[@]/%/.chs}"
 	for c in "${cases[@]}"; do
-		run -1 chs_read "$c.chs"
 		run chute ls "$c.chs"
 		# refused with a message (a data error), not crashed
 		if [ "$status" -eq 0 ]; then
@@ -520,8 +562,8 @@ EOF
 	local c cases=(field-reserved fields-unsorted key-with-nul key-empty
 		no-fields block-out-of-range name-id-out-of-range sample-past-block)
 	mutate_each "$shard" paged $(for c in "${cases[@]}"; do echo "$c.chs $c"; done)
+	chs_read_refuses "${cases[@]/%/.chs}"
 	for c in "${cases[@]}"; do
-		run -1 chs_read "$c.chs"
 		run -1 chute ls "$c.chs"
 		# a stream opens its shards lazily and checks each sample it
 		# reads: the damage shows as a data error (exit 1) mid-stream
