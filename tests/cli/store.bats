@@ -18,6 +18,10 @@ teardown() {
 	stop_servers
 }
 
+teardown_file() {
+	stop_shared_s3rver
+}
+
 st() {
 	"$STORE_TOOL" "$@"
 }
@@ -36,9 +40,10 @@ remote() {
 		ROOT=$BATS_TEST_TMPDIR/www/repo
 		;;
 	s3)
-		start_s3rver "$BATS_TEST_TMPDIR/s3" bkt
-		URL=s3://bkt/pre
-		ROOT=$BATS_TEST_TMPDIR/s3/bkt/pre
+		# one s3rver for the file, a folder of its bucket a test
+		shared_s3rver bkt
+		URL=s3://bkt/$S3_PREFIX/pre
+		ROOT=$BATS_FILE_TMPDIR/s3rver/data/bkt/$S3_PREFIX/pre
 		;;
 	esac
 }
@@ -216,7 +221,7 @@ missing() {
 		# shellcheck disable=SC2086
 		AWS_ACCESS_KEY_ID=NOBODY run -1 st "$URL" $cmd
 		assert_output --partial "access denied (403, InvalidAccessKeyId"
-		assert_output --regexp "for s3://bkt/pre/[fg]: "
+		assert_output --regexp "for $URL/[fg]: "
 		assert_output --partial "check the credentials (AWS_ACCESS_KEY_ID)"
 	done
 }
