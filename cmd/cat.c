@@ -1,5 +1,6 @@
 /*
- * cat.c - chute cat: the raw bytes of one field of one sample.
+ * cat.c - chute cat: the raw bytes of one field of one sample, or of
+ * several samples one after another.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -11,7 +12,7 @@
 #include "cmd.h"
 
 static const char *const cat_usage[] = {
-	"cat [-f FIELD] DATASET|SHARD KEY|#N",
+	"cat [-f FIELD] DATASET|SHARD KEY|#N...",
 	NULL,
 };
 
@@ -27,11 +28,15 @@ static const struct cmd_spec cat_spec = {
 	.summary = "write one field of one sample to standard output",
 	.usage = cat_usage,
 	.opts = cat_opts,
-	.extra = "#N picks sample N of the whole dataset, counting from 0\n",
+	.extra = "#N picks sample N of the whole dataset, counting from 0\n"
+		 "several samples: their fields one after another, in the order "
+		 "given;\nall are found before the first byte is written\n",
 };
 
 struct cat_args {
-	const char *path, *which, *field;
+	const char *path, *field;
+	const char **which; /* the KEY|#N operands, nwhich of them */
+	int nwhich;
 };
 
 /* Where the sample is, and which of its fields to write. */
@@ -114,26 +119,23 @@ static int pick_field(struct cat_target *t, const char *name)
 			 i->nfields, list);
 }
 
-static int write_field(const struct cat_target *t)
+/* Writes t's field; *stop set when the reader of the output went away. */
+static int write_field(struct ch_block_reader *r, const struct cat_target *t,
+		       int *stop)
 {
-	struct ch_block_reader *r = ch_block_reader_new();
 	struct ch_error err = {0};
 	const uint8_t *data;
-	int status = 0;
 
-	if (!r)
-		return cmd_error("out of memory");
-	if (ch_sample_read(r, t->sh, t->sample, &data, &err) < 0) {
-		status = cmd_fail(&err);
-		goto done;
-	}
+	if (ch_sample_read(r, t->sh, t->sample, &data, &err) < 0)
+		return cmd_fail(&err);
 	if (cmd_write_all(STDOUT_FILENO, data + t->field.offset,
-			  (size_t)t->field.size) < 0 && errno != EPIPE)
-		status = cmd_error("cannot write to standard output: %s",
-				   strerror(errno));
-done:
-	ch_block_reader_free(r);
-	return status;
+			  (size_t)t->field.size) < 0) {
+		if (errno != EPIPE)
+			return cmd_error("cannot write to standard output: %s",
+					 strerror(errno));
+		*stop = 1;
+	}
+	return 0;
 }
 
 static int parse_args(int argc, char **argv, struct cat_args *a)
@@ -153,38 +155,60 @@ static int parse_args(int argc, char **argv, struct cat_args *a)
 		}
 		if (operands == 0)
 			a->path = p.arg;
-		else if (operands == 1)
-			a->which = p.arg;
+		else
+			a->which[a->nwhich++] = p.arg;
 		operands++;
 	}
-	if (operands != 2)
-		return cmd_error("%s: give a dataset or shard, then a key or "
-				 "#N", operands < 2 ? "missing arguments" :
-						      "too many arguments");
+	if (operands < 2)
+		return cmd_error("missing arguments: give a dataset or shard, "
+				 "then a key or #N");
 	return 0;
 }
 
 int cmd_cat(int argc, char **argv)
 {
 	struct cat_args a = {0};
-	struct cat_target t;
+	struct cat_target *t = NULL;
+	struct ch_block_reader *r = NULL;
 	struct ch_dataset ds;
 	struct ch_error err = {0};
-	int status;
+	int status, stop = 0, opened = 0;
 
+	/* at most argc operands: never more KEY|#N than that */
+	a.which = calloc((size_t)argc, sizeof *a.which);
+	if (!a.which)
+		return cmd_error("out of memory");
 	status = parse_args(argc, argv, &a);
-	if (status != 0)
-		return status < 0 ? 0 : status;
+	if (status != 0) {
+		status = status < 0 ? 0 : status;
+		goto done;
+	}
 	memset(&ds, 0, sizeof ds);
-	memset(&t, 0, sizeof t);
-	if (ch_dataset_open(&ds, a.path, &err) < 0)
-		return cmd_fail(&err);
-	if (find_sample(&ds, a.which, &t, &err) < 0)
+	t = calloc((size_t)a.nwhich, sizeof *t);
+	r = ch_block_reader_new();
+	if (!t || !r) {
+		status = cmd_error("out of memory");
+		goto done;
+	}
+	if (ch_dataset_open(&ds, a.path, &err) < 0) {
 		status = cmd_fail(&err);
-	else if (pick_field(&t, a.field) == 0)
-		status = write_field(&t);
-	else
-		status = EXIT_USAGE;
-	ch_dataset_release(&ds);
+		goto done;
+	}
+	opened = 1;
+	/* every sample and field found before the first byte is written */
+	for (int i = 0; i < a.nwhich && status == 0; i++) {
+		if (find_sample(&ds, a.which[i], &t[i], &err) < 0)
+			status = cmd_fail(&err);
+		else if (pick_field(&t[i], a.field) != 0)
+			status = EXIT_USAGE;
+	}
+	for (int i = 0; i < a.nwhich && status == 0 && !stop; i++)
+		status = write_field(r, &t[i], &stop);
+done:
+	if (opened)
+		ch_dataset_release(&ds);
+	ch_block_reader_free(r);
+	free(t);
+	free(a.which);
 	return status;
 }

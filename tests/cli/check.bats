@@ -12,8 +12,12 @@ load helper
 # quality 90, about 800 bytes), sample i in class i mod K (3 by default).
 # By default DIR/cK/sNNNN.jpg, for `chute pack --label-from dir` (keys
 # cK/sNNNN); with --flat DIR/sNNNN.jpg and DIR/sNNNN.cls holding K as text
-# (keys sNNNN).  Sample i's picture depends on i alone.
+# (keys sNNNN).  Sample i's picture depends on i alone.  Made once per
+# test file for each set of arguments (`cached`), then copied.
 mkimages() {
+	cached _mkimages "$@"
+}
+_mkimages() {
 	"$PYTHON" - "$@" <<'EOF' || fail "cannot make images in $1"
 import argparse, os, random
 from PIL import Image
@@ -83,9 +87,19 @@ repack() {
 	split_ds "$ds"
 }
 
-# keys_of DS SPLIT: the keys of split SPLIT, one a line.
+# keys_of DS SPLIT: the keys of split SPLIT, one a line; listed once per
+# test for each content of DS's manifest (which names every shard and
+# split file by its hash).
 keys_of() {
-	chute ls --split "$2" "$1" | cut -f1 || fail "chute ls --split $2 $1 failed"
+	local sum at
+	sum=$(cksum <"$1/manifest.json") || fail "cannot read $1/manifest.json"
+	at="$BATS_TEST_TMPDIR/.keys_of/${1//\//_}.${sum%% *}.$2"
+	if [ ! -f "$at" ]; then
+		mkdir -p "${at%/*}" &&
+			chute ls --split "$2" "$1" | cut -f1 >"$at.tmp" && mv "$at.tmp" "$at" ||
+			fail "chute ls --split $2 $1 failed"
+	fi
+	cat "$at"
 }
 
 # pick DS SPLIT PREFIX [N]: the Nth (0-based) key of split SPLIT that starts
@@ -182,17 +196,28 @@ assert (r["passed"], r["warned"], r["failed"]) == (n["pass"], n["warn"], n["fail
 EOF
 }
 
-# jq_ok EXPR: the Python expression EXPR over the --json report `r` in
-# $output (and the manifest `m` of ds) is true.
+# jq_ok EXPR...: each Python expression EXPR over the --json report `r` in
+# $output (and the manifest `m` of ds) is true; the first that is not is
+# named.  One Python process for them all.
 jq_ok() {
+	local bad
 	printf '%s\n' "$output" >report.json
-	"$PYTHON" - "$1" <<'EOF' || fail "'$1' is false for $(cat report.json)"
+	bad=$(
+		"$PYTHON" - "$@" <<'EOF'
 import json, os, sys
 r = json.load(open("report.json"))
 m = json.load(open("ds/manifest.json")) if os.path.exists("ds/manifest.json") else None
 by = {x["rule"]: x for x in r["rules"]}
-assert eval(sys.argv[1])
+for e in sys.argv[1:]:
+    try:
+        ok = eval(e)
+    except Exception as x:
+        ok, e = False, "%s (%r)" % (e, x)
+    if not ok:
+        print(e)
+        sys.exit(1)
 EOF
+	) || fail "'$bad' is false for $(cat report.json)"
 }
 
 DEFAULT_RULES="readable required-fields empty field-types duplicates leakage conflicting-labels eval-split labels size-outliers"
@@ -223,16 +248,17 @@ ALL_RULES="readable required-fields empty field-types duplicates leakage conflic
 	check 0 ds --json
 	assert_equal "${#lines[@]}" 1
 	json_rule readable pass
-	jq_ok 'r["dataset"] == m["id"] and r["name"] == "ds"'
-	jq_ok 'r["samples"] == 48 and r["shards"] == 3'
-	jq_ok '[x["rule"] for x in r["rules"]] == "'"$DEFAULT_RULES"'".split()'
-	jq_ok 'all(x["status"] == "pass" for x in r["rules"])'
-	jq_ok '(r["passed"], r["warned"], r["failed"]) == (10, 0, 0)'
-	# labels: the whole dataset and each split, by class index
-	jq_ok 'r["labels"]["all"] == {"0": 16, "1": 16, "2": 16}'
-	jq_ok 'sorted(r["labels"]) == ["all", "train", "val"]'
-	jq_ok 'all(r["labels"]["train"].get(c, 0) + r["labels"]["val"].get(c, 0) == 16 for c in "012")'
-	jq_ok 'sum(r["labels"]["val"].values()) == m["splits"]["sets"]["val"]["samples"]'
+	# the last four: labels of the whole dataset and of each split, by
+	# class index
+	jq_ok 'r["dataset"] == m["id"] and r["name"] == "ds"' \
+		'r["samples"] == 48 and r["shards"] == 3' \
+		'[x["rule"] for x in r["rules"]] == "'"$DEFAULT_RULES"'".split()' \
+		'all(x["status"] == "pass" for x in r["rules"])' \
+		'(r["passed"], r["warned"], r["failed"]) == (10, 0, 0)' \
+		'r["labels"]["all"] == {"0": 16, "1": 16, "2": 16}' \
+		'sorted(r["labels"]) == ["all", "train", "val"]' \
+		'all(r["labels"]["train"].get(c, 0) + r["labels"]["val"].get(c, 0) == 16 for c in "012")' \
+		'sum(r["labels"]["val"].values()) == m["splits"]["sets"]["val"]["samples"]'
 }
 
 # ------------------------------------------------------------ readable
@@ -245,11 +271,12 @@ ALL_RULES="readable required-fields empty field-types duplicates leakage conflic
 	assert_rule FAIL readable "shards/${s1##*/}"
 	check 1 ds --json
 	json_rule readable fail
-	jq_ok 'any(e.get("shard") == "shards/'"${s1##*/}"'" for e in by["readable"]["examples"])'
-	# its 16 samples are missing from every rule that looks at samples
-	jq_ok 'all(by[x]["unexamined"] == 16 and by[x]["status"] == "fail" for x in ("required-fields", "empty", "field-types", "duplicates", "leakage", "conflicting-labels", "labels"))'
-	jq_ok 'by["size-outliers"]["unexamined"] == 16 and by["size-outliers"]["status"] == "warn"'
-	jq_ok 'by["eval-split"]["unexamined"] == 0 and by["eval-split"]["status"] == "pass"'
+	# after the first: its 16 samples are missing from every rule that
+	# looks at samples
+	jq_ok 'any(e.get("shard") == "shards/'"${s1##*/}"'" for e in by["readable"]["examples"])' \
+		'all(by[x]["unexamined"] == 16 and by[x]["status"] == "fail" for x in ("required-fields", "empty", "field-types", "duplicates", "leakage", "conflicting-labels", "labels"))' \
+		'by["size-outliers"]["unexamined"] == 16 and by["size-outliers"]["status"] == "warn"' \
+		'by["eval-split"]["unexamined"] == 0 and by["eval-split"]["status"] == "pass"'
 }
 
 @test "check: a flipped byte in a block fails readable, naming shard, block and offset; the rules that needed the block say how many samples they missed" {
@@ -275,11 +302,12 @@ ALL_RULES="readable required-fields empty field-types duplicates leakage conflic
 	done
 	check 1 ds --json
 	json_rule readable fail
-	jq_ok 'any(e["shard"] == "shards/'"${s0##*/}"'" and "block 1" in e["message"] and "byte '"$at"'" in e["message"] for e in by["readable"]["examples"])'
-	# each sample is counted or said to be missed: none vanishes
-	jq_ok 'by["labels"]["unexamined"] > 0 and sum(r["labels"]["all"].values()) + by["labels"]["unexamined"] == 48'
-	jq_ok 'all(by[x]["unexamined"] == by["labels"]["unexamined"] for x in ("field-types", "duplicates", "leakage", "conflicting-labels"))'
-	jq_ok 'all(by[x]["unexamined"] == 0 for x in ("readable", "required-fields", "empty", "eval-split", "size-outliers"))'
+	# after the first: each sample is counted or said to be missed, none
+	# vanishes
+	jq_ok 'any(e["shard"] == "shards/'"${s0##*/}"'" and "block 1" in e["message"] and "byte '"$at"'" in e["message"] for e in by["readable"]["examples"])' \
+		'by["labels"]["unexamined"] > 0 and sum(r["labels"]["all"].values()) + by["labels"]["unexamined"] == 48' \
+		'all(by[x]["unexamined"] == by["labels"]["unexamined"] for x in ("field-types", "duplicates", "leakage", "conflicting-labels"))' \
+		'all(by[x]["unexamined"] == 0 for x in ("readable", "required-fields", "empty", "eval-split", "size-outliers"))'
 }
 
 # ------------------------------------------------------------ duplicates, leakage
@@ -335,9 +363,9 @@ ALL_RULES="readable required-fields empty field-types duplicates leakage conflic
 	assert_summary 10 9 0 1
 	check 1 ds --json
 	json_rule leakage fail "$v" "$t"
-	jq_ok 'by["leakage"]["count"] == 1'
-	jq_ok '{(e["key"], e["split"]) for e in by["leakage"]["examples"]} | {(e["other"]["key"], e["other"]["split"]) for e in by["leakage"]["examples"]} == {("'"$v"'", "val"), ("'"$t"'", "train")}'
-	jq_ok 'all(e["shard"].startswith("shards/ds-") and e["other"]["shard"].startswith("shards/ds-") for e in by["leakage"]["examples"])'
+	jq_ok 'by["leakage"]["count"] == 1' \
+		'{(e["key"], e["split"]) for e in by["leakage"]["examples"]} | {(e["other"]["key"], e["other"]["split"]) for e in by["leakage"]["examples"]} == {("'"$v"'", "val"), ("'"$t"'", "train")}' \
+		'all(e["shard"].startswith("shards/ds-") and e["other"]["shard"].startswith("shards/ds-") for e in by["leakage"]["examples"])'
 }
 
 @test "check: the same image in train and val under two labels fails leakage and conflicting-labels" {
@@ -356,10 +384,10 @@ ALL_RULES="readable required-fields empty field-types duplicates leakage conflic
 	check 1 ds --json
 	json_rule leakage fail "$v" "$t"
 	json_rule conflicting-labels fail "$v" "$t"
-	jq_ok 'by["leakage"]["count"] == 1 and by["conflicting-labels"]["count"] == 1'
-	# keys sort c1/ before c2/: the train sample comes later, and is named
-	# with the earlier sample it conflicts with
-	jq_ok '[(e["key"], e["split"], e["other"]["key"], e["other"]["split"]) for e in by["conflicting-labels"]["examples"]] == [("'"$t"'", "train", "'"$v"'", "val")]'
+	# the second: keys sort c1/ before c2/, so the train sample comes
+	# later, and is named with the earlier sample it conflicts with
+	jq_ok 'by["leakage"]["count"] == 1 and by["conflicting-labels"]["count"] == 1' \
+		'[(e["key"], e["split"], e["other"]["key"], e["other"]["split"]) for e in by["conflicting-labels"]["examples"]] == [("'"$t"'", "train", "'"$v"'", "val")]'
 }
 
 @test "check: the same image twice in one split under two labels fails duplicates and conflicting-labels" {
@@ -856,9 +884,9 @@ EOF
 	check 1 ds --deep --json
 	json_rule readable fail
 	json_rule corruption fail
-	jq_ok 'any(e.get("shard") == "shards/'"${s0##*/}"'" for e in by["readable"]["examples"])'
-	jq_ok 'not any(e.get("shard") != "shards/'"${s0##*/}"'" for e in by["readable"]["examples"])'
-	jq_ok 'by["corruption"]["count"] == 0 and by["corruption"]["unexamined"] > 0'
+	jq_ok 'any(e.get("shard") == "shards/'"${s0##*/}"'" for e in by["readable"]["examples"])' \
+		'not any(e.get("shard") != "shards/'"${s0##*/}"'" for e in by["readable"]["examples"])' \
+		'by["corruption"]["count"] == 0 and by["corruption"]["unexamined"] > 0'
 }
 
 # ------------------------------------------------------------ near-duplicates

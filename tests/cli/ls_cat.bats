@@ -130,6 +130,26 @@ EOF
 	cmp got src/sub/c.bin
 }
 
+@test "cat: several samples write their fields one after another, in the order given" {
+	# across shards, by key and by number, one sample twice
+	chute cat ds d '#0' sub/c d >got
+	cat src/d.txt src/a.txt src/sub/c.bin src/d.txt >want
+	cmp got want
+	chute cat -f json ds b '#1' >got
+	cat src/b.json src/b.json >want
+	cmp got want
+}
+
+@test "cat: an unknown key or field among several writes nothing" {
+	run -2 --separate-stderr chute cat ds a d nosuchkey
+	assert_output ""
+	[[ $stderr == "chute cat: "*nosuchkey* ]] || fail "stderr: $stderr"
+	# d's one field is txt; b has none
+	run -2 --separate-stderr chute cat -f txt ds a d b
+	assert_output ""
+	[[ $stderr == "chute cat: "*"'b' has no field 'txt'"* ]] || fail "stderr: $stderr"
+}
+
 @test "cat: a multi-field sample without --field exits 2 listing the fields" {
 	run -2 chute cat ds b
 	assert_output --regexp '^chute cat: '

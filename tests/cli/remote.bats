@@ -7,8 +7,12 @@
 load helper
 load servers
 
-# images DIR COUNT: COUNT samples of ~2 KB in 3 class folders.
+# images DIR COUNT: COUNT samples of ~2 KB in 3 class folders, made once
+# per test file for each COUNT (`cached`), then copied.
 images() {
+	cached _images "$@"
+}
+_images() {
 	"$PYTHON" "$REPO_ROOT/scripts/gen-data.py" images "$1" --count "$2" \
 		--size 2000 --classes 3 --seed 4 >/dev/null ||
 		fail "scripts/gen-data.py images $1 failed"
@@ -240,6 +244,10 @@ teardown() {
 	stop_servers
 }
 
+teardown_file() {
+	stop_shared_s3rver
+}
+
 @test "remote: nginx round trip, log and diff over http" {
 	start_nginx www
 	round_trip "$NGINX_URL/data"
@@ -339,25 +347,26 @@ teardown() {
 }
 
 @test "remote: s3 round trip, versions shared, log and diff over s3" {
-	start_s3rver s3data bucket
-	round_trip "s3://bucket/sets/ds"
+	shared_s3rver bucket
+	local r=s3://bucket/$S3_PREFIX/sets/ds
+	round_trip "$r"
 	chute split ds --val 0.2 >/dev/null
-	run -0 chute push ds s3://bucket/sets/ds --tag v2
+	run -0 chute push ds "$r" --tag v2
 	assert_output --partial "2 of 7 files sent"
-	run -0 chute log s3://bucket/sets/ds@v2
+	run -0 chute log "$r@v2"
 	assert_output --partial "$(mid ds)"
-	run -0 chute pull s3://bucket/sets/ds@v2 back2
+	run -0 chute pull "$r@v2" back2
 	same_files ds back2
-	run -1 chute diff s3://bucket/sets/ds back
+	run -1 chute diff "$r" back
 }
 
 @test "remote: s3 with a wrong access key or no credentials says what to check" {
-	start_s3rver s3data bucket
+	shared_s3rver bucket
 	packed ds 20
-	AWS_ACCESS_KEY_ID=NOPE run -2 chute push ds s3://bucket/x
+	AWS_ACCESS_KEY_ID=NOPE run -2 chute push ds "s3://bucket/$S3_PREFIX/x"
 	assert_output --partial "InvalidAccessKeyId"
 	assert_output --partial "AWS_ACCESS_KEY_ID"
-	run env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY chute pull s3://bucket/x back
+	run env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY chute pull "s3://bucket/$S3_PREFIX/x" back
 	[ "$status" -eq 2 ]
 	assert_output --partial "AWS_ACCESS_KEY_ID"
 	run -2 chute pull s3://nosuchbucket/x back
@@ -440,11 +449,11 @@ stream_both() {
 }
 
 @test "remote stream: s3, window shuffle, same bytes" {
-	start_s3rver s3data bucket
+	shared_s3rver bucket
 	packed ds 60
-	chute push ds s3://bucket/ds >/dev/null
-	stream_both s3://bucket/ds --shuffle window --window 2 -b 6 --seed 1
-	stream_both s3://bucket/ds --shuffle global -b 6 --seed 1
+	chute push ds "s3://bucket/$S3_PREFIX/ds" >/dev/null
+	stream_both "s3://bucket/$S3_PREFIX/ds" --shuffle window --window 2 -b 6 --seed 1
+	stream_both "s3://bucket/$S3_PREFIX/ds" --shuffle global -b 6 --seed 1
 }
 
 @test "remote stream: a corrupted object on the remote stops the stream, named" {
@@ -488,14 +497,14 @@ print([s["path"] for s in m["shards"] if s["xxh3_128"] == sys.argv[1]][0])' \
 }
 
 @test "pack from a remote: files and an archive from s3, in order" {
-	start_s3rver s3data bucket
+	shared_s3rver bucket
 	start_nginx www
 	images src 12
 	tar -cf www/a.tar -C src .
-	"$(dirname "$CHUTE_BIN")/tests/store_tool" s3://bucket put data/a.tar \
+	"$(dirname "$CHUTE_BIN")/tests/store_tool" "s3://bucket/$S3_PREFIX" put data/a.tar \
 		www/a.tar >/dev/null || fail "cannot put a.tar into s3rver"
 	cp src/c00/img0000000.jpg www/one.jpg
-	run -0 chute pack -o ds "$NGINX_URL/one.jpg" s3://bucket/data/a.tar
+	run -0 chute pack -o ds "$NGINX_URL/one.jpg" "s3://bucket/$S3_PREFIX/data/a.tar"
 	assert_output --partial "packed 13 samples"
 	run -0 chute ls ds
 	assert_line --partial "one	jpg:"

@@ -10,6 +10,9 @@
 #   stop_nginx
 #   start_s3rver DATADIR BUCKET    exports AWS_ENDPOINT_URL and credentials
 #   stop_s3rver
+#   shared_s3rver BUCKET           start_s3rver, one server for a test file;
+#                                  sets S3_PREFIX, this test's own folder
+#   stop_shared_s3rver             in teardown_file
 #
 # A test that starts one calls stop_servers in its teardown.  A watchdog
 # kills each server when bats itself ends, so none outlives the run even
@@ -161,6 +164,15 @@ stop_nginx() {
 
 S3RVER_JS="$REPO_ROOT/.deps/node_modules/s3rver/bin/s3rver.js"
 
+# _s3rver_env PORT: the environment that sends S3 requests to the s3rver
+# on PORT, with its credentials.
+_s3rver_env() {
+	export AWS_ENDPOINT_URL=http://127.0.0.1:$1
+	export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
+	export AWS_REGION=us-east-1
+	unset AWS_SESSION_TOKEN AWS_DEFAULT_REGION AWS_ENDPOINT_URL_S3
+}
+
 start_s3rver() {
 	command -v node >/dev/null && [ -f "$S3RVER_JS" ] ||
 		skip "s3rver is not installed (scripts/install-deps.sh)"
@@ -178,10 +190,7 @@ start_s3rver() {
 		_watch "$S3RVER_PID"
 		if _wait_http "http://127.0.0.1:$port/" "$S3RVER_PID"; then
 			export S3RVER_PID
-			export AWS_ENDPOINT_URL=http://127.0.0.1:$port
-			export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
-			export AWS_REGION=us-east-1
-			unset AWS_SESSION_TOKEN AWS_DEFAULT_REGION AWS_ENDPOINT_URL_S3
+			_s3rver_env "$port"
 			return 0
 		fi
 		stop_s3rver
@@ -197,6 +206,37 @@ stop_s3rver() {
 		sleep 0.05
 	done
 	S3RVER_PID=
+}
+
+# shared_s3rver BUCKET: as start_s3rver, but the first test of a file to
+# ask starts the server and the file's later tests use it (a start costs
+# about a second of CPU); its data lies in $BATS_FILE_TMPDIR/s3rver/data.
+# Each test keeps to its own folder of BUCKET, S3_PREFIX (set here).
+# stop_servers leaves it alone: stop_shared_s3rver in teardown_file.
+shared_s3rver() {
+	local bucket=$1 state=$BATS_FILE_TMPDIR/s3rver pid port had
+	mkdir -p "$state"
+	if read -r pid port had 2>/dev/null <"$state/server" &&
+		kill -0 "$pid" 2>/dev/null; then
+		[ "$had" = "$bucket" ] ||
+			fail "the shared s3rver has bucket '$had', not '$bucket'"
+		_s3rver_env "$port"
+	else
+		start_s3rver "$state/data" "$bucket"
+		echo "$S3RVER_PID ${AWS_ENDPOINT_URL##*:} $bucket" >"$state/server"
+		S3RVER_PID= # not this test's to stop
+	fi
+	S3_PREFIX=t$BATS_TEST_NUMBER
+}
+
+stop_shared_s3rver() {
+	local pid _
+	read -r pid _ 2>/dev/null <"$BATS_FILE_TMPDIR/s3rver/server" || return 0
+	kill "$pid" 2>/dev/null
+	while kill -0 "$pid" 2>/dev/null; do
+		sleep 0.05
+	done
+	rm -f "$BATS_FILE_TMPDIR/s3rver/server"
 }
 
 stop_servers() {

@@ -18,6 +18,10 @@ teardown() {
 	stop_servers
 }
 
+teardown_file() {
+	stop_shared_s3rver
+}
+
 st() {
 	"$STORE_TOOL" "$@"
 }
@@ -36,9 +40,10 @@ remote() {
 		ROOT=$BATS_TEST_TMPDIR/www/repo
 		;;
 	s3)
-		start_s3rver "$BATS_TEST_TMPDIR/s3" bkt
-		URL=s3://bkt/pre
-		ROOT=$BATS_TEST_TMPDIR/s3/bkt/pre
+		# one s3rver for the file, a folder of its bucket a test
+		shared_s3rver bkt
+		URL=s3://bkt/$S3_PREFIX/pre
+		ROOT=$BATS_FILE_TMPDIR/s3rver/data/bkt/$S3_PREFIX/pre
 		;;
 	esac
 }
@@ -52,12 +57,15 @@ stored() {
 	fi
 }
 
-# gen FILE SIZE SEED: SIZE seeded random bytes.
+# gen FILE SIZE SEED [FILE SIZE SEED]...: each FILE, SIZE seeded random
+# bytes (one Python process for them all).
 gen() {
 	"$PYTHON" -c '
 import random, sys
-r = random.Random(int(sys.argv[3]))
-open(sys.argv[1], "wb").write(r.randbytes(int(sys.argv[2])))
+a = sys.argv[1:]
+for path, size, seed in zip(a[0::3], a[1::3], a[2::3]):
+    r = random.Random(int(seed))
+    open(path, "wb").write(r.randbytes(int(size)))
 ' "$@"
 }
 
@@ -70,12 +78,29 @@ job() {
 	echo "$1=$3:$(stat -c %s "$2"):$(h128 "$2")"
 }
 
+# job_lines KEY FILE DEST [KEY FILE DEST]...: job for each, a line each (one
+# stat and one xxhsum for them all).
+job_lines() {
+	local -a keys=() files=() dests=() sizes hashes
+	local i
+	while [ $# -ge 3 ]; do
+		keys+=("$1") files+=("$2") dests+=("$3")
+		shift 3
+	done
+	mapfile -t sizes < <(stat -c %s "${files[@]}")
+	mapfile -t hashes < <(xxhsum -H2 "${files[@]}" 2>/dev/null | cut -d' ' -f1)
+	[ "${#sizes[@]}" = "${#keys[@]}" ] && [ "${#hashes[@]}" = "${#keys[@]}" ] ||
+		fail "cannot size and hash ${files[*]}"
+	for i in "${!keys[@]}"; do
+		echo "${keys[$i]}=${dests[$i]}:${sizes[$i]}:${hashes[$i]}"
+	done
+}
+
 # ------------------------------------------------------------------
 
 roundtrip() {
 	remote "$1"
-	gen big 3000001 1
-	gen one 1 2
+	gen big 3000001 1 one 1 2
 	: >empty
 	st "$URL" put cas/ab/big big
 	st "$URL" put cas/ab/one one
@@ -196,7 +221,7 @@ missing() {
 		# shellcheck disable=SC2086
 		AWS_ACCESS_KEY_ID=NOBODY run -1 st "$URL" $cmd
 		assert_output --partial "access denied (403, InvalidAccessKeyId"
-		assert_output --regexp "for s3://bkt/pre/[fg]: "
+		assert_output --regexp "for $URL/[fg]: "
 		assert_output --partial "check the credentials (AWS_ACCESS_KEY_ID)"
 	done
 }
@@ -218,17 +243,27 @@ missing() {
 
 # ------------------------------------------------------------------
 
-many() {
-	remote "$1"
-	local args=() i size keys=()
-	mkdir src
+# many_src DIR: DIR/0 to DIR/19, of sizes up to 400000 bytes (DIR/3 empty).
+many_src() {
+	local i size made=()
+	mkdir -p "$1"
 	for i in $(seq 0 19); do
 		size=$(((i * 7919 * 131) % 400000))
 		[ "$i" = 3 ] && size=0
-		gen "src/$i" "$size" "$i"
-		keys+=("cas/$i.chs=src/$i")
-		args+=("$(job "cas/$i.chs" "src/$i" "dst/d$((i % 3))/$i")")
+		made+=("$1/$i" "$size" "$i")
 	done
+	gen "${made[@]}"
+}
+
+many() {
+	remote "$1"
+	local args=() i keys=() triples=()
+	cached many_src src
+	for i in $(seq 0 19); do
+		keys+=("cas/$i.chs=src/$i")
+		triples+=("cas/$i.chs" "src/$i" "dst/d$((i % 3))/$i")
+	done
+	mapfile -t args < <(job_lines "${triples[@]}")
 	run -0 st "$URL" putmany 4 "${keys[@]}"
 	assert_line "cas/7.chs $(stat -c %s src/7)"
 	run -0 st "$URL" statmany 4 cas/0.chs cas/3.chs nope
@@ -262,8 +297,7 @@ many() {
 
 corrupted() {
 	remote "$1"
-	gen a 200000 1
-	gen b 300000 2
+	gen a 200000 1 b 300000 2
 	st "$URL" put cas/a a
 	st "$URL" put cas/b b
 	flip_byte "$(stored cas/b)" 1000
@@ -299,8 +333,8 @@ corrupted() {
 
 resume() {
 	remote "$1"
-	gen a 2500000 1
-	gen b 100 2
+	# and two .part files that are no prefix of a, for below
+	gen a 2500000 1 b 100 2 not-a 2000000 9 past-a 2600000 9
 	st "$URL" put cas/a a
 	st "$URL" put cas/b b
 	mkdir out
@@ -315,14 +349,14 @@ resume() {
 
 	# a .part that is no prefix of the object: fetched again from 0
 	rm out/a
-	gen out/a.part 2000000 9
+	mv not-a out/a.part
 	run -0 st "$URL" getmany 2 "$(job cas/a a out/a)"
 	assert_line "cas/a ok resumed"
 	cmp a out/a
 
 	# longer than the object: cannot be a prefix, not continued
 	rm out/a
-	gen out/a.part 2600000 9
+	mv past-a out/a.part
 	run -0 st "$URL" getmany 2 "$(job cas/a a out/a)"
 	assert_line "cas/a ok"
 	cmp a out/a
@@ -342,13 +376,16 @@ resume() {
 
 @test "store: getmany rides out nginx going away and coming back" {
 	remote nginx
-	local args=() i
+	local args=() i made=() puts=() triples=()
 	mkdir src
 	for i in $(seq 0 9); do
-		gen "src/$i" 200000 "$i"
-		st "$URL" put "k/$i" "src/$i"
-		args+=("$(job "k/$i" "src/$i" "dst/$i")")
+		made+=("src/$i" 200000 "$i")
+		puts+=("k/$i=src/$i")
+		triples+=("k/$i" "src/$i" "dst/$i")
 	done
+	gen "${made[@]}"
+	st "$URL" putmany 4 "${puts[@]}" >/dev/null
+	mapfile -t args < <(job_lines "${triples[@]}")
 	stop_nginx
 	# back after about a second; the retries wait far longer in all
 	(
