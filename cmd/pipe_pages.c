@@ -125,20 +125,15 @@ int pipe_pages_write(struct pipe_pages *p, const uint8_t *data, size_t n)
 {
 	struct pipe_page_slot *s = p->reserved;
 	p->reserved = NULL;
-	if (s && data == s->data && n <= s->cap) {
-		s->end = p->sent + n;
-		int rc = splice_all(p, s->data, n);
-		p->sent += n;
-		return rc;
+	if (!s || data != s->data || n > s->cap) { /* not encoded in place */
+		if (!(s = take_slot(p, n))) {
+			if (cmd_write_all(p->fd, data, n) < 0)
+				return -1;
+			p->sent += n;
+			return 0;
+		}
+		memcpy(s->data, data, n);
 	}
-	s = take_slot(p, n);
-	if (!s) {
-		if (cmd_write_all(p->fd, data, n) < 0)
-			return -1;
-		p->sent += n;
-		return 0;
-	}
-	memcpy(s->data, data, n);
 	s->end = p->sent + n;
 	int rc = splice_all(p, s->data, n);
 	if (rc < 0 && (errno == EINVAL || errno == EBADF) && p->sent == 0) {

@@ -68,24 +68,23 @@ int shm_sink_put(const struct ch_batch_out *b, void *arg,
 				    s->name, (unsigned long long)room,
 				    s->slot_size ? ""
 						 : ", sized from the first batch");
-	if (s->reserved && b->data == s->reserved) {
-		s->reserved = NULL;
+	uint8_t *reserved = s->reserved;
+	s->reserved = NULL;
+	if (reserved && b->data == reserved) {
 		ch_shm_ring_commit(s->ring, b->size);
 		return 0;
 	}
-	s->reserved = NULL;
 	return ch_shm_ring_put(s->ring, b->data, b->size, err);
 }
 
 uint8_t *shm_sink_reserve(size_t size, void *arg)
 {
 	struct shm_sink *s = arg;
-	struct ch_error ignored;
-	s->reserved = NULL;
-	if (s->ring && size <= ch_shm_ring_slot_size(s->ring) &&
-	    ch_shm_ring_reserve(s->ring, size, &s->reserved, &ignored) != 0)
-		s->reserved = NULL;
-	return s->reserved;
+	struct ch_error ignored; /* the sink's call says it again */
+	uint8_t *slot = NULL;
+	if (s->ring && ch_shm_ring_reserve(s->ring, size, &slot, &ignored) != 0)
+		slot = NULL;
+	return s->reserved = slot;
 }
 
 int shm_sink_end(struct shm_sink *s, int status, const char *msg)

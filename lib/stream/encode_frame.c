@@ -298,15 +298,23 @@ static uint64_t region_bytes(const struct ch_batch *b, const struct column *c,
 	       ALIGN(field_bytes(b, c), 64);
 }
 
-/* Whether every sample has the first one's fields (the usual batch):
- * then field f of the frame is field f of each sample. */
+/* Whether every sample has the first one's fields (the usual batch), in
+ * strict name order and none named KEY_FIELD: then field f of the frame
+ * is field f of each sample. */
 static int uniform(const struct ch_batch *b)
 {
+	if (b->nsamples == 0)
+		return 0;
+	const struct ch_batch_sample *s = &b->samples[0];
+	for (uint32_t f = 0; f < s->nfields; f++)
+		if (!strcmp(s->names[f], KEY_FIELD) ||
+		    (f && strcmp(s->names[f - 1], s->names[f]) >= 0))
+			return 0; /* refused, or not in order: said below */
 	for (size_t i = 1; i < b->nsamples; i++)
-		if (b->samples[i].names != b->samples[0].names &&
-		    !same_names(&b->samples[i], &b->samples[0]))
+		if (b->samples[i].names != s->names &&
+		    !same_names(&b->samples[i], s))
 			return 0;
-	return b->nsamples > 0;
+	return 1;
 }
 
 /* Columns of a uniform batch: one row of slots for every sample (stride
@@ -343,15 +351,8 @@ static int frame_columns(const struct ch_batch *b, struct column **out,
 	const char **names = NULL;
 	size_t n = 0;
 	*slot = NULL;
-	if (uniform(b)) {
-		const struct ch_batch_sample *s = &b->samples[0];
-		for (uint32_t f = 0; f < s->nfields; f++)
-			if (!strcmp(s->names[f], KEY_FIELD) ||
-			    (f && strcmp(s->names[f - 1], s->names[f]) >= 0))
-				goto general; /* refused, or not in order */
+	if (uniform(b))
 		return uniform_columns(b, out, ncolumns, slot, err);
-	}
-general:
 	if (field_names(b, &names, &n, err) < 0)
 		return -1;
 	for (size_t f = 0; f < n; f++)
