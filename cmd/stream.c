@@ -487,7 +487,8 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 		ch_dataset_release(&ds);
 		return record_end(&a->rec, status ? status : EXIT_USAGE);
 	}
-	struct ch_frame_memory lend = { pipe_pages_reserve, &pages };
+	/* cold: the pipe's reader copies each frame out, on its own CPU */
+	struct ch_frame_memory lend = { pipe_pages_reserve, &pages, 1 };
 	if (a->vmsplice && sink.fd >= 0) {
 		pipe_pages_init(&pages, sink.fd);
 		sink.pages = &pages;
@@ -500,8 +501,9 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 	}
 	a->shm.cancel = a->o.cancel;
 	if (a->shm.name) {
+		/* warm: the trainer reads the ring where chute wrote it */
 		a->shm.memory = (struct ch_frame_memory){ shm_sink_reserve,
-							  &a->shm };
+							  &a->shm, 0 };
 		a->o.frame_memory = &a->shm.memory;
 	}
 	if (a->state) {

@@ -990,10 +990,13 @@ enum ch_format { CH_FORMAT_BATCH, CH_FORMAT_JSONL, CH_FORMAT_TAR };
  * is called with next: it returns memory for size bytes, which the
  * sink's ch_batch_out.data then points into, or NULL for the stream's
  * own buffer (as always with workers at work, which encode side by
- * side). */
+ * side).  cold: another CPU copies the frame out of that memory next (a
+ * pipe's reader, the memory lent to the pipe), so the samples' bytes are
+ * written around this CPU's cache instead of through it. */
 struct ch_frame_memory {
 	uint8_t *(*reserve)(size_t size, void *arg);
 	void *arg;
+	int cold;
 };
 
 struct ch_stream_opts {

@@ -41,6 +41,15 @@ const char *ch_plural(uint64_t n, const char *one, const char *many);
 void *ch_zeroed_alloc(size_t n);
 void ch_zeroed_free(void *p, size_t n);
 
+/* memcpy for bytes another CPU reads next (common/copy.c): from 64
+ * bytes up into 16-byte aligned memory, with non-temporal stores where
+ * the CPU has them, which write whole lines without first fetching them
+ * (from the reader's cache).  ch_copy_cold_done after a run of copies
+ * and before they are handed over: it orders those stores before the
+ * stores that follow. */
+void ch_copy_cold(void *dst, const void *src, size_t n);
+void ch_copy_cold_done(void);
+
 /* Allocations cut from 2 MiB slabs on huge pages (common/pages.c), for
  * buffers of about 1 MiB kept for a while (decoded blocks): where fresh
  * pages cost a fault each, one fault per 2 MiB instead of 512.  A slab is

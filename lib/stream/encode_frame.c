@@ -21,6 +21,7 @@
 
 #include "stream/encode.h"
 #include "shard/format.h"
+#include "common/internal.h"
 
 #define ALIGN(x, a) (((x) + (a) - 1) / (a) * (a))
 #define HEADER 64
@@ -225,9 +226,19 @@ static uint64_t field_bytes(const struct ch_batch *b, const struct column *c)
 	return total;
 }
 
+/* memcpy, or ch_copy_cold into memory another CPU reads next. */
+static void copy_value(int cold, uint8_t *to, const uint8_t *from, size_t n)
+{
+	if (cold)
+		ch_copy_cold(to, from, n);
+	else
+		memcpy(to, from, n);
+}
+
 /* Writes one variable-length field: its table entry and its data. */
 static void put_field(const struct ch_batch *b, const struct column *c,
-		      uint8_t *frame, uint64_t entry_at, uint64_t *data_at)
+		      int cold, uint8_t *frame, uint64_t entry_at,
+		      uint64_t *data_at)
 {
 	const char *label = c->label;
 	size_t nlen = strlen(label);
@@ -248,7 +259,7 @@ static void put_field(const struct ch_batch *b, const struct column *c,
 		if (dest)
 			*dest = bytes_at + off;
 		else if (size)
-			memcpy(frame + bytes_at + off, p, size);
+			copy_value(cold, frame + bytes_at + off, p, size);
 		off += size;
 	}
 	st64(frame + offsets_at + 8 * b->nsamples, off);
@@ -261,7 +272,7 @@ static void put_field(const struct ch_batch *b, const struct column *c,
 /* Writes one fixed-shape field: its entry and the batch's values as one
  * array. */
 static void put_fixed(const struct ch_batch *b, const struct column *c,
-		      const struct ch_field_type *t, uint8_t *frame,
+		      const struct ch_field_type *t, int cold, uint8_t *frame,
 		      uint64_t entry_at, uint64_t *data_at)
 {
 	const char *name = c->label;
@@ -282,7 +293,7 @@ static void put_fixed(const struct ch_batch *b, const struct column *c,
 		if (dest)
 			*dest = at + i * one;
 		else
-			memcpy(frame + at + i * one, p, one);
+			copy_value(cold, frame + at + i * one, p, one);
 	}
 	uint64_t end = at + one * b->nsamples;
 	*data_at = ALIGN(end, 64);
@@ -397,6 +408,7 @@ static int encode(const struct ch_batch *b, const struct column *c, size_t n,
 	uint64_t data_offset = ALIGN(table_at + table, 64);
 	uint64_t size = data_offset + data;
 	uint8_t *fr = mem && mem->reserve ? mem->reserve(size, mem->arg) : NULL;
+	int cold = fr && mem->cold;
 	out->len = 0;
 	if (!fr && ch_buf_reserve(out, size, err) < 0)
 		return -1;
@@ -420,11 +432,13 @@ static int encode(const struct ch_batch *b, const struct column *c, size_t n,
 	uint64_t entry = table_at, at = data_offset;
 	for (size_t f = 0; f < n; f++) {
 		if (types[f])
-			put_fixed(b, &c[f], types[f], fr, entry, &at);
+			put_fixed(b, &c[f], types[f], cold, fr, entry, &at);
 		else
-			put_field(b, &c[f], fr, entry, &at);
+			put_field(b, &c[f], cold, fr, entry, &at);
 		entry += ALIGN(ENTRY_FIXED + strlen(c[f].label), 8);
 	}
+	if (cold)
+		ch_copy_cold_done();
 	*frame = fr;
 	*frame_size = (size_t)size;
 	return 0;

@@ -350,42 +350,49 @@ static int fetch(struct ch_batch_reader *r, const struct ch_shard *sh,
 /* Asks for the key and bytes of a sample about to be read, pinning its
  * block when it is not held yet.  A hint: when anything is amiss (an
  * entry that does not check, an unmapped raw block) it does nothing, and
- * the sample's read reports what is wrong. */
-static void look_ahead(struct ch_batch_reader *r, const struct ch_shard *sh,
-		       uint64_t local, struct held_pair *h)
+ * the sample's read reports what is wrong.  1 when *si holds the sample's
+ * entry, checked, which its read then takes instead of reading it again. */
+static int look_ahead(struct ch_batch_reader *r, const struct ch_shard *sh,
+		      uint64_t local, struct held_pair *h,
+		      struct ch_sample_info *si)
 {
 	struct ch_error ignored;
-	struct ch_sample_info si;
 	if (ch_shard_prepare(sh, local, &ignored) < 0)
-		return;
-	ch_shard_sample(sh, local, &si);
-	__builtin_prefetch(si.key);
-	const struct held_block *in = holds(&h->now, si.block) ? &h->now
+		return 0;
+	ch_shard_sample(sh, local, si);
+	__builtin_prefetch(si->key);
+	const struct held_block *in = holds(&h->now, si->block) ? &h->now
 				      : &h->next;
-	if (!holds(in, si.block)) {
-		if (!through_cache(r, sh, si.block) ||
-		    hold_block(r, sh, si.block, &h->next, &ignored) < 0)
-			return;
+	if (!holds(in, si->block)) {
+		if (!through_cache(r, sh, si->block) ||
+		    hold_block(r, sh, si->block, &h->next, &ignored) < 0)
+			return 1;
 	}
-	for (uint64_t at = 0; at < si.size && at < 4096; at += 64)
-		__builtin_prefetch(in->data + si.offset + at);
+	for (uint64_t at = 0; at < si->size && at < 4096; at += 64)
+		__builtin_prefetch(in->data + si->offset + at);
+	return 1;
 }
 
 /* Copies one sample's key and bytes into b; 1 if it is corrupt and
- * corrupt samples are skipped. */
+ * corrupt samples are skipped.  known: its entry, checked, when
+ * look_ahead read it; else NULL. */
 static int read_one(struct ch_batch_reader *r, struct ch_batch_data *b,
 		    const struct ch_shard *sh, struct ch_read_slot *sl,
-		    struct held_pair *h, struct ch_error *err)
+		    const struct ch_sample_info *known, struct held_pair *h,
+		    struct ch_error *err)
 {
 	struct ch_sample_info si;
 	const uint8_t *data;
-	int cached, got = ch_shard_prepare(sh, sl->local, err);
-	if (got < 0) {
+	int cached, got;
+	if (known) {
+		si = *known;
+	} else if ((got = ch_shard_prepare(sh, sl->local, err)) < 0) {
 		if (r->sh->skip_corrupt)
 			return 1;
 		return -1;
+	} else {
+		ch_shard_sample(sh, sl->local, &si);
 	}
-	ch_shard_sample(sh, sl->local, &si);
 	if ((got = fetch(r, sh, sl->local, &si, h, &data, &cached, err)) < 0) {
 		if (r->sh->skip_corrupt)
 			return 1;
@@ -491,6 +498,9 @@ static int read_group(struct ch_batch_reader *r, struct ch_batch_data *b,
 		return rc < 0 ? -1 : 1;
 	warm_group(r, b, sh, from, to);
 	struct held_pair held = { 0 };
+	/* the entries look_ahead read, AHEAD + 1 apart in a ring */
+	struct ch_sample_info ahead[AHEAD + 1];
+	int known[AHEAD + 1] = { 0 };
 	r->nseen = 0; /* name pointers are the pinned shard's */
 	for (size_t i = from; i < to && rc >= 0; i++) {
 		struct ch_read_slot *sl = &b->slots[b->order[i]];
@@ -500,10 +510,16 @@ static int read_group(struct ch_batch_reader *r, struct ch_batch_data *b,
 				ch_shard_prefetch(sh, b->slots[b->order[j]].local,
 						  step);
 		}
-		if (i + AHEAD < to)
-			look_ahead(r, sh, b->slots[b->order[i + AHEAD]].local,
-				   &held);
-		rc = read_one(r, b, sh, sl, &held, err);
+		size_t at = (i - from) % (AHEAD + 1);
+		const struct ch_sample_info *si = known[at] ? &ahead[at] : NULL;
+		if (i + AHEAD < to) {
+			size_t next = (i - from + AHEAD) % (AHEAD + 1);
+			known[next] = look_ahead(
+				r, sh, b->slots[b->order[i + AHEAD]].local,
+				&held, &ahead[next]);
+		}
+		rc = read_one(r, b, sh, sl, si, &held, err);
+		known[at] = 0;
 		if (rc == 1) {
 			sl->state = FAILED;
 			sl->attempts++;
@@ -526,16 +542,18 @@ static void sort_by_place(struct ch_batch_data *b, size_t n)
 {
 	uint64_t *key = b->keys, *key2 = b->keys2;
 	uint32_t *ord = b->order, *ord2 = b->order2;
+	uint64_t differ = 0; /* the bits that are not the same in every key */
 	for (size_t i = 0; i < n; i++) {
 		const struct ch_read_slot *sl = &b->slots[ord[i]];
 		key[i] = (uint64_t)sl->shard << 32 | sl->local;
+		differ |= key[i] ^ key[0];
 	}
 	for (unsigned shift = 0; n > 1 && shift < 64; shift += 8) {
+		if (!((differ >> shift) & 255))
+			continue; /* the same byte everywhere */
 		size_t count[257] = { 0 };
 		for (size_t i = 0; i < n; i++)
 			count[((key[i] >> shift) & 255) + 1]++;
-		if (count[((key[0] >> shift) & 255) + 1] == n)
-			continue; /* the same byte everywhere */
 		for (int d = 0; d < 256; d++)
 			count[d + 1] += count[d];
 		for (size_t i = 0; i < n; i++) {

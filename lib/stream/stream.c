@@ -630,7 +630,9 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 				      "size");
 	size_pool(&s, o, st);
 	workers = s.threads;
-	s.timed_memory = (struct ch_frame_memory){ timed_reserve, &s };
+	s.timed_memory = (struct ch_frame_memory){
+		timed_reserve, &s, o->frame_memory && o->frame_memory->cold
+	};
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.changed, NULL);
 	pthread_cond_init(&s.parked, NULL);
