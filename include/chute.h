@@ -175,6 +175,8 @@ int ch_shard_prepare(const struct ch_shard *sh, uint64_t i,
 /* Decodes and checks all of a lazy shard's index (key order included).
  * Not to be called while other threads read sh. */
 int ch_shard_load_index(struct ch_shard *sh, struct ch_error *err);
+/* The pages of a paged index (format 1.1); 1 for an index stored whole. */
+uint32_t ch_shard_index_pages(const struct ch_shard *sh);
 
 struct ch_sample_info {
 	const char *key; /* not NUL-terminated: use key_len */

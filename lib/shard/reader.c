@@ -671,6 +671,11 @@ int ch_shard_load_index(struct ch_shard *sh, struct ch_error *err)
 	return check_index(sh, err);
 }
 
+uint32_t ch_shard_index_pages(const struct ch_shard *sh)
+{
+	return sh->ix.npages ? sh->ix.npages : 1;
+}
+
 void ch_shard_close(struct ch_shard *sh)
 {
 	if (!sh)

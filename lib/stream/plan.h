@@ -30,11 +30,17 @@ uint64_t ch_segment_batches(uint64_t n, uint64_t c, uint64_t w, uint64_t b,
 			    int eval, int drop_last);
 
 /* The shards a stream holds open (stream/shard_table.c): pinned while a batch
- * reads them, closed least recently used first past budget bytes. */
+ * reads them, closed least recently used first past budget bytes.
+ * scattered_batch: the batch size of an order that reads each shard's
+ * samples scattered (a shuffle), whose shards' indexes may then be
+ * decoded and checked whole when they open (see open_slot); 0 for one
+ * that reads them in order, each sample's index pages and entry read
+ * when the sample first is. */
 struct ch_shard_table;
 int ch_shard_table_new(struct ch_shard_table **out,
 		       const struct ch_dataset *ds, size_t budget,
-		       struct ch_block_cache *cache, struct ch_error *err);
+		       uint64_t scattered_batch, struct ch_block_cache *cache,
+		       struct ch_error *err);
 void ch_shard_table_free(struct ch_shard_table *t);
 /* Pins shard k, opening it if no thread has it open.  Returns 1 when
  * pinned; 0 (wait = 0 only) when another thread is opening it right now;

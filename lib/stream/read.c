@@ -625,8 +625,9 @@ static int refill(const struct ch_stream_shared *sh, struct ch_batch_plan *p,
 		if (sl->state != FAILED)
 			continue;
 		if (b->skipped > SKIP_MAX)
-			return ch_error_set(err, "more than %d corrupt samples "
-					    "in one batch: giving up", SKIP_MAX);
+			return ch_error_data(err, "more than %d corrupt "
+					     "samples in one batch: giving up",
+					     SKIP_MAX);
 		if (sh->eval) {
 			sl->state = DROPPED;
 			continue;

@@ -22,6 +22,7 @@ struct ch_shard_table {
 	const struct ch_dataset *ds;
 	struct ch_block_cache *cache; /* forgets a shard's blocks at close */
 	size_t budget, used, peak;
+	uint64_t scattered_batch;
 	uint64_t clock, opens;
 	pthread_mutex_t lock;
 	pthread_cond_t opened;
@@ -30,7 +31,8 @@ struct ch_shard_table {
 
 int ch_shard_table_new(struct ch_shard_table **out,
 		       const struct ch_dataset *ds, size_t budget,
-		       struct ch_block_cache *cache, struct ch_error *err)
+		       uint64_t scattered_batch, struct ch_block_cache *cache,
+		       struct ch_error *err)
 {
 	size_t n = ds->manifest.nshards;
 	struct ch_shard_table *t = calloc(1, sizeof(*t));
@@ -41,6 +43,7 @@ int ch_shard_table_new(struct ch_shard_table **out,
 	t->ds = ds;
 	t->cache = cache;
 	t->budget = budget;
+	t->scattered_batch = scattered_batch;
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_cond_init(&t->opened, NULL);
 	*out = t;
@@ -86,7 +89,28 @@ static void shrink(struct ch_shard_table *t)
 	}
 }
 
-/* Opens slot k for the caller, who holds the lock and gets it back. */
+/* A shuffle's batches read samples all over shard k: when its index has
+ * at most 16 pages a sample of shard k in a batch (its share of the
+ * dataset), its first 16 batches decode most of it anyway (1 - 1/e of its
+ * pages at the least), a page at a time, and check each entry where it
+ * lies, a cache miss or more a sample.  One pass in order at open costs
+ * less: Fashion-MNIST, 60,000 samples in 587 pages, level 0, a first
+ * epoch 7 to 9 ms shorter, of 80.  A bigger index, in pages, would hold
+ * up the first batch for pages it does not need yet. */
+static int whole_index(const struct ch_shard_table *t, size_t k,
+		       const struct ch_shard *sh)
+{
+	const struct ch_manifest *m = &t->ds->manifest;
+	if (!t->scattered_batch || !m->samples)
+		return 0;
+	double per_batch = (double)t->scattered_batch *
+			   (double)m->shards[k].samples / (double)m->samples;
+	return ch_shard_index_pages(sh) <= 16 * per_batch;
+}
+
+/* Opens slot k for the caller, who holds the lock and gets it back.
+ * What a whole index's pass cannot decode or check is left as lazily: a
+ * damaged page is reported, or skipped, by the samples that need it. */
 static int open_slot(struct ch_shard_table *t, size_t k, struct ch_error *err)
 {
 	struct slot *sl = &t->slots[k];
@@ -94,6 +118,10 @@ static int open_slot(struct ch_shard_table *t, size_t k, struct ch_error *err)
 	sl->opening = 1;
 	pthread_mutex_unlock(&t->lock);
 	int rc = ch_dataset_open_shard(t->ds, k, CH_SHARD_LAZY, &sh, err);
+	if (rc == 0 && whole_index(t, k, sh)) {
+		struct ch_error later; /* met again by the sample that needs it */
+		(void)ch_shard_load_index(sh, &later);
+	}
 	pthread_mutex_lock(&t->lock);
 	sl->opening = 0;
 	pthread_cond_broadcast(&t->opened);

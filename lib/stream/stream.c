@@ -661,8 +661,11 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 		.nworkers = workers ? workers : 1,
 		.defer = o->format == CH_FORMAT_BATCH && !tx, .tx = tx,
 	};
+	/* a shuffled order reads each shard's samples scattered */
+	int scattered = !o->eval && o->shuffle != CH_SHUFFLE_NONE;
 	if (ch_shard_table_new(&s.shared.shards, ds, (size_t)o->index_memory,
-			       s.cache, err) < 0)
+			       scattered ? o->batch_size : 0, s.cache,
+			       err) < 0)
 		goto out;
 	if (!(s.shared.names = ch_name_table_new())) {
 		ch_error_nomem(err);

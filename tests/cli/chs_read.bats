@@ -592,6 +592,28 @@ EOF
 	assert_output --partial "checksum mismatch"
 }
 
+@test "chs_read: a shuffled stream decodes the index whole at open, and a damaged page still fails it or skips its samples" {
+	two_fields src 600
+	run -0 chute pack -b 4K src -o ds
+	run -0 chute stream ds --format jsonl -e 1 -b 16 --seed 3
+	good=$(jq -r .key <<<"$output" | sort -u | wc -l)
+	[ "$good" -eq 600 ]
+	shard=$(shard_of ds)
+	read -r off size < <(shard_layout "$shard" | awk '$1 == "page" && $2 == 2 { print $3, $4 }')
+	flip_byte "$shard" $((off + size / 2))
+	run -1 chute stream ds --format jsonl -e 1 -b 16 --seed 3
+	assert_output --partial "index page"
+	assert_output --partial "checksum mismatch"
+	# the open's pass does not fail the stream: the samples of the page do
+	run -0 --separate-stderr chute stream ds --format jsonl -e 1 -b 16 \
+		--seed 3 --on-error skip
+	seen=$(jq -r .key <<<"$output" | sort -u | wc -l)
+	[ "$seen" -gt 0 ] && [ "$seen" -lt 600 ]
+	# a batch of 256 meets more corrupt samples than a batch may skip
+	run -1 chute stream ds --format jsonl -e 1 --seed 3 --on-error skip
+	assert_output --partial "more than 64 corrupt samples in one batch"
+}
+
 @test "chs_read: --seal prints the manifest's seal; --manifest refuses a shard copied over another" {
 	pack_swapped sw
 	run -0 chs_read sw/shards/sw-000002.chs --seal
