@@ -3,8 +3,10 @@
  * next slot of a ring in /dev/shm (lib/stream/shm_ring.c), made when the first
  * frame comes so that its slots fit the stream's frames.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "chute.h"
 #include "cmd.h"
@@ -37,6 +39,20 @@ int shm_sink_check(const struct shm_sink *s, const char *output,
 	return 0;
 }
 
+/* With --shm nothing goes to standard output: chute lets it go once the
+ * ring exists, so that a consumer that gave it a pipe sees the pipe end
+ * then and opens the ring at once, where one without looks for it every
+ * few milliseconds (chute.Stream).  /dev/null takes its place: a later
+ * open must not become descriptor 1. */
+static void let_stdout_go(void)
+{
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null < 0)
+		return; /* the consumer looks for the ring, as without */
+	dup2(null, STDOUT_FILENO);
+	close(null);
+}
+
 /* Without --slot-size, slots hold the first frame with a quarter (and
  * 64K) to spare: frames of one stream differ by their keys, cursors and
  * variable-length fields. */
@@ -49,7 +65,10 @@ static int make_ring(struct shm_sink *s, uint64_t first,
 					  : first + first / 4 + MIN_SLOT,
 		.pin = s->pin, .cancel = s->cancel,
 	};
-	return ch_shm_ring_create(&s->ring, &o, err);
+	if (ch_shm_ring_create(&s->ring, &o, err) < 0)
+		return -1;
+	let_stdout_go();
+	return 0;
 }
 
 int shm_sink_put(const struct ch_batch_out *b, void *arg,

@@ -124,7 +124,9 @@ class ShmRing:
 
     Opening waits up to timeout seconds for chute to make the ring (and
     stops waiting early when alive(), if given, returns False), then claims
-    it: one consumer per ring.  Iterating yields Frames whose arrays are
+    it: one consumer per ring.  made, if given, is the read end of a pipe
+    that is chute's standard output: chute closes it once the ring exists
+    (or exits), which wakes the wait at once instead of at its next look.  Iterating yields Frames whose arrays are
     views of the ring (see shm_frames).  close() (or leaving a `with`
     block) detaches; closing before the end tells chute to stop, which it
     does with status 0.
@@ -133,7 +135,7 @@ class ShmRing:
     place in memory: what cudaHostRegister needs to make it pinned memory
     (see pin())."""
 
-    def __init__(self, name, timeout=60.0, alive=None):
+    def __init__(self, name, timeout=60.0, alive=None, made=None):
         if not isinstance(name, str) or not _SHM_NAME.match(name):
             raise ValueError("invalid ring name %r: 1 to 200 of A-Z a-z 0-9"
                              " . _ -, not starting with a dot" % (name,))
@@ -145,7 +147,7 @@ class ShmRing:
         self._pinned_by = None
         self._futex = _Futex()
         try:
-            self._open(timeout, alive)
+            self._open(timeout, alive, made)
             self._claim()
         except BaseException:
             self.close()
@@ -190,13 +192,14 @@ class ShmRing:
         self._lazy_release = bool(flags & SHM_WAITS) and _PLAIN_RELEASE
         return True
 
-    def _open(self, timeout, alive):
+    def _open(self, timeout, alive, made):
         start = time.monotonic()
         deadline = start + timeout
         # every 2 ms for a second, then up to every 50 ms: chute makes the
         # ring with its first batch, and a loop started with chute must
-        # not sleep past it
-        pause = 0.002
+        # not sleep past it.  With made, every 50 ms (a chute from before
+        # it let its standard output go), woken when the pipe ends.
+        pause = 0.05 if made is not None else 0.002
         while not self._try_map():
             if alive is not None and not alive():
                 raise ShmError("chute stream ended before making ring %r"
@@ -205,6 +208,12 @@ class ShmRing:
                 raise ShmError("no ring %r after %g s (is chute stream "
                                "--shm %s running?)" % (self.name, timeout,
                                                         self.name))
+            if made is not None:
+                if select.select([made], [], [], pause)[0] and \
+                        not made.read(65536):
+                    made = None  # ended: the ring, or chute's end, is there
+                    pause = 0.002
+                continue
             time.sleep(pause)
             if time.monotonic() - start >= 1.0:
                 pause = min(2 * pause, 0.05)

@@ -381,14 +381,15 @@ class Stream(_Base):
 
     def _start(self, argv):
         try:
+            # with shm, stdout carries nothing: chute lets it go once the
+            # ring exists, which is what ShmRing waits for
             proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL if self.shm else subprocess.PIPE,
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, bufsize=0)
         except OSError as e:
             raise StreamError("cannot run %r: %s" % (self.chute, e.strerror or e))
         self._procs.add(proc)
-        if proc.stdout is not None:
+        if not self.shm:
             _widen_pipe(proc.stdout.fileno())
         return proc
 
@@ -430,7 +431,8 @@ class Stream(_Base):
                 if self.shm:
                     from .shm import ShmRing
                     ring = ShmRing(name, self.shm_timeout,
-                                   alive=lambda: proc.poll() is None)
+                                   alive=lambda: proc.poll() is None,
+                                   made=proc.stdout)
                     pinned = self.pin_memory and torch is not None \
                         and ring.pin(torch)
                     source = _synced(ring) if pinned else iter(ring)

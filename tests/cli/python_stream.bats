@@ -80,6 +80,25 @@ print(len(a), 'batches')"
 	refute_output --partial "chute-py-"
 }
 
+@test "Stream: shm=True opens the ring when chute lets its standard output go, and finds it without that too" {
+	# a chute whose standard output a sleeping child keeps open, as one
+	# from before it let it go: the ring is looked for every 50 ms
+	printf '#!/bin/sh\nsleep 30 &\nexec "%s" "$@"\n' "$CHUTE_BIN" >old-chute
+	chmod +x old-chute
+	run -0 py "
+import time
+t0 = time.monotonic()
+a = [(b.cursor, b.keys) for b in stream(epochs=2, shm=True)]
+assert time.monotonic() - t0 < 20
+c = [(b.cursor, b.keys) for b in chute.Stream('ds', chute='./old-chute',
+                                              batch_size=3, epochs=2,
+                                              shm=True)]
+assert a == c, (a, c)
+print(len(a), 'batches')"
+	assert_output --regexp '^[0-9]+ batches$'
+	pkill -f "sleep 30" || true
+}
+
 @test "Stream: chute failing mid-epoch raises StreamError with its message and status" {
 	# a corrupt last shard: the epoch fails after some batches
 	local shards=(ds/shards/*.chs)

@@ -361,6 +361,19 @@ except chute_batch.ShmError as e:
 	done
 }
 
+@test "shm: chute lets its standard output go once the ring exists" {
+	# no consumer: chute waits on the full ring while the pipe has ended
+	chute stream -b 1 -e 0 --shm "$RING" ds 2>chute.err | {
+		timeout 20 cat >/dev/null && [ -e "$SEG" ] && echo ended
+	} >pipe.out &
+	local i
+	for i in $(seq 200); do [ -s pipe.out ] && break; sleep 0.05; done
+	pkill -TERM -f -- "--shm $RING" || true
+	wait
+	assert_equal "$(cat pipe.out)" ended
+	assert_no_segment
+}
+
 @test "shm: chute interrupted before any consumer came removes the ring" {
 	chute stream -b 1 -e 0 --shm "$RING" ds 2>chute.err &
 	local pid=$!
