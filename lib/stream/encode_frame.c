@@ -140,12 +140,12 @@ struct column {
 	size_t stride;
 };
 
+#define INLINE static inline __attribute__((always_inline))
+
 /* Field c of sample i: its bytes, or NULL and size 0 if absent.  *dest is
  * where to store the field's frame offset if its data is to be copied in
  * later, else NULL; *type its fixed type, or NULL for bytes.  Inlined:
  * called a few times a sample, it was a sixth of the encoder's work. */
-#define INLINE static inline __attribute__((always_inline))
-
 INLINE const uint8_t *field_at(const struct ch_batch *b, size_t i,
 			       const struct column *c, uint64_t *size,
 			       uint64_t **dest,

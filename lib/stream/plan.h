@@ -125,11 +125,11 @@ int ch_batch_reader_new(struct ch_batch_reader **out,
 			const struct ch_stream_shared *sh, int index,
 			struct ch_error *err);
 void ch_batch_reader_free(struct ch_batch_reader *r);
-/* Seconds the reader's transforms spent decoding images, resampling
- * them, and in the other ops. */
 /* Seconds its reads spent loading blocks, or waiting for another
  * reader's (ch_block_reader_load_seconds). */
 double ch_batch_reader_load_seconds(const struct ch_batch_reader *r);
+/* Seconds the reader's transforms spent decoding images, resampling
+ * them, and in the other ops. */
 void ch_batch_reader_times(const struct ch_batch_reader *r, double t[3]);
 /* Reads p's samples into b.  Corrupt samples, with skip_corrupt, are
  * replaced (train) or dropped (eval: p->n shrinks, the batch is flagged

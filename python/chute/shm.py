@@ -126,8 +126,9 @@ class ShmRing:
     stops waiting early when alive(), if given, returns False), then claims
     it: one consumer per ring.  made, if given, is the read end of a pipe
     that is chute's standard output: chute closes it once the ring exists
-    (or exits), which wakes the wait at once instead of at its next look.  Iterating yields Frames whose arrays are
-    views of the ring (see shm_frames).  close() (or leaving a `with`
+    (or exits), which wakes the wait at once instead of at its next look.
+    Iterating yields Frames whose arrays are views of the ring (see
+    shm_frames).  close() (or leaving a `with`
     block) detaches; closing before the end tells chute to stop, which it
     does with status 0.
 
