@@ -13,10 +13,10 @@ libarchive-dev libxxhash-dev xxhash libzstd-dev zstd
 libcurl4-openssl-dev libjansson-dev libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev
 bats bats-support bats-assert bats-file
 python3 python3-zstandard python3-xxhash python3-numpy python3-pil
-python3-pip python3-setuptools python3-wheel
+python3-pip python3-setuptools python3-wheel python3-venv python3-pytest
 python3-torch python3-torchvision dataset-fashion-mnist
 mate-backgrounds plasma-workspace-wallpapers
-clang libclang-rt-14-dev mandoc time zip bsdextrautils curl procps mount
+clang libclang-rt-14-dev mandoc man-db time zip bsdextrautils curl procps mount
 nginx
 "
 

@@ -13,11 +13,13 @@ Dataset reads shards directly (man chute-shard(5)); it needs zstandard
 used, so that one works without the other's modules.
 """
 
-from .errors import DataError, Error, StateError, StreamError
+from .errors import (DataError, Error, FrameError, MissingDependency,
+                     NotFoundError, ShmError, StateError, StreamError)
 
 __version__ = "0.1.0"
-__all__ = ["Batch", "DataError", "Dataset", "Error", "Sample", "StateError",
-           "Stream", "StreamError", "__version__", "manifest_id"]
+__all__ = ["Batch", "DataError", "Dataset", "Error", "FrameError",
+           "MissingDependency", "NotFoundError", "Sample", "ShmError",
+           "StateError", "Stream", "StreamError", "__version__", "manifest_id"]
 
 _LAZY = {"Stream": "stream", "Batch": "stream",
          "Dataset": "dataset", "Sample": "dataset",

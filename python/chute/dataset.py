@@ -51,7 +51,7 @@ import os
 import re
 import sys
 
-from .errors import DataError, Error
+from .errors import DataError, Error, NotFoundError
 from . import shard as _shard
 from .shard import MAGIC, Shard
 
@@ -63,22 +63,6 @@ _SPLIT_NAME = re.compile(r"\A[a-z0-9_-]{1,32}\Z")
 # chute-manifest(5), SHARD PATHS: never outside shards/, never a control byte
 _SHARD_PATH = re.compile(r"\Ashards/[^/\x00-\x1f\x7f]+\.chs\Z")
 _MANIFEST_MAX = 1 << 30
-
-
-class NotFoundError(Error, FileNotFoundError):
-    """No dataset at the path given: it does not exist, or it is a folder
-    without manifest.json.  Both a chute.Error and a FileNotFoundError
-    (errno ENOENT, filename the path)."""
-
-    def __init__(self, message, path):
-        super().__init__(errno.ENOENT, message, path)
-        self.message = message
-
-    def __str__(self):
-        return self.message
-
-    def __reduce__(self):
-        return (type(self), (self.message, self.filename))
 
 
 class Sample(collections.namedtuple("Sample", "key fields index number")):

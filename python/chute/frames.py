@@ -23,11 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .errors import DataError
-
-
-class FrameError(DataError, ValueError):
-    """A malformed or truncated frame; the message names the byte offset."""
+from .errors import FrameError
 
 
 MAGIC = b"CHB1"

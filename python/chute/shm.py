@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from .errors import StreamError
+from .errors import ShmError, StreamError
 from .frames import HEADER_SIZE, Frame, _Checker, _parse_fields, _parse_header
 
 SHM_DIR = "/dev/shm"
@@ -52,10 +52,6 @@ _SYS_FUTEX = {"x86_64": 202, "aarch64": 98, "arm64": 98, "ppc64le": 221,
 def ring_path(name):
     """The file of ring NAME: /dev/shm/chute-NAME."""
     return os.path.join(SHM_DIR, SHM_PREFIX + name)
-
-
-class ShmError(StreamError, RuntimeError):
-    """chute stream failed or died, the ring is taken or corrupt."""
 
 
 class _Timespec(ctypes.Structure):
