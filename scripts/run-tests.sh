@@ -245,6 +245,20 @@ run_fuzz() {
 	report fuzz run-fuzz 0 $((SECONDS - start))
 }
 
+# run_pytest: the Python package's own tests (python/tests, pytest) against
+# the normal build, once: they test Python more than C.  Its TAP comes from
+# python/tests/conftest.py ($CHUTE_TAP); pytest's own output follows it.
+run_pytest() {
+	local log start=$SECONDS status
+	log=$(job_log pytest python-tests)
+	(cd "$LOGDIR" && CHUTE_TAP="$log.tap" CHUTE_BIN="$ROOT/build/chute" \
+		timeout 900 "${PYTHON:-python3}" -m pytest -q -p no:cacheprovider \
+		"$ROOT/python/tests") >"$log.out" 2>&1
+	status=$?
+	cat "$log.tap" "$log.out" >"$log" 2>/dev/null
+	report pytest python-tests "$status" $((SECONDS - start))
+}
+
 # run_one_at_a_time: the jobs of ONE_AT_A_TIME_JOBS (run_bats command
 # lines), one after another.
 run_one_at_a_time() {
@@ -356,6 +370,13 @@ for f in $(bats_files); do
 		add_job "run_bats cli build/chute $f"
 	fi
 done
+# pytest runs streams with shm=True: in the one-at-a-time chain, with the
+# files that look at /dev/shm as a whole
+PYTEST=0
+if in_list cli "$PASSES"; then
+	PYTEST=1
+	ONE_AT_A_TIME_JOBS+=("run_pytest")
+fi
 # the unit tests last: a few seconds each, they fill the workers' ends
 JOBLIST+=("${UNIT_JOBS[@]}")
 echo "== $PASSES$([ $FUZZ = 1 ] && echo " fuzz") and ${#UNIT_JOBS[@]} unit tests: $((${#JOBLIST[@]} + ${#ONE_AT_A_TIME_JOBS[@]})) jobs, $TEST_JOBS at a time (${#ONE_AT_A_TIME_JOBS[@]} of them one after another)"
@@ -367,6 +388,7 @@ count_units
 in_list cli "$PASSES" && count_pass cli "${CLI_FILES[@]}"
 in_list cli-san "$PASSES" && count_pass cli-san "${SAN_FILES[@]}"
 [ $FUZZ = 1 ] && count_pass fuzz run-fuzz
+[ $PYTEST = 1 ] && count_pass pytest python-tests
 SUMMARY+=("$(printf '%-32s %26s  %4ss' "(the above, side by side)" "" "$POOL_SECS")")
 if [ -s "$LOGDIR/seconds" ]; then
 	echo "== the slowest test files (seconds)"
