@@ -78,10 +78,13 @@ static int take_option(struct stream_args *a, int opt, const char *arg)
 		stream_option_set(&a->o, opt, &v);
 		a->rank_set |= opt == CH_STREAM_OPT_RANK;
 		a->world_set |= opt == CH_STREAM_OPT_WORLD_SIZE;
+		a->start_epoch_set |= opt == CH_STREAM_OPT_START_EPOCH;
+		a->resume_set |= opt == CH_STREAM_OPT_RESUME;
 		return 0;
 	}
 	switch (opt) {
 	case CH_STREAM_OPT_OUTPUT: a->output = v.text; break;
+	case CH_STREAM_OPT_PRINT_COUNT: a->count = 1; break;
 	case CH_STREAM_OPT_PIN: a->shm.pin = 1; break;
 	case CH_STREAM_OPT_RECORD: a->rec.record = v.text; break;
 	case CH_STREAM_OPT_REMOTE_CACHE: a->remote_cache = v.text; break;
@@ -150,8 +153,17 @@ int stream_parse_args(struct stream_args *a, const struct cmd_spec *spec,
 					 a->dataset, p.arg);
 		a->dataset = p.arg;
 	}
+	if (a->start_epoch_set && a->resume_set)
+		return cmd_error("--start-epoch and --resume both say where to "
+				 "begin: a cursor knows its epoch; give one");
 	if ((replay = record_parsed(&a->rec, &a->o, &a->dataset)) < 0)
 		return EXIT_USAGE;
+	if (a->o.epochs && a->o.start_epoch >= a->o.epochs)
+		return cmd_error("--start-epoch %llu is not below --epochs %llu "
+				 "(epochs count from 0: --epochs is where the "
+				 "stream ends)",
+				 (unsigned long long)a->o.start_epoch,
+				 (unsigned long long)a->o.epochs);
 	a->rank_set |= replay; /* the record's rank and world size, */
 	a->world_set |= replay; /* not the environment's */
 	if (!a->dataset)
@@ -459,6 +471,32 @@ static int check_replaceable(const char *opt, const char *path)
 	return cmd_error("cannot write %s '%s': %s", opt, path, err.msg);
 }
 
+/* --count: one JSON line, what an epoch of these options holds. */
+static int print_count(const struct stream_args *a)
+{
+	struct ch_dataset ds;
+	struct ch_stream_count c;
+	struct ch_error err = {0};
+	if (a->output || a->shm.name || a->state || a->rec.record ||
+	    a->stats_json)
+		return cmd_error("--count prints one line and streams nothing: "
+				 "it takes no -o, --shm, --state, --record or "
+				 "--stats-json");
+	if (open_dataset(a, &ds, &err) < 0)
+		return cmd_fail(&err);
+	int rc = ch_stream_count(&ds, &a->o, &c, &err);
+	ch_dataset_release(&ds);
+	if (rc < 0)
+		return cmd_fail(&err);
+	printf("{\"id\":\"%s\",\"samples\":%llu,\"batches\":%llu,"
+	       "\"epoch\":%llu,\"batches_left\":%llu}\n", c.id,
+	       (unsigned long long)c.samples, (unsigned long long)c.batches,
+	       (unsigned long long)c.epoch,
+	       (unsigned long long)c.batches_left);
+	return fflush(stdout) == 0 ? 0 : cmd_error("cannot write: %s",
+						   strerror(errno));
+}
+
 int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 	       struct ch_fetch_stats *fetch)
 {
@@ -470,6 +508,8 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 	void *put_arg = a->shm.name ? (void *)&a->shm : &sink;
 	struct state_sink state = { a->state, put, put_arg };
 	int status = 0;
+	if (a->count)
+		return print_count(a);
 	if (check_replaceable("--state", a->state) ||
 	    check_replaceable("--stats-json", a->stats_json) ||
 	    check_replaceable("--record", a->rec.record))

@@ -164,6 +164,10 @@ static void read_option(struct reading *rd, struct stream_record *r,
 {
 	const struct stream_option *d = &stream_options[opt];
 	union stream_value v = {0};
+	/* records older than --start-epoch began at epoch 0 */
+	if (opt == CH_STREAM_OPT_START_EPOCH &&
+	    !json_object_get(rd->obj, d->record_key))
+		return;
 	switch (d->type) {
 	case STREAM_U64:
 		v.u64 = read_u64(rd, d->record_key, d->min, d->max);

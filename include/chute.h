@@ -1006,6 +1006,7 @@ struct ch_stream_opts {
 	uint64_t window;   /* shards per window, CH_SHUFFLE_WINDOW */
 	uint64_t seed;
 	uint64_t epochs;   /* 0: forever */
+	uint64_t start_epoch; /* the first epoch, without a resume cursor */
 	uint64_t batch_size;
 	int drop_last;	   /* train: drop a last partial batch */
 	int eval;	   /* no shuffle, every sample once, last batch kept */
@@ -1069,6 +1070,21 @@ struct ch_stream_stats {
 						   cropping and resizing,
 						   the other ops */
 };
+
+/* What an epoch of a stream holds, for a trainer's steps per epoch. */
+struct ch_stream_count {
+	char id[33];	      /* the dataset version's id */
+	uint64_t samples;     /* of the dataset, or of the split */
+	uint64_t batches;     /* a full epoch's, for this rank */
+	uint64_t epoch;	      /* where the stream starts (resume, start_epoch) */
+	uint64_t batches_left; /* of that epoch: batches, or fewer on a resume */
+};
+
+/* Fills *out for the dataset and options without streaming: the
+ * options, split and cursor are checked as ch_stream checks them. */
+int ch_stream_count(const struct ch_dataset *ds,
+		    const struct ch_stream_opts *o, struct ch_stream_count *out,
+		    struct ch_error *err);
 
 /* Streams batches of the dataset to sink until the epochs are done, the
  * sink says stop (returns 1: ch_stream then returns 0), or *cancel is

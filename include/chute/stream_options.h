@@ -57,6 +57,9 @@
 	X(CACHE, 'c', "cache", "SIZE", SIZE0, _,                             \
 	  LIB, cache, 256u << 20, _, BENCH, _,                               \
 	  "decoded blocks kept in memory (default 256M)")                    \
+	X(PRINT_COUNT, 0, "count", NULL, SET, _,                             \
+	  CMD, _, 0, _, _, _,                                                \
+	  "print an epoch's samples and batches as JSON and exit")           \
 	X(DROP_LAST, 0, "drop-last", NULL, SET, _,                           \
 	  LIB, drop_last, 0, HASHED, _, RECORD(5, "drop_last"),              \
 	  "drop the last partial batch of each epoch (train)")               \
@@ -133,6 +136,9 @@
 	X(SPLIT, 0, "split", "NAME", TEXT, _,                                \
 	  LIB, split, 0, HASHED, BENCH, RECORD(0, "split"),                  \
 	  "stream one split of the manifest (chute split)")                  \
+	X(START_EPOCH, 0, "start-epoch", "E", U64, RANGE(0, UINT64_MAX),     \
+	  LIB, start_epoch, 0, _, _, RECORD(13, "start_epoch"),              \
+	  "first epoch (default 0; a --resume cursor knows its own)")        \
 	X(STATE, 0, "state", "FILE", TEXT, _,                                \
 	  CMD, _, 0, _, _, _,                                                \
 	  "replace FILE with the cursor of each batch written")              \
@@ -164,7 +170,7 @@ enum ch_stream_option { CH_STREAM_OPTIONS(CH_SO_ENUM) CH_STREAM_OPT_COUNT };
 #undef CH_SO_ENUM
 
 /* The run record's "options" keys: RECORD positions 0 to this - 1. */
-#define CH_STREAM_RECORD_KEYS 13
+#define CH_STREAM_RECORD_KEYS 14
 
 /* The columns, taken apart by the code that expands the table.  A
  * column's word is pasted onto a prefix here, so X passes it on as

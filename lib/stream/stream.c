@@ -36,6 +36,7 @@ struct planner {
 	uint64_t epoch, start, base; /* segment: first position, batch no. */
 	uint64_t b, nbatches, count; /* within the segment */
 	int done;
+	int hint; /* tell a remote dataset the shard order (not to count) */
 };
 
 /* A remote dataset fetches shards ahead of the reader: a window ahead
@@ -78,7 +79,8 @@ static int enter_segment(struct planner *p, uint64_t epoch, uint64_t start,
 	p->done = o->epochs && epoch >= o->epochs;
 	if (p->done || ch_order_init(&p->ord, p->m, o, epoch, err) < 0)
 		return p->done ? 0 : -1;
-	tell_shard_order(p);
+	if (p->hint)
+		tell_shard_order(p);
 	return 0;
 }
 
@@ -118,10 +120,12 @@ static int plan_next(struct planner *p, struct ch_batch_plan *out,
 
 static int planner_init(struct planner *p, const struct ch_dataset *ds,
 			const struct ch_split_view *split,
-			const struct ch_stream_opts *o, struct ch_error *err)
+			const struct ch_stream_opts *o, int hint,
+			struct ch_error *err)
 {
 	const struct ch_manifest *m = split->ids ? &split->view : &ds->manifest;
 	memset(p, 0, sizeof(*p));
+	p->hint = hint;
 	p->ds = ds;
 	p->m = m;
 	p->split_ids = split->ids;
@@ -138,7 +142,7 @@ static int planner_init(struct planner *p, const struct ch_dataset *ds,
 				      ch_plural(o->world, "rank", "ranks"),
 				      (unsigned long long)o->batch_size);
 	if (!o->resume)
-		return enter_segment(p, 0, 0, 0, err);
+		return enter_segment(p, o->start_epoch, 0, 0, err);
 	struct ch_cursor c;
 	if (ch_cursor_parse(o->resume, &c, err) < 0)
 		return -1;
@@ -157,6 +161,35 @@ static int planner_init(struct planner *p, const struct ch_dataset *ds,
 		return ch_error_usage(err, "cursor '%s' is past the end of the "
 				      "epoch", o->resume);
 	return enter_segment(p, c.epoch, c.pos, c.batch + 1, err);
+}
+
+int ch_stream_count(const struct ch_dataset *ds,
+		    const struct ch_stream_opts *o, struct ch_stream_count *out,
+		    struct ch_error *err)
+{
+	struct ch_split_view split = {0};
+	struct planner p;
+	int rc = -1;
+	memset(out, 0, sizeof(*out));
+	memset(&p, 0, sizeof(p));
+	if (o->batch_size == 0 || o->world == 0 || o->rank >= o->world)
+		return ch_error_usage(err, "bad batch size, rank or world "
+				      "size");
+	if (o->split && ch_split_view_init(&split, ds, o->split, err) < 0)
+		return -1;
+	if (planner_init(&p, ds, &split, o, 0, err) == 0) {
+		snprintf(out->id, sizeof(out->id), "%s", p.m->id);
+		out->samples = p.m->samples;
+		out->batches = ch_segment_batches(p.m->samples, 0, o->world,
+						  o->batch_size, o->eval,
+						  o->drop_last);
+		out->epoch = p.epoch;
+		out->batches_left = p.done ? 0 : p.nbatches - p.b;
+		rc = 0;
+	}
+	ch_order_release(&p.ord);
+	ch_split_view_release(&split);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -641,7 +674,7 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 			goto out;
 	}
 	/* the planner first: it tells a remote dataset how it will be read */
-	if (planner_init(&s.planner, ds, &s.split, o, err) < 0)
+	if (planner_init(&s.planner, ds, &s.split, o, 1, err) < 0)
 		goto out;
 	if (check_index_memory(ds, o, err) < 0)
 		goto out;

@@ -33,7 +33,7 @@ import threading
 import weakref
 
 from . import frames as _frames
-from .errors import StateError, StreamError
+from .errors import MissingDependency, StateError, StreamError
 from .frames import FrameError
 
 try:  # a torch IterableDataset when torch is there; plain numpy without
@@ -45,7 +45,7 @@ except ImportError:
     _Base = object
 
 STATE_FORMAT = "chute-stream-state"
-STATE_VERSION = 1
+STATE_VERSION = 2
 STDERR_KEEP = 64 * 1024  # the last bytes of chute's stderr kept for errors
 _ring_names = iter(range(1 << 62))
 
@@ -200,16 +200,35 @@ def _synced(ring):
         torch.cuda.current_stream().synchronize()
 
 
+# Stream's arguments that are chute stream's options, by their long name
+# (tests/test_stream_options.py holds names and defaults to chute's own
+# table, `chute stream --help`), and those that are the package's alone.
+CLI_OPTIONS = {"batch_size": "batch-size", "transforms": "transform",
+               "shuffle": "shuffle", "seed": "seed", "epochs": "epochs",
+               "split": "split", "mode": "mode", "drop_last": "drop-last",
+               "rank": "rank", "world_size": "world-size",
+               "workers": "workers", "shm": "shm", "resume": "resume",
+               "record": "record"}
+PYTHON_ONLY = ("dataset", "chute", "as_torch", "extra_args", "shm_timeout",
+               "pin_memory")
+
+
 class Stream(_Base):
-    """Batches of `chute stream DATASET`, as an iterable.
+    """Batches of `chute stream DATASET`, as an iterable: each pass (each
+    `for`, each iter()) streams the next epoch.
 
     dataset      a dataset folder, a manifest, a shard or REMOTE[@TAG|@ID]
-    batch_size   samples per batch (-b)
+    batch_size   samples per batch (-b; default 256, as chute's)
     transforms   {"jpg": "decode | random-resized-crop 224 | flip"} or a
                  list of "FIELD: OPS" (--transform; chute-stream(1))
     shuffle      "global", "window" or "none"
     seed         the shuffle and augmentation seed
-    epochs       epochs to stream; 0 for ever
+    epochs       None (the default): one epoch a pass, pass k streaming
+                 epoch k, as many passes as the loop makes; E: the stream
+                 is E epochs in all (epochs 0 to E-1), the first pass
+                 streaming them all (a later pass, or a resumed one, goes
+                 on where the last stopped, and one started after epoch
+                 E-1 raises StreamError); 0: one pass for ever
     split        a split of the manifest ("train", "val"), or None for all
     mode         "train", or "eval": in order, no random augmentation
     drop_last    True drops each epoch's partial last batch, False keeps
@@ -225,7 +244,8 @@ class Stream(_Base):
     shm          True: frames through a shared-memory ring instead of a
                  pipe (arrays are views of the ring: see Batch)
     resume       a cursor or a state_dict() to go on after
-    chute        the chute binary
+    chute        the chute binary: a path, or a name on PATH; None finds
+                 it (chute._binary.find_chute)
     as_torch     fixed-type fields as torch tensors (torch.from_numpy:
                  no copy) instead of numpy arrays
     record       keep a run record in this file (--record): the dataset
@@ -238,34 +258,54 @@ class Stream(_Base):
                  batch's arrays is a DMA copy; the copy is waited for
                  before the batch's slot goes back to chute
 
+    The passes continue one deterministic sequence: the batches of pass k
+    are those of `chute stream --epochs K` after its first k epochs, and
+    a pass left early (break) is continued by the next one.  set_epoch(e)
+    starts the next pass at epoch e, as DistributedSampler.set_epoch does.
+    len(stream) is the number of batches a pass yields from an epoch's
+    start, for this rank (drop_last and the world size counted).
+
     Iterating starts chute; the loop gets Batch objects.  Raises
     StreamError when chute fails (its message, exit status and stderr),
-    when its stream ends without the batch flagged last, or when its
-    frames are malformed; chute is stopped and reaped on break,
-    exceptions, KeyboardInterrupt and garbage collection.
+    when its stream ends without the batch flagged last, when its frames
+    are malformed, or when a pass starts while another is still open;
+    chute is stopped and reaped on break, exceptions, KeyboardInterrupt
+    and garbage collection.
 
     With torch, a Stream is a torch.utils.data.IterableDataset: give it to
     DataLoader(stream, batch_size=None, num_workers=0) (chute batches and
     runs its own worker threads).  DataLoader workers (num_workers > 0)
     would each stream the same data: that is refused with a StreamError."""
 
-    def __init__(self, dataset, *, batch_size, transforms=None,
-                 shuffle="global", seed=0, epochs=1, split=None, mode="train",
-                 drop_last=None, rank=None, world_size=None, workers="auto",
-                 shm=False, resume=None, chute="chute", as_torch=False,
-                 extra_args=(), shm_timeout=60.0, pin_memory=False,
-                 record=None):
+    def __init__(self, dataset: "str | os.PathLike[str]", *,
+                 batch_size: int = 256,
+                 transforms: "dict[str, str] | list[str] | str | None" = None,
+                 shuffle: str = "global", seed: int = 0,
+                 epochs: "int | None" = None, split: "str | None" = None,
+                 mode: str = "train", drop_last: "bool | None" = None,
+                 rank: "int | None" = None, world_size: "int | None" = None,
+                 workers: "int | str" = "auto", shm: bool = False,
+                 resume: "str | dict | None" = None,
+                 chute: "str | None" = None, as_torch: bool = False,
+                 extra_args: "list[str] | tuple[str, ...]" = (),
+                 shm_timeout: float = 60.0, pin_memory: bool = False,
+                 record: "str | os.PathLike[str] | None" = None) -> None:
         if int(batch_size) < 1:
             raise ValueError("batch_size must be at least 1, not %r" % batch_size)
+        if epochs is not None and int(epochs) < 0:
+            raise ValueError("epochs is None (one a pass), 0 (for ever) or "
+                             "a count, not %r" % (epochs,))
         if as_torch and torch is None:
-            raise StreamError("as_torch=True needs torch (Debian: python3-torch)")
+            raise MissingDependency("as_torch=True needs torch (Debian: "
+                                    "python3-torch)", "torch")
         if mode not in ("train", "eval"):
             raise ValueError("mode is 'train' or 'eval', not %r" % (mode,))
         if shuffle not in ("global", "window", "none"):
             raise ValueError("shuffle is 'global', 'window' or 'none', not %r"
                              % (shuffle,))
         self.dataset = os.fspath(dataset)
-        self.batch_size, self.seed, self.epochs = int(batch_size), int(seed), int(epochs)
+        self.batch_size, self.seed = int(batch_size), int(seed)
+        self.epochs = None if epochs is None else int(epochs)
         self.transforms = _transform_specs(transforms)
         self.shuffle, self.split, self.mode = shuffle, split, mode
         self.drop_last, self.workers, self.shm = drop_last, workers, bool(shm)
@@ -282,6 +322,9 @@ class Stream(_Base):
             raise ValueError("rank %d is not in 0..%d" % (self.rank, self.world_size - 1))
         self._cursor = None   # of the last batch handed out
         self._at_end = False  # it was the last batch of its epoch
+        self._epoch = 0       # where a pass starts when there is no cursor
+        self._open = False    # a pass is under way
+        self._counted = None  # chute stream --count, once asked
         self._procs = weakref.WeakSet()
         if isinstance(resume, dict):
             self.load_state_dict(resume)
@@ -292,33 +335,139 @@ class Stream(_Base):
     # -- what identifies the stream
 
     def _shape_options(self):
-        """The options that decide the batches (not workers, shm, chute)."""
-        return {"dataset": self.dataset, "batch_size": self.batch_size,
+        """The options that decide the batches of every rank: not the
+        dataset's spelling (its id decides), not the rank or the world size
+        (a cursor resumes on any: chute-stream(1), elastic), not workers,
+        shm or the binary."""
+        return {"batch_size": self.batch_size,
                 "transforms": self.transforms, "shuffle": self.shuffle,
                 "seed": self.seed, "split": self.split, "mode": self.mode,
-                "drop_last": self.drop_last, "rank": self.rank,
-                "world_size": self.world_size, "extra_args": self.extra_args}
+                "drop_last": self.drop_last, "extra_args": self.extra_args}
 
-    def options_hash(self):
+    def options_hash(self) -> str:
         """SHA-256 of the options that decide the batches, hex."""
         text = json.dumps(self._shape_options(), sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
 
-    def argv(self):
-        """The chute stream command line of the next iteration."""
-        a = [self.chute, "stream", "-b", str(self.batch_size),
-             "--seed", str(self.seed), "-e", str(self.epochs),
+    def _binary(self):
+        from ._binary import find_chute
+        return find_chute(self.chute)
+
+    def _shape_argv(self):
+        a = ["--batch-size", str(self.batch_size), "--seed", str(self.seed),
              "--shuffle", self.shuffle, "--mode", self.mode,
-             "--rank", str(self.rank), "--world-size", str(self.world_size),
-             "-w", str(self.workers)]
+             "--rank", str(self.rank), "--world-size", str(self.world_size)]
         if self.split is not None:
             a += ["--split", self.split]
         if self.drop_last is not None:
             a.append("--drop-last" if self.drop_last else "--no-drop-last")
         for t in self.transforms:
             a += ["--transform", t]
+        return a
+
+    def _count(self, resume=None):
+        """chute stream --count for these options (and a cursor): the
+        dataset's id, its samples, the batches of an epoch, and those left
+        in the cursor's epoch.  Reads a remote's manifest, no shard."""
+        argv = [self._binary(), "stream", "--count"] + self._shape_argv() \
+            + self.extra_args
+        if resume is not None:
+            argv += ["--resume", resume, "--epochs", "0"]
+        try:
+            out = subprocess.run(argv + ["--", self.dataset],
+                                 stdin=subprocess.DEVNULL,
+                                 capture_output=True, timeout=600)
+        except OSError as e:
+            raise StreamError("cannot run %r: %s" % (argv[0], e.strerror or e))
+        if out.returncode != 0:
+            last = out.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise StreamError("chute stream failed (exit %d): %s" % (
+                out.returncode, last[-1] if last else "no message"),
+                out.returncode, out.stderr.decode("utf-8", "replace"))
+        try:
+            return json.loads(out.stdout)
+        except ValueError:
+            raise StreamError("%r stream --count printed no count (%r): is it "
+                              "a chute older than this package?" % (
+                                  argv[0], out.stdout[:80]))
+
+    def _info(self):
+        if self._counted is None:
+            self._counted = self._count()
+        return self._counted
+
+    @property
+    def dataset_id(self) -> str:
+        """The id of the dataset version streamed (chute-manifest(5))."""
+        return self._info()["id"]
+
+    @property
+    def batches_per_epoch(self) -> int:
+        """Batches of one epoch for this rank (drop_last, world size)."""
+        return self._info()["batches"]
+
+    def __len__(self) -> int:
+        """Batches a pass yields from an epoch's start: one epoch's, or
+        with epochs=E all E epochs'.  A resumed pass yields fewer.  For a
+        remote dataset it reads the remote's manifest (once)."""
+        if self.epochs == 0:
+            raise TypeError("a Stream with epochs=0 streams for ever: it "
+                            "has no len()")
+        return self.batches_per_epoch * (self.epochs or 1)
+
+    # -- where the next pass starts
+
+    def _cursor_ends_epoch(self):
+        if self._at_end is None:  # a bare cursor: ask chute
+            self._at_end = self._count(self._cursor)["batches_left"] == 0
+        return self._at_end
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the next pass starts in (or goes on with)."""
+        if self._cursor is None:
+            return self._epoch
+        e = _cursor_epoch(self._cursor)
+        return e + 1 if self._cursor_ends_epoch() else e
+
+    def set_epoch(self, epoch: int) -> None:
+        """The next pass streams epoch `epoch` from its start, as
+        DistributedSampler.set_epoch: call it before each pass, or not at
+        all.  A stream already in that epoch (resumed mid-epoch from a
+        state_dict) keeps its place."""
+        epoch = int(epoch)
+        if epoch < 0 or (self.epochs and epoch >= self.epochs):
+            raise ValueError("epoch %d is not in 0..%s" % (
+                epoch, self.epochs - 1 if self.epochs else "(no end)"))
+        if self._open:
+            raise StreamError("set_epoch(%d) while a pass of this Stream is "
+                              "open: end or break that loop first" % epoch)
+        if self.epoch != epoch:
+            self._cursor, self._at_end, self._epoch = None, False, epoch
+
+    def _where(self):
+        """(the options that start the next pass where it starts, the epoch
+        it ends with + 1: chute's --epochs)."""
+        start = self.epoch
+        if self.epochs is None:
+            end = start + 1
+        else:
+            end = self.epochs
+            if end and start >= end:
+                raise StreamError(
+                    "all %d epochs of this Stream were streamed (its last "
+                    "batch is %s): make it with epochs=None for one epoch "
+                    "a pass, or call set_epoch(e) to stream epoch e again"
+                    % (end, self._cursor))
         if self._cursor is not None:
-            a += ["--resume", self._cursor]
+            return ["--resume", self._cursor], end
+        return (["--start-epoch", str(start)] if start else []), end
+
+    def argv(self) -> "list[str]":
+        """The chute stream command line of the next pass."""
+        where, end = self._where()
+        a = [self._binary(), "stream"] + self._shape_argv()
+        a += ["--epochs", str(end), "--workers", str(self.workers)] + where
         if self.record is not None:
             a += ["--record", self.record]
         # "--": a dataset named -x is not an option
@@ -326,41 +475,69 @@ class Stream(_Base):
 
     # -- checkpoints
 
-    def state_dict(self):
+    def state_dict(self) -> dict:
         """What a checkpoint keeps: the cursor of the last batch handed out
-        (None before the first) and what a stream must match to go on
-        from it: the dataset id of the cursor and the options hash."""
+        (None before the first), the epoch a pass starts at without one,
+        and what a stream must match to go on from it: the dataset's id
+        (its content, however its path is spelled) and the options hash.
+        Plain str, int and bool values: JSON, pickle and torch.save keep it."""
         return {"format": STATE_FORMAT, "version": STATE_VERSION,
                 "cursor": self._cursor, "end_of_epoch": self._at_end,
-                "dataset_id": self._cursor.split(".")[1] if self._cursor else None,
+                "epoch": self._epoch, "dataset_id": self.dataset_id,
                 "dataset": self.dataset, "options_hash": self.options_hash(),
                 "options": self._shape_options()}
 
-    def load_state_dict(self, state):
+    def load_state_dict(self, state: dict) -> None:
         """Goes on after the batch of state (from state_dict()) at the next
-        iteration.  Raises StateError when state is not a chute stream
-        state or was made with other options; a cursor of another dataset
-        version is refused by chute when the stream starts (StreamError)."""
+        pass.  The dataset is matched by its id, not its path: a copy, a
+        pull or another spelling of the same version resumes.  Raises
+        StateError when state is not a chute stream state, was made with
+        other options or from another version of the data (naming both
+        ids)."""
         if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
             raise StateError("not a chute.Stream state_dict (no format %r)"
                              % STATE_FORMAT)
-        if state.get("version") != STATE_VERSION:
-            raise StateError("chute.Stream state version %r; this chute reads %d"
-                             % (state.get("version"), STATE_VERSION))
-        if state.get("options_hash") != self.options_hash():
-            theirs, ours = state.get("options") or {}, self._shape_options()
-            diff = sorted(k for k in set(theirs) | set(ours)
-                          if theirs.get(k) != ours.get(k))
-            raise StateError("the state was made by a stream with other options "
-                             "(%s): %s" % (", ".join(diff) or "unknown",
-                                           "; ".join("%s %r, now %r" % (
-                                               k, theirs.get(k), ours.get(k))
-                                               for k in diff)))
+        version = state.get("version")
+        if version not in (1, STATE_VERSION):
+            raise StateError("chute.Stream state version %r; this chute reads "
+                             "1 and %d" % (version, STATE_VERSION))
+        self._check_options(state, version)
         cursor = state.get("cursor")
         if cursor is not None and not isinstance(cursor, str):
             raise StateError("the state's cursor is %r, not a string" % (cursor,))
+        self._check_dataset(state, cursor)
         self._cursor = cursor
         self._at_end = state.get("end_of_epoch")
+        self._epoch = int(state.get("epoch") or 0)
+
+    def _check_options(self, state, version):
+        ours = self._shape_options()
+        theirs = dict(state.get("options") or {})
+        if version == STATE_VERSION and state.get("options_hash") == self.options_hash():
+            return
+        if version == 1:  # hashed with the path, rank and world size
+            theirs = {k: v for k, v in theirs.items() if k in ours}
+            if theirs == ours:
+                return
+        diff = sorted(k for k in set(theirs) | set(ours)
+                      if theirs.get(k) != ours.get(k))
+        raise StateError("the state was made by a stream with other options "
+                         "(%s): %s" % (", ".join(diff) or "unknown", "; ".join(
+                             "%s %r, now %r" % (k, theirs.get(k), ours.get(k))
+                             for k in diff)))
+
+    def _check_dataset(self, state, cursor):
+        theirs = state.get("dataset_id") or (cursor.split(".")[1] if cursor else None)
+        if not theirs:
+            return
+        ours = self.dataset_id
+        n = min(len(theirs), len(ours))
+        if theirs[:n] != ours[:n]:
+            raise StateError(
+                "the state is of dataset version %s (%r); %r is version %s: "
+                "resume on the data the state was made with (chute pull "
+                "REMOTE@%s), or start this one afresh" % (
+                    theirs, state.get("dataset"), self.dataset, ours, theirs))
 
     # -- iterating
 
@@ -412,6 +589,18 @@ class Stream(_Base):
         return StreamError(msg, status, text)
 
     def _run(self):
+        if self._open:
+            raise StreamError(
+                "a pass of this Stream is already open (a loop over it has "
+                "not ended): end or break that loop first, or make a second "
+                "Stream for a second stream at once")
+        self._open = True
+        try:
+            yield from self._pass()
+        finally:
+            self._open = False
+
+    def _pass(self):
         argv = self.argv()
         ring = name = None
         if self.shm:
@@ -420,12 +609,10 @@ class Stream(_Base):
             argv[2:2] = ["--shm", name]
         else:  # frames() reads (copies) the pipe: chute may lend pages
             argv[2:2] = ["--vmsplice"]
+        resumed = self._cursor is not None
         proc = self._start(argv)
         err = _Stderr(proc.stderr)
         last = None
-        # resumed after the last batch: chute has nothing more to write
-        nothing_left = self._cursor is not None and self._at_end is not False \
-            and _cursor_epoch(self._cursor) >= self.epochs - 1
         try:
             try:
                 if self.shm:
@@ -448,8 +635,9 @@ class Stream(_Base):
             status = proc.wait()
             if status != 0:
                 raise self._failure(proc, err, "chute stream failed")
-            if self.epochs and (not last.last if last is not None
-                                else not nothing_left):
+            # a resumed pass may find its epoch done (another world size)
+            if self.epochs != 0 and (not last.last if last is not None
+                                     else not resumed):
                 raise self._failure(
                     proc, err, "chute stream ended without its last batch "
                     "(after %s)" % (last.cursor if last else "no batch"))

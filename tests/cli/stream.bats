@@ -166,6 +166,70 @@ manifest_keys() {
 	done
 }
 
+@test "stream: --start-epoch E streams epoch E of the full stream, byte for byte, for every rank" {
+	local r e
+	for r in 0 1; do
+		chute stream -b 4 -e 3 --seed 3 --world-size 2 --rank "$r" ds >full
+		frames full >all
+		for e in 1 2; do
+			run -0 chute stream -b 4 -e 3 --seed 3 --world-size 2 --rank "$r" \
+				--start-epoch "$e" -o part ds
+			# the bytes from epoch E's first frame on
+			local first
+			first=$(awk -v e="$e" '$1 < e { end = $5 } END { print end + 0 }' all)
+			tail -c +$((first + 1)) full | cmp - part ||
+				fail "rank $r: --start-epoch $e is not the stream from epoch $e"
+		done
+	done
+	chute stream -b 4 -e 3 --seed 3 --start-epoch 2 -o two ds
+	chute stream -b 4 -e 3 --seed 3 --start-epoch 2 -w 2 -o two-w2 ds
+	cmp two two-w2 || fail "--start-epoch output depends on the workers"
+}
+
+@test "stream: --start-epoch beside --resume, or not below --epochs, is refused" {
+	run -2 chute stream --start-epoch 3 -e 3 ds
+	assert_output "chute stream: --start-epoch 3 is not below --epochs 3 (epochs count from 0: --epochs is where the stream ends)"
+	chute stream -b 4 -o full ds
+	cursor=$(frames full | head -n 1 | cut -d' ' -f6)
+	run -2 chute stream -b 4 --start-epoch 1 --resume "$cursor" ds
+	assert_output --partial "--start-epoch and --resume both say where to begin"
+	# for ever from epoch 5
+	run -0 bash -c "'$CHUTE_BIN' stream -b 4 -e 0 --start-epoch 5 -f jsonl ds | head -n 1"
+	assert_output --regexp '"epoch":5'
+}
+
+@test "stream: --count prints an epoch's samples and batches for this rank, as a stream yields them" {
+	local id w r dl n
+	id=$(mjson ds 'm["id"]')
+	for w in 1 2 3; do
+		for ((r = 0; r < w; r++)); do
+			for dl in --drop-last --no-drop-last "--mode eval"; do
+				# shellcheck disable=SC2086 # dl may be two words
+				run -0 chute stream --count -b 4 --world-size "$w" --rank "$r" $dl ds
+				# shellcheck disable=SC2086
+				chute stream -b 4 --world-size "$w" --rank "$r" $dl -o out ds
+				n=$(frames out | wc -l)
+				assert_output "{\"id\":\"$id\",\"samples\":23,\"batches\":$n,\"epoch\":0,\"batches_left\":$n}"
+			done
+		done
+	done
+	# after a cursor: what is left of its epoch; none after an epoch's last
+	chute stream -b 4 -e 2 -o full ds
+	frames full >all
+	run -0 chute stream --count -b 4 -e 2 --resume "$(sed -n 2p all | cut -d' ' -f6)" ds
+	assert_output --partial '"epoch":0,"batches_left":4}'
+	run -0 chute stream --count -b 4 -e 2 --resume "$(sed -n 6p all | cut -d' ' -f6)" ds
+	assert_output --partial '"epoch":0,"batches_left":0}'
+	run -0 chute stream --count -b 4 --start-epoch 1 -e 2 ds
+	assert_output --partial '"epoch":1,"batches_left":6}'
+	# checked as a stream is: a cursor of other options, an output
+	run -2 chute stream --count -b 5 --resume "$(sed -n 2p all | cut -d' ' -f6)" ds
+	assert_output --partial "was made with other stream options"
+	run -2 chute stream --count -o x ds
+	assert_output --partial "--count prints one line and streams nothing"
+	[ ! -e x ]
+}
+
 @test "stream: a lone shard's cursors name it by a content id and resume, byte for byte" {
 	local sh e b fl ns end cursor keys id
 	sh=$(shard_of ds 1)
