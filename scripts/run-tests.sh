@@ -123,7 +123,7 @@ unit_suites() {
 # sanitizers (they would add minutes and test no more C).  layout.bats
 # runs no chute at all (scripts/check-layout.py on build/'s objects): its
 # second pass would be the first again.
-ONCE="makefile.bats python_dataset.bats ddp.bats layout.bats"
+ONCE="makefile.bats python_dataset.bats python_install.bats ddp.bats layout.bats"
 
 # Test files that look at /dev/shm as a whole: readme.bats's tour uses the
 # fixed ring name "tour"; python_stream.bats and shm.bats check that no
