@@ -35,8 +35,9 @@ setup() {
 	chute_setup
 	pip_env
 	SYS=$BATS_FILE_TMPDIR/sys PLAIN=$BATS_FILE_TMPDIR/plain
-	[ -x "$SYS/bin/pip" ] && [ -x "$PLAIN/bin/pip" ] ||
+	if [ ! -x "$SYS/bin/pip" ] || [ ! -x "$PLAIN/bin/pip" ]; then
 		skip "$PYTHON -m venv cannot make a venv with pip (Debian: python3-venv): $(tail -n 1 "$BATS_FILE_TMPDIR/plain.log")"
+	fi
 	[ -f "$BATS_FILE_TMPDIR/ds/manifest.json" ] ||
 		fail "cannot make the dataset: $(cat "$BATS_FILE_TMPDIR/ds.log")"
 	cp -R "$BATS_FILE_TMPDIR/ds" ds
