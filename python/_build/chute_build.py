@@ -113,7 +113,7 @@ def _read(path):
 def _epoch():
     """The date every archived file gets: SOURCE_DATE_EPOCH, else 1980
     (zip's first year)."""
-    return max(int(os.environ.get("SOURCE_DATE_EPOCH", 0)), 315532800)
+    return max(int(os.environ.get("SOURCE_DATE_EPOCH") or 0), 315532800)
 
 
 def _stamp():
