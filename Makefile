@@ -160,7 +160,18 @@ install: all
 		s=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s; \
 		install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done
 	install -d $(DESTDIR)$(PYTHONDIR)/chute
-	install -m 644 $(PY_SRC) $(DESTDIR)$(PYTHONDIR)/chute/
+	install -m 644 $(PY_SRC) python/chute/py.typed $(DESTDIR)$(PYTHONDIR)/chute/
+
+# The platform wheel: the package, the binary (pip puts it in the
+# environment's bin/) and the man pages (share/man), built by the package's
+# own backend.  The binary links Debian's libzstd, jansson, libturbojpeg,
+# libpng...: a wheel for machines that have them, not a manylinux one.
+# `pip install ./python` builds the pure one (py3-none-any), without them.
+DIST ?= dist
+
+## wheel: build dist/chute-VERSION-py3-none-PLATFORM.whl, the Python package with the binary and man pages (pip install it)
+wheel: $(BUILD)/chute
+	$(PYTHON) python/_build/chute_build.py --binary $(BUILD)/chute --man man -o $(DIST)
 
 ## uninstall: remove what install put in place
 uninstall:
@@ -171,10 +182,10 @@ uninstall:
 
 ## clean: remove build outputs
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-fuzz $(DIST)
 
 ## help: list the targets
 help:
 	@sed -n 's/^## //p' Makefile
 
-.PHONY: all deps test check unit demo tour bench fuzz install uninstall clean help
+.PHONY: all deps test check unit demo tour bench fuzz install wheel uninstall clean help

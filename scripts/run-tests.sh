@@ -123,7 +123,7 @@ unit_suites() {
 # sanitizers (they would add minutes and test no more C).  layout.bats
 # runs no chute at all (scripts/check-layout.py on build/'s objects): its
 # second pass would be the first again.
-ONCE="makefile.bats python_dataset.bats ddp.bats layout.bats"
+ONCE="makefile.bats python_dataset.bats python_install.bats ddp.bats layout.bats"
 
 # Test files that look at /dev/shm as a whole: readme.bats's tour uses the
 # fixed ring name "tour"; python_stream.bats and shm.bats check that no
@@ -144,7 +144,7 @@ ONE_AT_A_TIME="readme.bats python_stream.bats shm.bats"
 SLOWEST="check.bats store.bats transform_ref.bats stream.bats chs_read.bats
 	remote.bats pack.bats train.bats verify.bats ddp.bats split.bats
 	versions.bats gc.bats docs.bats python_dataset.bats merge.bats
-	record.bats ls_cat.bats batch_format.bats merge_remote.bats
+	python_install.bats record.bats ls_cat.bats batch_format.bats merge_remote.bats
 	progress.bats transform.bats secrets.bats"
 
 # How many test files run at once: the tests wait on servers, pipes,

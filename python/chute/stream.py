@@ -192,6 +192,16 @@ def _stop(proc, timeout=5.0):
                 pass
 
 
+def _cannot_run(binary, e):
+    """The exception for a chute that could not be started: a missing or
+    not executable binary is a MissingDependency that says how to get one."""
+    from ._binary import FIXES
+    if isinstance(e, (FileNotFoundError, PermissionError)):
+        return MissingDependency("cannot run the chute binary %r: %s; %s" % (
+            binary, e.strerror or e, FIXES), "chute")
+    return StreamError("cannot run %r: %s" % (binary, e.strerror or e))
+
+
 def _synced(ring):
     """The ring's frames, each slot handed back only after the GPU copies
     made from it (non-blocking, on the current CUDA stream) are done."""
@@ -378,7 +388,7 @@ class Stream(_Base):
                                  stdin=subprocess.DEVNULL,
                                  capture_output=True, timeout=600)
         except OSError as e:
-            raise StreamError("cannot run %r: %s" % (argv[0], e.strerror or e))
+            raise _cannot_run(argv[0], e)
         if out.returncode != 0:
             last = out.stderr.decode("utf-8", "replace").strip().splitlines()
             raise StreamError("chute stream failed (exit %d): %s" % (
@@ -564,7 +574,7 @@ class Stream(_Base):
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, bufsize=0)
         except OSError as e:
-            raise StreamError("cannot run %r: %s" % (self.chute, e.strerror or e))
+            raise _cannot_run(argv[0], e)
         self._procs.add(proc)
         if not self.shm:
             _widen_pipe(proc.stdout.fileno())

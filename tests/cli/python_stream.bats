@@ -3,7 +3,8 @@
 # `chute stream` in a Python loop, failures that raise instead of ending an
 # epoch early, a child that is always reaped, and state_dict() resumption.
 # The package is imported from python/ through PYTHONPATH, as an installed
-# one would be; `make install` and `pip install ./python` are tested last.
+# one would be; `make install` and `pip install ./python` are tested last
+# (pip into venvs, and the wheel of `make wheel`: python_install.bats).
 
 load helper
 
@@ -323,7 +324,7 @@ assert not children()"
 	assert_line --index 0 "StreamError 2 chute stream failed (exit 2): chute stream: cannot open 'missing': No such file or directory"
 	assert_line --index 1 --regexp "^StreamError 2 chute stream failed \(exit 2\): chute stream: --transform 'txt: frobnicate 3'"
 	assert_line --index 2 "StreamError 2 chute stream failed (exit 2): chute stream: 'ds' has no splits: make them with chute split"
-	assert_line --index 3 --regexp "^MissingDependency cannot find the chute binary './no-such-chute'.*chute="
+	assert_line --index 3 --regexp "^MissingDependency cannot run the chute binary './no-such-chute': No such file or directory; .*chute="
 	run -0 py "
 for bad in (dict(batch_size=0), dict(mode='test'), dict(shuffle='random'), dict(rank=2, world_size=2)):
     kw = dict(batch_size=2); kw.update(bad)
@@ -366,6 +367,7 @@ print('\n'.join(cursors), file=open('want', 'w'))"
 	site=$(echo "$PWD"/root/usr/local/lib/python3*/dist-packages)
 	assert_file_exists "$site/chute/__init__.py"
 	assert_file_exists "$site/chute/stream.py"
+	assert_file_exists "$site/chute/py.typed"
 	run -0 env PYTHONPATH="$site" "$PYTHON" -c 'import chute; print(chute.__file__); print(chute.Stream, chute.StreamError)'
 	assert_line --index 0 "$site/chute/__init__.py"
 	"$PYTHON" -m pip --version >/dev/null 2>&1 || skip "no pip for $PYTHON (Debian: python3-pip)"
