@@ -142,7 +142,9 @@ class Run:
     def train(self):
         args = self.args
         self.model.train()
-        for batch in self.stream:
+        # resumed after the last batch: the run is done
+        done = self.stream.epoch >= self.stream.epochs
+        for batch in () if done else self.stream:
             images = batch["img"].float().div_(255)
             self.opt.zero_grad()
             loss = self.loss_fn(self.model(images), batch["cls"])

@@ -128,9 +128,10 @@ def stream(args, dataset, what, **options):
 def batches(s, what):
     try:
         yield from s
+    except chute.MissingDependency as e:
+        raise Failure("%s: %s" % (what, e), 2)
     except chute.StreamError as e:
-        status = 2 if e.status == 2 or "cannot run" in str(e) else 1
-        raise Failure("%s: %s" % (what, e), status)
+        raise Failure("%s: %s" % (what, e), 2 if e.status == 2 else 1)
 
 
 # ------------------------------------------------------------ checkpoints
@@ -276,7 +277,9 @@ class Trainer:
                 train.load_state_dict(self.stream_state)
             except chute.StateError as e:
                 raise Failure("checkpoint '%s': %s" % (args.resume_from, e), 2)
-        for fr in batches(train, "train"):
+        # a checkpoint of the last batch: the run is done, nothing to train
+        done = train.epoch >= args.epochs
+        for fr in () if done else batches(train, "train"):
             if fr.nsamples:
                 self.step(fr, train.state_dict())
             # after the evaluation, so that a checkpoint of an epoch's

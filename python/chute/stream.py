@@ -122,6 +122,29 @@ def _cursor_epoch(cursor):
         return -1
 
 
+# chute stream's options that never change the batches (chute-stream(1)),
+# and how many arguments each takes: extra_args of these do not bind a
+# state to them (a node's own cache folder, more prefetch).
+_NOT_SHAPING = {"--cache": 1, "-c": 1, "--index-memory": 1, "--prefetch": 1,
+                "-p": 1, "--remote-cache": 1, "--remote-cache-size": 1,
+                "--state": 1, "--stats-json": 1, "--slots": 1,
+                "--slot-size": 1, "--stats": 0, "--quiet": 0, "-q": 0,
+                "--pin": 0}
+
+
+def _shaping_args(args):
+    """args without the options that do not shape the stream."""
+    out, skip = [], 0
+    for a in args:
+        if skip:
+            skip -= 1
+        elif a.split("=", 1)[0] in _NOT_SHAPING:
+            skip = 0 if "=" in a else _NOT_SHAPING[a]
+        else:
+            out.append(a)
+    return out
+
+
 def _transform_specs(transforms):
     """["FIELD: OP | OP", ...] from a dict {field: "op | op"} or a list."""
     if not transforms:
@@ -352,7 +375,8 @@ class Stream(_Base):
         return {"batch_size": self.batch_size,
                 "transforms": self.transforms, "shuffle": self.shuffle,
                 "seed": self.seed, "split": self.split, "mode": self.mode,
-                "drop_last": self.drop_last, "extra_args": self.extra_args}
+                "drop_last": self.drop_last,
+                "extra_args": _shaping_args(self.extra_args)}
 
     def options_hash(self) -> str:
         """SHA-256 of the options that decide the batches, hex."""

@@ -209,3 +209,21 @@ def test_a_missing_binary_is_a_missing_dependency_naming_the_chute_argument(ds, 
     assert isinstance(e.value, ImportError)
     with pytest.raises(chute.MissingDependency, match="chute="):
         len(s)
+
+
+def test_a_remote_dataset_has_a_len_and_takes_a_local_copys_state(ds, chute_bin, tmp_path):
+    remote = "file://%s" % (tmp_path / "remote")
+    subprocess.run([chute_bin, "push", "-q", ds, remote, "--tag", "v1"],
+                   check=True, capture_output=True)
+    cache = str(tmp_path / "cache")
+    r = make(remote + "@v1", chute_bin, extra_args=["--remote-cache", cache])
+    local = make(ds, chute_bin)
+    assert len(r) == len(local) and r.dataset_id == local.dataset_id
+    # len() read the manifest alone: no shard is in the cache yet
+    cached = [f for _, _, files in os.walk(cache) for f in files]
+    assert not [f for f in cached if not f.endswith(".json")], cached
+    it = iter(local)
+    next(it), next(it)
+    it.close()
+    r.load_state_dict(local.state_dict())
+    assert [b.cursor for b in r] == [b.cursor for b in local]

@@ -302,7 +302,7 @@ EOF
 	run -2 "${PYFORK[@]}" "$TRAIN_PY" missing ds-good -b 2
 	assert_output "train_fashion_mnist.py: train: chute stream failed (exit 2): chute stream: cannot open 'missing': No such file or directory"
 	run -2 "${PYFORK[@]}" "$TRAIN_PY" ds-good ds-good --chute ./no-such-chute
-	assert_output "train_fashion_mnist.py: train: cannot run './no-such-chute': No such file or directory"
+	assert_output --regexp "^train_fashion_mnist.py: train: cannot run the chute binary './no-such-chute': No such file or directory; .*chute="
 
 	run -2 "${PYFORK[@]}" "$TRAIN_PY" ds-good ds-good --resume-from none.pt
 	assert_output "train_fashion_mnist.py: cannot read checkpoint 'none.pt': No such file or directory"
