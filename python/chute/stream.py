@@ -694,6 +694,7 @@ class Stream(_Base):
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._procs = weakref.WeakSet()
+        self._open = False  # a copy has no pass of its own open yet
 
     def close(self):
         """Stops and reaps every chute this Stream started that still runs."""
