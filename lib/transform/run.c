@@ -164,19 +164,16 @@ static int value_op(struct run *r, const struct ch_pipeline *p, size_t i,
 	case CH_OP_DTYPE:
 		rc = ch_value_convert(r->cur, &r->t, op->dtype, r->spare, err);
 		break;
-	case CH_OP_RANDOM_CROP: {
-		uint64_t len = r->t.ndim == 1 ? r->t.shape[0] : 0, start = 0;
-		if (len > op->n && !p->eval) {
-			ch_rng_init(&rng, k->seed, k->epoch, k->sample, i);
-			start = ch_rng_int(&rng, 0, len - op->n);
-		}
-		rc = ch_array_window(r->cur, &r->t, start, op->n, r->spare,
-				     err);
-		break;
-	}
+	case CH_OP_FLIP:
+	case CH_OP_CENTER_CROP:
+	case CH_OP_RANDOM_CROP:
 	case CH_OP_PAD:
-		rc = ch_array_pad(r->cur, &r->t, op->n, op->value, r->spare,
-				  err);
+		ch_rng_init(&rng, k->seed, k->epoch, k->sample, i);
+		rc = ch_array_geometry(op, r->cur, &r->t, &rng, p->eval,
+				       r->spare, err);
+		if (rc <= 0)
+			return rc; /* an error, or the value as it is */
+		rc = 0;
 		break;
 	default:
 		return ch_error_set(err, "op out of place");

@@ -21,8 +21,10 @@ enum ch_op_kind {
 
 struct ch_op {
 	enum ch_op_kind kind;
-	uint32_t w, h;	    /* resize, crops: size (h 0: shorter side w) */
-	uint32_t n;	    /* channels (decode), items (random-crop, pad) */
+	uint32_t w, h;	    /* resize, crops: size (h 0: shorter side w;
+			       random-crop: N as w) */
+	uint32_t n;	    /* channels (decode), items (random-crop of 1-D,
+			       pad: to n items of 1-D, n on each side else) */
 	double scale[2], ratio[2]; /* random-resized-crop */
 	double p;	    /* flip */
 	float mean[4], std[4];	/* normalize, nchan values */
@@ -149,6 +151,25 @@ int ch_array_window(const struct ch_buf *in, struct ch_field_type *t,
 int ch_array_pad(const struct ch_buf *in, struct ch_field_type *t,
 		 uint64_t n, double value, struct ch_buf *out,
 		 struct ch_error *err);
+/* flip, center-crop, random-crop or pad of an array: H x W (x C) for
+ * all four (as on an image: flip mirrors the W axis, pad adds op->n
+ * items of op->value on every side), 1-D for random-crop and pad (pad to
+ * op->n items).  rng: the op's random numbers.  Returns 1 with the value
+ * in out, 0 when the value stays as it is (a flip not drawn), -1 with an
+ * error saying what the op takes and what it got. */
+int ch_array_geometry(const struct ch_op *op, const struct ch_buf *in,
+		      struct ch_field_type *t, struct ch_rng *rng, int eval,
+		      struct ch_buf *out, struct ch_error *err);
+/* The type ch_array_geometry makes of t, or its error, before any data:
+ * sized 0 when only t's dimensions are known (a length from the spec may
+ * then be 0), so that sizes are not checked. */
+int ch_array_geometry_type(const struct ch_op *op, struct ch_field_type *t,
+			   int sized, struct ch_error *err);
+/* One item of value v, converted to dtype (u8 clamped to [0, 255]). */
+void ch_store_value(uint32_t dtype, double v, uint8_t *dst);
+/* What a value is, for messages: "a 1-D array of 784 u8", "a 28x28 u8
+ * array"; a 1-D array's length 0 reads as not known. */
+void ch_value_text(const struct ch_field_type *t, char *s, size_t n);
 /* dtype: u8 -> f16/f32 scales to [0, 1]; f32 -> f16; i64 -> f32. */
 int ch_value_convert(const struct ch_buf *in, struct ch_field_type *t,
 		     uint32_t dtype, struct ch_buf *out, struct ch_error *err);
