@@ -646,8 +646,10 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 	if (check_index_memory(ds, o, err) < 0)
 		goto out;
 	if (o->ntransforms &&
-	    ch_transforms_parse(o->transforms, o->ntransforms, o->eval,
-				&tx, err) < 0)
+	    (ch_transforms_parse(o->transforms, o->ntransforms, o->eval,
+				 &tx, err) < 0 ||
+	     ch_transforms_check_fields(tx, ds->manifest.fields,
+					ds->manifest.nfields, err) < 0))
 		goto out;
 	if (o->cache && !(s.cache = ch_block_cache_new((size_t)o->cache))) {
 		ch_error_nomem(err);

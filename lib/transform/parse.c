@@ -510,6 +510,60 @@ void ch_transforms_free(struct ch_transforms *t)
 	free(t);
 }
 
+/* "cls, img": the names, as many as fit in size. */
+static void list_names(const struct ch_manifest_field *fields, size_t n,
+		       char *out, size_t size)
+{
+	size_t at = 0;
+	out[0] = 0;
+	for (size_t i = 0; i < n && at < size; i++) {
+		int k = snprintf(out + at, size - at, "%s%s", i ? ", " : "",
+				 fields[i].name);
+		if (k < 0 || (size_t)k >= size - at) {
+			snprintf(out + at, size - at, ", ...");
+			break;
+		}
+		at += (size_t)k;
+	}
+}
+
+/* A transform for a field the dataset does not have: the fields it has,
+ * and the closest. */
+static int no_field(const char *field, const struct ch_manifest_field *fields,
+		    size_t n, struct ch_error *err)
+{
+	char list[400], near[160] = "";
+	const char *names[64] = { 0 };
+	size_t nn = n < 64 ? n : 64;
+	list_names(fields, n, list, sizeof(list) - 8);
+	for (size_t i = 0; i < nn; i++)
+		names[i] = fields[i].name;
+	const char *best = ch_closest(field, names, nn);
+	size_t len = strlen(field);
+	for (size_t i = 0; !best && i < n; i++) /* "x" for "x.npy" */
+		if (!strncmp(fields[i].name, field, len) &&
+		    fields[i].name[len] == '.')
+			best = fields[i].name;
+	if (best)
+		snprintf(near, sizeof(near), "; did you mean '%.120s'?", best);
+	return ch_error_usage(err, "--transform: no field '%.200s' in the "
+			      "dataset (fields: %s)%s", field, list, near);
+}
+
+int ch_transforms_check_fields(const struct ch_transforms *t,
+			       const struct ch_manifest_field *fields,
+			       size_t n, struct ch_error *err)
+{
+	for (size_t i = 0; t && n && i < t->n; i++) {
+		size_t k = 0;
+		while (k < n && strcmp(fields[k].name, t->p[i].field))
+			k++;
+		if (k == n)
+			return no_field(t->p[i].field, fields, n, err);
+	}
+	return 0;
+}
+
 const struct ch_pipeline *ch_transforms_find(const struct ch_transforms *t,
 					     const char *field)
 {

@@ -52,6 +52,12 @@ struct ch_transforms {
 int ch_transforms_parse(const char *const *specs, size_t n, int eval,
 			struct ch_transforms **out, struct ch_error *err);
 void ch_transforms_free(struct ch_transforms *t);
+/* A usage error when a pipeline names a field that is not among the
+ * dataset's (its manifest's schema), listing them and suggesting the
+ * closest; nothing is checked when n is 0 (no schema). */
+int ch_transforms_check_fields(const struct ch_transforms *t,
+			       const struct ch_manifest_field *fields,
+			       size_t n, struct ch_error *err);
 const struct ch_pipeline *ch_transforms_find(const struct ch_transforms *t,
 					     const char *field);
 
