@@ -251,7 +251,7 @@ static uint8_t *timed_reserve(size_t size, void *arg)
 static int encode_batch(struct streamer *s, struct job *j, int in_place)
 {
 	struct ch_batch b = {
-		.epoch = j->plan.epoch, .batch = j->plan.batch,
+		.tx = s->shared.tx, .epoch = j->plan.epoch, .batch = j->plan.batch,
 		.flags = j->plan.flags, .cursor = j->plan.cursor,
 		.nsamples = (size_t)j->plan.n, .samples = j->bufs->data.samples,
 	};

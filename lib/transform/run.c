@@ -309,3 +309,55 @@ int ch_transform_run(struct ch_transformer *tr, const struct ch_pipeline *p,
 		return 0;
 	return ch_buf_append(out, r.cur->data, r.cur->len, err);
 }
+
+/* ------------------------------------------------------------------ */
+/* Samples of another shape                                             */
+
+/* The op of p of kind k, or NULL. */
+static const struct ch_op *find_op(const struct ch_pipeline *p,
+				   enum ch_op_kind k)
+{
+	for (size_t i = 0; i < p->nops; i++)
+		if (p->ops[i].kind == k)
+			return &p->ops[i];
+	return NULL;
+}
+
+static int sized_op(const struct ch_pipeline *p)
+{
+	return find_op(p, CH_OP_CENTER_CROP) || find_op(p, CH_OP_RRC) ||
+	       find_op(p, CH_OP_RANDOM_CROP);
+}
+
+const char *ch_pipeline_shape_verb(const struct ch_pipeline *p)
+{
+	if (!p)
+		return "is";
+	if (sized_op(p) || find_op(p, CH_OP_RESIZE) || find_op(p, CH_OP_PAD))
+		return "becomes";
+	return p->ops[0].kind == CH_OP_DECODE ? "decodes to" : "is";
+}
+
+void ch_pipeline_shape_hint(const struct ch_pipeline *p, uint32_t ndim,
+			    char *out, size_t n)
+{
+	const struct ch_op *rs = p ? find_op(p, CH_OP_RESIZE) : NULL;
+	if (p && p->ops[0].kind == CH_OP_DECODE && rs && !rs->h &&
+	    !sized_op(p))
+		snprintf(out, n, "add '| center-crop %u' after 'resize %u' "
+			 "(or resize WxH) to give every sample one shape",
+			 rs->w, rs->w);
+	else if (p && p->ops[0].kind == CH_OP_DECODE)
+		snprintf(out, n, "add '| resize 256 | center-crop 224' or "
+			 "random-resized-crop to give every sample one shape");
+	else if (ndim == 1)
+		snprintf(out, n, "add '| pad N | random-crop N' to give every "
+			 "sample N items");
+	else if (ndim == 2 || ndim == 3)
+		snprintf(out, n, "add '| pad P | center-crop N' (or "
+			 "random-crop N) to give every sample one shape");
+	else
+		snprintf(out, n, "give every sample one shape (npy SHAPE "
+			 "names the samples of another)");
+}
+

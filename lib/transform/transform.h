@@ -111,6 +111,15 @@ int ch_transform_run(struct ch_transformer *tr, const struct ch_pipeline *p,
 int ch_transform_as_is(const struct ch_pipeline *p, size_t size,
 		       struct ch_field_type *type, struct ch_error *err);
 
+/* For the error of a batch whose samples' values differ in shape (p:
+ * the field's pipeline, NULL for none): how a value comes from the
+ * field ("decodes to", "becomes", "is"), and the fix, for a value of
+ * ndim dimensions, such as "add '| resize 256 | center-crop 224' or
+ * random-resized-crop to give every sample one shape". */
+const char *ch_pipeline_shape_verb(const struct ch_pipeline *p);
+void ch_pipeline_shape_hint(const struct ch_pipeline *p, uint32_t ndim,
+			    char *out, size_t n);
+
 /* Images (transform/geometry.c): an image not yet decoded is the box of
  * the source it will come from and the size that box becomes. */
 struct ch_geom {
