@@ -153,10 +153,6 @@ int cmd_default_name(const char *dir, char **out);
  * EXIT_USAGE, said why. */
 int cmd_check_name(const char *name);
 
-/* The closest of names[0..n) to word within a Damerau distance of 2, or
- * NULL. */
-const char *cmd_closest(const char *word, const char *const *names,
-			size_t n);
 
 /* ------------------------------------------------------------------ */
 /* Numbers in text output (units.c); JSON keeps exact numbers            */

@@ -71,7 +71,7 @@ static int unknown_command(const char *name)
 
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		names[i] = commands[i].name;
-	near = cmd_closest(name, names, NCOMMANDS);
+	near = ch_closest(name, names, NCOMMANDS);
 	cmd_set_name(NULL);
 	if (near)
 		return cmd_error("'%s' is not a chute command; did you mean "
@@ -89,7 +89,7 @@ static int unknown_global_option(const char *arg)
 	if (strncmp(arg, "--", 2) == 0) {
 		snprintf(word, sizeof word, "%.*s", (int)strcspn(arg + 2, "="),
 			 arg + 2);
-		near = cmd_closest(word, names, 2);
+		near = ch_closest(word, names, 2);
 	}
 	if (near)
 		return cmd_error("unknown option '%s'; did you mean '--%s'?",

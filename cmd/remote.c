@@ -373,7 +373,7 @@ int cmd_remote(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(actions) / sizeof(*actions); i++)
 		if (strcmp(a.action, actions[i]) == 0)
 			return change_file(&a);
-	const char *near = cmd_closest(a.action, actions, 4);
+	const char *near = ch_closest(a.action, actions, 4);
 	if (near)
 		return cmd_error("'%s' is not an action; did you mean '%s'?",
 				 a.action, near);

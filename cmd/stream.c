@@ -39,10 +39,12 @@ static const struct cmd_spec stream_spec = {
 		 "resize N|WxH, center-crop N|WxH, random-resized-crop N\n"
 		 "[scale=A,B] [ratio=A,B], flip [P], normalize MEAN STD|imagenet,\n"
 		 "layout hwc|chw, dtype u8|f16|f32, int, npy [SHAPE],\n"
-		 "bytes u8|i64|f16|f32 [SHAPE], random-crop N, pad N [VALUE].\n"
+		 "bytes u8|i64|f16|f32 [SHAPE], random-crop N|WxH, pad N [VALUE].\n"
+		 "flip, center-crop, random-crop and pad take H x W (x C)\n"
+		 "arrays too.\n"
 		 "Examples:\n"
 		 "  --transform 'jpg: decode | random-resized-crop 224 | flip'\n"
-		 "  --transform 'img: bytes u8 28x28'\n",
+		 "  --transform 'img: bytes u8 28x28 | pad 4 | random-crop 28 | flip'\n",
 };
 
 struct sink {

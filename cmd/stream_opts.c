@@ -135,7 +135,7 @@ static int pick(const char *opt, const char *s, const char *const *names,
 			*out = (int)i;
 			return 0;
 		}
-	const char *near = cmd_closest(s, names, n);
+	const char *near = ch_closest(s, names, n);
 	char list[64] = "";
 	for (size_t i = 0; i < n; i++)
 		snprintf(list + strlen(list), sizeof list - strlen(list),

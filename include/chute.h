@@ -1127,6 +1127,10 @@ int ch_check_file_atomic(const char *path, struct ch_error *err);
  * surrogates and code points past U+10FFFF refused), 0 if there is none;
  * the code point goes to *cp. */
 size_t ch_utf8_len(const uint8_t *p, size_t left, uint32_t *cp);
+/* The closest of names[0..n) to word within a Damerau distance of 2
+ * (and less than word's length), for "did you mean"; NULL when none is
+ * that close.  Words of more than 64 bytes match nothing. */
+const char *ch_closest(const char *word, const char *const *names, size_t n);
 /* Number of online CPUs, at least 1. */
 int ch_cpu_count(void);
 /* Seconds on the monotonic clock (CLOCK_MONOTONIC), for durations. */

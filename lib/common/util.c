@@ -215,3 +215,62 @@ oom:
 	ch_buf_release(&b);
 	return NULL;
 }
+
+/* ------------------------------------------------------------------ */
+/* "did you mean"                                                       */
+
+#define CLOSEST_MAX 64
+
+static size_t min3(size_t a, size_t b, size_t c)
+{
+	size_t m = a < b ? a : b;
+	return m < c ? m : c;
+}
+
+/* Optimal string alignment distance: insertions, deletions,
+ * substitutions and transpositions of neighbours each cost one. */
+static size_t damerau(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t rows[3][CLOSEST_MAX + 1];
+	size_t *prev2 = rows[0], *prev = rows[1], *cur = rows[2];
+
+	for (size_t j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		cur[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t cost = a[i - 1] != b[j - 1];
+			cur[j] = min3(prev[j] + 1, cur[j - 1] + 1,
+				      prev[j - 1] + cost);
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] && prev2[j - 2] + 1 < cur[j])
+				cur[j] = prev2[j - 2] + 1;
+		}
+		size_t *t = prev2;
+		prev2 = prev;
+		prev = cur;
+		cur = t;
+	}
+	return prev[lb];
+}
+
+const char *ch_closest(const char *word, const char *const *names, size_t n)
+{
+	const char *best = NULL;
+	size_t best_d = 3, len = strlen(word);
+
+	if (len == 0 || len > CLOSEST_MAX)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (strlen(names[i]) > CLOSEST_MAX)
+			continue;
+		size_t d = damerau(word, names[i]);
+		/* "x" is two edits from "ls" but resembles nothing */
+		if (d < best_d && d < len) {
+			best = names[i];
+			best_d = d;
+		}
+	}
+	return best;
+}

@@ -6,7 +6,12 @@
 
 #include "chute.h"
 
+struct ch_transforms;
+
 struct ch_batch {
+	/* the stream's transforms (or NULL), for the errors that name a
+	 * field's pipeline */
+	const struct ch_transforms *tx;
 	uint64_t epoch, batch;
 	uint32_t flags;
 	const char *cursor;

@@ -21,6 +21,7 @@
 
 #include "stream/encode.h"
 #include "shard/format.h"
+#include "transform/transform.h"
 #include "common/internal.h"
 
 #define ALIGN(x, a) (((x) + (a) - 1) / (a) * (a))
@@ -179,6 +180,53 @@ INLINE const uint8_t *field_of(const struct ch_batch *b, size_t i,
 	return field_at(b, i, c, size, dest, &type);
 }
 
+/* "480x640x3", "12 items", or what the value is when the dtypes differ
+ * too. */
+static void shape_text(const struct ch_field_type *t, int dtype, char *s,
+		       size_t n)
+{
+	if (dtype) {
+		ch_value_text(t, s, n);
+		return;
+	}
+	int k = snprintf(s, n, "%s", t->ndim ? "" : "a scalar");
+	for (uint32_t d = 0; d < t->ndim && k >= 0 && (size_t)k < n; d++)
+		k += snprintf(s + k, n - (size_t)k, "%s%llu", d ? "x" : "",
+			      (unsigned long long)t->shape[d]);
+	if (t->ndim == 1 && k >= 0 && (size_t)k < n)
+		snprintf(s + k, n - (size_t)k, " items");
+}
+
+static int key_len(const struct ch_batch_sample *s)
+{
+	return (int)(s->key_len > 200 ? 200 : s->key_len);
+}
+
+/* Sample s's field has another type than the batch's first sample's:
+ * both shapes, and how to make them one. */
+static int other_shape(const struct ch_batch *b, const char *name,
+		       const struct ch_batch_sample *s,
+		       const struct ch_field_type *t,
+		       const struct ch_batch_sample *first,
+		       const struct ch_field_type *want, struct ch_error *err)
+{
+	if (!t)
+		return ch_error_set(err, "field '%s' of sample '%.*s' is "
+				    "missing or bytes, as the batch's first "
+				    "sample's is not", name, key_len(s),
+				    s->key);
+	const struct ch_pipeline *p = ch_transforms_find(b->tx, name);
+	char got[128], had[128], hint[160];
+	int dtype = t->dtype != want->dtype;
+	shape_text(t, dtype, got, sizeof(got));
+	shape_text(want, dtype, had, sizeof(had));
+	ch_pipeline_shape_hint(p, want->ndim, hint, sizeof(hint));
+	return ch_error_set(err, "field '%s': sample '%.*s' %s %s, the "
+			    "batch's first (sample '%.*s') %s: %s", name,
+			    key_len(s), s->key, ch_pipeline_shape_verb(p), got,
+			    key_len(first), first->key, had, hint);
+}
+
 /* The type of field c in the batch: NULL for bytes; a fixed type only if
  * every sample has the field with that type, else an error that names the
  * first sample that does not. */
@@ -186,11 +234,11 @@ static int batch_type(const struct ch_batch *b, const struct column *c,
 		      const struct ch_field_type **out, struct ch_error *err)
 {
 	const struct ch_field_type *want = NULL, *t;
-	const char *name = c->label;
 	uint64_t size, *dest;
+	size_t first = 0;
 	*out = NULL;
-	for (size_t i = 0; i < b->nsamples; i++) {
-		if (field_at(b, i, c, &size, &dest, &t) || size || dest) {
+	for (; first < b->nsamples; first++) {
+		if (field_at(b, first, c, &size, &dest, &t) || size || dest) {
 			want = t; /* the first sample that has it decides */
 			break;
 		}
@@ -198,19 +246,14 @@ static int batch_type(const struct ch_batch *b, const struct column *c,
 	if (!want)
 		return 0;
 	if (want->ndim > 4 || want->dtype > CH_DTYPE_F32)
-		return ch_error_set(err, "field '%s': bad type", name);
+		return ch_error_set(err, "field '%s': bad type", c->label);
 	uint64_t one = value_bytes(want);
 	for (size_t i = 0; i < b->nsamples; i++) {
-		const struct ch_batch_sample *s = &b->samples[i];
 		field_at(b, i, c, &size, &dest, &t);
 		if (!t || !same_type(t, want) || size != one)
-			return ch_error_set(err, "field '%s' of sample '%.*s' "
-					    "has not the shape of the batch's "
-					    "other samples' (%s)", name,
-					    (int)(s->key_len > 200 ? 200
-							       : s->key_len),
-					    s->key, t ? "another shape"
-						      : "missing or bytes");
+			return other_shape(b, c->label, &b->samples[i],
+					   t && same_type(t, want) ? NULL : t,
+					   &b->samples[first], want, err);
 	}
 	*out = want;
 	return 0;

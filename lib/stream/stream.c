@@ -284,7 +284,7 @@ static uint8_t *timed_reserve(size_t size, void *arg)
 static int encode_batch(struct streamer *s, struct job *j, int in_place)
 {
 	struct ch_batch b = {
-		.epoch = j->plan.epoch, .batch = j->plan.batch,
+		.tx = s->shared.tx, .epoch = j->plan.epoch, .batch = j->plan.batch,
 		.flags = j->plan.flags, .cursor = j->plan.cursor,
 		.nsamples = (size_t)j->plan.n, .samples = j->bufs->data.samples,
 	};
@@ -679,8 +679,10 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 	if (check_index_memory(ds, o, err) < 0)
 		goto out;
 	if (o->ntransforms &&
-	    ch_transforms_parse(o->transforms, o->ntransforms, o->eval,
-				&tx, err) < 0)
+	    (ch_transforms_parse(o->transforms, o->ntransforms, o->eval,
+				 &tx, err) < 0 ||
+	     ch_transforms_check_fields(tx, ds->manifest.fields,
+					ds->manifest.nfields, err) < 0))
 		goto out;
 	if (o->cache && !(s.cache = ch_block_cache_new((size_t)o->cache))) {
 		ch_error_nomem(err);

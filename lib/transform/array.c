@@ -295,6 +295,35 @@ int ch_array_bytes(const struct ch_op *op, size_t size,
 	return 0;
 }
 
+/* What a value is, for messages: "a scalar (i64)", "a 1-D array of 784
+ * u8" ("a 1-D u8 array" when shape[0] is 0: not known), "a 28x28 u8
+ * array", "a 2x2x2x2 (4-D) f32 array"; no dtype when it is 0 (not
+ * known). */
+void ch_value_text(const struct ch_field_type *t, char *s, size_t n)
+{
+	char dt[8] = "";
+	if (t->dtype)
+		snprintf(dt, sizeof(dt), " %s", ch_dtype_name(t->dtype));
+	unsigned long long x[4];
+	for (uint32_t i = 0; i < 4; i++)
+		x[i] = (unsigned long long)t->shape[i];
+	if (t->ndim == 0)
+		snprintf(s, n, "a scalar%s%s%s", *dt ? " (" : "",
+			 *dt ? dt + 1 : "", *dt ? ")" : "");
+	else if (t->ndim == 1 && x[0])
+		snprintf(s, n, "a 1-D array of %llu%s", x[0], dt);
+	else if (t->ndim == 1)
+		snprintf(s, n, "a 1-D%s array", dt);
+	else if (t->ndim == 2)
+		snprintf(s, n, "a %llux%llu%s array", x[0], x[1], dt);
+	else if (t->ndim == 3)
+		snprintf(s, n, "a %llux%llux%llu%s array", x[0], x[1], x[2],
+			 dt);
+	else
+		snprintf(s, n, "a %llux%llux%llux%llu (4-D)%s array", x[0],
+			 x[1], x[2], x[3], dt);
+}
+
 /* ------------------------------------------------------------------ */
 /* 1-D arrays                                                           */
 
@@ -317,7 +346,7 @@ int ch_array_window(const struct ch_buf *in, struct ch_field_type *t,
 	return 0;
 }
 
-static void store(uint32_t dtype, double v, uint8_t *dst)
+void ch_store_value(uint32_t dtype, double v, uint8_t *dst)
 {
 	switch (dtype) {
 	case CH_DTYPE_U8: {
@@ -360,7 +389,7 @@ int ch_array_pad(const struct ch_buf *in, struct ch_field_type *t,
 	if (have) /* an empty array may have no buffer at all */
 		memcpy(out->data, in->data, have * item);
 	for (size_t i = have; i < n; i++)
-		store(t->dtype, value, out->data + i * item);
+		ch_store_value(t->dtype, value, out->data + i * item);
 	out->len = n * item;
 	t->shape[0] = n;
 	return 0;

@@ -252,64 +252,124 @@ static int parse_simple(const struct op_text *t, struct ch_op *op,
 				   "3x32 (at most 4 dimensions)");
 		return 0;
 	case CH_OP_RANDOM_CROP:
+		if (t->nargs != 1 || parse_size(a, &op->w, &op->h) < 0)
+			return bad(err, t, "takes N or WxH (1 to 65535)");
+		op->n = op->w;
+		return 0;
 	case CH_OP_PAD:
 		if (t->nargs < 1 || parse_uint(a, &op->n) < 0 ||
-		    (op->kind == CH_OP_RANDOM_CROP && t->nargs > 1) ||
 		    t->nargs > 2 ||
 		    (t->nargs == 2 && parse_num(t->arg[1], &op->value) < 0))
-			return bad(err, t, op->kind == CH_OP_PAD
-				   ? "takes N [VALUE]" : "takes N");
+			return bad(err, t, "takes N [VALUE]");
 		return 0;
 	default:
 		return 0;
 	}
 }
 
-static const struct {
+static const struct op_entry {
 	const char *name;
 	enum ch_op_kind kind;
 	enum stage in;	/* what the op takes (PIXELS: IMAGE too) */
+	int arrays;	/* it takes an ARRAY too */
 } op_table[] = {
-	{ "decode", CH_OP_DECODE, BYTES },
-	{ "resize", CH_OP_RESIZE, IMAGE },
-	{ "center-crop", CH_OP_CENTER_CROP, IMAGE },
-	{ "random-resized-crop", CH_OP_RRC, IMAGE },
-	{ "flip", CH_OP_FLIP, IMAGE },
-	{ "normalize", CH_OP_NORMALIZE, PIXELS },
-	{ "layout", CH_OP_LAYOUT, PIXELS },
-	{ "dtype", CH_OP_DTYPE, PIXELS },
-	{ "int", CH_OP_INT, BYTES },
-	{ "npy", CH_OP_NPY, BYTES },
-	{ "bytes", CH_OP_BYTES, BYTES },
-	{ "random-crop", CH_OP_RANDOM_CROP, ARRAY },
-	{ "pad", CH_OP_PAD, ARRAY },
+	{ "decode", CH_OP_DECODE, BYTES, 0 },
+	{ "resize", CH_OP_RESIZE, IMAGE, 0 },
+	{ "center-crop", CH_OP_CENTER_CROP, IMAGE, 1 },
+	{ "random-resized-crop", CH_OP_RRC, IMAGE, 0 },
+	{ "flip", CH_OP_FLIP, IMAGE, 1 },
+	{ "normalize", CH_OP_NORMALIZE, PIXELS, 0 },
+	{ "layout", CH_OP_LAYOUT, PIXELS, 0 },
+	{ "dtype", CH_OP_DTYPE, PIXELS, 1 },
+	{ "int", CH_OP_INT, BYTES, 0 },
+	{ "npy", CH_OP_NPY, BYTES, 0 },
+	{ "bytes", CH_OP_BYTES, BYTES, 0 },
+	{ "random-crop", CH_OP_RANDOM_CROP, ARRAY, 0 },
+	{ "pad", CH_OP_PAD, ARRAY, 0 },
+};
+#define NOPS (sizeof(op_table) / sizeof(op_table[0]))
+
+/* What a pipeline holds between two ops, as far as parsing can tell: the
+ * stage, and an array's type where the spec says it (known: its
+ * dimensions; sized: its lengths too). */
+struct held {
+	enum stage at;
+	int known, sized;
+	struct ch_field_type t;
 };
 
-/* Checks that the op can take what the pipeline holds; advances it. */
-static int check_stage(const struct op_text *t, enum stage in,
-		       enum ch_op_kind kind, enum stage *at,
-		       struct ch_error *err)
+/* Why an op cannot take what the pipeline holds. */
+static const char *misplaced(enum stage in, enum stage at)
 {
-	int ok = *at == in || (in == PIXELS && *at == IMAGE) ||
-		 (kind == CH_OP_DTYPE && *at == ARRAY);
+	if (at == BYTES)
+		return "needs a decoded value: start with decode, int, npy or "
+		       "bytes";
+	if (in == BYTES)
+		return "must come first";
+	if (in == IMAGE && at == ARRAY)
+		return "needs an image (from decode); of the geometric ops, "
+		       "arrays take flip, center-crop, random-crop and pad";
+	if (in == IMAGE)
+		return "needs an image, before normalize, layout and dtype";
+	if (in == ARRAY)
+		return "takes an array (from bytes, npy or int), not an image: "
+		       "images take center-crop and random-resized-crop";
+	return "needs an image";
+}
+
+/* Checks that the op can take what the pipeline holds; advances it. */
+static int check_stage(const struct op_text *t, const struct op_entry *e,
+		       enum stage *at, struct ch_error *err)
+{
+	int ok = *at == e->in || (e->in == PIXELS && *at == IMAGE) ||
+		 (e->arrays && *at == ARRAY);
 	if (!ok)
-		return bad(err, t, *at == BYTES
-			   ? "needs a decoded value: start with decode, int, "
-			     "npy or bytes"
-			   : in == BYTES ? "must come first"
-			   : in == IMAGE ? "needs an image, before normalize, "
-					   "layout and dtype"
-			   : in == ARRAY ? "needs an array (from npy, int or "
-					   "bytes)"
-					 : "needs an image");
-	if (kind == CH_OP_DECODE)
+		return bad(err, t, misplaced(e->in, *at));
+	if (e->kind == CH_OP_DECODE)
 		*at = IMAGE;
-	else if (kind == CH_OP_INT || kind == CH_OP_NPY ||
-		 kind == CH_OP_BYTES)
+	else if (e->in == BYTES)
 		*at = ARRAY;
-	else if (in == PIXELS && *at == IMAGE)
+	else if (e->in == PIXELS && *at == IMAGE)
 		*at = PIXELS;
 	return 0;
+}
+
+/* The array an op leaves, where the spec tells: an op that cannot take
+ * the array it gets is refused here, before any sample is read. */
+static int track_array(const struct op_text *text, const struct ch_op *op,
+		       struct held *h, struct ch_error *err)
+{
+	struct ch_field_type *t = &h->t;
+	switch (op->kind) {
+	case CH_OP_INT:
+		*t = (struct ch_field_type){ .dtype = CH_DTYPE_I64 };
+		h->known = h->sized = 1;
+		return 0;
+	case CH_OP_BYTES:
+	case CH_OP_NPY:
+		*t = op->want;
+		t->dtype = op->kind == CH_OP_BYTES ? op->dtype : 0;
+		h->known = h->sized = t->ndim != 0;
+		if (op->kind == CH_OP_BYTES && !t->ndim)
+			*t = (struct ch_field_type){ .dtype = op->dtype,
+						     .ndim = 1 };
+		h->known |= op->kind == CH_OP_BYTES;
+		return 0;
+	case CH_OP_DTYPE:
+		t->dtype = op->dtype;
+		return 0;
+	default:
+		if (h->at != ARRAY || !h->known ||
+		    ch_array_geometry_type(op, t, h->sized, err) == 0)
+			return 0;
+	}
+	int hint = t->ndim == 1 && op->kind != CH_OP_PAD &&
+		   op->kind != CH_OP_RANDOM_CROP;
+	char why[sizeof(err->msg)];
+	snprintf(why, sizeof(why), "%.900s%s", err->msg,
+		 hint ? ": give bytes or npy the array's shape, such as 28x28"
+		      : "");
+	return bad(err, text, why);
 }
 
 /* Splits one op's text into name and args, in place. */
@@ -326,28 +386,52 @@ static int split_op(char *text, struct op_text *t)
 	return t->name ? 0 : -1;
 }
 
+/* "no such op", and the closest one. */
+static int no_such_op(const struct op_text *t, struct ch_error *err)
+{
+	const char *names[NOPS];
+	for (size_t k = 0; k < NOPS; k++)
+		names[k] = op_table[k].name;
+	const char *near = ch_closest(t->name, names, NOPS);
+	char why[160];
+	if (near)
+		snprintf(why, sizeof(why), "no such op; did you mean '%s'?",
+			 near);
+	else
+		snprintf(why, sizeof(why), "no such op (see chute stream "
+			 "--help)");
+	return bad(err, t, why);
+}
+
+static int parse_args(const struct op_text *t, struct ch_op *op,
+		      struct ch_error *err)
+{
+	if (op->kind == CH_OP_RRC)
+		return parse_rrc(t, op, err);
+	if (op->kind == CH_OP_NORMALIZE)
+		return parse_normalize(t, op, err);
+	if (op->kind == CH_OP_BYTES)
+		return parse_bytes(t, op, err);
+	return parse_simple(t, op, err);
+}
+
 static int parse_op(const char *spec, char *text, struct ch_op *op,
-		    enum stage *at, struct ch_error *err)
+		    struct held *h, struct ch_error *err)
 {
 	struct op_text t = { .spec = spec };
 	if (split_op(text, &t) < 0)
 		return bad(err, &t, "an empty op or too many arguments");
-	size_t k = 0, nk = sizeof(op_table) / sizeof(op_table[0]);
-	while (k < nk && strcmp(op_table[k].name, t.name))
+	size_t k = 0;
+	while (k < NOPS && strcmp(op_table[k].name, t.name))
 		k++;
-	if (k == nk)
-		return bad(err, &t, "no such op (see chute stream --help)");
+	if (k == NOPS)
+		return no_such_op(&t, err);
 	memset(op, 0, sizeof(*op));
 	op->kind = op_table[k].kind;
-	if (check_stage(&t, op_table[k].in, op->kind, at, err) < 0)
+	if (check_stage(&t, &op_table[k], &h->at, err) < 0 ||
+	    parse_args(&t, op, err) < 0)
 		return -1;
-	if (op->kind == CH_OP_RRC)
-		return parse_rrc(&t, op, err);
-	if (op->kind == CH_OP_NORMALIZE)
-		return parse_normalize(&t, op, err);
-	if (op->kind == CH_OP_BYTES)
-		return parse_bytes(&t, op, err);
-	return parse_simple(&t, op, err);
+	return track_array(&t, op, h, err);
 }
 
 static int parse_one(const char *spec, int eval, struct ch_pipeline *p,
@@ -375,12 +459,12 @@ static int parse_one(const char *spec, int eval, struct ch_pipeline *p,
 		free(ops);
 		return ch_error_nomem(err);
 	}
-	enum stage at = BYTES;
+	struct held h = { .at = BYTES };
 	int rc = 0;
 	char *rest = ops, *piece;
 	while (rc == 0 && (piece = strsep(&rest, "|")))
-		rc = parse_op(spec, piece, &p->ops[p->nops++], &at, err);
-	if (rc == 0 && (p->nops == 0 || at == BYTES))
+		rc = parse_op(spec, piece, &p->ops[p->nops++], &h, err);
+	if (rc == 0 && (p->nops == 0 || h.at == BYTES))
 		rc = bad(err, &whole, "no op, or an op that needs '|' "
 			 "around it");
 	free(ops);
@@ -424,6 +508,60 @@ void ch_transforms_free(struct ch_transforms *t)
 	}
 	free(t->p);
 	free(t);
+}
+
+/* "cls, img": the names, as many as fit in size. */
+static void list_names(const struct ch_manifest_field *fields, size_t n,
+		       char *out, size_t size)
+{
+	size_t at = 0;
+	out[0] = 0;
+	for (size_t i = 0; i < n && at < size; i++) {
+		int k = snprintf(out + at, size - at, "%s%s", i ? ", " : "",
+				 fields[i].name);
+		if (k < 0 || (size_t)k >= size - at) {
+			snprintf(out + at, size - at, ", ...");
+			break;
+		}
+		at += (size_t)k;
+	}
+}
+
+/* A transform for a field the dataset does not have: the fields it has,
+ * and the closest. */
+static int no_field(const char *field, const struct ch_manifest_field *fields,
+		    size_t n, struct ch_error *err)
+{
+	char list[400], near[160] = "";
+	const char *names[64] = { 0 };
+	size_t nn = n < 64 ? n : 64;
+	list_names(fields, n, list, sizeof(list) - 8);
+	for (size_t i = 0; i < nn; i++)
+		names[i] = fields[i].name;
+	const char *best = ch_closest(field, names, nn);
+	size_t len = strlen(field);
+	for (size_t i = 0; !best && i < n; i++) /* "x" for "x.npy" */
+		if (!strncmp(fields[i].name, field, len) &&
+		    fields[i].name[len] == '.')
+			best = fields[i].name;
+	if (best)
+		snprintf(near, sizeof(near), "; did you mean '%.120s'?", best);
+	return ch_error_usage(err, "--transform: no field '%.200s' in the "
+			      "dataset (fields: %s)%s", field, list, near);
+}
+
+int ch_transforms_check_fields(const struct ch_transforms *t,
+			       const struct ch_manifest_field *fields,
+			       size_t n, struct ch_error *err)
+{
+	for (size_t i = 0; t && n && i < t->n; i++) {
+		size_t k = 0;
+		while (k < n && strcmp(fields[k].name, t->p[i].field))
+			k++;
+		if (k == n)
+			return no_field(t->p[i].field, fields, n, err);
+	}
+	return 0;
 }
 
 const struct ch_pipeline *ch_transforms_find(const struct ch_transforms *t,

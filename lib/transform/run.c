@@ -164,19 +164,16 @@ static int value_op(struct run *r, const struct ch_pipeline *p, size_t i,
 	case CH_OP_DTYPE:
 		rc = ch_value_convert(r->cur, &r->t, op->dtype, r->spare, err);
 		break;
-	case CH_OP_RANDOM_CROP: {
-		uint64_t len = r->t.ndim == 1 ? r->t.shape[0] : 0, start = 0;
-		if (len > op->n && !p->eval) {
-			ch_rng_init(&rng, k->seed, k->epoch, k->sample, i);
-			start = ch_rng_int(&rng, 0, len - op->n);
-		}
-		rc = ch_array_window(r->cur, &r->t, start, op->n, r->spare,
-				     err);
-		break;
-	}
+	case CH_OP_FLIP:
+	case CH_OP_CENTER_CROP:
+	case CH_OP_RANDOM_CROP:
 	case CH_OP_PAD:
-		rc = ch_array_pad(r->cur, &r->t, op->n, op->value, r->spare,
-				  err);
+		ch_rng_init(&rng, k->seed, k->epoch, k->sample, i);
+		rc = ch_array_geometry(op, r->cur, &r->t, &rng, p->eval,
+				       r->spare, err);
+		if (rc <= 0)
+			return rc; /* an error, or the value as it is */
+		rc = 0;
 		break;
 	default:
 		return ch_error_set(err, "op out of place");
@@ -312,3 +309,55 @@ int ch_transform_run(struct ch_transformer *tr, const struct ch_pipeline *p,
 		return 0;
 	return ch_buf_append(out, r.cur->data, r.cur->len, err);
 }
+
+/* ------------------------------------------------------------------ */
+/* Samples of another shape                                             */
+
+/* The op of p of kind k, or NULL. */
+static const struct ch_op *find_op(const struct ch_pipeline *p,
+				   enum ch_op_kind k)
+{
+	for (size_t i = 0; i < p->nops; i++)
+		if (p->ops[i].kind == k)
+			return &p->ops[i];
+	return NULL;
+}
+
+static int sized_op(const struct ch_pipeline *p)
+{
+	return find_op(p, CH_OP_CENTER_CROP) || find_op(p, CH_OP_RRC) ||
+	       find_op(p, CH_OP_RANDOM_CROP);
+}
+
+const char *ch_pipeline_shape_verb(const struct ch_pipeline *p)
+{
+	if (!p)
+		return "is";
+	if (sized_op(p) || find_op(p, CH_OP_RESIZE) || find_op(p, CH_OP_PAD))
+		return "becomes";
+	return p->ops[0].kind == CH_OP_DECODE ? "decodes to" : "is";
+}
+
+void ch_pipeline_shape_hint(const struct ch_pipeline *p, uint32_t ndim,
+			    char *out, size_t n)
+{
+	const struct ch_op *rs = p ? find_op(p, CH_OP_RESIZE) : NULL;
+	if (p && p->ops[0].kind == CH_OP_DECODE && rs && !rs->h &&
+	    !sized_op(p))
+		snprintf(out, n, "add '| center-crop %u' after 'resize %u' "
+			 "(or resize WxH) to give every sample one shape",
+			 rs->w, rs->w);
+	else if (p && p->ops[0].kind == CH_OP_DECODE)
+		snprintf(out, n, "add '| resize 256 | center-crop 224' or "
+			 "random-resized-crop to give every sample one shape");
+	else if (ndim == 1)
+		snprintf(out, n, "add '| pad N | random-crop N' to give every "
+			 "sample N items");
+	else if (ndim == 2 || ndim == 3)
+		snprintf(out, n, "add '| pad P | center-crop N' (or "
+			 "random-crop N) to give every sample one shape");
+	else
+		snprintf(out, n, "give every sample one shape (npy SHAPE "
+			 "names the samples of another)");
+}
+

@@ -21,8 +21,10 @@ enum ch_op_kind {
 
 struct ch_op {
 	enum ch_op_kind kind;
-	uint32_t w, h;	    /* resize, crops: size (h 0: shorter side w) */
-	uint32_t n;	    /* channels (decode), items (random-crop, pad) */
+	uint32_t w, h;	    /* resize, crops: size (h 0: shorter side w;
+			       random-crop: N as w) */
+	uint32_t n;	    /* channels (decode), items (random-crop of 1-D,
+			       pad: to n items of 1-D, n on each side else) */
 	double scale[2], ratio[2]; /* random-resized-crop */
 	double p;	    /* flip */
 	float mean[4], std[4];	/* normalize, nchan values */
@@ -50,6 +52,12 @@ struct ch_transforms {
 int ch_transforms_parse(const char *const *specs, size_t n, int eval,
 			struct ch_transforms **out, struct ch_error *err);
 void ch_transforms_free(struct ch_transforms *t);
+/* A usage error when a pipeline names a field that is not among the
+ * dataset's (its manifest's schema), listing them and suggesting the
+ * closest; nothing is checked when n is 0 (no schema). */
+int ch_transforms_check_fields(const struct ch_transforms *t,
+			       const struct ch_manifest_field *fields,
+			       size_t n, struct ch_error *err);
 const struct ch_pipeline *ch_transforms_find(const struct ch_transforms *t,
 					     const char *field);
 
@@ -103,6 +111,15 @@ int ch_transform_run(struct ch_transformer *tr, const struct ch_pipeline *p,
 int ch_transform_as_is(const struct ch_pipeline *p, size_t size,
 		       struct ch_field_type *type, struct ch_error *err);
 
+/* For the error of a batch whose samples' values differ in shape (p:
+ * the field's pipeline, NULL for none): how a value comes from the
+ * field ("decodes to", "becomes", "is"), and the fix, for a value of
+ * ndim dimensions, such as "add '| resize 256 | center-crop 224' or
+ * random-resized-crop to give every sample one shape". */
+const char *ch_pipeline_shape_verb(const struct ch_pipeline *p);
+void ch_pipeline_shape_hint(const struct ch_pipeline *p, uint32_t ndim,
+			    char *out, size_t n);
+
 /* Images (transform/geometry.c): an image not yet decoded is the box of
  * the source it will come from and the size that box becomes. */
 struct ch_geom {
@@ -149,6 +166,25 @@ int ch_array_window(const struct ch_buf *in, struct ch_field_type *t,
 int ch_array_pad(const struct ch_buf *in, struct ch_field_type *t,
 		 uint64_t n, double value, struct ch_buf *out,
 		 struct ch_error *err);
+/* flip, center-crop, random-crop or pad of an array: H x W (x C) for
+ * all four (as on an image: flip mirrors the W axis, pad adds op->n
+ * items of op->value on every side), 1-D for random-crop and pad (pad to
+ * op->n items).  rng: the op's random numbers.  Returns 1 with the value
+ * in out, 0 when the value stays as it is (a flip not drawn), -1 with an
+ * error saying what the op takes and what it got. */
+int ch_array_geometry(const struct ch_op *op, const struct ch_buf *in,
+		      struct ch_field_type *t, struct ch_rng *rng, int eval,
+		      struct ch_buf *out, struct ch_error *err);
+/* The type ch_array_geometry makes of t, or its error, before any data:
+ * sized 0 when only t's dimensions are known (a length from the spec may
+ * then be 0), so that sizes are not checked. */
+int ch_array_geometry_type(const struct ch_op *op, struct ch_field_type *t,
+			   int sized, struct ch_error *err);
+/* One item of value v, converted to dtype (u8 clamped to [0, 255]). */
+void ch_store_value(uint32_t dtype, double v, uint8_t *dst);
+/* What a value is, for messages: "a 1-D array of 784 u8", "a 28x28 u8
+ * array"; a 1-D array's length 0 reads as not known. */
+void ch_value_text(const struct ch_field_type *t, char *s, size_t n);
 /* dtype: u8 -> f16/f32 scales to [0, 1]; f32 -> f16; i64 -> f32. */
 int ch_value_convert(const struct ch_buf *in, struct ch_field_type *t,
 		     uint32_t dtype, struct ch_buf *out, struct ch_error *err);

@@ -183,10 +183,15 @@ print(a.min() >= -2.0 and a.max() <= 2.0, float(a.std()) > 0.1)' "$REPO_ROOT/scr
 	assert_output --partial "center-crop 60x60"
 	assert_output --partial "resize first"
 	assert_output --partial "sample '"
-	# exact sizes differ per image without a crop: the batch refuses
+	# exact sizes differ per image without a crop: the batch refuses,
+	# naming both shapes and the fix
 	run -1 chute stream "$BATS_FILE_TMPDIR/ds" -b 24 --shuffle none \
 		--transform 'jpg: decode'
-	assert_output --partial "has not the shape"
+	assert_one_line_error stream
+	assert_output "chute stream: field 'jpg': sample 'c1/001' decodes to 64x48x3, the batch's first (sample 'c0/000') 48x64x3: add '| resize 256 | center-crop 224' or random-resized-crop to give every sample one shape"
+	run -1 chute stream "$BATS_FILE_TMPDIR/ds" -b 24 --shuffle none \
+		--transform 'jpg: decode | resize 32 | flip'
+	assert_output "chute stream: field 'jpg': sample 'c1/001' becomes 42x32x3, the batch's first (sample 'c0/000') 32x42x3: add '| center-crop 32' after 'resize 32' (or resize WxH) to give every sample one shape"
 }
 
 @test "transform: bad specs are usage errors that say what is wrong" {
@@ -199,8 +204,9 @@ print(a.min() >= -2.0 and a.max() <= 2.0, float(a.std()) > 0.1)' "$REPO_ROOT/scr
 	run -2 chute stream "$BATS_FILE_TMPDIR/ds" --transform 'jpg: decode' \
 		--transform 'jpg: decode gray'
 	assert_output --partial "two transforms for field 'jpg'"
-	run -1 chute stream "$BATS_FILE_TMPDIR/ds" -b 4 --transform 'png: decode'
-	assert_output --partial "field 'png': missing"
+	# a field the dataset does not have: refused before a sample is read
+	run -2 chute stream "$BATS_FILE_TMPDIR/ds" -b 4 --transform 'png: decode'
+	assert_output "chute stream: --transform: no field 'png' in the dataset (fields: cls, jpg); did you mean 'jpg'?"
 }
 
 @test "transform: npy arrays are cropped, padded and stacked" {

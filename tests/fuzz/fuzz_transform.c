@@ -20,8 +20,10 @@
  *     $(pkg-config --libs ...) -lpthread -lm
  * Seeds: small JPEGs (4:2:0, 4:4:4, gray, progressive) and PNGs (RGB,
  * palette, 16-bit, interlaced), .npy files and labels.  The bytes
- * pipelines (i to k) take any input as a field of some size; the fuzzer
- * reaches them by changing a seed's first byte.
+ * pipelines (i to m) take any input as a field of some size; the fuzzer
+ * reaches them by changing a seed's first byte.  m and n run the
+ * geometric ops of H x W (x C) arrays; n of arrays of any shape a .npy
+ * says (1-D, 4-D: refused with a message).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,10 @@ static const char *const specs[] = {
 	"i: bytes u8 4x4 | dtype f32",
 	"j: bytes f16",
 	"k: bytes i64 | dtype f16 | pad 8 | random-crop 4",
+	"l: bytes u8 | pad 3",
+	"m: bytes f16 2x3x2 | pad 2 -1 | random-crop 3x4 | flip | "
+	"center-crop 2",
+	"n: npy | flip | center-crop 2x1 | pad 1 7 | random-crop 2",
 };
 #define NSPECS (sizeof(specs) / sizeof(specs[0]))
 
