@@ -50,12 +50,29 @@ import json
 import os
 import re
 import sys
+import warnings
 
 from .errors import DataError, Error, NotFoundError
 from . import shard as _shard
 from .shard import MAGIC, Shard
 
-__all__ = ["Dataset", "NotFoundError", "Sample", "manifest_id"]
+__all__ = ["CacheWarning", "DEFAULT_CACHE_BYTES", "Dataset", "NotFoundError",
+           "Sample", "manifest_id"]
+
+# Decoded blocks a Dataset keeps by default: enough for a dataset of a few
+# hundred MB (Fashion-MNIST is 47 MB) to be read at random from memory
+# after its first pass.  Each DataLoader worker has a cache of its own.
+DEFAULT_CACHE_BYTES = 256 << 20
+# What a remembered sample costs beside its block's bytes (a tuple, its
+# slices and a dict slot; measured about 300 bytes for two fields), so
+# that cache_bytes bounds them too; plus its key's length.
+_RECORD_BYTES = 200
+_FIELD_RECORD_BYTES = 64
+# The cache thrashes when, once full, it decodes this many times the
+# bytes of the samples it returns (a sequential pass decodes each block
+# once: about 1x); judged after _THRASH_READS reads.
+_THRASH_FACTOR = 8
+_THRASH_READS = 256
 
 _MAX_INT = (1 << 63) - 1
 _HASH = re.compile(r"\A[0-9a-f]{32}\Z")
@@ -88,6 +105,38 @@ class Sample(collections.namedtuple("Sample", "key fields index number")):
         if isinstance(item, str):
             return self.fields[item]
         return tuple.__getitem__(self, item)
+
+    def __repr__(self):
+        """Short: the key, the position and each field's size, never the
+        bytes (a batch of images would fill the screen)."""
+        fields = self.fields
+        names = ", ".join(map(str, fields)) if isinstance(fields, dict) \
+            else type(fields).__name__
+        if not isinstance(self.key, str):
+            # torch's default collate made one Sample of a batch of them
+            return "<chute.Sample batch of %d: %s>" % (
+                len(self.key), names or "no fields")
+        return "<chute.Sample %r index %s: %s>" % (
+            self.key, self.index, ", ".join(
+                "%s %s" % (name, _length(data))
+                for name, data in fields.items()) or "no fields")
+
+
+def _length(data):
+    try:
+        return "%d B" % len(data)
+    except TypeError:
+        return type(data).__name__
+
+
+# A Sample without namedtuple's __new__ (a Python function): the hot path
+# builds one per read.
+_new_sample = tuple.__new__
+
+
+class CacheWarning(RuntimeWarning):
+    """chute.Dataset reads at random through a cache too small for the
+    dataset: each read decodes blocks again (see cache_bytes)."""
 
 
 def _key_bytes(key):
@@ -290,6 +339,10 @@ class _Manifest:
                       "dataset's folder" % path)
 
 
+def _round_up_mib(n):
+    return -(-n // (1 << 20)) << 20
+
+
 def _refuse_constant(name):
     raise ValueError("%s is not a JSON number" % name)
 
@@ -301,7 +354,7 @@ _ShardInfo = collections.namedtuple("_ShardInfo",
 class Dataset:
     """A local chute dataset, read sample by sample.
 
-    Dataset(path, *, split=None, verify=True, cache_bytes=32 MiB,
+    Dataset(path, *, split=None, verify=True, cache_bytes=256 MiB,
             index_bytes=256 MiB, max_open=64)
 
     path         a dataset folder (holding manifest.json and shards/), its
@@ -316,8 +369,19 @@ class Dataset:
     verify       check hashes (see the module's documentation); needs
                  python3-xxhash.
     cache_bytes  bytes of decoded blocks kept, least recently used
-                 dropped first; 0 keeps none (at least the block being
-                 read is decoded, whatever its size).
+                 dropped first (default DEFAULT_CACHE_BYTES, 256 MiB,
+                 whatever the dataset's size; each DataLoader worker has
+                 its own); 0 keeps none (at least the block being read is
+                 decoded, whatever its size).  With each cached block go
+                 the samples already read from it, checked, counted in
+                 cache_bytes: reading one again costs a few microseconds.
+                 A dataset whose decoded size (the manifest's "bytes")
+                 fits is read at random at memory speed after its first
+                 pass; one that does not, read at random, decodes a block
+                 for most reads: chute.CacheWarning says so, once, when
+                 the cache, once full, decodes more than 8 times the
+                 bytes it returns.  Raise cache_bytes then, or read in
+                 dataset order (chute.Stream shuffles without this cost).
     index_bytes  bytes of decoded shard indexes kept, least recently
                  used shard released first.
     max_open     shard files kept open at most.
@@ -332,11 +396,14 @@ class Dataset:
 
     Attributes: path (as given), root (the folder shard paths are relative
     to), manifest (the parsed manifest, a dict; {} for a lone shard), id
-    (the manifest's id, or None), name, split, fields, classes.
+    (the manifest's id, or None), name, split, fields, classes,
+    decoded_bytes (the bytes of every sample's fields, what the blocks
+    decode to; the whole dataset's, also with split), cache_bytes.
     """
 
     def __init__(self, path, *, split=None, verify=True,
-                 cache_bytes=32 << 20, index_bytes=256 << 20, max_open=64):
+                 cache_bytes=DEFAULT_CACHE_BYTES, index_bytes=256 << 20,
+                 max_open=64):
         if verify and _shard.xxhash is None:
             raise Error("chute.Dataset(verify=True) needs python3-xxhash "
                         "(apt-get install python3-xxhash), or verify=False")
@@ -361,6 +428,8 @@ class Dataset:
             self._ids = self._load_split(split)
         self._len = (len(self._ids) if self._ids is not None
                      else self._total)
+        # what an average read returns, to tell a thrashing cache
+        self._sample_bytes = max(1, self.decoded_bytes // max(1, self._total))
         self._runtime()
 
     # -- opening ---------------------------------------------------------
@@ -408,6 +477,7 @@ class Dataset:
         self.fields = sorted(m["schema"]["fields"], key=str.encode)
         self.classes = list(m["classes"])
         self._total = m["samples"]
+        self.decoded_bytes = m["bytes"]
         self._shards = []
         for i, s in enumerate(m["shards"]):
             full = os.path.join(self.root, *s["path"].split("/"))
@@ -434,6 +504,7 @@ class Dataset:
             self.fields = sorted(_text(n) for n in sh.names)
             self.classes = []
             self._total = sh.sample_count
+            self.decoded_bytes = sum(b[2] for b in sh.blocks)
             self._shards = [_ShardInfo(p, p, sh.size, sh.sample_count, 0,
                                        None)]
         finally:
@@ -487,16 +558,31 @@ class Dataset:
 
     # -- state that is not pickled -----------------------------------------
 
+    _RUNTIME = ("_pid", "_readers", "_open", "_blocks", "_block_bytes",
+                "_records", "_names", "_reads", "_full_at", "_decoded",
+                "_warned")
+
     def _runtime(self):
         self._pid = os.getpid()
         self._readers = {}                        # shard -> Shard
         self._open = collections.OrderedDict()    # shard -> Shard, LRU
-        self._blocks = collections.OrderedDict()  # (shard, block) -> bytes
+        # (shard, block) -> [raw bytes, numbers of its remembered samples,
+        # bytes counted against cache_bytes], least recently used first
+        self._blocks = collections.OrderedDict()
         self._block_bytes = 0
+        # sample number -> (key, block's cache key, raw, field names,
+        # field slices): a sample checked once against its cached block,
+        # forgotten with the block
+        self._records = {}
+        self._names = {}                          # field name bytes -> str
+        self._reads = 0          # samples read, for the thrash warning
+        self._full_at = None     # _reads when the cache first dropped a block
+        self._decoded = 0        # bytes decoded since then
+        self._warned = False
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        for k in ("_pid", "_readers", "_open", "_blocks", "_block_bytes"):
+        for k in self._RUNTIME:
             state.pop(k, None)
         return state
 
@@ -562,32 +648,120 @@ class Dataset:
 
     def _block(self, s, r, b, key):
         k = (s, b)
-        raw = self._blocks.get(k)
-        if raw is not None:
+        cached = self._blocks.get(k)
+        if cached is not None:
             self._blocks.move_to_end(k)
-            return raw
+            return cached[0]
         raw = r.block(b, key)
-        self._blocks[k] = raw
+        self._blocks[k] = [raw, [], len(raw)]
         self._block_bytes += len(raw)
-        while self._block_bytes > self.cache_bytes and self._blocks:
-            _, old = self._blocks.popitem(last=False)
-            self._block_bytes -= len(old)
+        self._evict()
+        if self._full_at is not None:
+            self._decoded += len(raw)
+            self._check_thrash()
         return raw
+
+    def _evict(self):
+        """Drops the least recently used blocks, and the samples
+        remembered with them, until the cache fits cache_bytes."""
+        records = self._records
+        while self._block_bytes > self.cache_bytes and self._blocks:
+            _, (_, numbers, cost) = self._blocks.popitem(last=False)
+            self._block_bytes -= cost
+            for number in numbers:
+                del records[number]
+            if self._full_at is None:
+                self._full_at = self._reads
+
+    def _remember(self, number, s, e, raw, key):
+        """Keeps sample `number` (its Entry e, checked, in block raw) for
+        the next reads, while its block stays cached."""
+        k = (s, e.block)
+        cached = self._blocks.get(k)
+        if cached is None or cached[0] is not raw:
+            return  # its block was dropped at once (a cache too small)
+        names, slices, at = [], [], e.offset
+        for name, size in e.fields:
+            text = self._names.get(name)
+            if text is None:
+                text = self._names[name] = sys.intern(_text(name))
+            names.append(text)
+            slices.append(slice(at, at + size))
+            at += size
+        self._records[number] = (key, k, raw, tuple(names), tuple(slices))
+        cost = _RECORD_BYTES + _FIELD_RECORD_BYTES * len(names) + len(key)
+        cached[1].append(number)
+        cached[2] += cost
+        self._block_bytes += cost
+        self._evict()
+
+    def _check_thrash(self):
+        """Warns once when the full cache decodes much more than the reads
+        return: random reads over a dataset larger than cache_bytes."""
+        reads = self._reads - self._full_at
+        if self._warned or reads < _THRASH_READS or \
+                self._decoded <= _THRASH_FACTOR * reads * self._sample_bytes \
+                or self.decoded_bytes <= self.cache_bytes:
+            return
+        self._warned = True
+        warnings.warn(
+            "chute.Dataset(%r): the cache thrashes: %d reads decoded %d MB "
+            "of blocks for about %d MB of samples, as the dataset's %d MB "
+            "do not fit cache_bytes=%d; pass cache_bytes=%d (or more) to "
+            "read at random from memory, or read in order"
+            % (self.path, reads, self._decoded // 1000000,
+               reads * self._sample_bytes // 1000000,
+               self.decoded_bytes // 1000000, self.cache_bytes,
+               _round_up_mib(self.decoded_bytes * 5 // 4)),
+            CacheWarning, stacklevel=5)
 
     def _locate(self, number):
         s = bisect.bisect_right(self._starts, number) - 1
         return s, number - self._starts[s]
 
     def _sample(self, index, number):
+        """The Sample read from its shard: the entry and the content hash
+        checked, then remembered with its cached block, so that the next
+        read of it (__getitem__) is a dictionary look-up and two slices."""
         s, local = self._locate(number)
         r = self._reader(s)
         e = r.entry(local)
+        decoding = (s, e.block) not in self._blocks
         raw = self._block(s, r, e.block, e.key)
         fields = r.sample_fields(e, raw)
         r.check_sample(local, e, fields)
+        key = _text(e.key)
+        self._remember(number, s, e, raw, key)
+        if decoding and self.decoded_bytes <= self.cache_bytes:
+            self._remember_block(s, r, e.block, local, raw)
         self._trim(s)
-        return Sample(_text(e.key), {_text(n): d for n, d in fields},
-                      index, number)
+        return Sample(key, {_text(n): d for n, d in fields}, index, number)
+
+    def _remember_block(self, s, r, b, local, raw):
+        """Remembers every sample of block b (just decoded) at once, each
+        checked as a read checks it: a dataset that fits the cache is
+        read at random at nearly memory speed from its first pass.  Not
+        when it does not fit: the block would likely be dropped before
+        most of them are read.  A sample that fails a check, or whose
+        entry lies in an index page that fails one, is passed over:
+        reading it raises."""
+        try:
+            entries = r.block_entries(b, local)
+        except DataError:
+            # a damaged index page the read asked for does not need:
+            # reading a sample it holds raises
+            return
+        first = self._starts[s]
+        records = self._records
+        view = memoryview(raw)  # slices to hash, not copies
+        for j, e in entries:
+            number = first + j
+            if number in records:
+                continue
+            if r.verify and _shard.content_hash(
+                    r.sample_fields(e, view)) != e.hash:
+                continue
+            self._remember(number, s, e, raw, _text(e.key))
 
     # -- the sequence ----------------------------------------------------
 
@@ -597,9 +771,28 @@ class Dataset:
 
     def __getitem__(self, i):
         """ds[i]: the Sample at position i (negative counts from the end);
-        IndexError outside.  ds[a:b:c]: a list of Samples."""
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(self._len))]
+        IndexError outside.  ds[a:b:c]: a list of Samples.
+
+        A sample already read from a block still cached is built from
+        what was kept with the block (its fields' slices), its checks
+        done when it was first read from that decoded block: the hot
+        path of random access, a few microseconds."""
+        if type(i) is not int or not 0 <= i < self._len:
+            if isinstance(i, slice):
+                return [self[j] for j in range(*i.indices(self._len))]
+            i = self._position(i)
+        number = i if self._ids is None else self._ids[i]
+        self._reads += 1
+        record = self._records.get(number)
+        if record is None:
+            return self._sample(i, number)
+        key, k, raw, names, slices = record
+        self._blocks.move_to_end(k)
+        return _new_sample(Sample, (key, dict(zip(names, map(
+            raw.__getitem__, slices))), i, number))
+
+    def _position(self, i):
+        """i as a position from 0, or TypeError or IndexError."""
         try:
             i = i.__index__()
         except AttributeError:
@@ -611,7 +804,7 @@ class Dataset:
         if not 0 <= i < n:
             raise IndexError("sample index %d out of range (%d samples)"
                              % (i if i >= 0 else i - n, n))
-        return self._sample(i, self._ids[i] if self._ids is not None else i)
+        return i
 
     def __iter__(self):
         """The samples in dataset order (the split's, with split)."""
