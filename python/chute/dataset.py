@@ -49,6 +49,7 @@ import errno
 import json
 import os
 import re
+import struct
 import sys
 import warnings
 
@@ -339,6 +340,14 @@ class _Manifest:
                       "dataset's folder" % path)
 
 
+def _human(n):
+    """n bytes, as 512 B, 3.1 KiB, 45.0 MiB, 1.2 GiB."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return "%d B" % n if unit == "B" else "%.1f %s" % (n, unit)
+        n /= 1024
+
+
 def _round_up_mib(n):
     return -(-n // (1 << 20)) << 20
 
@@ -346,6 +355,11 @@ def _round_up_mib(n):
 def _refuse_constant(name):
     raise ValueError("%s is not a JSON number" % name)
 
+
+# the content hash of man chute-shard(5) puts a field's name, a NUL and
+# its size (u64 little-endian) before its bytes
+_U64 = struct.Struct("<Q")
+_Layout = collections.namedtuple("_Layout", "names spans heads cost")
 
 _ShardInfo = collections.namedtuple("_ShardInfo",
                                     "path name bytes samples first seal")
@@ -682,10 +696,7 @@ class Dataset:
             return  # its block was dropped at once (a cache too small)
         names, slices, at = [], [], e.offset
         for name, size in e.fields:
-            text = self._names.get(name)
-            if text is None:
-                text = self._names[name] = sys.intern(_text(name))
-            names.append(text)
+            names.append(self._name(name))
             slices.append(slice(at, at + size))
             at += size
         self._records[number] = (key, k, raw, tuple(names), tuple(slices))
@@ -705,14 +716,13 @@ class Dataset:
             return
         self._warned = True
         warnings.warn(
-            "chute.Dataset(%r): the cache thrashes: %d reads decoded %d MB "
-            "of blocks for about %d MB of samples, as the dataset's %d MB "
-            "do not fit cache_bytes=%d; pass cache_bytes=%d (or more) to "
-            "read at random from memory, or read in order"
-            % (self.path, reads, self._decoded // 1000000,
-               reads * self._sample_bytes // 1000000,
-               self.decoded_bytes // 1000000, self.cache_bytes,
-               _round_up_mib(self.decoded_bytes * 5 // 4)),
+            "chute.Dataset(%r): its cache thrashes: %d reads decoded %s of "
+            "blocks for about %s of samples, as the dataset's %s do not fit "
+            "cache_bytes=%d; pass cache_bytes=%d (or more) to keep it in "
+            "memory" % (self.path, reads, _human(self._decoded),
+                        _human(reads * self._sample_bytes),
+                        _human(self.decoded_bytes), self.cache_bytes,
+                        _round_up_mib(self.decoded_bytes * 5 // 4)),
             CacheWarning, stacklevel=5)
 
     def _locate(self, number):
@@ -745,23 +755,64 @@ class Dataset:
         most of them are read.  A sample that fails a check, or whose
         entry lies in an index page that fails one, is passed over:
         reading it raises."""
+        k = (s, b)
+        cached = self._blocks.get(k)
+        if cached is None or cached[0] is not raw:
+            return  # dropped at once: a cache smaller than the block
         try:
             entries = r.block_entries(b, local)
         except DataError:
-            # a damaged index page the read asked for does not need:
-            # reading a sample it holds raises
+            # a damaged index page that this read does not need: reading
+            # a sample it holds raises
             return
-        first = self._starts[s]
-        records = self._records
+        first, records, numbers = self._starts[s], self._records, cached[1]
         view = memoryview(raw)  # slices to hash, not copies
+        layouts = {}  # Entry.fields -> its _Layout, shared by most samples
+        cost = 0
+        verify, hash64 = r.verify, _shard.xxhash and \
+            _shard.xxhash.xxh3_64_intdigest
         for j, e in entries:
             number = first + j
             if number in records:
                 continue
-            if r.verify and _shard.content_hash(
-                    r.sample_fields(e, view)) != e.hash:
+            lay = layouts.get(e.fields)
+            if lay is None:
+                lay = layouts[e.fields] = self._layout(e.fields)
+            at = e.offset
+            slices, parts = [], []
+            for (a, z), head in zip(lay.spans, lay.heads):
+                sl = slice(at + a, at + z)
+                slices.append(sl)
+                parts += (head, view[sl])
+            if verify and hash64(b"".join(parts)) != e.hash:
                 continue
-            self._remember(number, s, e, raw, _text(e.key))
+            key = e.key.decode("utf-8", "surrogateescape")
+            records[number] = (key, k, raw, lay.names, tuple(slices))
+            numbers.append(number)
+            cost += lay.cost + len(key)
+        cached[2] += cost
+        self._block_bytes += cost
+        self._evict()
+
+    def _layout(self, fields):
+        """What the samples of one field layout ((name, size), ...) share:
+        the names (str), the fields' spans from the sample's start, what
+        the content hash puts before each field, the cost in the cache."""
+        names, spans, heads, at = [], [], [], 0
+        for name, size in fields:
+            names.append(self._name(name))
+            spans.append((at, at + size))
+            heads.append(name + b"\0" + _U64.pack(size))
+            at += size
+        return _Layout(tuple(names), tuple(spans), tuple(heads),
+                       _RECORD_BYTES + _FIELD_RECORD_BYTES * len(names))
+
+    def _name(self, name):
+        """A field name (bytes) as one shared str."""
+        text = self._names.get(name)
+        if text is None:
+            text = self._names[name] = sys.intern(_text(name))
+        return text
 
     # -- the sequence ----------------------------------------------------
 
