@@ -80,11 +80,12 @@ __all__ = ["CacheWarning", "DEFAULT_CACHE_BYTES", "Dataset", "NotFoundError",
 # hundred MB (Fashion-MNIST is 47 MB) to be read at random from memory
 # after its first pass.  Each DataLoader worker has a cache of its own.
 DEFAULT_CACHE_BYTES = 256 << 20
-# What a remembered sample costs beside its block's bytes (a tuple, its
-# slices and a dict slot; measured about 300 bytes for two fields), so
-# that cache_bytes bounds them too; plus its key's length.
-_RECORD_BYTES = 200
-_FIELD_RECORD_BYTES = 64
+# What a remembered sample costs beside its block's bytes (tuples, its
+# slices, its key and number, a dict slot: tracemalloc measured about 570
+# bytes for two fields and a 12-byte key), so that cache_bytes bounds them
+# too; plus its key's length.
+_RECORD_BYTES = 400
+_FIELD_RECORD_BYTES = 80
 # The cache thrashes when, once full, it decodes this many times the
 # bytes of the samples it returns (a sequential pass decodes each block
 # once: about 1x); judged after _THRASH_READS reads.
