@@ -709,8 +709,9 @@ class Dataset:
         the next reads, while its block stays cached."""
         k = (s, e.block)
         cached = self._blocks.get(k)
-        if cached is None or cached[0] is not raw:
-            return  # its block was dropped at once (a cache too small)
+        if cached is None or cached[0] is not raw or number in self._records:
+            return  # its block dropped at once (a cache too small), or
+            # remembered already (ds.get reads past the records)
         names, slices, at = [], [], e.offset
         for name, size in e.fields:
             names.append(self._name(name))

@@ -164,6 +164,18 @@ def test_random_reads_give_the_bytes_of_a_sequential_read(make_dataset,
             assert ds[-1] == ref[-1] and ds[1:4] == ref[1:4]
 
 
+def test_get_and_index_read_what_the_cache_remembers(make_dataset):
+    path = make_dataset(count=300, shards="100s", pack_args=("-b", "4K"))
+    ref = reference(path)
+    ds = chute.Dataset(path, cache_bytes=16384)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", chute.CacheWarning)
+        for i in shuffled(len(ds)):
+            assert ds[i] == ref[i]
+            assert ds.get(ref[i].key) == ref[i]   # remembered by ds[i]
+            assert ds[ds.index(ref[i].key)] == ref[i]
+
+
 def test_a_fixed_size_dataset_read_twice_at_random(chute_bin, tmp_path):
     path = pack_fixed(chute_bin, str(tmp_path), 2000, size=100, block="8K")
     ref = reference(path)
