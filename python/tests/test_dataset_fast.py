@@ -176,6 +176,20 @@ def test_get_and_index_read_what_the_cache_remembers(make_dataset):
             assert ds[ds.index(ref[i].key)] == ref[i]
 
 
+def test_a_split_read_at_random_gives_its_samples(make_dataset, chute_bin):
+    path = make_dataset(count=300, shards="100s", pack_args=("-b", "4K"))
+    subprocess.run([chute_bin, "split", "-q", path, "--val", "0.2"],
+                   check=True, stdout=subprocess.DEVNULL)
+    whole = reference(path)
+    for name in ("train", "val"):
+        ref = list(chute.Dataset(path, split=name))
+        ds = chute.Dataset(path, split=name)
+        for i in shuffled(len(ds)) * 2:
+            s = ds[i]
+            assert s == ref[i] and s.index == i
+            assert whole[s.number] == s._replace(index=s.number)
+
+
 def test_a_fixed_size_dataset_read_twice_at_random(chute_bin, tmp_path):
     path = pack_fixed(chute_bin, str(tmp_path), 2000, size=100, block="8K")
     ref = reference(path)
@@ -230,4 +244,19 @@ def test_a_samples_repr_is_short(chute_bin, tmp_path):
     from torch.utils.data import default_collate
     batch = default_collate([s, s])
     assert repr(batch) == "<chute.Sample batch of 2: bin, cls>"
+    del torch
+
+
+def test_a_dataloader_with_workers_and_collate_reads_every_sample_once(
+        chute_bin, tmp_path):
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader, RandomSampler
+    ds = chute.Dataset(pack_fixed(chute_bin, str(tmp_path), 500))
+    ds[0]  # a parent that read first: the workers inherit its cache
+    loader = DataLoader(ds, batch_size=64, num_workers=2,
+                        sampler=RandomSampler(ds),
+                        collate_fn=chute.collate({"bin": "bytes u8 12"},
+                                                 as_torch=True))
+    rows = sorted(bytes(row) for b in loader for row in b["bin"].numpy())
+    assert rows == sorted(s["bin"] for s in reference(ds.path))
     del torch
