@@ -10,8 +10,9 @@
 # the labels.  Each side runs in its own process (scripts/bench_dataset.py),
 # the two taking turns within each of 3 rounds so that load from elsewhere
 # falls on both alike; figures are medians.  Steady: the epochs after the
-# first (the goal, >= 0.5x the baseline); one epoch: the first, from making
-# the dataset, in which chute.Dataset decodes its blocks.
+# first (the goal: >= 0.5x the baseline); one epoch: the first, from making
+# the dataset, in which chute.Dataset decodes and checks its blocks (no
+# goal: the baseline's arrays were loaded before its clock started).
 # A benchmark reports, it does not judge: exit 0 unless a side fails.
 #
 # Data is made once under ${BENCH_DIR:-/tmp/chute-bench}/dataset.
@@ -104,4 +105,7 @@ target() { # LABEL RATIO GOAL
 		"$(awk -v r="$2" -v g="$3" 'BEGIN { print (r >= g ? "PASS" : "MISS") }')"
 }
 target "chute.Dataset steady / arrays steady" "$(calc "$ds / $as")" "$GOAL"
-target "chute.Dataset one epoch / arrays one epoch" "$(calc "$df / $af")" "$GOAL"
+# no goal: the arrays were in memory before the clock started, while
+# chute.Dataset decodes and checks the dataset within its first epoch
+printf '%-52s %6.2fx  (first pass: decodes and checks 47 MB)\n' \
+	"chute.Dataset one epoch / arrays one epoch" "$(calc "$df / $af")"
