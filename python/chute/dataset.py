@@ -62,6 +62,7 @@ import array
 import bisect
 import collections
 import errno
+import gc
 import json
 import os
 import re
@@ -81,7 +82,7 @@ __all__ = ["CacheWarning", "DEFAULT_CACHE_BYTES", "Dataset", "NotFoundError",
 # after its first pass.  Each DataLoader worker has a cache of its own.
 DEFAULT_CACHE_BYTES = 256 << 20
 # What a remembered sample costs beside its block's bytes (tuples, its
-# slices, its key and number, a dict slot: tracemalloc measured about 570
+# fields' bounds, its key and number, a dict slot: tracemalloc measured about 570
 # bytes for two fields and a 12-byte key), so that cache_bytes bounds them
 # too; plus its key's length.
 _RECORD_BYTES = 400
@@ -376,7 +377,7 @@ def _refuse_constant(name):
 # the content hash of man chute-shard(5) puts a field's name, a NUL and
 # its size (u64 little-endian) before its bytes
 _U64 = struct.Struct("<Q")
-_Layout = collections.namedtuple("_Layout", "names spans heads cost")
+_Layout = collections.namedtuple("_Layout", "names sizes heads cost")
 
 _ShardInfo = collections.namedtuple("_ShardInfo",
                                     "path name bytes samples first seal")
@@ -602,10 +603,13 @@ class Dataset:
         self._blocks = collections.OrderedDict()
         self._block_bytes = 0
         # sample number -> (key, block's cache key, raw, field names,
-        # field slices): a sample checked once against its cached block,
-        # forgotten with the block
+        # bounds: where each field starts in raw, then where the last
+        # ends): a sample checked once against its cached block, forgotten
+        # with the block.  Only strings, ints and tuples, which the garbage
+        # collector stops tracking: slices would be tracked for good, and
+        # walked by every full collection (half the first pass's time).
         self._records = {}
-        self._names = {}                          # field name bytes -> str
+        self._names = {}         # field names (bytes) -> the same as str
         self._reads = 0          # samples read, for the thrash warning
         self._full_at = None     # _reads when the cache first dropped a block
         self._decoded = 0        # bytes decoded since then
@@ -712,12 +716,13 @@ class Dataset:
         if cached is None or cached[0] is not raw or number in self._records:
             return  # its block dropped at once (a cache too small), or
             # remembered already (ds.get reads past the records)
-        names, slices, at = [], [], e.offset
-        for name, size in e.fields:
-            names.append(self._name(name))
-            slices.append(slice(at, at + size))
+        at = e.offset
+        bounds = [at]
+        for _, size in e.fields:
             at += size
-        self._records[number] = (key, k, raw, tuple(names), tuple(slices))
+            bounds.append(at)
+        names = self._field_names(tuple(name for name, _ in e.fields))
+        self._records[number] = (key, k, raw, names, tuple(bounds))
         cost = _RECORD_BYTES + _FIELD_RECORD_BYTES * len(names) + len(key)
         cached[1].append(number)
         cached[2] += cost
@@ -777,6 +782,22 @@ class Dataset:
         cached = self._blocks.get(k)
         if cached is None or cached[0] is not raw:
             return  # dropped at once: a cache smaller than the block
+        paused = gc.isenabled()
+        if paused:
+            # Thousands of tuples that live on: each collection they
+            # trigger would walk every object of the program (torch's
+            # too) again.  They hold no cycles; one collection after the
+            # loop stops tracking them at once.
+            gc.disable()
+        try:
+            self._remember_entries(s, r, b, local, raw, cached)
+        finally:
+            if paused:
+                gc.enable()
+
+    def _remember_entries(self, s, r, b, local, raw, cached):
+        """_remember_block's work, cached being the block's cache entry."""
+        k = (s, b)
         try:
             entries = r.block_entries(b, local)
         except DataError:
@@ -797,15 +818,16 @@ class Dataset:
             if lay is None:
                 lay = layouts[e.fields] = self._layout(e.fields)
             at = e.offset
-            slices, parts = [], []
-            for (a, z), head in zip(lay.spans, lay.heads):
-                sl = slice(at + a, at + z)
-                slices.append(sl)
-                parts += (head, view[sl])
+            bounds, parts = [at], []
+            for size, head in zip(lay.sizes, lay.heads):
+                end = at + size
+                parts += (head, view[at:end])
+                bounds.append(end)
+                at = end
             if verify and hash64(b"".join(parts)) != e.hash:
                 continue
             key = e.key.decode("utf-8", "surrogateescape")
-            records[number] = (key, k, raw, lay.names, tuple(slices))
+            records[number] = (key, k, raw, lay.names, tuple(bounds))
             numbers.append(number)
             cost += lay.cost + len(key)
         cached[2] += cost
@@ -814,22 +836,21 @@ class Dataset:
 
     def _layout(self, fields):
         """What the samples of one field layout ((name, size), ...) share:
-        the names (str), the fields' spans from the sample's start, what
-        the content hash puts before each field, the cost in the cache."""
-        names, spans, heads, at = [], [], [], 0
-        for name, size in fields:
-            names.append(self._name(name))
-            spans.append((at, at + size))
-            heads.append(name + b"\0" + _U64.pack(size))
-            at += size
-        return _Layout(tuple(names), tuple(spans), tuple(heads),
+        the names (str), the sizes, what the content hash puts before each
+        field, the cost in the cache."""
+        names = self._field_names(tuple(name for name, _ in fields))
+        return _Layout(names, tuple(size for _, size in fields),
+                       tuple(name + b"\0" + _U64.pack(size)
+                             for name, size in fields),
                        _RECORD_BYTES + _FIELD_RECORD_BYTES * len(names))
 
-    def _name(self, name):
-        """A field name (bytes) as one shared str."""
-        text = self._names.get(name)
+    def _field_names(self, names):
+        """A sample's field names (bytes) as one tuple of str, shared by
+        every sample with the same fields."""
+        text = self._names.get(names)
         if text is None:
-            text = self._names[name] = sys.intern(_text(name))
+            text = self._names[names] = tuple(sys.intern(_text(n))
+                                              for n in names)
         return text
 
     # -- the sequence ----------------------------------------------------
@@ -843,7 +864,7 @@ class Dataset:
         IndexError outside.  ds[a:b:c]: a list of Samples.
 
         A sample already read from a block still cached is built from
-        what was kept with the block (its fields' slices), its checks
+        what was kept with the block (where its fields lie), its checks
         done when it was first read from that decoded block: the hot
         path of random access, a few microseconds."""
         if type(i) is not int or not 0 <= i < self._len:
@@ -855,10 +876,10 @@ class Dataset:
         record = self._records.get(number)
         if record is None:
             return self._sample(i, number)
-        key, k, raw, names, slices = record
+        key, k, raw, names, bounds = record
         self._blocks.move_to_end(k)
         return _new_sample(Sample, (key, dict(zip(names, map(
-            raw.__getitem__, slices))), i, number))
+            raw.__getitem__, map(slice, bounds, bounds[1:])))), i, number))
 
     def _position(self, i):
         """i as a position from 0, or TypeError or IndexError."""
