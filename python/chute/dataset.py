@@ -30,27 +30,27 @@ RandomSampler over Fashion-MNIST, 47 MB, runs as fast as one over numpy
 arrays in memory, scripts/bench-dataset.sh).  When the dataset fits the
 cache (its decoded size, the manifest's "bytes", at most cache_bytes),
 decoding a block also checks and prepares every sample in it at once,
-which makes the first pass faster too.  Random reads over a dataset that does not fit decode a block
-for most reads (a millisecond each for 1 MiB blocks): chute.CacheWarning
-says so, once, naming the cache_bytes= that would hold it.
-chute.collate() makes a DataLoader's collate_fn that stacks fixed-size
-fields into arrays.
+which makes the first pass faster too.  Random reads over a dataset that
+does not fit decode a block for most reads (a millisecond each for 1 MiB
+blocks): chute.CacheWarning says so, once, naming the cache_bytes= that
+would hold it.  chute.collate() makes a DataLoader's collate_fn that
+stacks fixed-size fields into arrays.
 
 Checks, with verify=True (the default): at open, the manifest's rules
 (counts, first samples, sizes, paths, splits) and each shard file's size
 against the manifest (one stat(2) each); when a shard is first read, its
-header, footer, index and page hashes and the index's bounds, and that
-it is the file its manifest entry names: its sample count, its seal (a
+header, footer, index and page hashes and the index's bounds, and that it
+is the file its manifest entry names: its sample count, its seal (a
 manifest of format version 2) and its field names (in the schema); each
 block's hash each time it is read and decoded; each sample's content hash
 the first time it is returned from a decoded block (bytes that passed both
 cannot change while the block stays cached; a block decoded again has its
 samples checked again).  A failure raises chute.DataError whose message
 names the file and the byte offset (and the sample's key when known); its
-attributes path, offset and key say the same.  Not checked: a shard's whole-file XXH3-128 and the manifest's id
-(chute verify checks them; chute.manifest_id(ds.manifest) computes the
-id, to compare with ds.id).  verify=False skips the hashes, not the
-bounds.
+attributes path, offset and key say the same.  Not checked: a shard's
+whole-file XXH3-128 and the manifest's id (chute verify checks them;
+chute.manifest_id(ds.manifest) computes the id, to compare with ds.id).
+verify=False skips the hashes, not the bounds.
 
 A path that does not exist, or a folder without manifest.json, raises
 chute.dataset.NotFoundError: both a chute.Error and a FileNotFoundError.
@@ -82,9 +82,9 @@ __all__ = ["CacheWarning", "DEFAULT_CACHE_BYTES", "Dataset", "NotFoundError",
 # after its first pass.  Each DataLoader worker has a cache of its own.
 DEFAULT_CACHE_BYTES = 256 << 20
 # What a remembered sample costs beside its block's bytes (tuples, its
-# fields' bounds, its key and number, a dict slot: tracemalloc measured about 570
-# bytes for two fields and a 12-byte key), so that cache_bytes bounds them
-# too; plus its key's length.
+# fields' bounds, its key and number, a dict slot: tracemalloc measured
+# about 570 bytes for two fields and a 12-byte key), so that cache_bytes
+# bounds them too; plus its key's length.
 _RECORD_BYTES = 400
 _FIELD_RECORD_BYTES = 80
 # The cache thrashes when, once full, it decodes this many times the

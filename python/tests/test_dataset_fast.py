@@ -91,7 +91,8 @@ def test_collate_gives_torch_tensors_and_pickles(chute_bin, tmp_path):
         {"bin": "bytes u8 12", "cls": "int"}, as_torch=True)))
     out = to_batch(list(ds))
     assert isinstance(out["bin"], torch.Tensor)
-    assert out["bin"].dtype == torch.uint8 and tuple(out["bin"].shape) == (10, 12)
+    assert out["bin"].dtype == torch.uint8
+    assert tuple(out["bin"].shape) == (10, 12)
     assert bytes(out["bin"].numpy()) == b"".join(s["bin"] for s in ds)
     assert out["cls"].dtype == torch.int64
     assert out["cls"].tolist() == [i % 10 for i in range(10)]
@@ -224,7 +225,8 @@ def test_no_warning_when_the_cache_serves(make_dataset, how):
     if how.startswith("random"):
         ds, order = chute.Dataset(path), shuffled(1000) + shuffled(1000, 4)
     else:
-        ds, order = chute.Dataset(path, cache_bytes=8192), list(range(1000)) * 2
+        ds = chute.Dataset(path, cache_bytes=8192)
+        order = list(range(1000)) * 2
     with warnings.catch_warnings():
         warnings.simplefilter("error", chute.CacheWarning)
         for i in order:
