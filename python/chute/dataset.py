@@ -25,16 +25,17 @@ index, least recently used released first.  Each DataLoader worker has
 its own caches.
 
 Speed: a sample read again from a cached block costs a dictionary look-up
-and a slice per field (a few microseconds: a DataLoader with a
-RandomSampler over Fashion-MNIST, 47 MB, runs as fast as one over numpy
-arrays in memory, scripts/bench-dataset.sh).  When the dataset fits the
-cache (its decoded size, the manifest's "bytes", at most cache_bytes),
-decoding a block also checks and prepares every sample in it at once,
-which makes the first pass faster too.  Random reads over a dataset that
-does not fit decode a block for most reads (a millisecond each for 1 MiB
-blocks): chute.CacheWarning says so, once, naming the cache_bytes= that
-would hold it.  chute.collate() makes a DataLoader's collate_fn that
-stacks fixed-size fields into arrays.
+and a slice per field, a few microseconds: a DataLoader with a
+RandomSampler over Fashion-MNIST (47 MB) runs about as fast as one over
+numpy arrays in memory (scripts/bench-dataset.sh).  When the dataset fits
+the cache (cache_need: its decoded size, the manifest's "bytes", and
+about 600 bytes a sample), decoding a block also checks and prepares
+every sample in it at once, which makes the first pass faster too (the
+garbage collector paused meanwhile: those objects hold no cycles).
+Random reads over a dataset that does not fit decode a block for most
+reads (a millisecond each for 1 MiB blocks): chute.CacheWarning says so,
+once, naming the cache_bytes= that would hold it.  chute.collate() makes
+a DataLoader's collate_fn that stacks fixed-size fields into arrays.
 
 Checks, with verify=True (the default): at open, the manifest's rules
 (counts, first samples, sizes, paths, splits) and each shard file's size
@@ -407,13 +408,14 @@ class Dataset:
                  decoded, whatever its size).  With each cached block go
                  the samples already read from it, checked, counted in
                  cache_bytes: reading one again costs a few microseconds.
-                 A dataset whose decoded size (the manifest's "bytes")
-                 fits is read at random at memory speed after its first
-                 pass; one that does not, read at random, decodes a block
-                 for most reads: chute.CacheWarning says so, once, when
-                 the cache, once full, decodes more than 8 times the
-                 bytes it returns.  Raise cache_bytes then, or read in
-                 dataset order (chute.Stream shuffles without this cost).
+                 A dataset that fits (cache_need: its decoded size, the
+                 manifest's "bytes", and about 600 bytes a sample) is
+                 read at random at memory speed; one that does not,
+                 read at random, decodes a block for most reads:
+                 chute.CacheWarning says so, once, when the cache, once
+                 full, decodes more than 8 times the bytes it returns.
+                 Raise cache_bytes then, or read in dataset order
+                 (chute.Stream shuffles without this cost).
     index_bytes  bytes of decoded shard indexes kept, least recently
                  used shard released first.
     max_open     shard files kept open at most.
@@ -430,7 +432,9 @@ class Dataset:
     to), manifest (the parsed manifest, a dict; {} for a lone shard), id
     (the manifest's id, or None), name, split, fields, classes,
     decoded_bytes (the bytes of every sample's fields, what the blocks
-    decode to; the whole dataset's, also with split), cache_bytes.
+    decode to; the whole dataset's, also with split), cache_need (what
+    the cache takes to hold every sample: decoded_bytes and about 600
+    bytes a sample), cache_bytes.
     """
 
     def __init__(self, path, *, split=None, verify=True,
@@ -462,6 +466,11 @@ class Dataset:
                      else self._total)
         # what an average read returns, to tell a thrashing cache
         self._sample_bytes = max(1, self.decoded_bytes // max(1, self._total))
+        # what holding every sample in the cache takes: the blocks, and
+        # each sample remembered with them (a 32-byte key, say)
+        self.cache_need = self.decoded_bytes + self._total * (
+            _RECORD_BYTES + _FIELD_RECORD_BYTES * max(1, len(self.fields))
+            + 32)
         self._runtime()
 
     # -- opening ---------------------------------------------------------
@@ -735,7 +744,7 @@ class Dataset:
         reads = self._reads - self._full_at
         if self._warned or reads < _THRASH_READS or \
                 self._decoded <= _THRASH_FACTOR * reads * self._sample_bytes \
-                or self.decoded_bytes <= self.cache_bytes:
+                or self.cache_need <= self.cache_bytes:
             return
         self._warned = True
         warnings.warn(
@@ -745,7 +754,7 @@ class Dataset:
             "memory" % (self.path, reads, _human(self._decoded),
                         _human(reads * self._sample_bytes),
                         _human(self.decoded_bytes), self.cache_bytes,
-                        _round_up_mib(self.decoded_bytes * 5 // 4)),
+                        _round_up_mib(self.cache_need * 11 // 10)),
             CacheWarning, stacklevel=5)
 
     def _locate(self, number):
@@ -765,7 +774,7 @@ class Dataset:
         r.check_sample(local, e, fields)
         key = _text(e.key)
         self._remember(number, s, e, raw, key)
-        if decoding and self.decoded_bytes <= self.cache_bytes:
+        if decoding and self.cache_need <= self.cache_bytes:
             self._remember_block(s, r, e.block, local, raw)
         self._trim(s)
         return Sample(key, {_text(n): d for n, d in fields}, index, number)

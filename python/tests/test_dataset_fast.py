@@ -122,7 +122,7 @@ def test_the_default_cache_keeps_a_small_dataset_whole(make_dataset,
     path = make_dataset(count=300, shards="100s", pack_args=("-b", "4K"))
     ds = chute.Dataset(path)
     assert ds.cache_bytes == chute.dataset.DEFAULT_CACHE_BYTES == 256 << 20
-    assert ds.decoded_bytes < ds.cache_bytes
+    assert ds.decoded_bytes < ds.cache_need < ds.cache_bytes
     order = shuffled(len(ds))
     first = [ds[i] for i in order]
     blocks = len(count_block_reads)
@@ -215,6 +215,7 @@ def test_random_reads_through_a_small_cache_warn_once(make_dataset):
     message = str(thrash[0].message)
     assert "cache_bytes=" in message and "thrashes" in message, message
     assert "do not fit cache_bytes=8192; pass cache_bytes=1048576" in message
+    assert ds.cache_need > ds.decoded_bytes
     assert issubclass(chute.CacheWarning, RuntimeWarning)
 
 
