@@ -749,12 +749,13 @@ class Dataset:
         self._warned = True
         warnings.warn(
             "chute.Dataset(%r): its cache thrashes: %d reads decoded %s of "
-            "blocks for about %s of samples, as the dataset's %s do not fit "
-            "cache_bytes=%d; pass cache_bytes=%d (or more) to keep it in "
-            "memory" % (self.path, reads, _human(self._decoded),
-                        _human(reads * self._sample_bytes),
-                        _human(self.decoded_bytes), self.cache_bytes,
-                        _round_up_mib(self.cache_need * 11 // 10)),
+            "blocks for about %s of samples, as the dataset (%s decoded, %s "
+            "in the cache) does not fit cache_bytes=%d; pass cache_bytes=%d "
+            "(or more) to keep it in memory"
+            % (self.path, reads, _human(self._decoded),
+               _human(reads * self._sample_bytes), _human(self.decoded_bytes),
+               _human(self.cache_need), self.cache_bytes,
+               _round_up_mib(self.cache_need * 11 // 10)),
             CacheWarning, stacklevel=5)
 
     def _locate(self, number):

@@ -214,7 +214,7 @@ def test_random_reads_through_a_small_cache_warn_once(make_dataset):
     assert len(thrash) == 1, [str(w.message) for w in caught]
     message = str(thrash[0].message)
     assert "cache_bytes=" in message and "thrashes" in message, message
-    assert "do not fit cache_bytes=8192; pass cache_bytes=1048576" in message
+    assert "does not fit cache_bytes=8192; pass cache_bytes=1048576" in message
     assert ds.cache_need > ds.decoded_bytes
     assert issubclass(chute.CacheWarning, RuntimeWarning)
 
