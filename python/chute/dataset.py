@@ -765,7 +765,8 @@ class Dataset:
     def _sample(self, index, number):
         """The Sample read from its shard: the entry and the content hash
         checked, then remembered with its cached block, so that the next
-        read of it (__getitem__) is a dictionary look-up and two slices."""
+        read of it (__getitem__) is a dictionary look-up and a slice per
+        field."""
         s, local = self._locate(number)
         r = self._reader(s)
         e = r.entry(local)
@@ -782,9 +783,9 @@ class Dataset:
 
     def _remember_block(self, s, r, b, local, raw):
         """Remembers every sample of block b (just decoded) at once, each
-        checked as a read checks it: a dataset that fits the cache is
-        read at random at nearly memory speed from its first pass.  Not
-        when it does not fit: the block would likely be dropped before
+        checked as a read checks it, in one loop: a dataset that fits
+        the cache is read at random several times faster in its first
+        pass than sample by sample.  Not when it does not fit: the block would likely be dropped before
         most of them are read.  A sample that fails a check, or whose
         entry lies in an index page that fails one, is passed over:
         reading it raises."""
