@@ -131,7 +131,7 @@ demo: deps
 tour: all
 	PYTHON=$(PYTHON) $(DEMO) $(BUILD)/chute
 
-## bench: pack/verify vs tar|zstd, xxhsum, cat; stream vs DataLoader, numpy, cat; transforms vs DataLoader, TurboJPEG; --shm vs pipe; chute.Stream from Python
+## bench: pack/verify vs tar|zstd, xxhsum, cat; stream vs DataLoader, numpy, cat; transforms vs DataLoader, TurboJPEG; --shm vs pipe; chute.Stream from Python; chute.Dataset at random vs arrays
 bench: all
 	PYTHON=$(PYTHON) ./scripts/bench-pack.sh $(BUILD)/chute
 	PYTHON=$(PYTHON) ./scripts/bench-stream.sh $(BUILD)/chute
@@ -140,6 +140,7 @@ bench: all
 	PYTHON=$(PYTHON) ./scripts/bench-shm.sh $(BUILD)/chute
 	PYTHON=$(PYTHON) ./scripts/bench-remote.sh $(BUILD)/chute
 	PYTHON=$(PYTHON) ./scripts/bench-python.sh $(BUILD)/chute
+	PYTHON=$(PYTHON) ./scripts/bench-dataset.sh $(BUILD)/chute
 
 ## fuzz: run each libFuzzer target for FUZZ_SECONDS (default 60)
 FUZZ_SECONDS ?= 60

@@ -17,13 +17,15 @@ from .errors import (DataError, Error, FrameError, MissingDependency,
                      NotFoundError, ShmError, StateError, StreamError)
 
 __version__ = "0.1.0"
-__all__ = ["Batch", "DataError", "Dataset", "Error", "FrameError",
-           "MissingDependency", "NotFoundError", "Sample", "ShmError",
-           "StateError", "Stream", "StreamError", "__version__", "manifest_id"]
+__all__ = ["Batch", "CacheWarning", "DataError", "Dataset", "Error",
+           "FrameError", "MissingDependency", "NotFoundError", "Sample",
+           "ShmError", "StateError", "Stream", "StreamError", "__version__",
+           "collate", "manifest_id"]
 
 _LAZY = {"Stream": "stream", "Batch": "stream",
          "Dataset": "dataset", "Sample": "dataset",
-         "manifest_id": "dataset"}
+         "CacheWarning": "dataset", "manifest_id": "dataset",
+         "collate": "collate"}
 
 
 def __getattr__(name):

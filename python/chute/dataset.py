@@ -18,23 +18,40 @@ its shards again lazily in each worker process (also after a fork).
 Memory stays bounded: a shard is opened when a sample in it is first
 read, and only the parts of its index that are needed are decoded (a page
 at a time in a format 1.1 shard); the decoded blocks of the last reads are
-kept in a least-recently-used cache of cache_bytes; open shards are kept
-within max_open files and index_bytes of decoded index, least recently
-used released first.  Each DataLoader worker has its own caches.
+kept in a least-recently-used cache of cache_bytes (256 MiB by default,
+whatever the dataset's size), with the samples already read from them;
+open shards are kept within max_open files and index_bytes of decoded
+index, least recently used released first.  Each DataLoader worker has
+its own caches.
+
+Speed: a sample read again from a cached block costs a dictionary look-up
+and a slice per field, a few microseconds: a DataLoader with a
+RandomSampler over Fashion-MNIST (47 MB) runs about as fast as one over
+numpy arrays in memory (scripts/bench-dataset.sh).  When the dataset fits
+the cache (cache_need: its decoded size, the manifest's "bytes", and
+about 600 bytes a sample), decoding a block also checks and prepares
+every sample in it at once, which makes the first pass faster too (the
+garbage collector paused meanwhile: those objects hold no cycles).
+Random reads over a dataset that does not fit decode a block for most
+reads (a millisecond each for 1 MiB blocks): chute.CacheWarning says so,
+once, naming the cache_bytes= that would hold it.  chute.collate() makes
+a DataLoader's collate_fn that stacks fixed-size fields into arrays.
 
 Checks, with verify=True (the default): at open, the manifest's rules
 (counts, first samples, sizes, paths, splits) and each shard file's size
 against the manifest (one stat(2) each); when a shard is first read, its
-header, footer, index and page hashes and the index's bounds, and that
-it is the file its manifest entry names: its sample count, its seal (a
-manifest of format version 2) and its field names (in the schema); each block's hash when it is read;
-each sample's content hash when it is returned.  A failure raises
-chute.DataError whose message names the file and the byte offset (and the
-sample's key when known); its attributes path, offset and key say the
-same.  Not checked: a shard's whole-file XXH3-128 and the manifest's id
-(chute verify checks them; chute.manifest_id(ds.manifest) computes the
-id, to compare with ds.id).  verify=False skips the hashes, not the
-bounds.
+header, footer, index and page hashes and the index's bounds, and that it
+is the file its manifest entry names: its sample count, its seal (a
+manifest of format version 2) and its field names (in the schema); each
+block's hash each time it is read and decoded; each sample's content hash
+the first time it is returned from a decoded block (bytes that passed both
+cannot change while the block stays cached; a block decoded again has its
+samples checked again).  A failure raises chute.DataError whose message
+names the file and the byte offset (and the sample's key when known); its
+attributes path, offset and key say the same.  Not checked: a shard's
+whole-file XXH3-128 and the manifest's id (chute verify checks them;
+chute.manifest_id(ds.manifest) computes the id, to compare with ds.id).
+verify=False skips the hashes, not the bounds.
 
 A path that does not exist, or a folder without manifest.json, raises
 chute.dataset.NotFoundError: both a chute.Error and a FileNotFoundError.
@@ -46,16 +63,36 @@ import array
 import bisect
 import collections
 import errno
+import gc
 import json
 import os
 import re
+import struct
 import sys
+import warnings
 
 from .errors import DataError, Error, NotFoundError
 from . import shard as _shard
 from .shard import MAGIC, Shard
 
-__all__ = ["Dataset", "NotFoundError", "Sample", "manifest_id"]
+__all__ = ["CacheWarning", "DEFAULT_CACHE_BYTES", "Dataset", "NotFoundError",
+           "Sample", "manifest_id"]
+
+# Decoded blocks a Dataset keeps by default: enough for a dataset of a few
+# hundred MB (Fashion-MNIST is 47 MB) to be read at random from memory
+# after its first pass.  Each DataLoader worker has a cache of its own.
+DEFAULT_CACHE_BYTES = 256 << 20
+# What a remembered sample costs beside its block's bytes (tuples, its
+# fields' bounds, its key and number, a dict slot: tracemalloc measured
+# about 570 bytes for two fields and a 12-byte key), so that cache_bytes
+# bounds them too; plus its key's length.
+_RECORD_BYTES = 400
+_FIELD_RECORD_BYTES = 80
+# The cache thrashes when, once full, it decodes this many times the
+# bytes of the samples it returns (a sequential pass decodes each block
+# once: about 1x); judged after _THRASH_READS reads.
+_THRASH_FACTOR = 8
+_THRASH_READS = 256
 
 _MAX_INT = (1 << 63) - 1
 _HASH = re.compile(r"\A[0-9a-f]{32}\Z")
@@ -88,6 +125,38 @@ class Sample(collections.namedtuple("Sample", "key fields index number")):
         if isinstance(item, str):
             return self.fields[item]
         return tuple.__getitem__(self, item)
+
+    def __repr__(self):
+        """Short: the key, the position and each field's size, never the
+        bytes (a batch of images would fill the screen)."""
+        fields = self.fields
+        names = ", ".join(map(str, fields)) if isinstance(fields, dict) \
+            else type(fields).__name__
+        if not isinstance(self.key, str):
+            # torch's default collate made one Sample of a batch of them
+            return "<chute.Sample batch of %d: %s>" % (
+                len(self.key), names or "no fields")
+        return "<chute.Sample %r index %s: %s>" % (
+            self.key, self.index, ", ".join(
+                "%s %s" % (name, _length(data))
+                for name, data in fields.items()) or "no fields")
+
+
+def _length(data):
+    try:
+        return "%d B" % len(data)
+    except TypeError:
+        return type(data).__name__
+
+
+# A Sample without namedtuple's __new__ (a Python function): the hot path
+# builds one per read.
+_new_sample = tuple.__new__
+
+
+class CacheWarning(RuntimeWarning):
+    """chute.Dataset reads at random through a cache too small for the
+    dataset: each read decodes blocks again (see cache_bytes)."""
 
 
 def _key_bytes(key):
@@ -290,9 +359,26 @@ class _Manifest:
                       "dataset's folder" % path)
 
 
+def _human(n):
+    """n bytes, as 512 B, 3.1 KiB, 45.0 MiB, 1.2 GiB."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return "%d B" % n if unit == "B" else "%.1f %s" % (n, unit)
+        n /= 1024
+
+
+def _round_up_mib(n):
+    return -(-n // (1 << 20)) << 20
+
+
 def _refuse_constant(name):
     raise ValueError("%s is not a JSON number" % name)
 
+
+# the content hash of man chute-shard(5) puts a field's name, a NUL and
+# its size (u64 little-endian) before its bytes
+_U64 = struct.Struct("<Q")
+_Layout = collections.namedtuple("_Layout", "names sizes heads cost")
 
 _ShardInfo = collections.namedtuple("_ShardInfo",
                                     "path name bytes samples first seal")
@@ -301,7 +387,7 @@ _ShardInfo = collections.namedtuple("_ShardInfo",
 class Dataset:
     """A local chute dataset, read sample by sample.
 
-    Dataset(path, *, split=None, verify=True, cache_bytes=32 MiB,
+    Dataset(path, *, split=None, verify=True, cache_bytes=256 MiB,
             index_bytes=256 MiB, max_open=64)
 
     path         a dataset folder (holding manifest.json and shards/), its
@@ -316,8 +402,20 @@ class Dataset:
     verify       check hashes (see the module's documentation); needs
                  python3-xxhash.
     cache_bytes  bytes of decoded blocks kept, least recently used
-                 dropped first; 0 keeps none (at least the block being
-                 read is decoded, whatever its size).
+                 dropped first (default DEFAULT_CACHE_BYTES, 256 MiB,
+                 whatever the dataset's size; each DataLoader worker has
+                 its own); 0 keeps none (at least the block being read is
+                 decoded, whatever its size).  With each cached block go
+                 the samples already read from it, checked, counted in
+                 cache_bytes: reading one again costs a few microseconds.
+                 A dataset that fits (cache_need: its decoded size, the
+                 manifest's "bytes", and about 600 bytes a sample) is
+                 read at random at memory speed; one that does not,
+                 read at random, decodes a block for most reads:
+                 chute.CacheWarning says so, once, when the cache, once
+                 full, decodes more than 8 times the bytes it returns.
+                 Raise cache_bytes then, or read in dataset order
+                 (chute.Stream shuffles without this cost).
     index_bytes  bytes of decoded shard indexes kept, least recently
                  used shard released first.
     max_open     shard files kept open at most.
@@ -332,11 +430,16 @@ class Dataset:
 
     Attributes: path (as given), root (the folder shard paths are relative
     to), manifest (the parsed manifest, a dict; {} for a lone shard), id
-    (the manifest's id, or None), name, split, fields, classes.
+    (the manifest's id, or None), name, split, fields, classes,
+    decoded_bytes (the bytes of every sample's fields, what the blocks
+    decode to; the whole dataset's, also with split), cache_need (what
+    the cache takes to hold every sample: decoded_bytes and about 600
+    bytes a sample), cache_bytes.
     """
 
     def __init__(self, path, *, split=None, verify=True,
-                 cache_bytes=32 << 20, index_bytes=256 << 20, max_open=64):
+                 cache_bytes=DEFAULT_CACHE_BYTES, index_bytes=256 << 20,
+                 max_open=64):
         if verify and _shard.xxhash is None:
             raise Error("chute.Dataset(verify=True) needs python3-xxhash "
                         "(apt-get install python3-xxhash), or verify=False")
@@ -361,6 +464,13 @@ class Dataset:
             self._ids = self._load_split(split)
         self._len = (len(self._ids) if self._ids is not None
                      else self._total)
+        # what an average read returns, to tell a thrashing cache
+        self._sample_bytes = max(1, self.decoded_bytes // max(1, self._total))
+        # what holding every sample in the cache takes: the blocks, and
+        # each sample remembered with them (a 32-byte key, say)
+        self.cache_need = self.decoded_bytes + self._total * (
+            _RECORD_BYTES + _FIELD_RECORD_BYTES * max(1, len(self.fields))
+            + 32)
         self._runtime()
 
     # -- opening ---------------------------------------------------------
@@ -408,6 +518,7 @@ class Dataset:
         self.fields = sorted(m["schema"]["fields"], key=str.encode)
         self.classes = list(m["classes"])
         self._total = m["samples"]
+        self.decoded_bytes = m["bytes"]
         self._shards = []
         for i, s in enumerate(m["shards"]):
             full = os.path.join(self.root, *s["path"].split("/"))
@@ -434,6 +545,7 @@ class Dataset:
             self.fields = sorted(_text(n) for n in sh.names)
             self.classes = []
             self._total = sh.sample_count
+            self.decoded_bytes = sum(b[2] for b in sh.blocks)
             self._shards = [_ShardInfo(p, p, sh.size, sh.sample_count, 0,
                                        None)]
         finally:
@@ -487,16 +599,34 @@ class Dataset:
 
     # -- state that is not pickled -----------------------------------------
 
+    _RUNTIME = ("_pid", "_readers", "_open", "_blocks", "_block_bytes",
+                "_records", "_names", "_reads", "_full_at", "_decoded",
+                "_warned")
+
     def _runtime(self):
         self._pid = os.getpid()
         self._readers = {}                        # shard -> Shard
         self._open = collections.OrderedDict()    # shard -> Shard, LRU
-        self._blocks = collections.OrderedDict()  # (shard, block) -> bytes
+        # (shard, block) -> [raw bytes, numbers of its remembered samples,
+        # bytes counted against cache_bytes], least recently used first
+        self._blocks = collections.OrderedDict()
         self._block_bytes = 0
+        # sample number -> (key, block's cache key, raw, field names,
+        # bounds: where each field starts in raw, then where the last
+        # ends): a sample checked once against its cached block, forgotten
+        # with the block.  Only strings, ints and tuples, which the garbage
+        # collector stops tracking: slices would be tracked for good, and
+        # walked by every full collection (half the first pass's time).
+        self._records = {}
+        self._names = {}         # field names (bytes) -> the same as str
+        self._reads = 0          # samples read, for the thrash warning
+        self._full_at = None     # _reads when the cache first dropped a block
+        self._decoded = 0        # bytes decoded since then
+        self._warned = False
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        for k in ("_pid", "_readers", "_open", "_blocks", "_block_bytes"):
+        for k in self._RUNTIME:
             state.pop(k, None)
         return state
 
@@ -562,32 +692,177 @@ class Dataset:
 
     def _block(self, s, r, b, key):
         k = (s, b)
-        raw = self._blocks.get(k)
-        if raw is not None:
+        cached = self._blocks.get(k)
+        if cached is not None:
             self._blocks.move_to_end(k)
-            return raw
+            return cached[0]
         raw = r.block(b, key)
-        self._blocks[k] = raw
+        self._blocks[k] = [raw, [], len(raw)]
         self._block_bytes += len(raw)
-        while self._block_bytes > self.cache_bytes and self._blocks:
-            _, old = self._blocks.popitem(last=False)
-            self._block_bytes -= len(old)
+        self._evict()
+        if self._full_at is not None:
+            self._decoded += len(raw)
+            self._check_thrash()
         return raw
+
+    def _evict(self):
+        """Drops the least recently used blocks, and the samples
+        remembered with them, until the cache fits cache_bytes."""
+        records = self._records
+        while self._block_bytes > self.cache_bytes and self._blocks:
+            _, (_, numbers, cost) = self._blocks.popitem(last=False)
+            self._block_bytes -= cost
+            for number in numbers:
+                del records[number]
+            if self._full_at is None:
+                self._full_at = self._reads
+
+    def _remember(self, number, s, e, raw, key):
+        """Keeps sample `number` (its Entry e, checked, in block raw) for
+        the next reads, while its block stays cached."""
+        k = (s, e.block)
+        cached = self._blocks.get(k)
+        if cached is None or cached[0] is not raw or number in self._records:
+            return  # its block dropped at once (a cache too small), or
+            # remembered already (ds.get reads past the records)
+        at = e.offset
+        bounds = [at]
+        for _, size in e.fields:
+            at += size
+            bounds.append(at)
+        names = self._field_names(tuple(name for name, _ in e.fields))
+        self._records[number] = (key, k, raw, names, tuple(bounds))
+        cost = _RECORD_BYTES + _FIELD_RECORD_BYTES * len(names) + len(key)
+        cached[1].append(number)
+        cached[2] += cost
+        self._block_bytes += cost
+        self._evict()
+
+    def _check_thrash(self):
+        """Warns once when the full cache decodes much more than the reads
+        return: random reads over a dataset larger than cache_bytes."""
+        reads = self._reads - self._full_at
+        if self._warned or reads < _THRASH_READS or \
+                self._decoded <= _THRASH_FACTOR * reads * self._sample_bytes \
+                or self.cache_need <= self.cache_bytes:
+            return
+        self._warned = True
+        warnings.warn(
+            "chute.Dataset(%r): its cache thrashes: %d reads decoded %s of "
+            "blocks for about %s of samples, as the dataset (%s decoded, %s "
+            "in the cache) does not fit cache_bytes=%d; pass cache_bytes=%d "
+            "(or more) to keep it in memory"
+            % (self.path, reads, _human(self._decoded),
+               _human(reads * self._sample_bytes), _human(self.decoded_bytes),
+               _human(self.cache_need), self.cache_bytes,
+               _round_up_mib(self.cache_need * 11 // 10)),
+            CacheWarning, stacklevel=5)
 
     def _locate(self, number):
         s = bisect.bisect_right(self._starts, number) - 1
         return s, number - self._starts[s]
 
     def _sample(self, index, number):
+        """The Sample read from its shard: the entry and the content hash
+        checked, then remembered with its cached block, so that the next
+        read of it (__getitem__) is a dictionary look-up and a slice per
+        field."""
         s, local = self._locate(number)
         r = self._reader(s)
         e = r.entry(local)
+        decoding = (s, e.block) not in self._blocks
         raw = self._block(s, r, e.block, e.key)
         fields = r.sample_fields(e, raw)
         r.check_sample(local, e, fields)
+        key = _text(e.key)
+        self._remember(number, s, e, raw, key)
+        if decoding and self.cache_need <= self.cache_bytes:
+            self._remember_block(s, r, e.block, local, raw)
         self._trim(s)
-        return Sample(_text(e.key), {_text(n): d for n, d in fields},
-                      index, number)
+        return Sample(key, {_text(n): d for n, d in fields}, index, number)
+
+    def _remember_block(self, s, r, b, local, raw):
+        """Remembers every sample of block b (just decoded) at once, each
+        checked as a read checks it, in one loop: a dataset that fits
+        the cache is read at random several times faster in its first
+        pass than sample by sample.  Not when it does not fit: the block would likely be dropped before
+        most of them are read.  A sample that fails a check, or whose
+        entry lies in an index page that fails one, is passed over:
+        reading it raises."""
+        k = (s, b)
+        cached = self._blocks.get(k)
+        if cached is None or cached[0] is not raw:
+            return  # dropped at once: a cache smaller than the block
+        paused = gc.isenabled()
+        if paused:
+            # Thousands of tuples that live on: each collection they
+            # trigger would walk every object of the program (torch's
+            # too) again.  They hold no cycles; one collection after the
+            # loop stops tracking them at once.
+            gc.disable()
+        try:
+            self._remember_entries(s, r, b, local, raw, cached)
+        finally:
+            if paused:
+                gc.enable()
+
+    def _remember_entries(self, s, r, b, local, raw, cached):
+        """_remember_block's work, cached being the block's cache entry."""
+        k = (s, b)
+        try:
+            entries = r.block_entries(b, local)
+        except DataError:
+            # a damaged index page that this read does not need: reading
+            # a sample it holds raises
+            return
+        first, records, numbers = self._starts[s], self._records, cached[1]
+        view = memoryview(raw)  # slices to hash, not copies
+        layouts = {}  # Entry.fields -> its _Layout, shared by most samples
+        cost = 0
+        verify, hash64 = r.verify, _shard.xxhash and \
+            _shard.xxhash.xxh3_64_intdigest
+        for j, e in entries:
+            number = first + j
+            if number in records:
+                continue
+            lay = layouts.get(e.fields)
+            if lay is None:
+                lay = layouts[e.fields] = self._layout(e.fields)
+            at = e.offset
+            bounds, parts = [at], []
+            for size, head in zip(lay.sizes, lay.heads):
+                end = at + size
+                parts += (head, view[at:end])
+                bounds.append(end)
+                at = end
+            if verify and hash64(b"".join(parts)) != e.hash:
+                continue
+            key = e.key.decode("utf-8", "surrogateescape")
+            records[number] = (key, k, raw, lay.names, tuple(bounds))
+            numbers.append(number)
+            cost += lay.cost + len(key)
+        cached[2] += cost
+        self._block_bytes += cost
+        self._evict()
+
+    def _layout(self, fields):
+        """What the samples of one field layout ((name, size), ...) share:
+        the names (str), the sizes, what the content hash puts before each
+        field, the cost in the cache."""
+        names = self._field_names(tuple(name for name, _ in fields))
+        return _Layout(names, tuple(size for _, size in fields),
+                       tuple(name + b"\0" + _U64.pack(size)
+                             for name, size in fields),
+                       _RECORD_BYTES + _FIELD_RECORD_BYTES * len(names))
+
+    def _field_names(self, names):
+        """A sample's field names (bytes) as one tuple of str, shared by
+        every sample with the same fields."""
+        text = self._names.get(names)
+        if text is None:
+            text = self._names[names] = tuple(sys.intern(_text(n))
+                                              for n in names)
+        return text
 
     # -- the sequence ----------------------------------------------------
 
@@ -597,9 +872,28 @@ class Dataset:
 
     def __getitem__(self, i):
         """ds[i]: the Sample at position i (negative counts from the end);
-        IndexError outside.  ds[a:b:c]: a list of Samples."""
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(self._len))]
+        IndexError outside.  ds[a:b:c]: a list of Samples.
+
+        A sample already read from a block still cached is built from
+        what was kept with the block (where its fields lie), its checks
+        done when it was first read from that decoded block: the hot
+        path of random access, a few microseconds."""
+        if type(i) is not int or not 0 <= i < self._len:
+            if isinstance(i, slice):
+                return [self[j] for j in range(*i.indices(self._len))]
+            i = self._position(i)
+        number = i if self._ids is None else self._ids[i]
+        self._reads += 1
+        record = self._records.get(number)
+        if record is None:
+            return self._sample(i, number)
+        key, k, raw, names, bounds = record
+        self._blocks.move_to_end(k)
+        return _new_sample(Sample, (key, dict(zip(names, map(
+            raw.__getitem__, map(slice, bounds, bounds[1:])))), i, number))
+
+    def _position(self, i):
+        """i as a position from 0, or TypeError or IndexError."""
         try:
             i = i.__index__()
         except AttributeError:
@@ -611,7 +905,7 @@ class Dataset:
         if not 0 <= i < n:
             raise IndexError("sample index %d out of range (%d samples)"
                              % (i if i >= 0 else i - n, n))
-        return self._sample(i, self._ids[i] if self._ids is not None else i)
+        return i
 
     def __iter__(self):
         """The samples in dataset order (the split's, with split)."""

@@ -72,6 +72,8 @@ _FIELD = struct.Struct("<QII")
 _BLOCK = struct.Struct("<QQQQII")
 _PAGE = struct.Struct("<IIQ")
 _U64 = struct.Struct("<Q")
+_U32 = struct.Struct("<I")
+_JOIN_MOST = 1 << 16   # content_hash copies samples up to this size
 
 
 class Entry(collections.namedtuple("Entry",
@@ -93,10 +95,17 @@ def content_hash(fields):
     """The sample content hash of man chute-shard(5): XXH3-64 over, for
     each (name, data) of `fields` in name order, the name, a NUL byte, the
     size as a u64 little-endian, and the data."""
-    h = xxhash.xxh3_64()
+    parts, size = [], 0
     for name, data in fields:
-        h.update(name + b"\0" + _U64.pack(len(data)))
-        h.update(data)
+        parts += (name, b"\0", _U64.pack(len(data)), data)
+        size += len(data)
+    if size <= _JOIN_MOST:
+        # one call over the joined parts: cheaper than an update per
+        # part for the small samples a Dataset reads by the thousand
+        return xxhash.xxh3_64_intdigest(b"".join(parts))
+    h = xxhash.xxh3_64()
+    for part in parts:
+        h.update(part)
     return h.intdigest()
 
 
@@ -551,57 +560,133 @@ class Shard:
         if not 0 <= i < self.sample_count:
             raise IndexError("sample %d of a shard of %d (%s)"
                              % (i, self.sample_count, self.name))
+        row = _SAMPLE.unpack(self.ix(self.ST + SAMPLE_ENTRY * i,
+                                     SAMPLE_ENTRY))
+        ent, fault = self._entry(i, row)
+        if fault is not None:
+            self.ixfail(*fault)
+        return ent
+
+    def _entry(self, i, row, tables=None):
+        """(Entry, None) for sample i whose sample table row (unpacked)
+        is `row`, checked (items 12, 13, 15) unless it was before; (None,
+        (index offset, what is wrong)) when a check fails, so that a
+        caller reading many entries can pass over a bad one.  tables,
+        when given, is (keys, key base, field rows, field base): spans
+        of the key table and the field table (unpacked) read once for
+        many entries, which must hold this entry's once it is checked."""
+        h, offset, block, key_offset, key_len, nfields, first = row
         e = self.ST + SAMPLE_ENTRY * i
-        h, offset, block, key_offset, key_len, nfields, first = \
-            _SAMPLE.unpack(self.ix(e, SAMPLE_ENTRY))
         check = not self._checked[i]
-        what = "sample %d" % i
+        what = "sample %d" % i if check else None
         if check:
             if block >= self.block_count:
-                self.ixfail(e + 16, "%s: block %d of %d"
-                            % (what, block, self.block_count))
+                return None, (e + 16, "%s: block %d of %d"
+                              % (what, block, self.block_count))
             if key_len == 0 or key_offset + key_len > self.keys_size:
-                self.ixfail(e + 20, "%s: key %d+%d outside the key table (%d"
-                            " bytes)" % (what, key_offset, key_len,
-                                         self.keys_size))
+                return None, (e + 20, "%s: key %d+%d outside the key table "
+                              "(%d bytes)" % (what, key_offset, key_len,
+                                              self.keys_size))
             if nfields == 0 or first + nfields > self.field_entry_count:
-                self.ixfail(e + 26, "%s: fields %d+%d outside the %d entries"
-                            % (what, first, nfields,
-                               self.field_entry_count))
-        key = self.ix(self.KT + key_offset, key_len)
-        if check and 0 in key:
-            self.ixfail(self.KT + key_offset, "%s: key holds a NUL byte"
-                        % what)
-        raw_fields = self.ix(self.FE + FIELD_ENTRY * first,
-                             FIELD_ENTRY * nfields)
-        names = self.names
-        if check:
-            fields = []
-            for f, (size, name_id, reserved) in \
-                    enumerate(_FIELD.iter_unpack(raw_fields), first):
-                fe = self.FE + FIELD_ENTRY * f
-                if name_id >= self.name_count:
-                    self.ixfail(fe + 8, "sample %d: name id %d of %d"
-                                % (i, name_id, self.name_count))
-                if reserved:
-                    self.ixfail(fe + 12, "sample %d: reserved field entry "
-                                "bytes are not zero" % i)
-                name = names[name_id]
-                if fields and not fields[-1][0] < name:
-                    self.ixfail(fe + 8, "sample %d: field %r after %r (not in"
-                                " name order)" % (i, name, fields[-1][0]))
-                fields.append((name, size))
-            total = sum(size for _, size in fields)
-            raw = self.blocks[block][2]
-            if offset + total > raw:
-                self.ixfail(e + 8, "%s: %d+%d bytes outside block %d (%d "
-                            "bytes)" % (what, offset, total, block, raw))
-            self._checked[i] = 1
-            fields = tuple(fields)
+                return None, (e + 26, "%s: fields %d+%d outside the %d "
+                              "entries" % (what, first, nfields,
+                                           self.field_entry_count))
+        if tables is None:
+            key = self.ix(self.KT + key_offset, key_len)
+            field_rows = _FIELD.iter_unpack(self.ix(
+                self.FE + FIELD_ENTRY * first, FIELD_ENTRY * nfields))
         else:
+            keys, key_base, all_rows, field_base = tables
+            at = key_offset - key_base
+            key = keys[at:at + key_len]
+            at = first - field_base
+            field_rows = all_rows[at:at + nfields]
+        if check and 0 in key:
+            return None, (self.KT + key_offset, "%s: key holds a NUL byte"
+                          % what)
+        names = self.names
+        if not check:
             fields = tuple((names[name_id], size) for size, name_id, _ in
-                           _FIELD.iter_unpack(raw_fields))
-        return Entry(key, h, block, offset, fields)
+                           field_rows)
+            return Entry(key, h, block, offset, fields), None
+        fields = []
+        for f, (size, name_id, reserved) in enumerate(field_rows, first):
+            fe = self.FE + FIELD_ENTRY * f
+            if name_id >= self.name_count:
+                return None, (fe + 8, "sample %d: name id %d of %d"
+                              % (i, name_id, self.name_count))
+            if reserved:
+                return None, (fe + 12, "sample %d: reserved field entry "
+                              "bytes are not zero" % i)
+            name = names[name_id]
+            if fields and not fields[-1][0] < name:
+                return None, (fe + 8, "sample %d: field %r after %r (not in"
+                              " name order)" % (i, name, fields[-1][0]))
+            fields.append((name, size))
+        total = sum(size for _, size in fields)
+        raw = self.blocks[block][2]
+        if offset + total > raw:
+            return None, (e + 8, "%s: %d+%d bytes outside block %d (%d "
+                          "bytes)" % (what, offset, total, block, raw))
+        self._checked[i] = 1
+        return Entry(key, h, block, offset, tuple(fields)), None
+
+    def _block_of(self, i):
+        """The block number sample i's row names, unchecked."""
+        return _U32.unpack(self.ix(self.ST + SAMPLE_ENTRY * i + 16, 4))[0]
+
+    def block_entries(self, b, near):
+        """[(i, Entry)] of the samples around sample `near` that block b
+        holds, each checked as entry() checks it; a sample whose entry
+        fails a check is left out (entry(i) raises for it).  A writer
+        puts samples in blocks in order (the page's layout), so the run
+        is found by two binary searches over the rows' block numbers; a
+        shard laid out otherwise gives fewer samples, never wrong ones."""
+        lo, hi = 0, near
+        while lo < hi:              # the first sample of a block >= b
+            mid = (lo + hi) // 2
+            if self._block_of(mid) < b:
+                lo = mid + 1
+            else:
+                hi = mid
+        first, lo, hi = lo, near + 1, self.sample_count
+        while lo < hi:              # the first sample of a block > b
+            mid = (lo + hi) // 2
+            if self._block_of(mid) <= b:
+                lo = mid + 1
+            else:
+                hi = mid
+        rows = [(i, row) for i, row in enumerate(_SAMPLE.iter_unpack(
+            self.ix(self.ST + SAMPLE_ENTRY * first,
+                    SAMPLE_ENTRY * (lo - first))), first) if row[2] == b]
+        tables = self._tables([row for _, row in rows])
+        out = []
+        for i, row in rows:
+            ent, fault = self._entry(i, row, tables)
+            if fault is None:
+                out.append((i, ent))
+        return out
+
+    def _tables(self, rows):
+        """The spans of the key and field tables that sample table rows
+        use, read at once: (keys, key base, field rows, field base) as
+        _entry takes them; None (read entry by entry) unless the spans
+        lie in the tables and are compact, as a writer lays them out."""
+        if not rows:
+            return None
+        key_lo = min(r[3] for r in rows)
+        key_hi = max(r[3] + r[4] for r in rows)
+        field_lo = min(r[6] for r in rows)
+        field_hi = max(r[6] + r[5] for r in rows)
+        if key_hi > self.keys_size or field_hi > self.field_entry_count or \
+                key_hi - key_lo > 2 * sum(r[4] for r in rows) or \
+                field_hi - field_lo > 2 * sum(r[5] for r in rows):
+            return None
+        keys = self.ix(self.KT + key_lo, key_hi - key_lo)
+        field_rows = list(_FIELD.iter_unpack(self.ix(
+            self.FE + FIELD_ENTRY * field_lo,
+            FIELD_ENTRY * (field_hi - field_lo))))
+        return keys, key_lo, field_rows, field_lo
 
     def entries(self):
         """Every sample's Entry, in sample order (a list)."""
