@@ -178,6 +178,15 @@ const char *cmd_count_text(uint64_t n, const char *one, const char *many,
  * the returned flag (a second signal kills as usual; a signal ignored on
  * entry stays ignored). */
 volatile sig_atomic_t *cmd_catch_signals(void);
+/* Installs the SIGBUS handler of cmd/fault.c: a file truncated under one
+ * of chute's mappings (a shard overwritten or truncated while it is read,
+ * the --shm ring truncated by its consumer) ends chute with one line on
+ * stderr naming the file, exit 1 (2 for the ring), and the ring removed,
+ * instead of a death by signal.  main() calls it for every command. */
+void cmd_catch_faults(void);
+/* Names the --shm ring that cmd_catch_faults' handler removes (NULL: no
+ * ring any more). */
+void cmd_fault_ring(const char *name);
 /* The exit status of a failure: 128 + the signal once one was caught
  * (whatever failed on the way out: the run was stopped), else by err's
  * kind: EXIT_CHECK for data that failed a check, EXIT_USAGE for the rest

@@ -163,6 +163,8 @@ int main(int argc, char **argv)
 
 	/* Write errors come back as EPIPE instead of killing us mid-line. */
 	signal(SIGPIPE, SIG_IGN);
+	/* A file truncated under a mapping is an error, not a SIGBUS. */
+	cmd_catch_faults();
 	if (argc < 2) {
 		print_help(stderr);
 		return EXIT_USAGE;

@@ -67,6 +67,7 @@ static int make_ring(struct shm_sink *s, uint64_t first,
 	};
 	if (ch_shm_ring_create(&s->ring, &o, err) < 0)
 		return -1;
+	cmd_fault_ring(s->name); /* removed on a SIGBUS too */
 	let_stdout_go();
 	return 0;
 }
@@ -120,5 +121,6 @@ int shm_sink_end(struct shm_sink *s, int status, const char *msg)
 	}
 	ch_shm_ring_free(s->ring);
 	s->ring = NULL;
+	cmd_fault_ring(NULL);
 	return status;
 }

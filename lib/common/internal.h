@@ -85,7 +85,8 @@ int ch_read_file(const char *path, size_t max, char **data, size_t *len,
  * reader (touched again, they are read again from the page cache), else
  * read as ch_read_file reads it (NUL-terminated; a mapped text is not),
  * with the messages ch_read_file gives.  A file truncated while mapped
- * makes a reader of its lost pages die of SIGBUS, as any mapping does. */
+ * raises SIGBUS in a reader of its lost pages, as any mapping does (the
+ * chute command turns it into an error naming the file: cmd/fault.c). */
 struct ch_file_text {
 	const char *data;
 	size_t len;

@@ -511,7 +511,11 @@ static int check_index(struct ch_shard *sh, struct ch_error *err)
 /* Maps a local shard that has raw blocks, so that they can be read in
  * place (ch_block_map).  Shards are replaced by renaming, never rewritten,
  * so the mapping keeps the file it was made of.  Without it (mmap
- * failing, a byte source) raw blocks are read like the others. */
+ * failing, a byte source) raw blocks are read like the others.  A shard
+ * truncated or copied over in place while mapped raises SIGBUS at the
+ * next touch of a lost page; lib/ keeps no registry of its mappings for
+ * that: the chute command finds the file in /proc/self/maps and exits
+ * with an error naming it (cmd/fault.c). */
 static void map_raw_blocks(struct ch_shard *sh)
 {
 	int raw = 0;

@@ -259,6 +259,29 @@ static int check_header(const struct ch_shm_ring *r, struct ch_error *err)
 	return 0;
 }
 
+/* The segment's size now, or 0 when it cannot be known. */
+static uint64_t segment_size(const struct ch_shm_ring *r)
+{
+	struct stat st;
+	if (fstat(r->fd, &st) < 0 || st.st_size < 0)
+		return 0;
+	return (uint64_t)st.st_size;
+}
+
+/* 0 while the segment is as large as chute made it: a consumer that
+ * truncates it takes pages chute writes (a SIGBUS, which cmd/ turns into
+ * an error, when it does so between this look and the write). */
+static int check_size(const struct ch_shm_ring *r, struct ch_error *err)
+{
+	uint64_t now = segment_size(r);
+	if (now >= r->size)
+		return 0;
+	return ch_error_set(err, "the consumer of ring '%s' truncated it to "
+			    "%llu bytes (of %llu): the stream stops", r->name,
+			    (unsigned long long)now,
+			    (unsigned long long)r->size);
+}
+
 /* The pid a consumer claimed the ring with, if it can be one: kill()
  * takes 0 and negative numbers as process groups, and chute is not its
  * own consumer. */
@@ -273,10 +296,13 @@ static int check_consumer_pid(const struct ch_shm_ring *r, uint32_t pid,
 			    offsetof(struct chute_shm_header, consumer_pid));
 }
 
-/* 0 while the consumer leaves the header alone; notes its claim. */
+/* 0 while the consumer leaves the header and the size alone; notes its
+ * claim.  Called before chute reads any word the consumer writes
+ * (closed, a slot's state): random bytes over the header are a broken
+ * ring, never a consumer that closed it. */
 static int check_claim(struct ch_shm_ring *r, struct ch_error *err)
 {
-	if (check_header(r, err) < 0)
+	if (check_header(r, err) < 0 || check_size(r, err) < 0)
 		return -1;
 	if (!r->consumer) {
 		uint32_t pid = chute_shm_load(&r->h->consumer_pid);
@@ -318,6 +344,9 @@ static int wait_free(struct ch_shm_ring *r, uint32_t i, struct ch_error *err)
 	struct chute_shm_slot *s = &r->slots[i];
 	int timed_out = 0;
 	for (;;) {
+		/* the magic and layout first: closed counts in chute's ring */
+		if (check_claim(r, err) < 0)
+			return -1;
 		uint32_t state = chute_shm_load(&s->state);
 		/* closed is set before the consumer frees its slots */
 		if (chute_shm_load(&r->h->closed))
@@ -332,7 +361,7 @@ static int wait_free(struct ch_shm_ring *r, uint32_t i, struct ch_error *err)
 					    (unsigned long long)
 					    (CHUTE_SHM_SLOTS_AT + 64ull * i));
 		/* a wait that ran out asks whether the consumer lives */
-		if (check_cancel(r, err) < 0 || check_claim(r, err) < 0 ||
+		if (check_cancel(r, err) < 0 ||
 		    (timed_out && check_alive(r, err) < 0))
 			return -1;
 		/* "I wait" before the last look: a consumer that frees the
@@ -356,8 +385,6 @@ int ch_shm_ring_reserve(struct ch_shm_ring *r, size_t size, uint8_t **slot,
 				      "give a larger --slot-size", size,
 				      r->name,
 				      (unsigned long long)own->slot_size);
-	if (check_claim(r, err) < 0)
-		return -1;
 	int rc = wait_free(r, i, err);
 	if (rc != 0)
 		return rc;
@@ -406,18 +433,26 @@ static void end_with(struct ch_shm_ring *r, uint32_t status, uint32_t mark)
 
 int ch_shm_ring_finish(struct ch_shm_ring *r, struct ch_error *err)
 {
+	if (check_claim(r, err) < 0)
+		return -1;
 	end_with(r, CHUTE_SHM_ENDED, CHUTE_SHM_END);
-	while (!chute_shm_load(&r->h->closed)) {
-		if (check_cancel(r, err) < 0 || check_claim(r, err) < 0 ||
-		    check_alive(r, err) < 0)
+	for (;;) {
+		/* as in wait_free: a broken header is not a close */
+		if (check_claim(r, err) < 0)
+			return -1;
+		if (chute_shm_load(&r->h->closed))
+			return 0;
+		if (check_cancel(r, err) < 0 || check_alive(r, err) < 0)
 			return -1;
 		chute_shm_wait(&r->h->closed, 0, CHUTE_SHM_WAIT_MS);
 	}
-	return 0;
 }
 
 void ch_shm_ring_fail(struct ch_shm_ring *r, const char *msg)
 {
+	/* a truncated ring has no room for the news (a SIGBUS) */
+	if (segment_size(r) < r->size)
+		return;
 	snprintf(r->h->error, sizeof r->h->error, "%s", msg);
 	end_with(r, CHUTE_SHM_FAILED, CHUTE_SHM_ERROR);
 }
