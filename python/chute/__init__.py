@@ -13,8 +13,9 @@ Dataset reads shards directly (man chute-shard(5)); it needs zstandard
 used, so that one works without the other's modules.
 """
 
-from .errors import (DataError, Error, FrameError, MissingDependency,
-                     NotFoundError, ShmError, StateError, StreamError)
+from .errors import (CacheWarning, DataError, Error, FrameError,
+                     MissingDependency, NotFoundError, ShmError, StateError,
+                     StreamError)
 
 __version__ = "0.1.0"
 __all__ = ["Batch", "CacheWarning", "DataError", "Dataset", "Error",
@@ -24,7 +25,7 @@ __all__ = ["Batch", "CacheWarning", "DataError", "Dataset", "Error",
 
 _LAZY = {"Stream": "stream", "Batch": "stream",
          "Dataset": "dataset", "Sample": "dataset",
-         "CacheWarning": "dataset", "manifest_id": "dataset",
+         "manifest_id": "dataset",
          "collate": "collate"}
 
 

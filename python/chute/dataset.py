@@ -71,7 +71,7 @@ import struct
 import sys
 import warnings
 
-from .errors import DataError, Error, NotFoundError
+from .errors import CacheWarning, DataError, Error, NotFoundError
 from . import shard as _shard
 from .shard import MAGIC, Shard
 
@@ -152,11 +152,6 @@ def _length(data):
 # A Sample without namedtuple's __new__ (a Python function): the hot path
 # builds one per read.
 _new_sample = tuple.__new__
-
-
-class CacheWarning(RuntimeWarning):
-    """chute.Dataset reads at random through a cache too small for the
-    dataset: each read decodes blocks again (see cache_bytes)."""
 
 
 def _key_bytes(key):

@@ -10,11 +10,13 @@ one class per kind of failure, all importable from `chute` itself.
         ShmError          the shared-memory ring failed (also a RuntimeError)
       MissingDependency   a module or the chute binary is not there (also
                           an ImportError)
+    CacheWarning          a warning (a RuntimeWarning): chute.Dataset reads
+                          at random through a cache too small for it
 """
 
 import errno as _errno
 
-__all__ = ["DataError", "Error", "FrameError", "MissingDependency",
+__all__ = ["CacheWarning", "DataError", "Error", "FrameError", "MissingDependency",
            "NotFoundError", "ShmError", "StateError", "StreamError"]
 
 
@@ -80,3 +82,8 @@ class MissingDependency(Error, ImportError):
 
     def __reduce__(self):
         return (type(self), (self.msg, self.name))
+
+
+class CacheWarning(RuntimeWarning):
+    """chute.Dataset reads at random through a cache too small for the
+    dataset: each read decodes blocks again (see cache_bytes)."""
