@@ -191,6 +191,40 @@ untagged_goes_with_yes() {
 	assert_output --partial "its tags: b, latest"
 }
 
+# A tag that is a symbolic link is read through it by pull: gc lists it the
+# same way, and keeps its version.
+linked_tags() {
+	remote "$1"
+	version 1 60 one
+	version 2 100 two
+	version 3 70
+	mv "$ROOT/tags/one" "$ROOT/t"
+	ln -s ../t "$ROOT/tags/only"
+	# a name no listing shows (a dot file), reached through a tag
+	mv "$ROOT/tags/two" "$ROOT/tags/.two"
+	ln -s .two "$ROOT/tags/second"
+	run -0 chute tags "$URL"
+	assert_line --regexp "^only +$ID_1 "
+	assert_line --regexp "^second +$ID_2 "
+	run -0 chute gc "$URL" --grace 0s --yes
+	assert_output --partial "kept 3 versions"
+	pulled "$URL@only" one "$ID_1"
+	pulled "$URL@second" two "$ID_2"
+	# a link that points nowhere names nothing, for pull as for gc
+	ln -s ../nowhere "$ROOT/tags/dangling"
+	run -0 chute gc "$URL" --grace 0s --yes
+	run -2 chute pull "$URL@dangling" gone
+	assert_output --partial "no tag 'dangling'"
+}
+
+@test "gc: a tag that is a symbolic link keeps its version (folder)" {
+	linked_tags dir
+}
+
+@test "gc: a tag that is a symbolic link keeps its version (nginx)" {
+	linked_tags nginx
+}
+
 @test "gc: every tag is kept, even one --keep does not name" {
 	remote dir
 	version 1 60 a
