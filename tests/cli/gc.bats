@@ -266,6 +266,26 @@ linked_tags() {
 	diff before after
 }
 
+@test "gc: another gc's lease stops gc, nothing removed; an expired one is replaced" {
+	remote dir
+	version 0 50
+	version 1 60 a
+	mkdir -p "$ROOT/gc"
+	echo "$(($(date +%s) + 600)) chute-gc elsewhere 1 0" >"$ROOT/gc/lease"
+	snapshot "$ROOT" >before
+	run -2 chute gc "$URL" --grace 0 --yes
+	assert_output --partial "another chute gc holds $ROOT/gc/lease"
+	assert_output --partial "nothing was removed"
+	snapshot "$ROOT" >after
+	diff before after
+	# a gc that died: its lease ran out
+	echo "$(($(date +%s) - 1)) chute-gc elsewhere 1 0" >"$ROOT/gc/lease"
+	run -0 chute gc "$URL" --grace 0 --yes
+	assert_output --partial "removed versions/$ID_0.json"
+	[ ! -e "$ROOT/gc/lease" ]
+	pulled "$URL@a" one "$ID_1"
+}
+
 @test "gc: objects that are not chute's are left alone" {
 	remote dir
 	version 0 50
