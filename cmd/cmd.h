@@ -271,4 +271,9 @@ void cmd_transfer_begin(struct cmd_transfer *t, struct ch_transfer_opts *o);
 void cmd_transfer_end(struct cmd_transfer *t);
 double cmd_transfer_seconds(const struct cmd_transfer *t);
 
+/* A ch_point_fn for tests (test_point.c): stops at the points
+ * CHUTE_TEST_PAUSE lists, creating CHUTE_TEST_DIR/POINT and waiting for
+ * CHUTE_TEST_DIR/POINT.go. */
+void cmd_test_point(void *arg, const char *name);
+
 #endif

@@ -124,6 +124,7 @@ static int parse_args(struct gc_args *a, int argc, char **argv)
 		return cmd_error("give the remote to collect");
 	a->gc.keep = a->keep;
 	a->gc.drop = a->drop;
+	a->gc.point = cmd_test_point;
 	return rc;
 }
 

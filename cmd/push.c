@@ -146,6 +146,7 @@ int cmd_push(int argc, char **argv)
 		return status < 0 ? 0 : status;
 	a.push.tags = a.tags;
 	a.push.ntags = a.ntags;
+	a.push.point = cmd_test_point;
 	if (ch_remote_arg(a.remote, a.dataset, &url, &err) < 0)
 		return cmd_fail(&err);
 	status = ch_store_open(&st, url, &a.store, &err);

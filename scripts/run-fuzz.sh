@@ -367,6 +367,25 @@ dict_fuzz_jpeg() {
 	printf '"\\xff\\x00"\n"\\xff\\xff"\n"\\xff\\xdd\\x00\\x04\\x00\\x01"\n'
 }
 
+# Config files of named remotes (fuzz_config): remotes, a default, keys
+# chute does not know, quoted values with escapes, comments.
+seed_fuzz_config() {
+	local dir=$1
+	printf '[remote "origin"]\n\turl = s3://bucket/datasets/fmnist\n' \
+		>"$dir/one"
+	printf '# mine\n[core]\n\tremote = origin\n[remote "origin"]\n\turl = /srv/o\n\tkeep-me = yes\n; x\n[remote "b.2"]\n\tURL = "https://h/p"\n[extra]\n\tx = "  sp\\"a\\\\ced "\n' \
+		>"$dir/several"
+	printf '[remote "o"]\r\n  url = file:///srv/o \t\r\n' >"$dir/crlf"
+}
+
+dict_fuzz_config() {
+	local word
+	for word in '[remote \"' '\"]' '[core]' 'remote = ' 'url = ' \
+		'\"' '\\\"' 's3://' 'https://' 'file:///' '?x=1' '@'; do
+		printf '"%s"\n' "$word"
+	done
+}
+
 # Moves of a ring of 2 slots (fuzz_shm_ring: byte 0 the slots, then OP AT
 # VALUE): a consumer that plays by the rules to the end, and ones that
 # rewrite nslots, a slot state, their pid and the closed word.

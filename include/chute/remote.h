@@ -30,10 +30,20 @@ int ch_remote_get_version(struct ch_store *st, const char *id,
 			  struct ch_manifest *m, struct ch_buf *raw,
 			  struct ch_error *err);
 
+/* Called, when not NULL, at named points of a push or a gc ("push:
+ * after-objects", "gc:after-plan", ...; man/chute-remote.7): a test
+ * stops a command there to run another one in between. */
+typedef void (*ch_point_fn)(void *arg, const char *name);
+
 struct ch_push_opts {
 	const char *const *tags; /* besides "latest", which is always set */
 	size_t ntags;
 	struct ch_transfer_opts xfer;
+	ch_point_fn point;	 /* at "push:after-objects",
+				  * "push:after-manifest",
+				  * "push:waiting-for-gc" (a gc's lease seen),
+				  * "push:after-check" (before the tags) */
+	void *point_arg;
 };
 
 struct ch_push_report {
@@ -44,9 +54,16 @@ struct ch_push_report {
 	size_t files, uploaded;	   /* files of the version; those sent */
 	uint64_t bytes, uploaded_bytes;
 	size_t versions_uploaded;  /* the manifest and ancestors sent */
+	size_t resent;		   /* files sent again after the manifest: a
+				    * gc removed them meanwhile (counted in
+				    * uploaded too) */
+	int waited_for_gc;	   /* a gc's lease held the tags back */
 };
 
-/* Pushes the dataset folder (or manifest) at path. */
+/* Pushes the dataset folder (or manifest) at path: its files the remote
+ * lacks, its manifest and its ancestors'; then, once no gc holds its
+ * lease (gc/lease), checks that the manifest and every file are on the
+ * remote, sending again what a gc removed meanwhile; then the tags. */
 int ch_remote_push(const char *path, struct ch_store *st,
 		   const struct ch_push_opts *o, struct ch_push_report *r,
 		   struct ch_error *err);
@@ -150,6 +167,9 @@ struct ch_gc_opts {
 				  * stay, and the versions they hold */
 	int64_t now;		 /* seconds since 1970; 0: the clock's */
 	int yes;		 /* delete; otherwise only report */
+	ch_point_fn point;	 /* with yes, at "gc:after-lease",
+				  * "gc:after-plan", "gc:after-delete" */
+	void *point_arg;
 };
 
 struct ch_gc_report {
@@ -174,7 +194,10 @@ struct ch_gc_report {
  * A tag naming a version whose manifest is missing, or a damaged
  * manifest, stops it before anything is removed.  With o->yes, the
  * dropped tags are deleted first, then the manifests, then the cas/
- * objects, so that no tag or manifest ever names a missing object. */
+ * objects, so that no tag or manifest ever names a missing object; and
+ * gc holds the lease gc/lease from before it lists anything to after its
+ * last removal, which a push honours before it moves its tags (another
+ * gc's lease that has not expired is an error, nothing removed). */
 int ch_remote_gc(struct ch_store *st, const struct ch_gc_opts *o,
 		 struct ch_gc_report *r, struct ch_error *err);
 void ch_gc_report_release(struct ch_gc_report *r);

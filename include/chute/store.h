@@ -100,9 +100,10 @@ struct ch_store_list {
 
 /* Every object under the folder key prefix ("cas", "tags"; "" for the
  * whole store), at any depth, into out (which it empties first).  A
- * prefix with no objects is an empty list, not an error.  A folder skips
- * names starting with '.' (the temporaries of a put in progress and
- * .part files).  S3 uses ListObjectsV2, a page of 1000 keys a request.
+ * prefix with no objects is an empty list, not an error.  A folder
+ * follows symbolic links as a read does (one pointing nowhere is left
+ * out) and skips names starting with '.' (the temporaries of a put in
+ * progress and .part files).  S3 uses ListObjectsV2, a page of 1000 keys a request.
  * HTTP has no listing of its own: an http(s) remote is listed through
  * nginx's JSON index (`autoindex on; autoindex_format json;`); any other
  * answer is an error saying so. */

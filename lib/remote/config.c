@@ -355,10 +355,12 @@ static int read_key(struct reader *r, char *s)
 		int rc = unquote(p, &value, &end);
 		if (rc == -2)
 			return ch_error_nomem(r->err);
-		if (rc < 0 || *end)
-			return bad_line(r, rc < 0 ? "a quote is not closed"
-						  : "text after a quoted "
-						    "value");
+		if (rc < 0)
+			return bad_line(r, "a quote is not closed");
+		if (*end) {
+			free(value);
+			return bad_line(r, "text after a quoted value");
+		}
 	} else if (!(value = strdup(p))) {
 		return ch_error_nomem(r->err);
 	}
@@ -419,22 +421,17 @@ static int check_entries(const struct ch_config *cfg, struct ch_error *err)
 	return 0;
 }
 
-int ch_config_load(struct ch_config *cfg, const char *path,
-		   struct ch_error *err)
+/* Parses text (len bytes, NUL-terminated at len) into cfg, whose path
+ * is set; text is cut into lines in place. */
+static int parse_text(struct ch_config *cfg, char *text, size_t len,
+		      struct ch_error *err)
 {
 	struct reader r = {cfg, 0, NULL, NULL, err, ""};
-	char *text = NULL, *line, *next;
-	size_t len;
+	char *line, *next;
 	int rc = -1;
-	memset(cfg, 0, sizeof(*cfg));
-	if (!(cfg->path = strdup(path)))
-		return ch_error_nomem(err);
-	if (access(path, F_OK) < 0 && errno == ENOENT)
-		return 0;
-	if (ch_read_file(path, CONFIG_MAX_BYTES, &text, &len, err) < 0)
-		goto out;
 	if (memchr(text, '\0', len)) {
-		ch_error_usage(err, "%s: a NUL byte: not a config file", path);
+		ch_error_usage(err, "%s: a NUL byte: not a config file",
+			       cfg->path);
 		goto out;
 	}
 	for (line = text; line; line = next) {
@@ -448,6 +445,41 @@ int ch_config_load(struct ch_config *cfg, const char *path,
 out:
 	free(r.section);
 	free(r.sub);
+	return rc;
+}
+
+int ch_config_parse(struct ch_config *cfg, const char *path,
+		    const char *text, size_t len, struct ch_error *err)
+{
+	char *copy;
+	int rc = -1;
+	memset(cfg, 0, sizeof(*cfg));
+	if (!(cfg->path = strdup(path)) || !(copy = malloc(len + 1))) {
+		ch_config_release(cfg);
+		return ch_error_nomem(err);
+	}
+	memcpy(copy, text, len);
+	copy[len] = '\0';
+	rc = parse_text(cfg, copy, len, err);
+	free(copy);
+	if (rc < 0)
+		ch_config_release(cfg);
+	return rc;
+}
+
+int ch_config_load(struct ch_config *cfg, const char *path,
+		   struct ch_error *err)
+{
+	char *text = NULL;
+	size_t len;
+	int rc = -1;
+	memset(cfg, 0, sizeof(*cfg));
+	if (!(cfg->path = strdup(path)))
+		return ch_error_nomem(err);
+	if (access(path, F_OK) < 0 && errno == ENOENT)
+		return 0;
+	if (ch_read_file(path, CONFIG_MAX_BYTES, &text, &len, err) == 0)
+		rc = parse_text(cfg, text, len, err);
 	free(text);
 	if (rc < 0)
 		ch_config_release(cfg);

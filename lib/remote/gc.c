@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "chute/remote.h"
+#include "remote/lease.h"
 
 static int is_hex(const char *s, size_t n)
 {
@@ -172,42 +173,66 @@ out:
 	return rc;
 }
 
-/* Dropped tags first, so that none names a version being removed. */
+/* Dropped tags first, so that none names a version being removed; the
+ * lease renewed as it goes. */
 static int delete_all(struct ch_store *st, const struct ch_gc_opts *o,
-		      const struct ch_gc_report *r, struct ch_error *err)
+		      const struct ch_gc_report *r, struct ch_lease *l,
+		      struct ch_error *err)
 {
 	char key[160];
 	for (size_t i = 0; i < o->ndrop; i++) {
 		snprintf(key, sizeof(key), "tags/%s", o->drop[i]);
-		if (ch_store_delete(st, key, err) < 0)
+		if (ch_lease_renew(st, l, err) < 0 ||
+		    ch_store_delete(st, key, err) < 0)
 			return -1;
 	}
 	for (size_t i = 0; i < r->removed.n; i++)
-		if (ch_store_delete(st, r->removed.objects[i].key, err) < 0)
+		if (ch_lease_renew(st, l, err) < 0 ||
+		    ch_store_delete(st, r->removed.objects[i].key, err) < 0)
 			return -1;
 	return 0;
+}
+
+static void at_point(const struct ch_gc_opts *o, const char *name)
+{
+	if (o->point)
+		o->point(o->point_arg, name);
 }
 
 int ch_remote_gc(struct ch_store *st, const struct ch_gc_opts *o,
 		 struct ch_gc_report *r, struct ch_error *err)
 {
-	struct ch_remote_inventory inv;
+	struct ch_remote_inventory inv = {0};
+	struct ch_lease lease = {0};
 	int *kept = NULL, rc = -1;
 	memset(r, 0, sizeof(*r));
+	/* the lease before any listing: a push that finds none wrote its
+	 * manifest before gc lists the versions, and the grace period keeps
+	 * it; one that finds it waits, then sends what gc removed */
+	if (o->yes && ch_lease_take(st, &lease, err) < 0)
+		return -1;
+	if (o->yes)
+		at_point(o, "gc:after-lease");
 	int64_t now = o->now ? o->now : (int64_t)time(NULL);
 	int64_t cutoff = now - (o->grace_s > 0 ? o->grace_s : 0);
 	if (ch_remote_inventory(st, &inv, err) < 0)
-		return -1;
+		goto out;
 	if (!(kept = calloc(inv.nversions + 1, sizeof(*kept)))) {
 		ch_error_nomem(err);
 		goto out;
 	}
 	if (mark_kept(st, &inv, o, cutoff, kept, err) < 0 ||
-	    plan(st, &inv, kept, cutoff, r, err) < 0 ||
-	    (o->yes && delete_all(st, o, r, err) < 0))
+	    plan(st, &inv, kept, cutoff, r, err) < 0)
 		goto out;
+	if (o->yes) {
+		at_point(o, "gc:after-plan");
+		if (delete_all(st, o, r, &lease, err) < 0)
+			goto out;
+		at_point(o, "gc:after-delete");
+	}
 	rc = 0;
 out:
+	ch_lease_release(st, &lease);
 	free(kept);
 	ch_remote_inventory_release(&inv);
 	if (rc < 0)

@@ -10,6 +10,7 @@
 #include "common/internal.h"
 #include "chute/ref.h"
 #include "chute/remote.h"
+#include "remote/lease.h"
 #include "remote/publish.h"
 
 /* "file:///x/" and "file:///x" are one remote. */
@@ -85,6 +86,51 @@ static int open_parts(struct parts *ps, const char *const *texts, size_t n,
 	return 0;
 }
 
+/* After the manifest, before the tags: waits while a gc holds its lease,
+ * then checks that every object the merged version names is still there
+ * (a gc that listed the versions before the manifest landed may have
+ * removed a part's objects); a merge has nothing to send again. */
+static int settle(struct ch_store *st, const struct ch_manifest *m,
+		  struct ch_error *err)
+{
+	size_t n = m->nshards + m->nsplits;
+	struct ch_store_job *jobs = calloc(n + 1, sizeof(*jobs));
+	struct ch_transfer_opts xo = {0};
+	int waited, rc = -1;
+	if (!jobs)
+		return ch_error_nomem(err);
+	for (size_t i = 0; i < n; i++) {
+		int sh = i < m->nshards;
+		const struct ch_manifest_split *sp =
+			&m->splits[sh ? 0 : i - m->nshards];
+		jobs[i].key = ch_remote_cas_key(
+			sh ? m->shards[i].hash : sp->hash,
+			sh ? m->shards[i].path : sp->path);
+		if (!jobs[i].key) {
+			ch_error_nomem(err);
+			goto out;
+		}
+	}
+	if (ch_lease_wait(st, "merge:waiting-for-gc", NULL, NULL, &waited,
+			  err) < 0 ||
+	    ch_store_stat_many(st, jobs, n, &xo, err) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		if (!jobs[i].exists) {
+			ch_error_set(err, "%s, which the merged version names, "
+				     "was removed meanwhile (by chute gc?): "
+				     "no tag moved; push the part that holds "
+				     "it again, then merge", jobs[i].key);
+			goto out;
+		}
+	rc = 0;
+out:
+	for (size_t i = 0; i < n; i++)
+		free((char *)jobs[i].key);
+	free(jobs);
+	return rc;
+}
+
 int ch_remote_merge(struct ch_store *st, const char *const *parts, size_t n,
 		    const struct ch_remote_merge_opts *o,
 		    struct ch_remote_merge_report *r, struct ch_error *err)
@@ -106,6 +152,7 @@ int ch_remote_merge(struct ch_store *st, const char *const *parts, size_t n,
 	if (ch_manifest_format(&m, &text, &len, err) < 0 ||
 	    (o->cancel && *o->cancel && ch_error_interrupted(err) < 0) ||
 	    ch_remote_put_version(st, m.id, text, len, err) < 0 ||
+	    settle(st, &m, err) < 0 ||
 	    ch_remote_put_tags(st, m.id, o->tags, o->ntags, err) < 0)
 		goto out;
 	memcpy(r->id, m.id, sizeof(r->id));

@@ -11,6 +11,7 @@
 #include "common/counter.h"
 #include "common/internal.h"
 #include "chute/remote.h"
+#include "remote/lease.h"
 #include "remote/publish.h"
 
 enum { TAG_MAX = 128, MANIFEST_MAX = 256 << 20, TAGS_SHOWN = 10 };
@@ -387,6 +388,61 @@ static int push_ancestors(struct ch_store *st, const char *root,
 	return 0;
 }
 
+static void at_point(const struct ch_push_opts *o, const char *name)
+{
+	if (o->point)
+		o->point(o->point_arg, name);
+}
+
+/* After the manifest, before the tags: waits while a gc holds its lease,
+ * then asks again for the manifest and every file, and sends what is not
+ * there (a gc that listed the versions before the manifest landed may
+ * have removed an object this push found and did not send, or sent long
+ * enough ago to be past the grace period). */
+static int settle(struct ch_store *st, const struct vfile *f, size_t n,
+		  const char *root, const char *id, const char *text,
+		  size_t len, const struct ch_push_opts *o,
+		  struct ch_push_report *r, struct ch_error *err)
+{
+	struct ch_store_job *jobs = NULL, *todo = NULL;
+	size_t ntodo = 0;
+	char key[48];
+	int rc = -1, there;
+	if (ch_lease_wait(st, "push:waiting-for-gc", o->point, o->point_arg,
+			  &r->waited_for_gc, err) < 0)
+		return -1;
+	snprintf(key, sizeof(key), "versions/%s.json", id);
+	if ((there = ch_store_stat(st, key, NULL, err)) < 0)
+		return -1;
+	if (!there && ch_remote_put_version(st, id, text, len, err) < 0)
+		return -1;
+	if (!(jobs = make_jobs(f, n, root, err)))
+		return -1;
+	if (!(todo = calloc(n + 1, sizeof(*todo)))) {
+		ch_error_nomem(err);
+		goto out;
+	}
+	if (ch_store_stat_many(st, jobs, n, &o->xfer, err) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		if (remote_has(&jobs[i], &f[i]))
+			continue;
+		if (check_local(&jobs[i], f[i].path, err) < 0)
+			goto out;
+		todo[ntodo++] = jobs[i];
+		r->uploaded_bytes += f[i].bytes;
+	}
+	if (ntodo && ch_store_put_many(st, todo, ntodo, &o->xfer, err) < 0)
+		goto out;
+	r->resent = ntodo;
+	r->uploaded += ntodo;
+	rc = 0;
+out:
+	free(todo); /* shares its strings with jobs */
+	free_jobs(jobs, n);
+	return rc;
+}
+
 int ch_remote_push(const char *path, struct ch_store *st,
 		   const struct ch_push_opts *o, struct ch_push_report *r,
 		   struct ch_error *err)
@@ -421,16 +477,23 @@ int ch_remote_push(const char *path, struct ch_store *st,
 		goto out;
 	r->files = n;
 	/* data first, then the manifest, then the tags that name it */
-	if (push_files(st, f, n, ds.root, &o->xfer, r, err) < 0)
-		goto out;
 	if (!(man = ch_manifest_path(path)) ||
 	    ch_read_file(man, MANIFEST_MAX, &text, &len, err) < 0)
 		goto out;
+	if (push_files(st, f, n, ds.root, &o->xfer, r, err) < 0)
+		goto out;
+	at_point(o, "push:after-objects");
 	if (ch_remote_put_version(st, m->id, text, len, err) < 0)
 		goto out;
 	r->versions_uploaded = 1;
-	if (push_ancestors(st, ds.root, m->parent, r, err) < 0 ||
-	    ch_remote_put_tags(st, m->id, o->tags, o->ntags, err) < 0)
+	if (push_ancestors(st, ds.root, m->parent, r, err) < 0)
+		goto out;
+	at_point(o, "push:after-manifest");
+	/* a gc may have run since the files were asked for */
+	if (settle(st, f, n, ds.root, m->id, text, len, o, r, err) < 0)
+		goto out;
+	at_point(o, "push:after-check");
+	if (ch_remote_put_tags(st, m->id, o->tags, o->ntags, err) < 0)
 		goto out;
 	rc = 0;
 out:

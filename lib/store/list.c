@@ -81,7 +81,10 @@ static int walk(const char *path, const char *key, int depth,
 		struct stat sb;
 		if (!p || !k)
 			rc = ch_error_nomem(err);
-		else if (lstat(p, &sb) < 0)
+		/* a symbolic link is what it points to, as a read of the key
+		 * finds it (a tag linked to another is a tag); one pointing
+		 * nowhere is no object */
+		else if (stat(p, &sb) < 0)
 			rc = errno == ENOENT ? 0 /* removed meanwhile */
 					     : ch_error_errno(err, errno,
 							      "cannot stat "

@@ -191,6 +191,40 @@ untagged_goes_with_yes() {
 	assert_output --partial "its tags: b, latest"
 }
 
+# A tag that is a symbolic link is read through it by pull: gc lists it the
+# same way, and keeps its version.
+linked_tags() {
+	remote "$1"
+	version 1 60 one
+	version 2 100 two
+	version 3 70
+	mv "$ROOT/tags/one" "$ROOT/t"
+	ln -s ../t "$ROOT/tags/only"
+	# a name no listing shows (a dot file), reached through a tag
+	mv "$ROOT/tags/two" "$ROOT/tags/.two"
+	ln -s .two "$ROOT/tags/second"
+	run -0 chute tags "$URL"
+	assert_line --regexp "^only +$ID_1 "
+	assert_line --regexp "^second +$ID_2 "
+	run -0 chute gc "$URL" --grace 0s --yes
+	assert_output --partial "kept 3 versions"
+	pulled "$URL@only" one "$ID_1"
+	pulled "$URL@second" two "$ID_2"
+	# a link that points nowhere names nothing, for pull as for gc
+	ln -s ../nowhere "$ROOT/tags/dangling"
+	run -0 chute gc "$URL" --grace 0s --yes
+	run -2 chute pull "$URL@dangling" gone
+	assert_output --partial "no tag 'dangling'"
+}
+
+@test "gc: a tag that is a symbolic link keeps its version (folder)" {
+	linked_tags dir
+}
+
+@test "gc: a tag that is a symbolic link keeps its version (nginx)" {
+	linked_tags nginx
+}
+
 @test "gc: every tag is kept, even one --keep does not name" {
 	remote dir
 	version 1 60 a
@@ -230,6 +264,26 @@ untagged_goes_with_yes() {
 	assert_output --partial "nothing was removed"
 	snapshot "$ROOT" >after
 	diff before after
+}
+
+@test "gc: another gc's lease stops gc, nothing removed; an expired one is replaced" {
+	remote dir
+	version 0 50
+	version 1 60 a
+	mkdir -p "$ROOT/gc"
+	echo "$(($(date +%s) + 600)) chute-gc elsewhere 1 0" >"$ROOT/gc/lease"
+	snapshot "$ROOT" >before
+	run -2 chute gc "$URL" --grace 0 --yes
+	assert_output --partial "another chute gc holds $ROOT/gc/lease"
+	assert_output --partial "nothing was removed"
+	snapshot "$ROOT" >after
+	diff before after
+	# a gc that died: its lease ran out
+	echo "$(($(date +%s) - 1)) chute-gc elsewhere 1 0" >"$ROOT/gc/lease"
+	run -0 chute gc "$URL" --grace 0 --yes
+	assert_output --partial "removed versions/$ID_0.json"
+	[ ! -e "$ROOT/gc/lease" ]
+	pulled "$URL@a" one "$ID_1"
 }
 
 @test "gc: objects that are not chute's are left alone" {
@@ -295,4 +349,90 @@ untagged_goes_with_yes() {
 	version 1 60 a
 	run -0 chute tags "$URL"
 	assert_line --index 0 --regexp "^a           $ID_1 "
+}
+
+# ------------------------------------------------------------------
+# gc while a push runs: each stopped at each of its points
+# (CHUTE_TEST_PAUSE, cmd/test_point.c) while the other runs.
+
+# reached POINT: waits until a command has stopped at POINT.
+reached() {
+	local i
+	for i in $(seq 1 1000); do
+		[ -e "$CHUTE_TEST_DIR/$1" ] && return 0
+		sleep 0.01
+	done
+	fail "no command stopped at $1"
+}
+
+# go POINT: lets the command stopped at POINT go on.
+go() {
+	touch "$CHUTE_TEST_DIR/$1.go"
+}
+
+# interleave KIND: big is a version whose objects are older than the
+# grace period; a push of big2, which reuses big's shards (a split of
+# the same dataset), runs while gc drops big's tags and removes what no
+# kept version names.  For every point of one, the other runs whole in
+# between; the push must leave big2 complete.
+interleave() {
+	remote "$1"
+	local base=$URL root=$ROOT point step=0 push gc id2
+	gen_text src 80
+	chute pack -q -s 10s -o ds src >/dev/null || fail "pack"
+	cp -r ds ds2
+	chute split -q ds2 --val 0.25 >/dev/null || fail "split"
+	id2=$(mjson ds2 'm["id"]')
+	for point in push:after-objects push:after-manifest push:after-check \
+		gc:after-lease gc:after-plan gc:after-delete; do
+		step=$((step + 1))
+		URL=$base/r$step ROOT=$root/r$step
+		export CHUTE_TEST_DIR=$BATS_TEST_TMPDIR/points$step
+		mkdir -p "$CHUTE_TEST_DIR"
+		chute push ds "$URL" --tag big >/dev/null || fail "push big"
+		find "$ROOT" -type f -exec touch -d '2 hours ago' {} +
+		case $point in
+		push:*)
+			CHUTE_TEST_PAUSE=$point chute push ds2 "$URL" --tag big2 \
+				>"$CHUTE_TEST_DIR/push.out" 2>&1 &
+			push=$!
+			reached "$point"
+			run -0 chute gc "$URL" --drop-tag big --drop-tag latest --yes
+			go "$point"
+			;;
+		gc:*)
+			CHUTE_TEST_PAUSE=$point chute gc "$URL" --drop-tag big \
+				--drop-tag latest --yes >"$CHUTE_TEST_DIR/gc.out" 2>&1 &
+			gc=$!
+			reached "$point"
+			go push:waiting-for-gc
+			CHUTE_TEST_PAUSE=push:waiting-for-gc chute push ds2 "$URL" \
+				--tag big2 >"$CHUTE_TEST_DIR/push.out" 2>&1 &
+			push=$!
+			# the push holds its tags back while gc holds its lease
+			reached push:waiting-for-gc
+			[ ! -e "$ROOT/tags/big2" ] ||
+				fail "$point: big2 moved during gc"
+			go "$point"
+			wait "$gc" || fail "gc ($point): $(cat "$CHUTE_TEST_DIR/gc.out")"
+			;;
+		esac
+		wait "$push" || fail "push ($point): $(cat "$CHUTE_TEST_DIR/push.out")"
+		pulled "$URL@big2" "back$step" "$id2"
+		run -2 chute pull "$URL@big" gone
+	done
+	# no lease is left behind
+	[ -z "$(find "$root" -path '*/gc/lease*')" ]
+}
+
+@test "gc: a push running meanwhile, each stopped at every point of the other, leaves its version whole (folder)" {
+	interleave dir
+}
+
+@test "gc: a push running meanwhile, each stopped at every point of the other, leaves its version whole (nginx)" {
+	interleave nginx
+}
+
+@test "gc: a push running meanwhile, each stopped at every point of the other, leaves its version whole (s3rver)" {
+	interleave s3
 }
