@@ -32,6 +32,7 @@ with as_torch).
 """
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -42,7 +43,7 @@ _DTYPES = {"u8": np.dtype("u1"), "i64": np.dtype("<i8"),
            "f16": np.dtype("<f2"), "f32": np.dtype("<f4")}
 
 
-def collate(fields, *, as_torch=False):
+def collate(fields: "dict", *, as_torch: bool = False) -> "Callable[[list], dict]":
     """A collate_fn that stacks the named fields of a list of Samples:
     see the module's documentation for `fields`."""
     return Collate(fields, as_torch=as_torch)
@@ -56,8 +57,13 @@ class Collate:
         if not isinstance(fields, dict) or not fields:
             raise ValueError("collate: fields is a dict of field name -> "
                              "spec, not %r" % (fields,))
-        if as_torch:
-            import torch  # noqa: F401 - fail now, not in the first batch
+        if as_torch:  # fail now, not in the first batch
+            try:
+                import torch  # noqa: F401
+            except ImportError as e:
+                from .errors import MissingDependency
+                raise MissingDependency("collate(as_torch=True) needs torch "
+                                        "(Debian: python3-torch)", "torch") from e
         self.fields = {name: _parse(name, spec)
                        for name, spec in fields.items()}
         self.as_torch = bool(as_torch)

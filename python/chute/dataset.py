@@ -62,7 +62,7 @@ another size raises chute.DataError.
 import array
 import bisect
 import collections
-import errno
+from collections.abc import Iterator
 import gc
 import json
 import os
@@ -71,7 +71,8 @@ import struct
 import sys
 import warnings
 
-from .errors import CacheWarning, DataError, Error, NotFoundError
+from .errors import (CacheWarning, DataError, Error, MissingDependency,
+                     NotFoundError)
 from . import shard as _shard
 from .shard import MAGIC, Shard
 
@@ -179,7 +180,7 @@ def _no_duplicates(pairs):
 _LOCATIONS = ("name", "parent", "chute_version", "sources")
 
 
-def manifest_id(m):
+def manifest_id(m: dict) -> str:
     """The id a manifest (a parsed dict) should carry, by THE ID rules of
     chute-manifest(5): XXH3-128 of its canonical JSON without "id"; from
     format_version 2 also without where and by what it was written (name,
@@ -432,12 +433,15 @@ class Dataset:
     bytes a sample), cache_bytes.
     """
 
-    def __init__(self, path, *, split=None, verify=True,
-                 cache_bytes=DEFAULT_CACHE_BYTES, index_bytes=256 << 20,
-                 max_open=64):
+    def __init__(self, path: "str | os.PathLike[str]", *,
+                 split: "str | None" = None, verify: bool = True,
+                 cache_bytes: int = DEFAULT_CACHE_BYTES,
+                 index_bytes: int = 256 << 20, max_open: int = 64) -> None:
         if verify and _shard.xxhash is None:
-            raise Error("chute.Dataset(verify=True) needs python3-xxhash "
-                        "(apt-get install python3-xxhash), or verify=False")
+            raise MissingDependency(
+                "chute.Dataset(verify=True) needs xxhash (Debian: "
+                "python3-xxhash; pip: chute[dataset]), or verify=False",
+                "xxhash")
         for what, v, least in (("cache_bytes", cache_bytes, 0),
                                ("index_bytes", index_bytes, 0),
                                ("max_open", max_open, 1)):
@@ -861,11 +865,11 @@ class Dataset:
 
     # -- the sequence ----------------------------------------------------
 
-    def __len__(self):
+    def __len__(self) -> int:
         """The number of samples (of the split, with split)."""
         return self._len
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: "int | slice") -> "Sample | list[Sample]":
         """ds[i]: the Sample at position i (negative counts from the end);
         IndexError outside.  ds[a:b:c]: a list of Samples.
 
@@ -902,7 +906,7 @@ class Dataset:
                              % (i if i >= 0 else i - n, n))
         return i
 
-    def __iter__(self):
+    def __iter__(self) -> "Iterator[Sample]":
         """The samples in dataset order (the split's, with split)."""
         for i in range(self._len):
             yield self[i]
@@ -930,7 +934,7 @@ class Dataset:
                     return index, number
         return None
 
-    def get(self, key):
+    def get(self, key: "str | bytes") -> "Sample":
         """The Sample whose key is `key` (str, or bytes as stored); raises
         KeyError when the Dataset (the split, with split) has none.  It
         searches each shard's key order table in turn: the first search
@@ -946,7 +950,7 @@ class Dataset:
             return False
         return self._find(key) is not None
 
-    def index(self, key):
+    def index(self, key: "str | bytes") -> int:
         """The position of the sample whose key is `key`, as ds[i] takes
         it; KeyError when absent."""
         found = self._find(key)
@@ -954,7 +958,7 @@ class Dataset:
             raise KeyError(key)
         return found[0]
 
-    def keys(self):
+    def keys(self) -> "list[str]":
         """The keys (str) of every sample, in dataset order: a list.  It
         reads the index entries, not the blocks."""
         out = []

@@ -43,7 +43,13 @@ import io
 import os
 import struct
 
-import zstandard
+try:
+    import zstandard
+except ImportError as e:
+    from .errors import MissingDependency
+    raise MissingDependency("chute.Dataset and chute.shard need zstandard "
+                            "(Debian: python3-zstandard; pip: "
+                            "chute[dataset])", "zstandard") from e
 
 try:
     import xxhash

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from .errors import ShmError, StreamError
+from .errors import ShmError
 from .frames import HEADER_SIZE, Frame, _Checker, _parse_fields, _parse_header
 
 SHM_DIR = "/dev/shm"

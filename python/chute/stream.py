@@ -24,6 +24,7 @@ on with exactly the next batch.
 """
 
 import collections
+from collections.abc import Iterator
 import hashlib
 import json
 import os
@@ -88,7 +89,7 @@ class Batch:
     def __len__(self):
         return self.nsamples
 
-    def to_dict(self):
+    def to_dict(self) -> dict:
         """The fields, plus __key__, epoch, batch and cursor, as one dict."""
         d = dict(self.fields)
         d.update(__key__=self.keys, epoch=self.epoch, batch=self.batch,
@@ -586,7 +587,7 @@ class Stream(_Base):
                 "batch_size=None, num_workers=0): chute batches, and reads and "
                 "decodes in its own threads (workers=)" % info.num_workers)
 
-    def __iter__(self):
+    def __iter__(self) -> "Iterator[Batch]":
         self._check_worker()
         return self._run()
 
@@ -696,7 +697,7 @@ class Stream(_Base):
         self._procs = weakref.WeakSet()
         self._open = False  # a copy has no pass of its own open yet
 
-    def close(self):
+    def close(self) -> None:
         """Stops and reaps every chute this Stream started that still runs."""
         for proc in list(self._procs):
             _stop(proc)
