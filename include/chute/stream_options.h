@@ -138,7 +138,7 @@
 	  "stream one split of the manifest (chute split)")                  \
 	X(START_EPOCH, 0, "start-epoch", "E", U64, RANGE(0, UINT64_MAX),     \
 	  LIB, start_epoch, 0, _, _, RECORD(13, "start_epoch"),              \
-	  "first epoch (default 0; a --resume cursor knows its own)")        \
+	  "first epoch, without --resume (default 0)")                       \
 	X(STATE, 0, "state", "FILE", TEXT, _,                                \
 	  CMD, _, 0, _, _, _,                                                \
 	  "replace FILE with the cursor of each batch written")              \
