@@ -181,11 +181,43 @@ static int take_option(struct pack_args *a, int c, const char *arg)
 /* ------------------------------------------------------------------ */
 /* Parts: --part I/N, or the index a scheduler gives each task          */
 
+/* A Slurm array whose ids are not first, first+1, ... (--array=0-15:2,
+ * --array=0,3,9) would pack parts that overlap or leave samples out
+ * (ID - MIN is no part's index): refused before anything is read. */
+static int check_slurm_dense(void)
+{
+	const char *step = getenv("SLURM_ARRAY_TASK_STEP");
+	const char *min = getenv("SLURM_ARRAY_TASK_MIN");
+	const char *max = getenv("SLURM_ARRAY_TASK_MAX");
+	const char *count = getenv("SLURM_ARRAY_TASK_COUNT");
+	uint64_t lo, hi, n;
+
+	if (step && *step && strcmp(step, "1") != 0)
+		return cmd_error("a Slurm array with a step "
+				 "(SLURM_ARRAY_TASK_STEP=%s) leaves parts "
+				 "without a task: use --array=FIRST-LAST with "
+				 "no step, or give --part I/N", step);
+	if (!min || !*min || !max || !*max || !count || !*count)
+		return 0;
+	if (cmd_parse_u64("SLURM_ARRAY_TASK_MIN", min, 0, UINT32_MAX, &lo) < 0 ||
+	    cmd_parse_u64("SLURM_ARRAY_TASK_MAX", max, lo, UINT32_MAX, &hi) < 0 ||
+	    cmd_parse_u64("SLURM_ARRAY_TASK_COUNT", count, 1, UINT32_MAX,
+			  &n) < 0)
+		return -1;
+	if (hi - lo + 1 != n)
+		return cmd_error("a Slurm array with gaps (%llu tasks from %llu "
+				 "to %llu) leaves parts without a task: use "
+				 "--array=FIRST-LAST, or give --part I/N",
+				 (unsigned long long)n, (unsigned long long)lo,
+				 (unsigned long long)hi);
+	return 0;
+}
+
 /* The task's index from the environment: if k8s_too, Kubernetes'
  * Indexed Job (JOB_COMPLETION_INDEX, which says no count: --parts does),
  * else a Slurm array's task id counted from the array's first
- * (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN).  Returns 1 with *index
- * set, 0 if neither is there, -1 if bad. */
+ * (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN), the array contiguous.
+ * Returns 1 with *index set, 0 if neither is there, -1 if bad. */
 static int index_from_env(int k8s_too, uint64_t *index)
 {
 	const char *k8s = getenv("JOB_COMPLETION_INDEX");
@@ -198,6 +230,8 @@ static int index_from_env(int k8s_too, uint64_t *index)
 				     CMD_MAX_PARTS - 1, index) < 0 ? -1 : 1;
 	if (!id || !*id)
 		return 0;
+	if (check_slurm_dense() != 0)
+		return -1;
 	if (cmd_parse_u64("SLURM_ARRAY_TASK_ID", id, 0, UINT32_MAX,
 			  index) < 0 ||
 	    (min && *min && cmd_parse_u64("SLURM_ARRAY_TASK_MIN", min, 0,

@@ -48,7 +48,7 @@ export PYTHON
 # chute pack packs one part when it runs in a Slurm array or a Kubernetes
 # Indexed Job: tests run there too must see a plain machine.
 unset SLURM_ARRAY_TASK_ID SLURM_ARRAY_TASK_MIN SLURM_ARRAY_TASK_COUNT \
-	JOB_COMPLETION_INDEX
+	SLURM_ARRAY_TASK_MAX SLURM_ARRAY_TASK_STEP JOB_COMPLETION_INDEX
 
 # S3 tests see only the AWS configuration they set up, never the files,
 # profile or container endpoint of whoever runs them.

@@ -657,6 +657,28 @@ for key in sys.stdin.read().split():
 	assert_output --regexp "^packed 20 samples"
 }
 
+@test "pack: a Slurm array with a step or gaps is refused before anything is read" {
+	mkfixture src
+	SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_MAX=14 \
+		SLURM_ARRAY_TASK_STEP=2 SLURM_ARRAY_TASK_COUNT=8 \
+		run -2 chute pack -q src -o ds
+	assert_output "chute pack: a Slurm array with a step (SLURM_ARRAY_TASK_STEP=2) leaves parts without a task: use --array=FIRST-LAST with no step, or give --part I/N"
+	SLURM_ARRAY_TASK_ID=3 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_MAX=9 \
+		SLURM_ARRAY_TASK_STEP=1 SLURM_ARRAY_TASK_COUNT=3 \
+		run -2 chute pack -q --parts 3 src -o ds
+	assert_output "chute pack: a Slurm array with gaps (3 tasks from 0 to 9) leaves parts without a task: use --array=FIRST-LAST, or give --part I/N"
+	assert_file_not_exists ds
+	# a contiguous array, as Slurm describes it, packs its part
+	SLURM_ARRAY_TASK_ID=3 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_MAX=4 \
+		SLURM_ARRAY_TASK_STEP=1 SLURM_ARRAY_TASK_COUNT=4 \
+		run -0 chute pack -q src -o ds
+	assert_output --regexp "^part 2 of 4: "
+	# and --part I/N is taken whatever the array
+	SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_STEP=2 SLURM_ARRAY_TASK_COUNT=8 \
+		run -0 chute pack -q --part 1/8 src -o explicit
+	assert_output --regexp "^part 1 of 8: "
+}
+
 @test "pack: --parts N takes the index from JOB_COMPLETION_INDEX" {
 	mkfixture src
 	chute pack -q --part 1/3 src -o explicit >/dev/null
