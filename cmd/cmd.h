@@ -211,8 +211,9 @@ json_t *cmd_json_id(const char *id);
 json_t *cmd_json_count(uint64_t n);
 json_t *cmd_json_text(const char *s);
 json_t *cmd_json_seconds(double seconds);
-/* The tags a push or a remote merge set: "latest", then tags[0..n). */
-json_t *cmd_json_tags(const char *const *tags, size_t n);
+/* The tags a push or a remote merge set: "latest" if latest, then
+ * tags[0..n). */
+json_t *cmd_json_tags(const char *const *tags, size_t n, int latest);
 /* The report's opening keys: "id" and "parent" (null for none). */
 json_t *cmd_json_version(const char *id, const char *parent);
 /* What replacing out_dir's version did (pack, merge): "replaced" (the

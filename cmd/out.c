@@ -145,11 +145,12 @@ json_t *cmd_json_seconds(double seconds)
 	return json_real(seconds > 0 ? round(seconds * 1000) / 1000 : 0.0);
 }
 
-json_t *cmd_json_tags(const char *const *tags, size_t n)
+json_t *cmd_json_tags(const char *const *tags, size_t n, int latest)
 {
 	json_t *a = json_array();
 
-	json_array_append_new(a, json_string("latest"));
+	if (latest)
+		json_array_append_new(a, json_string("latest"));
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(a, cmd_json_text(tags[i]));
 	return a;

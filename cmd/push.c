@@ -36,7 +36,8 @@ static const struct cmd_spec push_spec = {
 		 "s3://BUCKET/PREFIX\nor a name from 'chute remote' "
 		 "(none: the default remote)\n"
 		 "uploads the files the remote lacks, then the manifest, then "
-		 "the tags\n(always 'latest'); see chute-remote(7)\n",
+		 "the tags\n('latest' too, unless DATASET is a part of "
+		 "chute pack --part);\nsee chute-remote(7)\n",
 };
 
 struct push_args {
@@ -97,14 +98,19 @@ static void print_text(const struct push_args *a,
 	char files[CMD_COUNT_TEXT], manifests[CMD_COUNT_TEXT];
 	char sent[CMD_SIZE_TEXT], total[CMD_SIZE_TEXT];
 
-	printf("pushed %s to %s: %zu of %s sent (%s of %s), %s; tags latest",
+	printf("pushed %s to %s: %zu of %s sent (%s of %s), %s; ",
 	       r->id, url, r->uploaded,
 	       cmd_count_text(r->files, "file", "files", files),
 	       cmd_size_text(r->uploaded_bytes, sent),
 	       cmd_size_text(r->bytes, total),
 	       cmd_count_text(r->versions_uploaded, "manifest", "manifests",
 			      manifests));
-	for (size_t i = 0; i < a->ntags; i++)
+	if (!r->latest && !a->ntags) {
+		printf("no tag (a part leaves latest alone)\n");
+		return;
+	}
+	printf("tags %s", r->latest ? "latest" : a->tags[0]);
+	for (size_t i = !r->latest; i < a->ntags; i++)
 		printf(", %s", a->tags[i]);
 	printf("\n");
 }
@@ -128,7 +134,8 @@ static void print_json(const struct push_args *a,
 			    cmd_json_count(r->uploaded_bytes));
 	json_object_set_new(doc, "manifests",
 			    cmd_json_count(r->versions_uploaded));
-	json_object_set_new(doc, "tags", cmd_json_tags(a->tags, a->ntags));
+	json_object_set_new(doc, "tags",
+			    cmd_json_tags(a->tags, a->ntags, r->latest));
 	json_object_set_new(doc, "seconds", cmd_json_seconds(seconds));
 	cmd_json_emit(doc);
 }

@@ -36,7 +36,8 @@ int ch_remote_get_version(struct ch_store *st, const char *id,
 typedef void (*ch_point_fn)(void *arg, const char *name);
 
 struct ch_push_opts {
-	const char *const *tags; /* besides "latest", which is always set */
+	const char *const *tags; /* besides "latest", set unless the
+				  * version is a part (chute pack --part) */
 	size_t ntags;
 	struct ch_transfer_opts xfer;
 	ch_point_fn point;	 /* at "push:after-objects",
@@ -58,12 +59,14 @@ struct ch_push_report {
 				    * gc removed them meanwhile (counted in
 				    * uploaded too) */
 	int waited_for_gc;	   /* a gc's lease held the tags back */
+	int latest;		   /* "latest" was moved: 0 for a part */
 };
 
 /* Pushes the dataset folder (or manifest) at path: its files the remote
  * lacks, its manifest and its ancestors'; then, once no gc holds its
  * lease (gc/lease), checks that the manifest and every file are on the
- * remote, sending again what a gc removed meanwhile; then the tags. */
+ * remote, sending again what a gc removed meanwhile; then the tags
+ * (latest too unless the version is a part: r->latest says). */
 int ch_remote_push(const char *path, struct ch_store *st,
 		   const struct ch_push_opts *o, struct ch_push_report *r,
 		   struct ch_error *err);

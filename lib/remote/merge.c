@@ -153,7 +153,7 @@ int ch_remote_merge(struct ch_store *st, const char *const *parts, size_t n,
 	    (o->cancel && *o->cancel && ch_error_interrupted(err) < 0) ||
 	    ch_remote_put_version(st, m.id, text, len, err) < 0 ||
 	    settle(st, &m, err) < 0 ||
-	    ch_remote_put_tags(st, m.id, o->tags, o->ntags, err) < 0)
+	    ch_remote_put_tags(st, m.id, o->tags, o->ntags, 1, err) < 0)
 		goto out;
 	memcpy(r->id, m.id, sizeof(r->id));
 	r->parts = n;

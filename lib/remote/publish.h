@@ -14,10 +14,10 @@ int ch_remote_check_tags(const char *const *tags, size_t ntags,
 /* The manifest's bytes as versions/ID.json. */
 int ch_remote_put_version(struct ch_store *st, const char *id,
 			  const char *text, size_t len, struct ch_error *err);
-/* tags/latest and each of tags, pointing at id: only once the version
- * and every object it names are on the remote. */
+/* Each of tags, then tags/latest if latest, pointing at id: only once
+ * the version and every object it names are on the remote. */
 int ch_remote_put_tags(struct ch_store *st, const char *id,
-		       const char *const *tags, size_t ntags,
+		       const char *const *tags, size_t ntags, int latest,
 		       struct ch_error *err);
 
 #endif

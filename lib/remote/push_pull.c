@@ -341,12 +341,12 @@ int ch_remote_put_version(struct ch_store *st, const char *id,
 }
 
 int ch_remote_put_tags(struct ch_store *st, const char *id,
-		       const char *const *tags, size_t ntags,
+		       const char *const *tags, size_t ntags, int latest,
 		       struct ch_error *err)
 {
 	char key[TAG_MAX + 8], line[34];
 	snprintf(line, sizeof(line), "%s\n", id);
-	for (size_t i = 0; i <= ntags; i++) {
+	for (size_t i = 0; i < ntags + (latest != 0); i++) {
 		snprintf(key, sizeof(key), "tags/%s",
 			 i < ntags ? tags[i] : "latest");
 		if (put_text(st, key, line, err) < 0)
@@ -469,6 +469,8 @@ int ch_remote_push(const char *path, struct ch_store *st,
 		goto out;
 	}
 	memcpy(r->id, m->id, 33);
+	/* a part is not the dataset: latest waits for the merge */
+	r->latest = m->options.parts == 0;
 	snprintf(r->parent, sizeof(r->parent), "%s",
 		 m->parent ? m->parent : "");
 	r->samples = m->samples;
@@ -493,7 +495,8 @@ int ch_remote_push(const char *path, struct ch_store *st,
 	if (settle(st, f, n, ds.root, m->id, text, len, o, r, err) < 0)
 		goto out;
 	at_point(o, "push:after-check");
-	if (ch_remote_put_tags(st, m->id, o->tags, o->ntags, err) < 0)
+	if (ch_remote_put_tags(st, m->id, o->tags, o->ntags, r->latest,
+			       err) < 0)
 		goto out;
 	rc = 0;
 out:

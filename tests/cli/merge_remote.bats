@@ -4,7 +4,7 @@
 # object is sent, fetched or copied (the folder remote's cas/ listed
 # before and after, nginx's access log counted); the version is the one
 # a local merge of the same parts writes; bad parts are refused (exit 2)
-# with the remote unchanged.
+# with the remote unchanged.  A part's push moves no latest.
 
 load helper
 load parts
@@ -64,6 +64,23 @@ teardown() {
 	run -0 --separate-stderr chute stream -f jsonl "$R@v1"
 	assert_equal "${#lines[@]}" 120
 	run -0 chute diff back local/remote
+}
+
+@test "push of a part: its own tag only, latest left to the merge" {
+	chute pack -q -s 20s -o whole src >/dev/null
+	chute push whole "$R" >/dev/null
+	local before
+	before=$(cat remote/tags/latest)
+	pack_parts parts 2
+	run -0 chute push parts/0 "$R" --tag part-0
+	assert_output --regexp "; tags part-0$"
+	run -0 chute push parts/1 "$R"
+	assert_output --regexp "; no tag \(a part leaves latest alone\)$"
+	run -0 chute push --json parts/1 "$R" --tag part-1
+	assert_output --partial '"tags":["part-1"]'
+	assert_equal "$(cat remote/tags/latest)" "$before"
+	run -0 chute merge "$R@part-0" "$R@part-1" -o "$R"
+	assert_equal "$(cat remote/tags/latest)" "${lines[0]##* }"
 }
 
 @test "merge on a remote: the name defaults to the remote's, --name sets it" {
