@@ -207,18 +207,8 @@ refused() {
 
 # ---------------------------------------------------------------- recipe
 
-# The xargs example of chute-scale(7), from the page's source, unescaped
-# as mandoc would print it.
-scale_recipe() {
-	awk '/^\.\\" test: / { on = 1; next }
-		on && /^\.EX$/ { ex = 1; next }
-		ex && /^\.EE$/ { exit }
-		ex { print }' "$REPO_ROOT/man/chute-scale.7" |
-		sed -e 's/\\-/-/g' -e "s/\\\\(aq/'/g" -e 's/\\e/\\/g'
-}
-
 @test "merge: the xargs recipe of chute-scale(7) runs as printed" {
-	run -0 scale_recipe
+	run -0 man_example chute-scale.7 xargs
 	assert_line --index 0 --partial "xargs -P 4"
 	assert_line --partial "chute merge parts/* -o data/train"
 	local recipe=$output

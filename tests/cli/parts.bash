@@ -20,6 +20,16 @@ pack_parts() {
 	done
 }
 
+# man_example PAGE NAME: the example that follows the comment
+# '.\" test: NAME' in man/PAGE, unescaped as mandoc prints it.
+man_example() {
+	awk -v name="$2" '$0 == ".\\\" test: " name { on = 1; next }
+		on && /^\.EX$/ { ex = 1; next }
+		ex && /^\.EE$/ { exit }
+		ex { print }' "$REPO_ROOT/man/$1" |
+		sed -e 's/\\-/-/g' -e "s/\\\\(aq/'/g" -e 's/\\e/\\/g'
+}
+
 # snapshot DIR: every file under DIR with its hash, one a line.
 snapshot() {
 	(cd "$1" && find . -type f | LC_ALL=C sort | xargs sha256sum)
