@@ -130,7 +130,9 @@ struct ch_store_job {
 	/* out */
 	int exists;		/* stat_many: 1 if the object exists */
 	uint64_t remote_size;	/* stat_many: its size when it exists */
-	int resumed;		/* get_many: a PATH.part was continued */
+	int resumed;		/* get_many: a PATH.part was continued, only
+				 * the rest fetched (HTTP: a 206), not
+				 * started over */
 	int verified;		/* get_many: checked, waiting for its name */
 };
 

@@ -458,9 +458,9 @@ static int get_job(struct pool *pl, struct ch_store_job *job,
 		return ch_error_nomem(err);
 	int continued = 0;
 	int rc = get_try(pl, job, path, 1, &continued, err);
-	job->resumed = continued;
 	if (rc == 1 && continued) /* a bad prefix: once more from 0 */
 		rc = get_try(pl, job, path, 0, &continued, err);
+	job->resumed = continued; /* the .part kept, not started over */
 	free(path);
 	return rc == 0 ? 0 : -1;
 }

@@ -30,7 +30,8 @@ enum ch_req_kind { CH_REQ_HEAD, CH_REQ_GET, CH_REQ_PUT, CH_REQ_DELETE };
 enum ch_req_outcome {
 	CH_REQ_OK,	/* 2xx */
 	CH_REQ_MISSING, /* 404 */
-	CH_REQ_RETRY,	/* timeout, refused connection, 5xx: try again */
+	CH_REQ_RETRY,	/* timeout, refused connection, 5xx but 501: try
+			 * again */
 	CH_REQ_FATAL,	/* anything else: stop */
 };
 

@@ -189,8 +189,10 @@ static void slot_start(struct many *m, struct slot *s,
 			goto fail;
 		s->part_open = 1;
 		s->r.part = &s->part;
-		job->resumed = s->part.have > 0;
+		job->resumed = 0;
 		if (job->size > 0 && s->part.have == job->size) {
+			/* all there from an earlier run: nothing to ask */
+			job->resumed = 1;
 			s->continued = 1;
 			if (finish_part(m, s))
 				return;
@@ -208,6 +210,9 @@ static void done_get(struct many *m, struct slot *s, enum ch_req_outcome o,
 {
 	struct ch_error e;
 	if (o == CH_REQ_OK) {
+		/* resumed: the server sent only the rest (206); a server that
+		 * ignores Range sends all of it (200), the .part started over */
+		s->job->resumed = s->r.from_range && s->r.status == 206;
 		if (!finish_part(m, s))
 			slot_launch(m, s);
 		return;

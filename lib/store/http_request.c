@@ -276,7 +276,8 @@ enum ch_req_outcome ch_req_outcome(struct ch_req *r, CURLcode c)
 		return CH_REQ_OK;
 	if (s == 404 && !strstr(r->body, "<Code>NoSuchBucket</Code>"))
 		return CH_REQ_MISSING;
-	if (s == 408 || s == 429 || s >= 500)
+	/* 501 Not Implemented: the method, asked again, stays unknown */
+	if (s == 408 || s == 429 || (s >= 500 && s != 501))
 		return CH_REQ_RETRY;
 	return CH_REQ_FATAL;
 }
@@ -370,6 +371,11 @@ static void status_error(struct ch_req *r, const char *tail,
 			     r->st->s3_bucket, why, r->key_url);
 	else if (s == 404)
 		ch_error_set(err, "no such object: %s", r->key_url);
+	else if ((s == 405 || s == 501) &&
+		 (r->kind == CH_REQ_PUT || r->kind == CH_REQ_DELETE))
+		ch_error_set(err, "cannot %s %s: HTTP %ld: the server does not "
+			     "accept %s (no WebDAV?)", verb(r->kind), r->key_url,
+			     s, verb(r->kind));
 	else if (s3 && (!strcmp(code, "AuthorizationHeaderMalformed") ||
 			!strcmp(code, "PermanentRedirect")))
 		ch_error_set(err, "cannot %s %s: HTTP %ld%s: check AWS_REGION",

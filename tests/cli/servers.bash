@@ -13,6 +13,11 @@
 #   shared_s3rver BUCKET           start_s3rver, one server for a test file;
 #                                  sets S3_PREFIX, this test's own folder
 #   stop_shared_s3rver             in teardown_file
+#   start_static ROOTDIR           python3 -m http.server: GET and HEAD
+#                                  only, Range ignored; exports STATIC_URL,
+#                                  its log of requests in $STATIC_LOG
+#                                  (may be called from setup_file)
+#   stop_static
 #
 # A test that starts one calls stop_servers in its teardown.  A watchdog
 # kills each server when bats itself ends, so none outlives the run even
@@ -239,7 +244,34 @@ stop_shared_s3rver() {
 	rm -f "$BATS_FILE_TMPDIR/s3rver/server"
 }
 
+start_static() {
+	local try port
+	stop_static
+	STATIC_LOG=${BATS_TEST_TMPDIR:-$BATS_FILE_TMPDIR}/static.log
+	for try in 1 2 3; do
+		port=$(free_port)
+		_detached "$PYTHON" -m http.server --bind 127.0.0.1 \
+			--directory "$1" "$port" </dev/null >"$STATIC_LOG" 2>&1 &
+		STATIC_PID=$!
+		_watch "$STATIC_PID"
+		if _wait_http "http://127.0.0.1:$port/" "$STATIC_PID"; then
+			export STATIC_URL=http://127.0.0.1:$port STATIC_PID STATIC_LOG
+			return 0
+		fi
+		stop_static
+	done
+	fail "python3 -m http.server did not start: $(cat "$STATIC_LOG")"
+}
+
+stop_static() {
+	[ -n "${STATIC_PID:-}" ] || return 0
+	kill "$STATIC_PID" 2>/dev/null
+	wait "$STATIC_PID" 2>/dev/null
+	STATIC_PID=
+}
+
 stop_servers() {
 	stop_nginx
 	stop_s3rver
+	stop_static
 }
