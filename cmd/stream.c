@@ -327,6 +327,7 @@ static void print_stats(const struct ch_stream_opts *o,
 			const struct ch_stream_stats *st, int final)
 {
 	double t = st->elapsed_s > 0 ? st->elapsed_s : 1e-9;
+	cmd_progress_clear(); /* the figures on lines of their own */
 	char batches[CMD_COUNT_TEXT], samples[CMD_COUNT_TEXT];
 	char size[CMD_SIZE_TEXT];
 	fprintf(stderr,
@@ -473,6 +474,53 @@ static int check_replaceable(const char *opt, const char *path)
 	return cmd_error("cannot write %s '%s': %s", opt, path, err.msg);
 }
 
+/* The progress line of a stream into -o FILE (or of chute bench), on a
+ * terminal: no consumer writes there, as a trainer reading standard
+ * output would.  Counted in batches, out of the run's when the epochs
+ * are counted. */
+struct progress_sink {
+	ch_progress_fn draw;
+	struct ch_progress p;
+	ch_batch_sink inner;
+	void *inner_arg;
+};
+
+static int to_progress(const struct ch_batch_out *b, void *arg,
+		       struct ch_error *err)
+{
+	struct progress_sink *s = arg;
+	int rc = s->inner(b, s->inner_arg, err);
+	if (rc == 0) {
+		s->p.done++;
+		s->draw(&s->p, NULL);
+	}
+	return rc;
+}
+
+/* Puts s in front of *put when a line is to be drawn. */
+static void progress_wrap(const struct stream_args *a,
+			  const struct ch_dataset *ds, int out_fd,
+			  struct progress_sink *s, ch_batch_sink *put,
+			  void **put_arg)
+{
+	struct ch_stream_count c;
+	struct ch_error err = {0};
+	uint64_t e = a->o.epochs;
+	s->draw = (a->output || a->bench) && !a->shm.name && !isatty(out_fd)
+			  ? cmd_progress()
+			  : NULL;
+	if (!s->draw)
+		return;
+	s->p = (struct ch_progress){ .phase = "streaming", .unit = "batches" };
+	if (e && ch_stream_count(ds, &a->o, &c, &err) == 0 && e > c.epoch)
+		s->p.total = c.batches_left + c.batches * (e - c.epoch - 1);
+	s->inner = *put;
+	s->inner_arg = *put_arg;
+	*put = to_progress;
+	*put_arg = s;
+	s->draw(&s->p, NULL); /* at once, before the first batch */
+}
+
 /* --count: one JSON line, what an epoch of these options holds. */
 static int print_count(const struct stream_args *a)
 {
@@ -509,6 +557,7 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 	ch_batch_sink put = a->shm.name ? shm_sink_put : to_sink;
 	void *put_arg = a->shm.name ? (void *)&a->shm : &sink;
 	struct state_sink state = { a->state, put, put_arg };
+	struct progress_sink progress;
 	int status = 0;
 	if (a->count)
 		return print_count(a);
@@ -553,8 +602,10 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 		put_arg = &state;
 	}
 	record_wrap(&a->rec, &put, &put_arg);
+	progress_wrap(a, &ds, sink.fd, &progress, &put, &put_arg);
 	if (ch_stream(&ds, &a->o, put, put_arg, st, &err) < 0)
 		status = cmd_fail(&err);
+	cmd_progress_clear();
 	if (a->shm.name)
 		status = shm_sink_end(&a->shm, status, err.msg);
 	if (a->stats)

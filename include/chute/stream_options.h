@@ -96,8 +96,8 @@
 	  LIB, prefetch, CH_AUTO, _, BENCH, _,                               \
 	  "batches prepared ahead (default auto: as measured)")              \
 	X(QUIET, 'q', "quiet", NULL, SET, _,                                 \
-	  CMD, _, 0, _, BENCH, _,                                            \
-	  "no progress line on standard error")                              \
+	  CMD, _, 0, _, BENCH_HELP("no progress line on standard error"), _, \
+	  "no progress line (drawn with -o FILE on a terminal)")             \
 	X(RANK, 0, "rank", "R", U64, RANGE(0, 1u << 20),                     \
 	  LIB, rank, 0, _, _, RECORD(8, "rank"),                             \
 	  "this rank (default: $RANK, else 0)")                              \

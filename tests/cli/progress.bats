@@ -82,11 +82,29 @@ setup() {
 	assert_output --regexp "$(drawn downloading files)"
 }
 
+@test "progress: stream -o FILE and bench draw one, in batches; stream to a pipe and -q draw none" {
+	need_pty
+	on_pty stream -b 4 -e 2 ds -o out.bin
+	assert_success
+	# 2 epochs of the fixture's samples, in batches of 4
+	local batches
+	batches=$(chute stream --count -b 4 ds | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["batches"])')
+	assert_output --regexp "^$(drawn streaming batches)"
+	assert_output --partial "/$((2 * batches)) batches"
+	assert_output --regexp $'eta [^\r]*\r +\r$'
+	on_pty bench -b 4 ds
+	assert_output --regexp "$(drawn streaming batches)"
+	on_pty stream -q -b 4 ds -o out.bin
+	assert_output ""
+	run -0 script -qec "chute stream -b 4 -f jsonl ds | wc -l" /dev/null
+	[[ $output != *$'\r'*eta* ]] || fail "a stream to a pipe drew a line: $output"
+}
+
 @test "progress: nothing is drawn when standard error is not a terminal" {
 	local cmd
 	for cmd in "verify ds" "status ds" "export ds -o tars" "diff ds ds" \
 		"pack src -o ds2" "push ds remote" "pull remote@latest got" \
-		"split ds --val 0.2"; do
+		"split ds --val 0.2" "stream ds -o out.bin"; do
 		run -0 --separate-stderr chute $cmd
 		[ -z "$stderr" ] || fail "chute $cmd wrote on stderr: $stderr"
 	done

@@ -873,11 +873,24 @@ for k in ("seconds", "samples_per_s", "read_busy_s", "wait_workers_s",
 }
 
 @test "bench: streams into nothing and names the limiting stage" {
-	run -0 chute bench -b 4 ds
-	assert_output --partial "chute bench: 6 batches, 23 samples"
+	# long enough to measure: 0.1 s and 10 batches at least
+	run -0 chute bench -b 1 -e 5000 ds
+	assert_line --index 0 --regexp "^chute bench: 115000 batches, 115000 samples, .* in [0-9.]+ m?s$"
 	assert_output --partial "read + decompress"
-	assert_output --regexp "limiting stage: "
+	assert_output --regexp "limiting stage: (the writer|read|encode)"
 	run -2 chute bench --output x ds
+}
+
+@test "bench: a run too short to measure names no stage, shows no inf, advises nothing" {
+	local w
+	for w in 0 2; do
+		run -0 chute bench -w "$w" -b 4 ds
+		assert_line --index 0 --regexp "^chute bench: 6 batches, 23 samples, .* in [0-9.]+ ms$"
+		refute_output --partial "inf"
+		refute_output --partial "0.00 s"
+		refute_output --partial "add workers"
+		assert_line --regexp "^limiting stage: not measured: 6 batches in [0-9.]+ ms is too short to tell \(0.1 s and 10 batches at least\)"
+	done
 }
 
 # A FIFO waits in open() for a writer, past SIGTERM: SIGKILL after 20 s
