@@ -62,3 +62,24 @@ fresh_make() {
 	assert_output --partial "run 'make deps'"
 	refute_output --partial "undefined reference"
 }
+
+@test "make install PREFIX=DIR: man finds every page, from PATH or MANPATH" {
+	command -v man >/dev/null || skip "man is not installed (man-db: scripts/install-deps.sh)"
+	local prefix=$BATS_TEST_TMPDIR/prefix page names=()
+	run -0 make -C "$REPO_ROOT" --no-print-directory BUILD="$OUT" \
+		PREFIX="$prefix" install
+	run -0 "$prefix/bin/chute" --version
+	for page in "$REPO_ROOT"/man/*.[157]; do
+		page=${page##*/}
+		names+=("${page%.*}")
+	done
+	# as a user finds them: bin/ on PATH, and man-db looks in ../share/man
+	run -0 env -u MANPATH PATH="$prefix/bin:$PATH" man -w "${names[@]}"
+	assert_equal "${#lines[@]}" "${#names[@]}"
+	for page in "${lines[@]}"; do
+		[[ $page == "$prefix/share/man/man"[157]/chute*.[157] ]] ||
+			fail "man found $page, not the installed page"
+	done
+	run -0 env MANPATH="$prefix/share/man" man -P cat chute-scale
+	assert_output --partial "pack a dataset in parts on many workers"
+}
