@@ -445,6 +445,11 @@ struct ch_manifest {
 	int format_version;
 };
 
+/* Whether name may name a dataset: not empty, without '/' or a control
+ * character (below 0x20, 0x7f), since it is in every shard's file name
+ * (shards/NAME-NNNNNN.chs).  The one rule of pack -n, merge -n and a
+ * manifest read (a pulled one too).  0, or -1 with err saying why. */
+int ch_dataset_name_check(const char *name, struct ch_error *err);
 /* Computes m->id from the content (everything but "id"). */
 int ch_manifest_compute_id(struct ch_manifest *m, struct ch_error *err);
 /* Serialises m (computing its id first) to path through a temporary file
