@@ -368,16 +368,15 @@ int cmd_default_name(const char *dir, char **out)
 }
 
 /* The name is in every shard's file name, shards/NAME-NNNNNN.chs
- * (chute-manifest(5), SHARD PATHS). */
+ * (chute-manifest(5), SHARD PATHS): ch_dataset_name_check's rule, the
+ * one a manifest read keeps too. */
 int cmd_check_name(const char *name)
 {
-	for (const char *c = name; *c; c++)
-		if (*c == '/' || (unsigned char)*c < 0x20 || *c == 0x7f)
-			return cmd_error("the dataset name '%s' names the shard "
-					 "files: it cannot hold '/' or a control "
-					 "character (give another with --name)",
-					 name);
-	return *name ? 0 : cmd_error("the dataset name is empty");
+	struct ch_error err;
+	if (ch_dataset_name_check(name, &err) == 0)
+		return 0;
+	return cmd_error("%s%s", err.msg,
+			 *name ? " (give another with --name)" : "");
 }
 
 int cmd_parse_part(const char *s, int none_ok, uint64_t *part,

@@ -202,14 +202,22 @@ static void read_options(struct reading *rd, struct stream_record *r,
 	}
 }
 
-/* A recorded remote's hidden password ("USER:***@") dropped: the remote
- * is opened as USER@HOST, the password coming from ~/.netrc. */
-static void drop_hidden_password(char *url)
+/* A recorded remote's hidden secrets dropped: a hidden password
+ * ("USER:***@") leaves USER@HOST, a hidden user ("***@") and a query
+ * ("?token=***") go whole.  A password comes from ~/.netrc then; a
+ * query's token cannot come back: the server says no, with its status. */
+static void drop_hidden_secrets(char *url)
 {
 	char *host = strstr(url, "://");
-	char *hidden = host ? strstr(host, ":***@") : NULL;
-	if (hidden && hidden < host + 3 + strcspn(host + 3, "/?#"))
+	if (!host)
+		return;
+	host += 3;
+	char *hidden = strstr(host, ":***@");
+	if (hidden && hidden < host + strcspn(host, "/?#"))
 		memmove(hidden, hidden + 4, strlen(hidden + 4) + 1);
+	else if (strncmp(host, "***@", 4) == 0)
+		memmove(host, host + 4, strlen(host + 4) + 1);
+	host[strcspn(host, "?")] = '\0';
 }
 
 /* What to open: a local dataset by its absolute path, a remote one by the
@@ -226,14 +234,17 @@ static int read_dataset(struct reading *rd, struct stream_record *r)
 	if (!path && !remote)
 		return refuse(rd, "path", "a path (or \"remote\" a url)");
 	memcpy(r->want_id, id, sizeof(r->want_id));
-	if (remote ? asprintf(&r->source, "%s@%s", remote, id) < 0
+	char *url = remote ? strdup(remote) : NULL;
+	if (url)
+		drop_hidden_secrets(url);
+	if (remote ? !url || asprintf(&r->source, "%s@%s", url, id) < 0
 		   : !(r->source = strdup(path))) {
+		free(url);
 		r->source = NULL;
 		rd->bad = 1;
 		return cmd_error("out of memory");
 	}
-	if (remote)
-		drop_hidden_password(r->source);
+	free(url);
 	return 0;
 }
 

@@ -445,6 +445,11 @@ struct ch_manifest {
 	int format_version;
 };
 
+/* Whether name may name a dataset: not empty, without '/' or a control
+ * character (below 0x20, 0x7f), since it is in every shard's file name
+ * (shards/NAME-NNNNNN.chs).  The one rule of pack -n, merge -n and a
+ * manifest read (a pulled one too).  0, or -1 with err saying why. */
+int ch_dataset_name_check(const char *name, struct ch_error *err);
 /* Computes m->id from the content (everything but "id"). */
 int ch_manifest_compute_id(struct ch_manifest *m, struct ch_error *err);
 /* Serialises m (computing its id first) to path through a temporary file
@@ -1137,15 +1142,21 @@ int ch_cpu_count(void);
 double ch_now(void);
 /* s[0..len) made safe for a terminal, as text output shows keys, field
  * names and paths: the backslash and every byte that is not printable
- * text (below 0x20, 0x7f, the C1 controls U+0080..U+009F, anything not
- * well-formed UTF-8) written C-style: \\, \n, \t, \r, else \xHH.
+ * text (below 0x20, 0x7f, the C1 controls U+0080..U+009F, the bidi
+ * controls U+061C, U+200E, U+200F, U+202A..U+202E and U+2066..U+2069,
+ * anything not well-formed UTF-8) written C-style: \\, \n, \t, \r,
+ * else \xHH a byte.
  * Writes at most size bytes with a NUL (like snprintf) and returns the
  * length of the whole escaped text. */
 size_t ch_escape(char *out, size_t size, const char *s, size_t len);
-/* text with the password of every URL in it (SCHEME://USER:PASSWORD@HOST)
- * shown as *** ("http://ci:***@host/x"): what messages, outputs and
- * records show of a URL.  Returns a new string (caller frees), NULL when
- * out of memory. */
+/* text with the secrets of every URL in it shown as ***: what messages,
+ * outputs and records show of a URL.  A password ("ci:***@h/x"), a
+ * lone user name, which may be a token ("***@h/x"), and every value of
+ * a query ("?X-Amz-Signature=***&token=***").  A URL runs to a blank
+ * (or to the quote that opened it); its user part to the last '@' with
+ * a '/' after it, whatever it holds (chute-remote(7), SECRETS); where a
+ * '?' comes before that '@' all after "://" is ***.  Returns a
+ * new string (caller frees), NULL when out of memory. */
 char *ch_url_redact(const char *text);
 
 #endif

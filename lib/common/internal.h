@@ -69,6 +69,15 @@ void ch_slabs_free(struct ch_slabs *s);
  * the message ("read tar/zip archives"). */
 int ch_archive_load(const char *use, struct ch_error *err);
 
+/* URLs (common/util.c).  The '@' that ends the user information of the
+ * URL [host, end) (host just past its "://"), or NULL when it has none.
+ * A password may hold '@', '/', '#' or '?' unencoded, so the user part
+ * runs to the last '@' that a '/' follows: an '@' after the last '/' is
+ * chute's REMOTE@TAG, unless the URL has no '/' at all.  An '@' in a
+ * path ("/pkg@1.0/x") reads as user information too: shown as ***,
+ * never a secret shown.  A path (file:///...) has no user part. */
+const char *ch_url_userinfo_end(const char *host, const char *end);
+
 /* Files and folders. */
 int ch_mkdir_p(const char *path, struct ch_error *err);
 int ch_rm_rf(const char *path);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "chute.h"
+#include "common/internal.h"
 
 int ch_buf_reserve(struct ch_buf *b, size_t cap, struct ch_error *err)
 {
@@ -122,16 +123,27 @@ size_t ch_utf8_len(const uint8_t *p, size_t left, uint32_t *cp)
 	return n;
 }
 
+/* The bidirectional controls: marks and embeddings, overrides and
+ * isolates that reorder the text around them on a terminal, so that a
+ * key holding U+202E shows another key's name. */
+static int is_bidi_control(uint32_t cp)
+{
+	return cp == 0x061c || cp == 0x200e || cp == 0x200f ||
+	       (cp >= 0x202a && cp <= 0x202e) ||
+	       (cp >= 0x2066 && cp <= 0x2069);
+}
+
 /* Whether the byte sequence at p (left bytes) prints as itself: printable
  * ASCII but the backslash, or a well-formed UTF-8 sequence past the C1
- * controls.  Returns its length, 0 when it must be escaped. */
+ * controls that is not a bidi control.  Returns its length, 0 when it
+ * must be escaped. */
 static size_t plain_len(const uint8_t *p, size_t left)
 {
 	uint32_t cp;
 	if (p[0] >= 0x20 && p[0] < 0x7f && p[0] != '\\')
 		return 1;
 	size_t n = p[0] >= 0x80 ? ch_utf8_len(p, left, &cp) : 0;
-	return n && cp >= 0xa0 ? n : 0;
+	return n && cp >= 0xa0 && !is_bidi_control(cp) ? n : 0;
 }
 
 static void put_bytes(char *out, size_t size, size_t *at, const char *s,
@@ -172,41 +184,101 @@ size_t ch_escape(char *out, size_t size, const char *s, size_t len)
 	return at;
 }
 
-/* The password of the URL whose "://" is at sep: [*from, *to) when there
- * is one.  The host part ends at '/', '?', '#' or a space, its user part
- * at the last '@' before that (a password may hold '@'), the user name
- * at the first ':'. */
-static int url_password(const char *sep, const char **from, const char **to)
+/* Where the URL whose "://" is at sep ends: at a blank or the end of
+ * text; when a quote opens it ('http://...'), at that quote's last
+ * match before the blank, which closes it whatever the URL holds. */
+static const char *url_end(const char *text, const char *sep)
 {
-	const char *host = sep + 3;
-	size_t n = strcspn(host, "/?# \t\n");
-	const char *at = NULL;
-	for (size_t i = 0; i < n; i++)
-		if (host[i] == '@')
-			at = host + i;
-	const char *colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
-	if (!colon)
-		return 0;
-	*from = colon + 1;
-	*to = at;
-	return 1;
+	const char *host = sep + 3, *s = sep;
+	const char *end = host + strcspn(host, " \t\r\n");
+	while (s > text && (isalnum((unsigned char)s[-1]) || s[-1] == '+' ||
+			    s[-1] == '.' || s[-1] == '-'))
+		s--;
+	if (s > text && (s[-1] == '\'' || s[-1] == '"')) {
+		const char *q = memrchr(host, s[-1], (size_t)(end - host));
+		if (q)
+			end = q;
+	}
+	return end;
+}
+
+const char *ch_url_userinfo_end(const char *host, const char *end)
+{
+	if (host >= end || *host == '/') /* file:///PATH: no host at all */
+		return NULL;
+	const char *slash = memrchr(host, '/', (size_t)(end - host));
+	const char *lim = slash ? slash : end;
+	return memrchr(host, '@', (size_t)(lim - host));
+}
+
+/* Appends the query [q, end) with every value shown as ***: "k=v" as
+ * "k=***", a bare "v" as "***".  A last value already shown as ***
+ * and followed by punctuation ends the URL there: the message goes on
+ * ("...=***: HTTP 403" shown again keeps its colon). */
+static int put_query(struct ch_buf *b, const char *q, const char *end,
+		     const char **stop)
+{
+	*stop = end;
+	while (q < end) {
+		const char *amp = memchr(q, '&', (size_t)(end - q));
+		const char *next = amp ? amp : end;
+		const char *eq = memchr(q, '=', (size_t)(next - q));
+		const char *v = eq ? eq + 1 : q;
+		if (ch_buf_append(b, q, (size_t)(v - q), NULL) < 0)
+			return -1;
+		if (next > q && ch_buf_append(b, "***", 3, NULL) < 0)
+			return -1;
+		if (!amp && next - v > 3 && !strncmp(v, "***", 3) &&
+		    strchr(":;,)", v[3])) {
+			*stop = v + 3;
+			return 0;
+		}
+		if (amp && ch_buf_append(b, "&", 1, NULL) < 0)
+			return -1;
+		q = amp ? amp + 1 : end;
+	}
+	return 0;
+}
+
+/* Appends the URL [host, end) (past its "://") with its user
+ * information and its query values shown as ***; *stop: where the text
+ * goes on as it is. */
+static int put_url(struct ch_buf *b, const char *host, const char *end,
+		   const char **stop)
+{
+	const char *at = ch_url_userinfo_end(host, end);
+	const char *q = memchr(host, '?', (size_t)(end - host));
+	*stop = end;
+	if (*host == '/') /* file:///PATH: a path, no secret */
+		return ch_buf_append(b, host, (size_t)(end - host), NULL);
+	if (at && q && q < at) /* which '?' or '@' is the secret's? */
+		return ch_buf_append(b, "***", 3, NULL);
+	if (at) {
+		const char *colon = memchr(host, ':', (size_t)(at - host));
+		/* a user with a password shows the user; a lone one may
+		 * be a token */
+		size_t user = colon ? (size_t)(colon + 1 - host) : 0;
+		if (ch_buf_append(b, host, user, NULL) < 0 ||
+		    ch_buf_append(b, "***", 3, NULL) < 0)
+			return -1;
+		host = at;
+	}
+	if (!q)
+		return ch_buf_append(b, host, (size_t)(end - host), NULL);
+	return ch_buf_append(b, host, (size_t)(q + 1 - host), NULL) < 0
+		       ? -1
+		       : put_query(b, q + 1, end, stop);
 }
 
 char *ch_url_redact(const char *text)
 {
 	struct ch_buf b = {0};
-	const char *p = text, *sep, *from, *to;
+	const char *p = text, *sep, *stop;
 	while ((sep = strstr(p, "://"))) {
-		if (!url_password(sep, &from, &to)) {
-			if (ch_buf_append(&b, p, (size_t)(sep + 3 - p), NULL) < 0)
-				goto oom;
-			p = sep + 3;
-			continue;
-		}
-		if (ch_buf_append(&b, p, (size_t)(from - p), NULL) < 0 ||
-		    ch_buf_append(&b, "***", 3, NULL) < 0)
+		if (ch_buf_append(&b, p, (size_t)(sep + 3 - p), NULL) < 0 ||
+		    put_url(&b, sep + 3, url_end(text, sep), &stop) < 0)
 			goto oom;
-		p = to;
+		p = stop;
 	}
 	if (ch_buf_append(&b, p, strlen(p) + 1, NULL) < 0)
 		goto oom;

@@ -3,6 +3,7 @@
  * downloads, through the store layer: several range requests in flight
  * ahead of the reader, each retried like any other, and no local copy
  * but the catalog's spool of member data. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,17 +41,26 @@ static int probe(struct ch_store *st, const char *key, uint64_t size,
 	return rc;
 }
 
-/* Splits url into the store's url and the object's key (its last part). */
+/* Splits url into the store's url and the object's key (its last part).
+ * An http(s) URL's query (a pre-signed URL's signature) stays with the
+ * store, which sends it with the request: the key is the file's name. */
 static int split_url(const char *url, char **base, char **key,
 		     struct ch_error *err)
 {
 	const char *host = strstr(url, "://") + 3;
-	const char *slash = strrchr(host, '/');
-	if (!slash || !slash[1])
-		return ch_error_set(err, "'%s' names no file: give the URL of "
-				    "a file or an archive", url);
-	*base = strndup(url, (size_t)(slash - url));
-	*key = strdup(slash + 1);
+	const char *q = strncmp(url, "s3://", 5) ? strchr(host, '?') : NULL;
+	size_t end = q ? (size_t)(q - url) : strlen(url);
+	const char *slash = memrchr(host, '/', (size_t)(url + end - host));
+	if (!slash || slash + 1 == url + end) {
+		char *shown = ch_url_redact(url);
+		ch_error_set(err, "'%s' names no file: give the URL of a file "
+			     "or an archive", shown ? shown : "the URL");
+		free(shown);
+		return -1;
+	}
+	if (asprintf(base, "%.*s%s", (int)(slash - url), url, q ? q : "") < 0)
+		*base = NULL;
+	*key = strndup(slash + 1, (size_t)(url + end - slash - 1));
 	if (!*base || !*key) {
 		free(*base);
 		free(*key);

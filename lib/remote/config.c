@@ -152,33 +152,19 @@ bad:
 			      REMOTE_NAME_MAX);
 }
 
-/* The user information of a url ("user:pw" in http://user:pw@host/), as
- * [*from, *to), or 0 when it has none. */
-static int url_userinfo(const char *url, const char **from, const char **to)
-{
-	const char *host = strstr(url, "://") + 3;
-	size_t n = strcspn(host, "/");
-	const char *at = NULL;
-	for (size_t i = 0; i < n; i++)
-		if (host[i] == '@')
-			at = host + i;
-	if (!at)
-		return 0;
-	*from = host;
-	*to = at;
-	return 1;
-}
-
+/* A user or a password, whatever it holds (the rule that hides them in
+ * messages, ch_url_userinfo_end), or a query: secrets, not config. */
 static int refuse_credentials(const char *url, struct ch_error *err)
 {
-	const char *from, *to;
 	int s3 = strncmp(url, "s3://", 5) == 0;
 	const char *hint = s3 ? "give S3 credentials in the environment "
 				"(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
 				"AWS_SESSION_TOKEN)"
 			      : "give HTTP credentials in ~/.netrc (machine "
 				"HOST login USER password PASSWORD)";
-	if (strncmp(url, "file://", 7) != 0 && url_userinfo(url, &from, &to))
+	const char *host = strstr(url, "://") + 3;
+	if (strncmp(url, "file://", 7) != 0 &&
+	    ch_url_userinfo_end(host, host + strlen(host)))
 		return ch_error_usage(err, "'%.*s...': a user or password in "
 				      "a url is not kept in a config file: "
 				      "%s", (int)(strstr(url, "://") + 3 - url),
@@ -188,6 +174,41 @@ static int refuse_credentials(const char *url, struct ch_error *err)
 				      "signature or a token) is not kept in a "
 				      "config file: %s",
 				      (int)(strchr(url, '?') - url), url, hint);
+	return 0;
+}
+
+/* A byte that would reach a terminal or a file as a control. */
+static int refuse_controls(const char *url, struct ch_error *err)
+{
+	for (const char *p = url; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return ch_error_usage(err, "'%s': a remote url holds no "
+					      "control character (byte 0x%02x "
+					      "at offset %zu)", url,
+					      (unsigned char)*p,
+					      (size_t)(p - url));
+	return 0;
+}
+
+/* An http(s) url's host or an s3 url's bucket: there, and an IPv6
+ * address closed by its ']'. */
+static int check_host(const char *url, struct ch_error *err)
+{
+	const char *host = strstr(url, "://") + 3;
+	size_t n = strcspn(host, "/#");
+	const char *close = memchr(host, ']', n);
+	if (n == 0 && strncmp(url, "s3://", 5) == 0)
+		return ch_error_usage(err, "'%s': no bucket (s3://BUCKET/PREFIX)",
+				      url);
+	if (n == 0)
+		return ch_error_usage(err, "'%s': no host (http://HOST/PATH)",
+				      url);
+	if (host[0] == '[' ? !close || (close[1] != ':' &&
+					 close + 1 != host + n)
+			   : memchr(host, '[', n) || close)
+		return ch_error_usage(err, "'%s': not a host: an IPv6 address "
+				      "is written [ADDRESS], its ']' before "
+				      "the port or the path", url);
 	return 0;
 }
 
@@ -245,9 +266,12 @@ int ch_remote_url_check(const char *url, char **out, struct ch_error *err)
 				      "file://, http://, https://, s3:// or a "
 				      "folder)", (int)(strstr(url, "://") + 3 -
 						       url), url);
-	if (strchr(url, '\n') || strchr(url, '\r'))
-		return ch_error_usage(err, "a remote url holds no line break");
-	if (ch_ref_is_remote(url) && refuse_credentials(url, err) < 0)
+	/* credentials first: their message shows no more than the scheme */
+	if ((ch_ref_is_remote(url) && refuse_credentials(url, err) < 0) ||
+	    refuse_controls(url, err) < 0)
+		return -1;
+	if (ch_ref_is_remote(url) && strncmp(url, "file://", 7) != 0 &&
+	    check_host(url, err) < 0)
 		return -1;
 	if (strncmp(url, "file://", 7) == 0 && url[7] != '/')
 		return ch_error_usage(err, "'%s': a file:// url takes an "
@@ -434,6 +458,10 @@ static int parse_text(struct ch_config *cfg, char *text, size_t len,
 			       cfg->path);
 		goto out;
 	}
+	/* a UTF-8 byte order mark, as some editors write, is not text: git
+	 * skips it too */
+	if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
+		text += 3;
 	for (line = text; line; line = next) {
 		if ((next = strchr(line, '\n')))
 			*next++ = '\0';

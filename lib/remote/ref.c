@@ -1,6 +1,7 @@
 /* remote/ref.c - a dataset version named on the command line: a folder, a
  * manifest file, or REMOTE[@TAG|@ID]. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,12 +26,22 @@ static int parse_url(const char *text, struct ch_ref *ref,
 			goto oom;
 		return 0;
 	}
-	/* '@' after the last '/' starts the version: user@host stays put */
-	const char *slash = strrchr(text, '/');
-	const char *at = strrchr(slash, '@');
-	size_t n = at ? (size_t)(at - text) : strlen(text);
-	if (!(ref->remote = strndup(text, n)) ||
-	    !(ref->at = strdup(at ? at + 1 : "latest")))
+	/* '@' after the last '/' starts the version: user@host stays put;
+	 * a query (a token) comes after it, REMOTE@TAG?QUERY, and stays
+	 * with the remote (an http one: a folder's '?' is its path's) */
+	const char *query = strncmp(text, "http", 4) == 0
+				    ? strchr(strstr(text, "://") + 3, '?')
+				    : NULL;
+	size_t end = query ? (size_t)(query - text) : strlen(text);
+	const char *slash = memrchr(text, '/', end);
+	const char *at = memrchr(slash, '@', (size_t)(text + end - slash));
+	size_t n = at ? (size_t)(at - text) : end;
+	if (asprintf(&ref->remote, "%.*s%s", (int)n, text,
+		     query ? query : "") < 0) {
+		ref->remote = NULL;
+		goto oom;
+	}
+	if (!(ref->at = at ? strndup(at + 1, end - n - 1) : strdup("latest")))
 		goto oom;
 	if (!*ref->at) {
 		ch_ref_release(ref);

@@ -37,6 +37,10 @@ struct ch_store {
 	/* Where keys are appended after a '/': the folder for CH_STORE_DIR,
 	 * the URL prefix (scheme, host, bucket, prefix) otherwise. */
 	char *base;
+	/* HTTP(S): the URL's query without its '?' (a pre-signed URL's
+	 * signature, a token), sent verbatim with every request; NULL when
+	 * it has none.  st->url shows it with its values hidden. */
+	char *query;
 	struct ch_store_opts opts; /* defaults filled in */
 	const struct ch_store_ops *ops;
 	void *impl; /* the backend's own state */
@@ -68,7 +72,8 @@ void ch_store_list_sort(struct ch_store_list *l);
 /* The folder path of key in a CH_STORE_DIR store (malloc'd). */
 char *ch_store_file_path(const struct ch_store *st, const char *key);
 
-/* An HTTP(S) or S3 store's object as users name it: URL/KEY (malloc'd);
+/* An HTTP(S) or S3 store's object as users name it: URL/KEY, or
+ * URL/KEY?QUERY with the query's values hidden (malloc'd);
  * ch_store_key_url is this or a folder path. */
 char *ch_store_object_url(const struct ch_store *st, const char *key);
 

@@ -15,12 +15,15 @@
 enum { BUFFER_SIZE = 256 * 1024 };
 
 
-/* st->base + '/' + key, percent-encoding what is not plain in a path. */
+/* st->base + '/' + key, percent-encoding what is not plain in a path,
+ * then '?' and st->query as it is (a signature must reach the server
+ * byte for byte). */
 static char *key_to_url(const struct ch_store *st, const char *key)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	size_t nb = strlen(st->base);
-	char *u = malloc(nb + 3 * strlen(key) + 2);
+	size_t nq = st->query ? strlen(st->query) + 1 : 0;
+	char *u = malloc(nb + 3 * strlen(key) + nq + 2);
 	if (!u)
 		return NULL;
 	memcpy(u, st->base, nb);
@@ -35,6 +38,11 @@ static char *key_to_url(const struct ch_store *st, const char *key)
 			*o++ = hex[*k >> 4];
 			*o++ = hex[*k & 15];
 		}
+	}
+	if (st->query) {
+		*o++ = '?';
+		memcpy(o, st->query, nq - 1);
+		o += nq - 1;
 	}
 	*o = '\0';
 	return u;

@@ -295,7 +295,8 @@ static int http_walk(struct ch_store *st, const char *key, int depth,
 			     "a remote's layout", st->url, key, MAX_DEPTH);
 		goto out;
 	}
-	if (asprintf(&url, "%s/%s%s", st->base, key, *key ? "/" : "") < 0) {
+	if (asprintf(&url, "%s/%s%s%s%s", st->base, key, *key ? "/" : "",
+		     st->query ? "?" : "", st->query ? st->query : "") < 0) {
 		url = NULL;
 		ch_error_nomem(err);
 		goto out;

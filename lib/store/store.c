@@ -2,6 +2,7 @@
  * scheme), checking keys, and the calls handed to the backend.  What the
  * backends share among themselves is store/transfer.c's. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,14 +78,39 @@ static int parse_s3(struct ch_store *st, struct ch_error *err)
 	return 0;
 }
 
+static int is_http(const char *url)
+{
+	return has_prefix(url, "http://") || has_prefix(url, "https://");
+}
+
+/* An http(s) URL's query ("?X-Amz-Signature=..." of a pre-signed URL, a
+ * token) goes with every request as it is; the '/' trimmed from the end
+ * is the path's.  st->url becomes PATH?QUERY again. */
+static int split_query(struct ch_store *st, struct ch_error *err)
+{
+	char *q = strchr(strstr(st->url, "://") + 3, '?');
+	if (!q)
+		return (st->base = strdup(st->url)) ? 0 : ch_error_nomem(err);
+	*q = '\0';
+	st->base = dup_trimmed(st->url);
+	st->query = q[1] ? strdup(q + 1) : NULL;
+	char *url = NULL;
+	if (!st->base || (q[1] && !st->query) ||
+	    asprintf(&url, "%s%s%s", st->base, q[1] ? "?" : "", q + 1) < 0)
+		return ch_error_nomem(err);
+	free(st->url);
+	st->url = url;
+	return 0;
+}
+
 /* Sets the kind, st->base and st->ops from st->url. */
 static int parse_url(struct ch_store *st, struct ch_error *err)
 {
 	const char *u = st->url;
-	if (has_prefix(u, "http://") || has_prefix(u, "https://")) {
+	if (is_http(u)) {
 		st->kind = CH_STORE_HTTP;
 		st->ops = &ch_store_curl_ops;
-		st->base = strdup(u);
+		return split_query(st, err);
 	} else if (has_prefix(u, "s3://")) {
 		st->kind = CH_STORE_S3;
 		st->ops = &ch_store_curl_ops;
@@ -149,7 +175,8 @@ static int fill_defaults(struct ch_store_opts *o, struct ch_error *err)
 	return 0;
 }
 
-/* st->url is for messages, st->base (already set) for requests. */
+/* st->url is for messages, st->base and st->query (already set) for
+ * requests. */
 static int hide_password(struct ch_store *st, struct ch_error *err)
 {
 	char *shown = ch_url_redact(st->url);
@@ -173,7 +200,9 @@ int ch_store_open(struct ch_store **out, const char *url,
 		st->opts = *opts;
 	if (fill_defaults(&st->opts, err) < 0)
 		goto fail;
-	st->url = dup_trimmed(url);
+	/* a query keeps its last '/': it is trimmed from the path */
+	st->url = is_http(url) && strchr(url, '?') ? strdup(url)
+						    : dup_trimmed(url);
 	if (!st->url) {
 		ch_error_nomem(err);
 		goto fail;
@@ -199,6 +228,7 @@ void ch_store_close(struct ch_store *st)
 		st->ops->close(st);
 	free(st->url);
 	free(st->base);
+	free(st->query);
 	free(st->s3_bucket);
 	free(st->s3_region);
 	free(st->s3_key_id);

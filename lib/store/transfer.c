@@ -12,10 +12,14 @@ enum { MAX_BACKOFF_MS = 30000 };
 
 char *ch_store_object_url(const struct ch_store *st, const char *key)
 {
-	size_t n = strlen(st->url) + strlen(key) + 2;
-	char *s = malloc(n);
-	if (s)
-		snprintf(s, n, "%s/%s", st->url, key);
+	/* st->url, redacted, has its query's '?' first after the user part
+	 * (or no '?' at all, when all of it is hidden) */
+	const char *host = strstr(st->url, "://");
+	const char *q = st->query && host ? strchr(host + 3, '?') : NULL;
+	int n = q ? (int)(q - st->url) : (int)strlen(st->url);
+	char *s = NULL;
+	if (asprintf(&s, "%.*s/%s%s", n, st->url, key, q ? q : "") < 0)
+		return NULL;
 	return s;
 }
 

@@ -647,6 +647,16 @@ static int get_str(json_t *obj, const char *ctx, const char *key,
 	return 0;
 }
 
+/* The name is in the shard file names: the rule of pack -n and merge -n
+ * (ch_dataset_name_check), for a manifest from anywhere. */
+static int check_name(const char *name, struct dec *d)
+{
+	struct ch_error why;
+	if (ch_dataset_name_check(name, &why) == 0)
+		return 0;
+	return bad(d, "", "name", why.msg);
+}
+
 static int get_hex(json_t *obj, const char *ctx, const char *key,
 		   char out[33], struct dec *d)
 {
@@ -1211,6 +1221,7 @@ static int decode(json_t *doc, struct ch_manifest *m, struct dec *d)
 	if (check_keys(doc, "", keys, d) < 0 ||
 	    get_hex(doc, "", "id", m->id, d) < 0 ||
 	    get_str(doc, "", "name", 0, &m->name, d) < 0 ||
+	    check_name(m->name, d) < 0 ||
 	    get_str(doc, "", "chute_version", 0, &m->chute_version, d) < 0 ||
 	    get_u64(doc, "", "samples", &m->samples, d) < 0 ||
 	    get_u64(doc, "", "bytes", &m->bytes, d) < 0 ||
@@ -1230,6 +1241,19 @@ static int decode(json_t *doc, struct ch_manifest *m, struct dec *d)
 
 /* ------------------------------------------------------------------ */
 /* Public API                                                           */
+
+int ch_dataset_name_check(const char *name, struct ch_error *err)
+{
+	if (!*name)
+		return ch_error_usage(err, "the dataset name is empty");
+	for (const char *c = name; *c; c++)
+		if (*c == '/' || (unsigned char)*c < 0x20 || *c == 0x7f)
+			return ch_error_usage(err, "the dataset name '%s' names "
+					      "the shard files: it cannot hold "
+					      "'/' or a control character",
+					      name);
+	return 0;
+}
 
 int ch_manifest_compute_id(struct ch_manifest *m, struct ch_error *err)
 {

@@ -84,6 +84,27 @@ PY
 	assert_output --partial "'no\x1b]0;title\x07'"
 }
 
+@test "escapes: bidi controls (U+202E and the isolates, marks) are escaped in ls, diff, manifest and errors" {
+	"$PYTHON" - <<'PY'
+import io, tarfile
+with tarfile.open("t.tar", "w", format=tarfile.PAX_FORMAT) as t:
+    for name in ["a\u202egpj", "b\u2066c\u2069d", "e\u200ff\u061cg"]:
+        i = tarfile.TarInfo(name + ".txt")
+        i.size = 1
+        t.addfile(i, io.BytesIO(b"x"))
+PY
+	chute pack -q -n $'bidi\u202ex' -o bidi t.tar >/dev/null
+	run -0 chute ls bidi
+	assert_output $'a\\xe2\\x80\\xaegpj\ttxt:1\nb\\xe2\\x81\\xa6c\\xe2\\x81\\xa9d\ttxt:1\ne\\xe2\\x80\\x8ff\\xd8\\x9cg\ttxt:1'
+	run -1 chute diff ds bidi
+	assert_output --partial 'added: a\xe2\x80\xaegpj b\xe2\x81\xa6c'
+	run -0 chute manifest bidi
+	assert_output --partial 'bidi\xe2\x80\xaex'
+	refute_output --partial $'\u202e'
+	run -2 chute cat bidi $'no\u202eway'
+	assert_output --partial "'no\\xe2\\x80\\xaeway'"
+}
+
 @test "ls: a single shard can be listed" {
 	run -0 chute ls "$(shard_of ds 1)"
 	assert_output "$(printf 'd\ttxt:2\nsub/c\tbin:5000')"

@@ -146,23 +146,16 @@ round_trip() {
 	done
 }
 
-# hostile_version REMOTE PATH: a version of the folder remote whose first
-# shard is named PATH (its bytes stored where pull looks for them, its id
-# right), tagged "evil"; prints the version id.
-hostile_version() {
-	"$PYTHON" - "$1" "$2" <<'EOF'
+# evil_version REMOTE ARG PYTHON: the remote's latest version changed by
+# PYTHON (m the manifest, arg ARG), its id made right again, stored and
+# tagged "evil"; prints the version id.
+evil_version() {
+	"$PYTHON" - "$1" "$2" "$3" <<'EOF'
 import json, shutil, sys, xxhash
-remote, path = sys.argv[1], sys.argv[2]
+remote, arg, edit = sys.argv[1:4]
 vid = open(remote + "/tags/latest").read().strip()
 m = json.load(open("%s/versions/%s.json" % (remote, vid)))
-s = m["shards"][0]
-h = s["xxh3_128"]
-base = path.rsplit("/", 1)[-1]
-ext = base[base.rfind("."):] if "." in base else ""
-if ext != ".chs":
-    shutil.copy("%s/cas/%s/%s.chs" % (remote, h[:2], h),
-                "%s/cas/%s/%s%s" % (remote, h[:2], h, ext))
-s["path"] = path
+exec(edit)
 del m["id"]
 canon = json.dumps(m, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 m["id"] = xxhash.xxh3_128_hexdigest(canon.encode())
@@ -170,6 +163,21 @@ json.dump(m, open("%s/versions/%s.json" % (remote, m["id"]), "w"), indent=2)
 open(remote + "/tags/evil", "w").write(m["id"] + "\n")
 print(m["id"])
 EOF
+}
+
+# hostile_version REMOTE PATH: a version of the folder remote whose first
+# shard is named PATH (its bytes stored where pull looks for them, its id
+# right), tagged "evil"; prints the version id.
+hostile_version() {
+	evil_version "$1" "$2" '
+s = m["shards"][0]
+h = s["xxh3_128"]
+base = arg.rsplit("/", 1)[-1]
+ext = base[base.rfind("."):] if "." in base else ""
+if ext != ".chs":
+    shutil.copy("%s/cas/%s/%s.chs" % (remote, h[:2], h),
+                "%s/cas/%s/%s%s" % (remote, h[:2], h, ext))
+s["path"] = arg'
 }
 
 @test "remote: a manifest naming chute's own files as shards is refused by pull, stream and verify" {
@@ -193,6 +201,24 @@ EOF
 		# verify: a manifest that is not valid fails the check
 		run -1 chute verify local
 		assert_output --partial "shards[0].path: '$shown'"
+	done
+}
+
+@test "remote: a pulled manifest whose name holds '/' or a control byte is refused, the rule of merge -n" {
+	packed ds 20
+	chute push ds remote >/dev/null
+	local name id shown
+	for name in a/b $'a\033b' $'a\tb'; do
+		id=$(evil_version "$PWD/remote" "$name" 'm["name"] = arg')
+		shown=$(printf '%s' "$name" | sed 's/\x1b/\\x1b/; s/\t/\\t/')
+		run -2 chute pull "file://$PWD/remote@evil" back
+		assert_output --partial "name: the dataset name '$shown' names the shard files: it cannot hold '/' or a control character"
+		assert_output --partial "versions/$id.json"
+		[ ! -e back ]
+		run -2 chute stream "file://$PWD/remote@evil" -o /dev/null
+		assert_output --partial "the dataset name '$shown'"
+		run -2 chute merge -n "$name" -o merged ds
+		assert_output --partial "the dataset name '$shown' names the shard files: it cannot hold '/' or a control character"
 	done
 }
 

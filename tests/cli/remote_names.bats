@@ -175,6 +175,36 @@ assert [(r["name"], r["url"], r["file"], r["default"]) for r in d["remotes"]] ==
 	[ ! -e ds/.chute/config ]
 }
 
+@test "remote names: add refuses control bytes, s3:// with no bucket, an unclosed IPv6 host and a user of any shape" {
+	packed ds
+	local u
+	for u in $'http://h/a\033b' $'http://h/a\tb' $'/srv/a\tb' s3:// s3:///p \
+		'http:///x' 'http://[::1/x' 'http://alice:Pw#Secret@h/' \
+		'http://alice:Pw/Secret@h/x' 'http://TOKEN@h/x'; do
+		run -2 chute remote -C ds add web "$u"
+		refute_output --partial "Secret"
+		refute_output --partial "TOKEN"
+		[ ! -e ds/.chute/config ] || fail "'$u' was kept: $(cat ds/.chute/config)"
+	done
+	run -2 chute remote -C ds add web $'http://h/a\033b'
+	assert_output "chute remote: 'http://h/a\x1bb': a remote url holds no control character (byte 0x1b at offset 10)"
+	run -2 chute remote -C ds add web s3://
+	assert_output "chute remote: 's3://': no bucket (s3://BUCKET/PREFIX)"
+	run -2 chute remote -C ds add web 'http://[::1/x'
+	assert_output --partial "an IPv6 address is written [ADDRESS]"
+	run -0 chute remote -C ds add web 'http://[::1]:8080/x'
+}
+
+@test "remote names: a config file that opens with a UTF-8 byte order mark is read" {
+	packed ds
+	mkdir -p ds/.chute
+	printf '\xef\xbb\xbf[remote "origin"]\n\turl = %s\n' "$PWD/r" >ds/.chute/config
+	run -0 chute remote -C ds list
+	assert_output --partial "origin"
+	run -0 chute push ds origin
+	[ -e r/tags/latest ]
+}
+
 @test "remote names: a config that does not parse names the file and line, exit 2" {
 	packed ds
 	mkdir -p ds/.chute

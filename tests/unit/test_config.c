@@ -98,6 +98,29 @@ static void refusals_name_the_line(void)
 		     "2: '-x' is not a remote name") != NULL);
 }
 
+/* A UTF-8 byte order mark opening the file is skipped, as git skips it;
+ * lines are counted as before; one anywhere else is text. */
+static void bom_is_skipped(void)
+{
+	struct ch_config cfg;
+	struct ch_error err = {0};
+	write_text("\xef\xbb\xbf[remote \"o\"]\n\turl = /x\n");
+	if (!CHECK(ch_config_load(&cfg, path, &err) == 0)) {
+		unit_note("%s", err.msg);
+		return;
+	}
+	CHECK_STR(ch_config_get(&cfg, "remote", "o", "url"), "/x");
+	CHECK_EQ_U64(cfg.v[0].line, 2);
+	ch_config_release(&cfg);
+	const char *bom = "\xef\xbb\xbf[a]\nk = 1\n";
+	CHECK(ch_config_parse(&cfg, "p", bom, strlen(bom), &err) == 0);
+	ch_config_release(&cfg);
+	CHECK_STR(load_error("\xef\xbb\xbf\xef\xbb\xbf[a]\n"),
+		  "1: not a [section] nor KEY = VALUE");
+	CHECK_STR(load_error("[a]\n\xef\xbb\xbfk = 1\n"),
+		  "2: not a [section] nor KEY = VALUE");
+}
+
 /* Written back: one header a section, keys in order, unknown ones kept,
  * and what is read again is what was written. */
 static void saves_and_reads_back(void)
@@ -183,6 +206,22 @@ static void urls(void)
 	url_is("https://token@h/x", NULL);
 	url_is("s3://b/x?X-Amz-Signature=1", NULL);
 	url_is("http://h/x?token=1", NULL);
+	/* user information of any shape, as messages hide it */
+	url_is("http://alice:Pw#Secret@h/", NULL);
+	url_is("http://alice:Pw/Secret@h/x", NULL);
+	url_is("http://TOKEN@h", NULL);
+	/* control bytes, no bucket, no host, an IPv6 host not closed */
+	url_is("http://h/a\033b", NULL);
+	url_is("http://h/a\tb", NULL);
+	url_is("/srv/a\tb", NULL);
+	url_is("s3://", NULL);
+	url_is("s3:///prefix", NULL);
+	url_is("http:///x", NULL);
+	url_is("http://[::1/x", NULL);
+	url_is("http://[::1]x/y", NULL);
+	url_is("http://h]/y", NULL);
+	url_is("http://[::1]:8080/x", "http://[::1]:8080/x");
+	url_is("https://[::1]", "https://[::1]");
 }
 
 int main(void)
@@ -194,6 +233,7 @@ int main(void)
 		UNIT(saves_and_reads_back),
 		UNIT(names),
 		UNIT(urls),
+		UNIT(bom_is_skipped),
 	};
 	char cmd[128];
 	int rc;
