@@ -835,12 +835,17 @@ struct ch_split_tally {
 struct ch_split_result {
 	struct ch_manifest manifest;	/* the new version, as written */
 	struct ch_split_tally *tallies; /* one per manifest.splits[i] */
+	/* the version split and replaced: the new one's parent, except
+	 * when the split brings back an earlier version, which keeps its
+	 * own (chute-manifest(5), THE ID) */
+	char replaced[33];
 };
 
 /* Assigns every sample of the dataset at path (a folder or its manifest
  * file) to test, val or train by a hash of its key (or group) and the
  * seed, writes the split files and then a new manifest whose parent is
- * the old one's id.  Split files are named by their content and written
+ * the old one's id (or, for content the dataset had before, that
+ * version's parent).  Split files are named by their content and written
  * under temporary names first; stale ones are removed only once the new
  * manifest is in place, so a failure or interruption leaves the old
  * version whole.  Reads the shards' indexes, and with classes also the
