@@ -148,6 +148,7 @@ static void print_remote_json(const struct merge_args *a,
 
 	json_object_set_new(doc, "remote", cmd_json_text(url));
 	json_object_set_new(doc, "tags", cmd_json_tags(a->tags, a->ntags, 1));
+	cmd_json_add_replaced(doc, r->replaced, r->id, r->changes);
 	json_object_set_new(doc, "seconds",
 			    cmd_json_seconds(ch_now() - a->start));
 	cmd_json_emit(doc);

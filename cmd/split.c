@@ -202,6 +202,7 @@ static int print_json(const struct ch_split_result *r, const char *path,
 				    split_json(m, i, &r->tallies[i]));
 	json_object_set_new(doc, "id", json_string(m->id));
 	json_object_set_new(doc, "parent", cmd_json_id(m->parent));
+	json_object_set_new(doc, "replaced", cmd_json_id(r->replaced));
 	json_object_set_new(doc, "dataset", cmd_json_text(path));
 	json_object_set_new(doc, "samples", json_integer((json_int_t)m->samples));
 	json_object_set_new(doc, "seed",

@@ -200,6 +200,12 @@ void ch_shard_sample(const struct ch_shard *sh, uint64_t i,
 /* Field f (0-based, < nfields) of sample i, fields in name order. */
 void ch_shard_field(const struct ch_shard *sh, uint64_t i, uint32_t f,
 		    struct ch_field_info *out);
+/* Per field name id (< ch_shard_name_count): how many samples have the
+ * field (count[id]) and its raw bytes over them (bytes[id]), from the
+ * index alone, no block read.  The shard is opened whole (not
+ * CH_SHARD_LAZY), or its index loaded. */
+void ch_shard_field_totals(const struct ch_shard *sh, uint64_t *count,
+			   uint64_t *bytes);
 /* Asks the CPU for what reading sample i will touch, without waiting for
  * it, so that a reader that knows which samples come next overlaps their
  * cache misses: step 0 its index entry, step 1 (some samples later, the
@@ -553,6 +559,31 @@ int ch_dataset_open_shard(const struct ch_dataset *ds, size_t s,
  * ch_dataset_shard call it. */
 int ch_dataset_check_shard(const struct ch_dataset *ds, size_t s,
 			   const struct ch_shard *sh, struct ch_error *err);
+/* What shards hold, summed from their indexes (no block read), to hold
+ * against the totals a manifest states: each field's sample count and
+ * raw bytes (chute-manifest(5), KEYS: schema).  Zeroed to start. */
+struct ch_totals {
+	struct ch_manifest_field *fields; /* sorted by name */
+	size_t nfields;
+};
+/* Adds shard sh, opened whole (ch_shard_field_totals). */
+int ch_totals_add_shard(struct ch_totals *t, const struct ch_shard *sh,
+			struct ch_error *err);
+/* Adds the totals of other shards (a worker's, say). */
+int ch_totals_add(struct ch_totals *t, const struct ch_totals *more,
+		  struct ch_error *err);
+void ch_totals_release(struct ch_totals *t);
+/* Calls fn with a message ("the manifest's schema.fields.cls.count is
+ * 150, the shards hold 200") for each total of m that t, the totals of
+ * all of m's shards, does not match, a field the shards hold and the
+ * schema lacks included; returns how many. */
+typedef void (*ch_totals_fn)(const char *message, void *arg);
+size_t ch_totals_compare(const struct ch_manifest *m,
+			 const struct ch_totals *t, ch_totals_fn fn, void *arg);
+/* 0 when they all match, else a data error (CH_ERR_DATA) naming origin
+ * and the first total that differs. */
+int ch_totals_check(const struct ch_manifest *m, const struct ch_totals *t,
+		    const char *origin, struct ch_error *err);
 /* Finds a sample by key over all shards (binary search in each). */
 int ch_dataset_find(struct ch_dataset *ds, const char *key, size_t *shard,
 		    uint64_t *sample, struct ch_error *err);
@@ -809,12 +840,17 @@ struct ch_split_tally {
 struct ch_split_result {
 	struct ch_manifest manifest;	/* the new version, as written */
 	struct ch_split_tally *tallies; /* one per manifest.splits[i] */
+	/* the version split and replaced: the new one's parent, except
+	 * when the split brings back an earlier version, which keeps its
+	 * own (chute-manifest(5), THE ID) */
+	char replaced[33];
 };
 
 /* Assigns every sample of the dataset at path (a folder or its manifest
  * file) to test, val or train by a hash of its key (or group) and the
  * seed, writes the split files and then a new manifest whose parent is
- * the old one's id.  Split files are named by their content and written
+ * the old one's id (or, for content the dataset had before, that
+ * version's parent).  Split files are named by their content and written
  * under temporary names first; stale ones are removed only once the new
  * manifest is in place, so a failure or interruption leaves the old
  * version whole.  Reads the shards' indexes, and with classes also the

@@ -89,6 +89,8 @@ struct ch_remote_merge_report {
 	char id[33];
 	size_t parts, shards;
 	uint64_t samples, bytes;
+	char replaced[33]; /* what tags/latest named before; "" for none */
+	char changes[512]; /* what changed against it, ", "-separated */
 };
 
 /* Merges parts (REMOTE@TAG or REMOTE@ID references, all on o->remote,

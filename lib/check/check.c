@@ -17,8 +17,11 @@
 static void open_task(struct checker *c, size_t s)
 {
 	struct ch_error err;
-	if (ch_dataset_open_shard(&c->ds, s, 0, &c->sh[s], &err) == 0)
+	if (ch_dataset_open_shard(&c->ds, s, 0, &c->sh[s], &err) == 0) {
+		ch_totals_add_shard_locked(&c->totals, &c->lock, &c->tallied,
+					   c->sh[s]);
 		return;
+	}
 	c->sh[s] = NULL;
 	struct check_hit h = { .sample = c->first[s], .shard_only = 1,
 			       .shard = c->ds.manifest.shards[s].path,
@@ -222,6 +225,24 @@ static void check_counts(struct checker *c)
 	check_note(c, CH_RULE_READABLE, &h);
 }
 
+static void note_total(const char *message, void *arg)
+{
+	struct checker *c = arg;
+	struct check_hit h = { .sample = c->total + c->ds.manifest.nsplits,
+			       .shard_only = 1, .shard = "manifest.json",
+			       .other = -1, .message = message };
+	c->bad_totals++; /* one thread: after the pool */
+	check_note(c, CH_RULE_READABLE, &h);
+}
+
+/* The schema's totals against the shards', when every shard opened (one
+ * that did not is the readable rule failing already). */
+static void check_totals(struct checker *c)
+{
+	if (c->tallied == c->nshards)
+		ch_totals_compare(&c->ds.manifest, &c->totals, note_total, c);
+}
+
 static void *alloc_filled(size_t n, size_t size, int byte)
 {
 	void *p = malloc(n ? n * size : 1);
@@ -346,6 +367,7 @@ static void free_checker(struct checker *c)
 	free(c->phash_ok);
 	free(c->tasks);
 	ch_dataset_release(&c->ds);
+	ch_totals_release(&c->totals);
 	pthread_mutex_destroy(&c->lock);
 }
 
@@ -365,6 +387,7 @@ static int collect(struct checker *c, const char *path, struct ch_error *err)
 	    plan(c, 1, err) < 0 || run_pool(c, err) < 0)
 		return -1;
 	mark_absent(c);
+	check_totals(c);
 	if (plan(c, 0, err) < 0)
 		return -1;
 	uint64_t samples = 0;
@@ -399,12 +422,12 @@ static void required_names(const struct checker *c, char *buf, size_t size)
 /* "2 shards or split files and 1 block cannot be read" */
 static void settle_readable(struct checker *c)
 {
-	unsigned long long blocks = c->bad_blocks;
+	unsigned long long blocks = c->bad_blocks, totals = c->bad_totals;
 	unsigned long long files = c->rep->rules[CH_RULE_READABLE].count -
-				   blocks;
-	char msg[128];
+				   blocks - totals;
+	char msg[192];
 	int used = 0;
-	if (!files && !blocks) {
+	if (!files && !blocks && !totals) {
 		check_settle(c, CH_RULE_READABLE, "%zu %s, %llu %s",
 			     c->nshards, ch_plural(c->nshards, "shard",
 						   "shards"),
@@ -417,10 +440,18 @@ static void settle_readable(struct checker *c)
 				ch_plural(files, "shard or split file",
 					     "shards or split files"));
 	if (blocks)
-		snprintf(msg + used, sizeof(msg) - (size_t)used, "%s%llu %s",
-			 files ? " and " : "", blocks,
-			 ch_plural(blocks, "block", "blocks"));
-	check_settle(c, CH_RULE_READABLE, "%s cannot be read", msg);
+		used += snprintf(msg + used, sizeof(msg) - (size_t)used,
+				 "%s%llu %s", files ? " and " : "", blocks,
+				 ch_plural(blocks, "block", "blocks"));
+	if (files || blocks)
+		used += snprintf(msg + used, sizeof(msg) - (size_t)used,
+				 " cannot be read%s", totals ? "; " : "");
+	if (totals)
+		snprintf(msg + used, sizeof(msg) - (size_t)used, "%llu %s of "
+			 "the manifest %s the shards'", totals,
+			 ch_plural(totals, "total", "totals"),
+			 ch_plural(totals, "differs from", "differ from"));
+	check_settle(c, CH_RULE_READABLE, "%s", msg);
 }
 
 static void settle_index_rules(struct checker *c)

@@ -114,6 +114,11 @@ struct checker {
 	pthread_mutex_t lock;
 	struct ch_counter progress; /* the scan's samples; guarded by lock */
 	size_t worst[CH_RULE_COUNT]; /* the example last in order, when full */
+	/* the shards' fields summed as they open (guarded by lock), for
+	 * the manifest's schema once every shard did */
+	struct ch_totals totals;
+	size_t tallied;
+	uint64_t bad_totals; /* readable's problems that are totals */
 };
 
 /* Records a problem of rule (count, and an example if among the first by

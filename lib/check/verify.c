@@ -33,7 +33,7 @@ struct vshard {
 /* Work is cut into tasks of similar size so that jobs stay busy: first
  * opening every shard, then a whole-file hash per shard and block hashes
  * (or --deep decoding) per range of blocks. */
-enum task_kind { TASK_OPEN, TASK_FILE, TASK_BLOCKS, TASK_DEEP };
+enum task_kind { TASK_OPEN, TASK_FILE, TASK_BLOCKS, TASK_DEEP, TASK_TALLY };
 
 struct vtask {
 	enum task_kind kind;
@@ -55,6 +55,11 @@ struct verifier {
 	struct ch_block_reader **readers;
 	int nreaders;
 	struct ch_counter progress; /* guarded by lock */
+	/* the schema's totals as the shards' indexes have them: shards
+	 * that are the ones their entries name, summed (guarded by lock),
+	 * held against the manifest when that is all of them */
+	struct ch_totals totals;
+	size_t tallied;
 };
 
 static void report(struct verifier *v, enum ch_problem_kind kind,
@@ -87,6 +92,13 @@ static void count(struct verifier *v, uint64_t n, uint64_t bytes)
 	pthread_mutex_lock(&v->lock);
 	ch_counter_add(&v->progress, n, bytes);
 	pthread_mutex_unlock(&v->lock);
+}
+
+/* Whether shard s is one of the part verified (every shard without
+ * --part); the dataset-wide checks go with shard 0's part. */
+static int in_part(const struct ch_verify_opts *o, size_t s)
+{
+	return o->parts == 0 || (uint64_t)s % o->parts == o->part;
 }
 
 static int cancelled(struct verifier *v)
@@ -309,6 +321,7 @@ static int deep_task(struct verifier *v, const struct vtask *t,
 }
 
 static void open_shard(struct verifier *v, size_t s);
+static void tally_task(struct verifier *v, size_t s);
 
 /* Task i of the phase, on the pool's worker number worker. */
 static int run_task(void *arg, size_t i, int worker, struct ch_error *err)
@@ -319,6 +332,7 @@ static int run_task(void *arg, size_t i, int worker, struct ch_error *err)
 	int rc = 0;
 	switch (t->kind) {
 	case TASK_OPEN: open_shard(v, t->shard); return 0;
+	case TASK_TALLY: tally_task(v, t->shard); return 0;
 	case TASK_FILE: file_task(v, t); return 0;
 	case TASK_BLOCKS: blocks_task(v, t); break;
 	case TASK_DEEP:
@@ -423,6 +437,28 @@ static int locate_shard(struct verifier *v, size_t s, struct ch_error *err)
 	return 0;
 }
 
+/* Whether sh is the shard entry s names (size, samples, seal): only then
+ * do its fields count towards the schema's totals, which would
+ * otherwise repeat what was reported of the shard itself. */
+static int is_entry(const struct verifier *v, size_t s,
+		    const struct ch_shard *sh)
+{
+	const struct ch_manifest_shard *ms = &v->ds.manifest.shards[s];
+	struct ch_hash128 seal = ch_shard_seal(sh);
+	return ch_shard_file_size(sh) == ms->bytes &&
+	       ch_shard_sample_count(sh) == ms->samples &&
+	       (!ms->has_seal || (seal.high == ms->seal.high &&
+				  seal.low == ms->seal.low));
+}
+
+/* Adds shard s's fields to the totals, for part 0 (which checks them). */
+static void tally(struct verifier *v, size_t s, const struct ch_shard *sh)
+{
+	if (!v->ds.lone_shard && in_part(v->o, 0) && is_entry(v, s, sh))
+		ch_totals_add_shard_locked(&v->totals, &v->lock, &v->tallied,
+					   sh);
+}
+
 /* Opens one shard: header, footer and index, with their hashes and every
  * rule of chute-shard(5); then the counts the manifest gives. */
 static void open_shard(struct verifier *v, size_t s)
@@ -458,6 +494,20 @@ static void open_shard(struct verifier *v, size_t s)
 	v->res->samples += ch_shard_sample_count(vs->sh);
 	v->res->blocks += ch_shard_block_count(vs->sh);
 	pthread_mutex_unlock(&v->lock);
+	tally(v, s, vs->sh);
+}
+
+/* Part 0 of --part: a shard of another part, opened for its index alone
+ * (its own part checks the rest and reports what fails). */
+static void tally_task(struct verifier *v, size_t s)
+{
+	char *path = ch_dataset_shard_path(&v->ds, s);
+	struct ch_shard *sh = NULL;
+	struct ch_error err;
+	if (path && ch_shard_open(&sh, path, &err) == 0)
+		tally(v, s, sh);
+	ch_shard_close(sh);
+	free(path);
 }
 
 static int add_task(struct verifier *v, struct vtask t, size_t *cap,
@@ -560,9 +610,13 @@ static int plan_tasks(struct verifier *v, enum phase phase,
 		 * index, ~7 GB/s to hash */
 		struct vtask open = { TASK_OPEN, s, 0, 0, ms->samples * 200 };
 		struct vtask file = { TASK_FILE, s, 0, 0, ms->bytes / 7 };
+		struct vtask tally = { TASK_TALLY, s, 0, 0, open.cost };
 		if (phase == PHASE_FILES && vs->usable)
 			rc = add_task(v, open, &cap, err) ||
 			     add_task(v, file, &cap, err);
+		else if (phase == PHASE_FILES && !in_part(v->o, s) &&
+			 in_part(v->o, 0) && !v->ds.lone_shard)
+			rc = add_task(v, tally, &cap, err);
 		else if (phase == PHASE_BLOCKS && vs->sh &&
 			 (v->o->deep || !vs->file_ok))
 			rc = add_block_tasks(v, s, &cap, err);
@@ -599,6 +653,22 @@ static void check_manifest(struct verifier *v)
 		       (unsigned long long)expect,
 		       ch_plural(expect, "sample", "samples"),
 		       (unsigned long long)m->samples);
+}
+
+static void on_total(const char *message, void *arg)
+{
+	report(arg, CH_PROBLEM_COUNT, NULL, -1, NULL, -1, "%s", message);
+}
+
+/* The schema's totals against the shards', once every shard was counted
+ * (a shard missing, unreadable or not the one its entry names is
+ * reported as such, and leaves the totals unknown). */
+static void check_totals(struct verifier *v)
+{
+	if (v->ds.lone_shard || !in_part(v->o, 0) || cancelled(v) ||
+	    v->tallied < v->nshards)
+		return;
+	ch_totals_compare(&v->ds.manifest, &v->totals, on_total, v);
 }
 
 /* ------------------------------------------------------------------ */
@@ -722,13 +792,6 @@ static void check_splits(struct verifier *v)
 	free(seen);
 }
 
-/* Whether shard s is one of the part verified (every shard without
- * --part); the dataset-wide checks go with shard 0's part. */
-static int in_part(const struct ch_verify_opts *o, size_t s)
-{
-	return o->parts == 0 || (uint64_t)s % o->parts == o->part;
-}
-
 int ch_verify(const char *path, const struct ch_verify_opts *o,
 	      struct ch_verify_result *res, struct ch_error *err)
 {
@@ -790,6 +853,7 @@ int ch_verify(const char *path, const struct ch_verify_opts *o,
 				err) < 0)
 			goto out;
 	ch_counter_end(&v.progress);
+	check_totals(&v);
 	if (cancelled(&v)) {
 		ch_error_interrupted(err);
 		goto out;
@@ -806,6 +870,7 @@ out:
 	free(v.shards);
 	free(v.tasks);
 	ch_dataset_release(&v.ds);
+	ch_totals_release(&v.totals);
 	pthread_mutex_destroy(&v.lock);
 	return rc;
 }

@@ -3,6 +3,8 @@
 #ifndef CH_COMMON_INTERNAL_H
 #define CH_COMMON_INTERNAL_H
 
+#include <pthread.h>
+
 #include "chute.h"
 
 /* The sample content hash (see ch_sample_hash in chute.h), fed one field at
@@ -30,6 +32,13 @@ uint64_t ch_shard_serial(const struct ch_shard *sh);
  * path and the folder that holds it (callers free; NULL: no memory). */
 char *ch_manifest_path(const char *path);
 char *ch_dataset_dir(const char *path);
+
+/* ch_totals_add_shard (version/totals.c) for workers that share t: the
+ * shard counted outside lock, added under it, and *tallied (guarded by
+ * lock) one more.  Out of memory, the shard is left out and *tallied
+ * says so: the totals are then not compared. */
+void ch_totals_add_shard_locked(struct ch_totals *t, pthread_mutex_t *lock,
+				size_t *tallied, const struct ch_shard *sh);
 
 /* Messages: one when n is 1, else many ("1 field is", "2 fields are"),
  * so that a count and its word agree. */

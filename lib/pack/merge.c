@@ -183,9 +183,11 @@ static int name_remote_part(const struct part *p, struct ch_error *err)
 
 /* Every key of every shard of p is one ch_part_of puts in p: then no
  * key is in two parts.  Reads the shards' indexes, which opening checks
- * (and the seal, size and count against the manifest), no block. */
+ * (and the seal, size and count against the manifest), no block; their
+ * fields are summed into t, for the schema. */
 static int check_keys(const struct part *p, volatile sig_atomic_t *cancel,
-		      struct ch_counter *c, struct ch_error *err)
+		      struct ch_counter *c, struct ch_totals *t,
+		      struct ch_error *err)
 {
 	const struct ch_manifest *m = man(p);
 	for (size_t s = 0; s < m->nshards; s++) {
@@ -193,6 +195,7 @@ static int check_keys(const struct part *p, volatile sig_atomic_t *cancel,
 		int rc = ch_dataset_open_shard(p->ds, s, 0, &sh, err);
 		if (rc < 0)
 			return name_remote_part(p, err);
+		rc = ch_totals_add_shard(t, sh, err);
 		uint64_t n = ch_shard_sample_count(sh);
 		for (uint64_t i = 0; i < n && rc == 0; i++) {
 			struct ch_sample_info si;
@@ -216,6 +219,20 @@ static int check_keys(const struct part *p, volatile sig_atomic_t *cancel,
 	return 0;
 }
 
+/* The part's shards, keys and totals: a part whose schema its shards do
+ * not bear out (a shard taken out of its manifest, a count edited) would
+ * make a merged dataset whose totals are wrong. */
+static int check_shards(const struct part *p, volatile sig_atomic_t *cancel,
+			struct ch_counter *c, struct ch_error *err)
+{
+	struct ch_totals t = { 0 };
+	int rc = check_keys(p, cancel, c, &t, err);
+	if (rc == 0)
+		rc = ch_totals_check(man(p), &t, p->path, err);
+	ch_totals_release(&t);
+	return rc;
+}
+
 static int check_parts(const struct part *p, size_t n,
 		       volatile sig_atomic_t *cancel, struct ch_counter *c,
 		       struct ch_error *err)
@@ -233,7 +250,7 @@ static int check_parts(const struct part *p, size_t n,
 		shards += man(&p[i])->nshards;
 	ch_counter_phase(c, "checking", "shards", shards, 0);
 	for (size_t i = 0; i < n; i++) {
-		int rc = check_keys(&p[i], cancel, c, err);
+		int rc = check_shards(&p[i], cancel, c, err);
 		if (rc < 0)
 			return rc;
 	}

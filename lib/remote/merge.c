@@ -10,6 +10,7 @@
 #include "common/internal.h"
 #include "chute/ref.h"
 #include "chute/remote.h"
+#include "pack/output.h"
 #include "remote/lease.h"
 #include "remote/publish.h"
 
@@ -131,6 +132,29 @@ out:
 	return rc;
 }
 
+/* What the merged version m replaces as the remote's latest: the version
+ * tags/latest names now, and what m changes against it; nothing when the
+ * remote has no latest.  Read before anything is written. */
+static int read_latest(struct ch_store *st, const struct ch_manifest *m,
+		       struct ch_remote_merge_report *r, struct ch_error *err)
+{
+	struct ch_manifest old = {0};
+	struct ch_buf raw = {0};
+	char id[33];
+	int rc = ch_remote_resolve(st, "latest", id, err);
+	if (rc == 1)
+		return 0;
+	if (rc == 0)
+		rc = ch_remote_get_version(st, id, &old, &raw, err);
+	if (rc == 0) {
+		memcpy(r->replaced, id, sizeof(r->replaced));
+		ch_pack_changes(m, &old, r->changes);
+	}
+	ch_manifest_release(&old);
+	ch_buf_release(&raw);
+	return rc == 0 ? 0 : -1;
+}
+
 int ch_remote_merge(struct ch_store *st, const char *const *parts, size_t n,
 		    const struct ch_remote_merge_opts *o,
 		    struct ch_remote_merge_report *r, struct ch_error *err)
@@ -150,6 +174,7 @@ int ch_remote_merge(struct ch_store *st, const char *const *parts, size_t n,
 	rc = -1;
 	/* a merge starts a history: no parent, the id a local merge has */
 	if (ch_manifest_format(&m, &text, &len, err) < 0 ||
+	    read_latest(st, &m, r, err) < 0 ||
 	    (o->cancel && *o->cancel && ch_error_interrupted(err) < 0) ||
 	    ch_remote_put_version(st, m.id, text, len, err) < 0 ||
 	    settle(st, &m, err) < 0 ||

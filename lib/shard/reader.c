@@ -781,6 +781,24 @@ void ch_shard_field(const struct ch_shard *sh, uint64_t i, uint32_t f,
 	out->name = sh->names[ld32(fe + 8)];
 }
 
+void ch_shard_field_totals(const struct ch_shard *sh, uint64_t *count,
+			   uint64_t *bytes)
+{
+	memset(count, 0, sh->nnames * sizeof(*count));
+	memset(bytes, 0, sh->nnames * sizeof(*bytes));
+	for (uint64_t i = 0; i < sh->nsamples; i++) {
+		const uint8_t *e = sh->samples + i * CHS_SAMPLE_ENTRY_SIZE;
+		const uint8_t *fe = sh->fields +
+				    (uint64_t)ld32(e + 28) * CHS_FIELD_ENTRY_SIZE;
+		for (uint32_t f = 0; f < ld16(e + 26); f++) {
+			uint32_t id = ld32(fe + (size_t)f * CHS_FIELD_ENTRY_SIZE
+					   + 8);
+			count[id]++;
+			bytes[id] += ld64(fe + (size_t)f * CHS_FIELD_ENTRY_SIZE);
+		}
+	}
+}
+
 int64_t ch_shard_find(const struct ch_shard *sh, const char *key,
 		      size_t key_len)
 {

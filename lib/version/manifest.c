@@ -836,6 +836,24 @@ static int hash_shard(json_t *o, size_t i, struct dec *d)
 	return 0;
 }
 
+/* Why the text is no manifest, where (with at, its line and column).
+ * RFC 8259 allows \u0000 in a string; chute-manifest(5) does not, since
+ * every string of a manifest is kept as a C string, which it would cut
+ * short. */
+static int json_error(struct ch_error *err, const json_error_t *jerr,
+		      const char *origin, int at)
+{
+	char where[64] = "";
+	if (at)
+		snprintf(where, sizeof(where), ":%d:%d", jerr->line,
+			 jerr->column);
+	if (json_error_code(jerr) == json_error_null_character)
+		return ch_error_set(err, "U+0000 in a string is not allowed "
+				    "(%s%s)", origin, where);
+	return ch_error_set(err, "invalid JSON: %s (%s%s)", jerr->text, origin,
+			    where);
+}
+
 /* Shard i: from the tree, or parsed from its span of text (a new
  * reference, which *owned says to drop). */
 static json_t *shard_object(json_t *arr, size_t i, struct dec *d, int *owned)
@@ -850,8 +868,7 @@ static json_t *shard_object(json_t *arr, size_t i, struct dec *d, int *owned)
 	o = json_loadb(d->text + d->spans[i].at, d->spans[i].len,
 		       JSON_REJECT_DUPLICATES, &jerr);
 	if (!o)
-		ch_error_set(d->err, "invalid JSON: %s (%s)", jerr.text,
-			     d->origin);
+		json_error(d->err, &jerr, d->origin, 0);
 	return o;
 }
 
@@ -1623,8 +1640,7 @@ static int parse(struct ch_manifest *m, const char *text, size_t len,
 	d.version = 0;
 	doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!doc) {
-		ch_error_set(err, "invalid JSON: %s (%s:%d:%d)", jerr.text,
-			     d.origin, jerr.line, jerr.column);
+		json_error(err, &jerr, d.origin, 1);
 		goto out;
 	}
 	if (decode(doc, m, &d) < 0 || canonical_id(doc, id, err) < 0)

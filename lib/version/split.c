@@ -625,6 +625,8 @@ int ch_split(const char *path, const struct ch_split_opts *o,
 	for (int s = 0; s < NSETS; s++)
 		sp.sets[s].tmp.fd = -1;
 	rc = run_split(&sp, path, err);
+	if (rc == 0)
+		memcpy(res->replaced, sp.ds.manifest.id, sizeof(res->replaced));
 	if (rc < 0) {
 		discard_sets(&sp);
 		ch_split_result_release(res);

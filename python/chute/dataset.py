@@ -208,6 +208,17 @@ def manifest_id(m: dict) -> str:
     return _shard.xxhash.xxh3_128_hexdigest(text.encode("utf-8"))
 
 
+def _has_nul(v) -> bool:
+    """Whether a parsed JSON value holds U+0000 in a string or a key."""
+    if isinstance(v, str):
+        return "\0" in v
+    if isinstance(v, dict):
+        return any(_has_nul(k) or _has_nul(x) for k, x in v.items())
+    if isinstance(v, list):
+        return any(_has_nul(x) for x in v)
+    return False
+
+
 class _Manifest:
     """Reads and checks a manifest.json; errors name the key."""
 
@@ -241,6 +252,12 @@ class _Manifest:
             raise e2 from None
         except ValueError as e:
             self.fail("manifest", str(e))
+        if _has_nul(m):
+            # as chute refuses it (chute-manifest(5), Encoding)
+            e2 = DataError("U+0000 in a string is not allowed (%s)"
+                           % self.path)
+            e2.path, e2.offset, e2.key = self.path, None, None
+            raise e2
         self.check(m)
         return m
 

@@ -3,6 +3,7 @@ the CacheWarning: the same bytes as a sequential read, whatever the
 cache; the default cache keeps a small dataset whole; a cache too small
 for random reads says so, once, and nothing else does."""
 
+import json
 import os
 import pickle
 import random
@@ -263,3 +264,22 @@ def test_a_dataloader_with_workers_and_collate_reads_every_sample_once(
     rows = sorted(bytes(row) for b in loader for row in b["bin"].numpy())
     assert rows == sorted(s["bin"] for s in reference(ds.path))
     del torch
+
+
+def test_a_manifest_with_u0000_in_a_string_is_refused_as_chute_refuses_it(
+        make_dataset, chute_bin):
+    path = make_dataset(count=10)
+    mpath = os.path.join(path, "manifest.json")
+    m = json.load(open(mpath))
+    m["sources"] = ["a\0b"]
+    m["id"] = chute.manifest_id(m)
+    with open(mpath, "w") as f:
+        json.dump(m, f)  # writes "a\u0000b"
+    with pytest.raises(chute.DataError,
+                       match=r"^U\+0000 in a string is not allowed \(.*"
+                             r"manifest\.json\)$"):
+        chute.Dataset(path)
+    run = subprocess.run([chute_bin, "verify", path], capture_output=True,
+                         text=True)
+    assert run.returncode == 1
+    assert "U+0000 in a string is not allowed (" in run.stdout

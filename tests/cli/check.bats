@@ -279,6 +279,20 @@ ALL_RULES="readable required-fields empty field-types duplicates leakage conflic
 		'by["eval-split"]["unexamined"] == 0 and by["eval-split"]["status"] == "pass"'
 }
 
+@test "check: a schema total edited, the id recomputed, fails readable naming the key, the value stated and the shards'" {
+	clean_ds ds
+	edit_manifest ds 'm["schema"]["fields"]["cls"]["count"] = 40
+m["schema"]["fields"]["jpg"]["bytes"] += 1
+m["bytes"] += 1
+reid = True'
+	check 1 ds
+	assert_line "FAIL readable: 2 totals of the manifest differ from the shards'"
+	assert_rule FAIL readable "manifest.json: the manifest's schema.fields.cls.count is 40, the shards hold 48"
+	assert_rule FAIL readable "manifest.json: the manifest's schema.fields.jpg.bytes is "
+	# the rules that read samples saw every one
+	refute_output --partial "could not be examined"
+}
+
 @test "check: a flipped byte in a block fails readable, naming shard, block and offset; the rules that needed the block say how many samples they missed" {
 	mkimages src 48
 	pack_ds ds src --label-from dir -b 2K

@@ -153,6 +153,23 @@ same_keys() {
 	assert_equal "$(json split.json 'd["seconds"] >= 0')" true
 }
 
+@test "json: split --json back to an earlier version: parent is that version's own, replaced the one split" {
+	files src 12 100
+	chute pack -q -o ds src >/dev/null
+	local v0 v1 v2
+	v0=$(man ds 'm["id"]')
+	chute split --json ds --val 0.25 >one.json
+	v1=$(man ds 'm["id"]')
+	assert_equal "$(json one.json '[d["parent"], d["replaced"]]')" "[$v0, $v0]"
+	chute split --json ds --val 0.5 >two.json
+	v2=$(man ds 'm["id"]')
+	assert_equal "$(json two.json '[d["parent"], d["replaced"]]')" "[$v1, $v1]"
+	# the first split again: version v1 again, which keeps its parent
+	chute split --json ds --val 0.25 >back.json
+	same_keys back.json ds id parent
+	assert_equal "$(json back.json '[d["id"], d["parent"], d["replaced"]]')" "[$v1, $v0, $v2]"
+}
+
 @test "json: merge --json has the merged version's id, parts and counts" {
 	files src 12 100
 	local i

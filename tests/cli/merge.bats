@@ -195,6 +195,33 @@ refused() {
 	assert_equal "$(snapshot out)" "$before"
 }
 
+@test "merge: a part whose totals its shards do not bear out exits 1, naming the part and the total" {
+	pack_parts parts 2
+	chute pack -q -o out src >/dev/null
+	local before n
+	before=$(snapshot out)
+	# its last shard taken out of its manifest (left in shards/), the
+	# counts cut to what parses, the bytes stale; the id recomputed
+	cp -r parts/1 cut
+	edit_manifest cut 's = m["shards"].pop()
+m["samples"] -= s["samples"]
+m["shard_bytes"] -= s["bytes"]
+for f in m["schema"]["fields"].values():
+    f["count"] = min(f["count"], m["samples"])
+reid = True'
+	run -1 chute merge parts/0 cut -o out
+	assert_output --regexp "^chute merge: 'cut': the manifest's schema\.fields\.cls\.bytes is [0-9]+, the shards hold [0-9]+, and more totals differ \(edited\?\)$"
+	assert_equal "$(snapshot out)" "$before"
+	# a count edited
+	n=$(mjson parts/1 'm["schema"]["fields"]["txt"]["count"]')
+	edit_manifest parts/1 'm["schema"]["fields"]["txt"]["count"] -= 1
+reid = True'
+	run -1 chute merge parts/0 parts/1 -o out
+	assert_output "chute merge: 'parts/1': the manifest's schema.fields.txt.count is $((n - 1)), the shards hold $n (edited?)"
+	assert_equal "$(snapshot out)" "$before"
+	! ls -A | grep -q '^\.out\.tmp' || fail "a temporary was left"
+}
+
 @test "merge: usage mistakes exit 2" {
 	run -2 chute merge -o ds
 	assert_output "chute merge: no part given: name the folders chute pack --part wrote"

@@ -95,6 +95,41 @@ teardown() {
 	assert_line --index 0 "train-000000.chs"
 }
 
+@test "merge on a remote: --json says what latest named before, as chute-merge(1) says" {
+	pack_parts parts 2
+	push_parts "$R" 2
+	local before id
+	before=$(cat remote/tags/latest) # the part pushed last
+	run -0 --separate-stderr chute merge --json "$R@part-0" "$R@part-1" -o "$R"
+	"$PYTHON" - "$output" "$before" "$R" <<'EOF'
+import json, sys
+d, before, remote = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+keys = ["id", "parent", "name", "parts", "samples", "bytes", "shards",
+        "remote", "tags", "replaced", "unchanged", "changes", "seconds"]
+assert list(d) == keys, list(d)
+assert d["parent"] is None and d["remote"] == remote, d
+assert (d["replaced"], d["unchanged"]) == (before, False), d
+assert d["changes"].startswith("+"), d  # a part: fewer samples than all
+EOF
+	id=$(cat remote/tags/latest)
+	# again: the same version, which latest names already
+	run -0 --separate-stderr chute merge --json "$R@part-0" "$R@part-1" -o "$R"
+	"$PYTHON" -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert (d["id"], d["replaced"], d["unchanged"], d["changes"]) == (
+    sys.argv[2], sys.argv[2], True, "same content"), d
+' "$output" "$id"
+	# a remote without latest: nothing replaced
+	rm remote/tags/latest
+	run -0 --separate-stderr chute merge --json "$R@part-0" "$R@part-1" -o "$R"
+	"$PYTHON" -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert (d["replaced"], d["unchanged"], d["changes"]) == (None, False, None), d
+' "$output"
+}
+
 # ---------------------------------------------------------------- refusals
 
 # refused WHAT ARGS...: chute merge ARGS -o $R --tag v1 exits 2 with one

@@ -107,6 +107,70 @@ EOF
 	assert_line --index -1 --regexp '^FAILED: '
 }
 
+# totals_edited STATEMENTS: a copy of ds, edited, its id recomputed (so
+# that only the totals can tell), verified: exit 1, the output in $output.
+totals_edited() {
+	rm -rf ed && cp -a ds ed
+	edit_manifest ed "$1
+reid = True"
+	run -1 chute verify ed
+}
+
+@test "verify: every total the manifest states is held against the shards, its id recomputed" {
+	run -0 chute verify ds
+	# the schema: a field's count, its bytes (the sum kept), a field the
+	# schema lacks, a field no shard holds
+	totals_edited 'm["schema"]["fields"]["txt"]["count"] -= 1'
+	assert_line --index 0 "ed: the manifest's schema.fields.txt.count is 7, the shards hold 8"
+	assert_line --index -1 'FAILED: 1 problem in 0 shards'
+	totals_edited 'm["schema"]["fields"]["jpg"]["bytes"] = 5
+m["bytes"] += 5 - 20778'
+	assert_line --index 0 "ed: the manifest's schema.fields.jpg.bytes is 5, the shards hold 20778"
+	totals_edited 'f = m["schema"]["fields"].pop("seg.png")
+m["bytes"] -= f["bytes"]'
+	assert_line --index 0 "ed: the manifest's schema.fields has no seg.png, which 3 samples of the shards have (6657 bytes)"
+	totals_edited 'm["schema"]["fields"]["npy"] = {"count": 2, "bytes": 0}'
+	assert_line --index 0 "ed: the manifest's schema.fields.npy.count is 2, the shards hold 0"
+	# the dataset's totals must add up from the entries, which are the
+	# files': each edit is a problem that names what it edited
+	totals_edited 'm["samples"] += 1'
+	assert_output --partial "ed: samples: $((NSAMPLES + 1)), but the shards hold $NSAMPLES (ed/manifest.json)"
+	totals_edited 'm["shard_bytes"] += 1'
+	assert_output --regexp "^ed: shard_bytes: ([0-9]+), but the shards add up to [0-9]+ \(ed/manifest.json\)"
+	totals_edited 'm["shards"][0]["bytes"] += 1
+m["shard_bytes"] += 1'
+	assert_output --regexp "${S0##*/}: size [0-9]+ differs from the manifest's"
+	totals_edited 'm["shards"][0]["samples"] -= 1
+m["samples"] -= 1
+for s in m["shards"][1:]:
+    s["first_sample"] -= 1'
+	assert_output --partial "${S0##*/}: holds 5 samples, the manifest says 4"
+}
+
+@test "verify: the schema's totals are problems of kind count in --json, and of part 0 alone" {
+	edit_manifest ds 'm["schema"]["fields"]["cls"]["count"] = 3
+reid = True'
+	run -1 chute verify --json ds
+	"$PYTHON" -c '
+import json, sys
+r = json.loads(sys.argv[1])
+assert [(p["kind"], p["shard"], p["message"]) for p in r["problems"]] == [
+    ("count", None, "the manifest'"'"'s schema.fields.cls.count is 3, the shards hold 9")], r
+' "$output"
+	# part 0 counts every shard's fields (hashing only its own), part 1
+	# none: together what one verify says
+	run -1 chute verify --part 0/2 ds
+	assert_line --index 0 "ds: the manifest's schema.fields.cls.count is 3, the shards hold 9"
+	assert_line --index -1 --regexp "^FAILED: 1 problem in 0 shards$"
+	run -0 chute verify --part 1/2 ds
+	# a shard missing leaves the totals unknown: the shard is reported,
+	# not the schema
+	rm "$S1"
+	run -1 chute verify ds
+	refute_output --partial "schema.fields"
+	assert_output --partial "${S1##*/}: missing"
+}
+
 @test "verify: every problem is reported, not just the first" {
 	flip_byte "$S0" "$(block_middle "$S0" 0)"
 	flip_byte "$S1" "$(block_middle "$S1" 0)"

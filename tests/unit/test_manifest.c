@@ -614,6 +614,12 @@ static const struct edit type_edits[] = {
 	  "format: expected \"chute-manifest\"" },
 	{ "\"name\": \"ds\",", "", "name: missing key" },
 	{ "\"name\": \"ds\"", "\"name\": \"\"", "name: expected a non-empty" },
+	/* RFC 8259 allows it; chute-manifest(5) does not: strings are C
+	 * strings, which it would cut short */
+	{ "\"name\": \"ds\"", "\"name\": \"d\\u0000s\"",
+	  "U+0000 in a string is not allowed (mem.json:" },
+	{ "\"shards/ds-000000.chs\"", "\"shards/a\\u0000b.chs\"",
+	  "U+0000 in a string is not allowed (mem.json:" },
 	{ "\"name\": \"ds\",", "\"name\": \"ds\", \"nmae\": 1,",
 	  "nmae: unknown key" },
 	{ "\"name\": \"ds\",", "\"name\": \"ds\", \"name\": \"ds\",",
