@@ -455,7 +455,9 @@ int ch_manifest_write(struct ch_manifest *m, const char *path,
  * the caller's to free. */
 int ch_manifest_format(struct ch_manifest *m, char **text, size_t *len,
 		       struct ch_error *err);
-/* Parses and validates; errors name the line and column. */
+/* Parses and validates; errors name the line and column.  Text that is
+ * not JSON or breaks a rule of chute-manifest(5) is CH_ERR_DATA (a
+ * damaged manifest); a file that cannot be read, CH_ERR_IO. */
 int ch_manifest_read(struct ch_manifest *m, const char *path,
 		     struct ch_error *err);
 int ch_manifest_parse(struct ch_manifest *m, const char *text, size_t len,
@@ -501,11 +503,20 @@ struct ch_dataset {
 	void *source_arg;
 };
 
+/* Opens a dataset folder, a manifest file or a lone shard.  A path that
+ * does not exist, or a folder without a manifest, is CH_ERR_IO (no such
+ * dataset); a manifest or lone shard that is there but damaged,
+ * CH_ERR_DATA. */
 int ch_dataset_open(struct ch_dataset *ds, const char *path,
 		    struct ch_error *err);
+/* Whether ch_dataset_open takes the file at path for a lone shard: its
+ * name ends in .chs (whatever its bytes), or it starts with the shard
+ * magic.  0 for a folder or a missing file. */
+int ch_dataset_is_lone_shard(const char *path);
 /* ch_dataset_open for what needs a dataset folder (check, split, status,
  * push refuse a lone shard): a shard given to it is the caller's mistake,
- * CH_ERR_USAGE, even when opening it also found it corrupt. */
+ * CH_ERR_USAGE, and one that does not even open is refused as a shard,
+ * not reported as damaged. */
 int ch_dataset_open_folder(struct ch_dataset *ds, const char *path,
 			   struct ch_error *err);
 void ch_dataset_release(struct ch_dataset *ds);
@@ -821,7 +832,8 @@ void ch_split_result_release(struct ch_split_result *res);
 /* The sample numbers (dataset-wide, ascending) of split `name` of an
  * open dataset, read from its split file and checked against the
  * manifest: size, XXH3-128, order and range.  *ids is the caller's to
- * free. */
+ * free.  A split file that is missing or fails a check is CH_ERR_DATA
+ * (the manifest names it); a split the manifest lacks, CH_ERR_USAGE. */
 int ch_split_load(const struct ch_dataset *ds, const char *name,
 		  uint64_t **ids, uint64_t *count, struct ch_error *err);
 

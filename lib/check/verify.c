@@ -750,11 +750,12 @@ int ch_verify(const char *path, const struct ch_verify_opts *o,
 	if (refuse_special_manifest(path, err) < 0)
 		goto out;
 	if (ch_dataset_open(&v.ds, path, err) < 0) {
-		/* the path is there but its manifest or shard is unreadable or
-		 * invalid: that is the data failing the check */
+		if (err->kind != CH_ERR_DATA)
+			goto out; /* no such dataset: nothing to check */
+		/* the manifest or lone shard is there but damaged: that is
+		 * the data failing the check */
 		report(&v, CH_PROBLEM_MANIFEST, NULL, -1, NULL, -1, "%s",
 		       err->msg);
-		res->problems = 1;
 		rc = 0;
 		goto out;
 	}

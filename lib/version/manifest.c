@@ -552,8 +552,8 @@ static int bad(struct dec *d, const char *ctx, const char *key,
 
 	if (!*ctx && !key)
 		ctx = "manifest";
-	return ch_error_set(d->err, "%s%s%s: %s (%s)", ctx, dot,
-			    key ? key : "", what, d->origin);
+	return ch_error_data(d->err, "%s%s%s: %s (%s)", ctx, dot,
+			     key ? key : "", what, d->origin);
 }
 
 static json_t *member(json_t *obj, const char *ctx, const char *key,
@@ -840,8 +840,8 @@ static json_t *shard_object(json_t *arr, size_t i, struct dec *d, int *owned)
 	o = json_loadb(d->text + d->spans[i].at, d->spans[i].len,
 		       JSON_REJECT_DUPLICATES, &jerr);
 	if (!o)
-		ch_error_set(d->err, "invalid JSON: %s (%s)", jerr.text,
-			     d->origin);
+		ch_error_data(d->err, "invalid JSON: %s (%s)", jerr.text,
+			      d->origin);
 	return o;
 }
 
@@ -1599,8 +1599,8 @@ static int parse(struct ch_manifest *m, const char *text, size_t len,
 	d.version = 0;
 	doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!doc) {
-		ch_error_set(err, "invalid JSON: %s (%s:%d:%d)", jerr.text,
-			     d.origin, jerr.line, jerr.column);
+		ch_error_data(err, "invalid JSON: %s (%s:%d:%d)", jerr.text,
+			      d.origin, jerr.line, jerr.column);
 		goto out;
 	}
 	if (decode(doc, m, &d) < 0 || canonical_id(doc, id, err) < 0)
