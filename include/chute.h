@@ -559,6 +559,9 @@ int ch_dataset_open_shard(const struct ch_dataset *ds, size_t s,
  * ch_dataset_shard call it. */
 int ch_dataset_check_shard(const struct ch_dataset *ds, size_t s,
 			   const struct ch_shard *sh, struct ch_error *err);
+/* A field name sh holds that m's schema lacks (the first), or NULL. */
+const char *ch_dataset_unlisted_field(const struct ch_manifest *m,
+				      const struct ch_shard *sh);
 /* Finds a sample by key over all shards (binary search in each). */
 int ch_dataset_find(struct ch_dataset *ds, const char *key, size_t *shard,
 		    uint64_t *sample, struct ch_error *err);

@@ -215,9 +215,8 @@ static int cmp_field_name(const void *key, const void *field)
 	return strcmp(key, ((const struct ch_manifest_field *)field)->name);
 }
 
-/* A field name of sh the manifest's schema lacks, or NULL. */
-static const char *unlisted_field(const struct ch_manifest *m,
-				  const struct ch_shard *sh)
+const char *ch_dataset_unlisted_field(const struct ch_manifest *m,
+				      const struct ch_shard *sh)
 {
 	for (uint32_t i = 0; i < ch_shard_name_count(sh); i++) {
 		const char *name = ch_shard_name(sh, i);
@@ -262,7 +261,7 @@ int ch_dataset_check_shard(const struct ch_dataset *ds, size_t s,
 				     "says %s (run chute verify)", ms->path,
 				     a, b);
 	}
-	const char *field = unlisted_field(&ds->manifest, sh);
+	const char *field = ch_dataset_unlisted_field(&ds->manifest, sh);
 	if (field)
 		return ch_error_data(err, "'%s' holds field '%s', which the "
 				     "manifest's schema does not list (run "

@@ -197,13 +197,27 @@ OPENS=(ls cat stream export verify check status diff bench push split merge)
 @test "exit status: a shard holding a field the schema lacks is 1" {
 	# status and push compare files with the manifest's hashes: they
 	# open no shard
-	fails 1 field "good-00000[01]\.chs.*'txt'" ls cat stream export check \
-		diff bench split merge
+	fails 1 field "good-00000[01]\.chs.*'txt'" ls cat stream export verify \
+		check diff bench split merge
+	# chute verify says it of each shard (issue 37: it exited 0)
+	run -1 chute verify data
+	assert_line "data/$S0: holds field 'txt', which the manifest's schema does not list"
+	assert_line "FAILED: 2 problems in 2 shards"
 }
 
 @test "exit status: a lone .chs with a bad magic is 1, not a manifest that is not JSON" {
 	fails 1 lone "not a chute shard: bad magic \('x.chs', byte 0\)" \
 		ls cat stream export verify diff bench
+	# chute-verify(1): S counts a lone shard that does not open, whatever
+	# part of it is damaged
+	local k
+	for k in magic header footer index dictionary; do
+		cp "$FX/$k/$S0" "$k.chs"
+		run -1 chute verify "$k.chs"
+		assert_line "FAILED: 1 problem in 1 shard"
+	done
+	run -1 chute verify --json header.chs
+	assert_output --partial '"problems":[{"kind":"structure","path":"header.chs","shard":"header.chs",'
 }
 
 @test "exit status: a corrupt object on a remote is 1 for every command that reads it" {
