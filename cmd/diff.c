@@ -32,7 +32,8 @@ static const struct cmd_spec diff_spec = {
 	.opts = diff_opts,
 	.extra = "A, B: dataset folders, manifest files or REMOTE[@TAG|@ID]\n"
 		 "(REMOTE: a url or a name from 'chute remote')\n"
-		 "exit status: 0 equal, 1 different, 2 could not compare\n",
+		 "exit status: 0 equal, 1 different or damaged data, 2 could "
+		 "not compare\n",
 };
 
 struct diff_args {

@@ -466,7 +466,9 @@ int ch_manifest_write(struct ch_manifest *m, const char *path,
  * the caller's to free. */
 int ch_manifest_format(struct ch_manifest *m, char **text, size_t *len,
 		       struct ch_error *err);
-/* Parses and validates; errors name the line and column. */
+/* Parses and validates; errors name the line and column.  Text that is
+ * not JSON or breaks a rule of chute-manifest(5) is CH_ERR_DATA (a
+ * damaged manifest); a file that cannot be read, CH_ERR_IO. */
 int ch_manifest_read(struct ch_manifest *m, const char *path,
 		     struct ch_error *err);
 int ch_manifest_parse(struct ch_manifest *m, const char *text, size_t len,
@@ -512,11 +514,20 @@ struct ch_dataset {
 	void *source_arg;
 };
 
+/* Opens a dataset folder, a manifest file or a lone shard.  A path that
+ * does not exist, or a folder without a manifest, is CH_ERR_IO (no such
+ * dataset); a manifest or lone shard that is there but damaged,
+ * CH_ERR_DATA. */
 int ch_dataset_open(struct ch_dataset *ds, const char *path,
 		    struct ch_error *err);
+/* Whether ch_dataset_open takes the file at path for a lone shard: its
+ * name ends in .chs (whatever its bytes), or it starts with the shard
+ * magic.  0 for a folder or a missing file. */
+int ch_dataset_is_lone_shard(const char *path);
 /* ch_dataset_open for what needs a dataset folder (check, split, status,
  * push refuse a lone shard): a shard given to it is the caller's mistake,
- * CH_ERR_USAGE, even when opening it also found it corrupt. */
+ * CH_ERR_USAGE, and one that does not even open is refused as a shard,
+ * not reported as damaged. */
 int ch_dataset_open_folder(struct ch_dataset *ds, const char *path,
 			   struct ch_error *err);
 void ch_dataset_release(struct ch_dataset *ds);
@@ -576,14 +587,18 @@ void ch_totals_release(struct ch_totals *t);
 /* Calls fn with a message ("the manifest's schema.fields.cls.count is
  * 150, the shards hold 200") for each total of m that t, the totals of
  * all of m's shards, does not match, a field the shards hold and the
- * schema lacks included; returns how many. */
-typedef void (*ch_totals_fn)(const char *message, void *arg);
+ * schema lacks included (unlisted set: a caller that reported those
+ * shard by shard may skip them); returns how many. */
+typedef void (*ch_totals_fn)(const char *message, int unlisted, void *arg);
 size_t ch_totals_compare(const struct ch_manifest *m,
 			 const struct ch_totals *t, ch_totals_fn fn, void *arg);
 /* 0 when they all match, else a data error (CH_ERR_DATA) naming origin
  * and the first total that differs. */
 int ch_totals_check(const struct ch_manifest *m, const struct ch_totals *t,
 		    const char *origin, struct ch_error *err);
+/* A field name sh holds that m's schema lacks (the first), or NULL. */
+const char *ch_dataset_unlisted_field(const struct ch_manifest *m,
+				      const struct ch_shard *sh);
 /* Finds a sample by key over all shards (binary search in each). */
 int ch_dataset_find(struct ch_dataset *ds, const char *key, size_t *shard,
 		    uint64_t *sample, struct ch_error *err);
@@ -862,7 +877,8 @@ void ch_split_result_release(struct ch_split_result *res);
 /* The sample numbers (dataset-wide, ascending) of split `name` of an
  * open dataset, read from its split file and checked against the
  * manifest: size, XXH3-128, order and range.  *ids is the caller's to
- * free. */
+ * free.  A split file that is missing or fails a check is CH_ERR_DATA
+ * (the manifest names it); a split the manifest lacks, CH_ERR_USAGE. */
 int ch_split_load(const struct ch_dataset *ds, const char *name,
 		  uint64_t **ids, uint64_t *count, struct ch_error *err);
 

@@ -158,7 +158,9 @@ int ch_store_stat_many(struct ch_store *st, struct ch_store_job *jobs,
  * final name is always verified.  The renames wait until the transfers
  * are over and one syncfs has made every verified file durable (a fsync
  * per file would stall the other transfers behind each).  A mismatch is an error naming the
- * object, the expected and the actual hash.  Transient failures
+ * object, the expected and the actual hash.  A job names its object by
+ * hash, so one that is missing or does not match is CH_ERR_DATA (exit 1),
+ * not an I/O error.  Transient failures
  * (timeouts, refused connections, 5xx) are retried with backoff; a 4xx is
  * an error at once.  On error the other transfers are stopped, their
  * .part files kept for the next run; err describes the first failure. */

@@ -225,9 +225,10 @@ static void check_counts(struct checker *c)
 	check_note(c, CH_RULE_READABLE, &h);
 }
 
-static void note_total(const char *message, void *arg)
+static void note_total(const char *message, int unlisted, void *arg)
 {
 	struct checker *c = arg;
+	(void)unlisted;
 	struct check_hit h = { .sample = c->total + c->ds.manifest.nsplits,
 			       .shard_only = 1, .shard = "manifest.json",
 			       .other = -1, .message = message };

@@ -490,6 +490,12 @@ static void open_shard(struct verifier *v, size_t s)
 		report(v, CH_PROBLEM_FILE_HASH, vs->rel, -1, NULL, -1,
 		       "seal %s differs from the manifest's %s", a, b);
 	}
+	const char *field = v->ds.lone_shard ? NULL :
+			    ch_dataset_unlisted_field(&v->ds.manifest, vs->sh);
+	if (field) /* ls, cat and stream refuse to read such a shard */
+		report(v, CH_PROBLEM_MANIFEST, vs->rel, -1, NULL, -1,
+		       "holds field '%s', which the manifest's schema does "
+		       "not list", field);
 	pthread_mutex_lock(&v->lock);
 	v->res->samples += ch_shard_sample_count(vs->sh);
 	v->res->blocks += ch_shard_block_count(vs->sh);
@@ -655,8 +661,11 @@ static void check_manifest(struct verifier *v)
 		       (unsigned long long)m->samples);
 }
 
-static void on_total(const char *message, void *arg)
+/* A field the schema lacks was reported by each shard that holds it. */
+static void on_total(const char *message, int unlisted, void *arg)
 {
+	if (unlisted)
+		return;
 	report(arg, CH_PROBLEM_COUNT, NULL, -1, NULL, -1, "%s", message);
 }
 
@@ -792,6 +801,22 @@ static void check_splits(struct verifier *v)
 	free(seen);
 }
 
+/* A manifest or lone shard that does not open: one problem, the lone
+ * shard's (a problem of its structure) or the manifest's. */
+static void report_unopened(struct verifier *v, const char *path,
+			    const struct ch_error *err)
+{
+	const char *slash = strrchr(path, '/');
+	if (!ch_dataset_is_lone_shard(path)) {
+		report(v, CH_PROBLEM_MANIFEST, NULL, -1, NULL, -1, "%s",
+		       err->msg);
+		return;
+	}
+	/* named as ch_dataset_open names it: its file name */
+	report(v, CH_PROBLEM_STRUCTURE, slash ? slash + 1 : path, -1, NULL,
+	       -1, "%s", err->msg);
+}
+
 int ch_verify(const char *path, const struct ch_verify_opts *o,
 	      struct ch_verify_result *res, struct ch_error *err)
 {
@@ -813,11 +838,12 @@ int ch_verify(const char *path, const struct ch_verify_opts *o,
 	if (refuse_special_manifest(path, err) < 0)
 		goto out;
 	if (ch_dataset_open(&v.ds, path, err) < 0) {
-		/* the path is there but its manifest or shard is unreadable or
-		 * invalid: that is the data failing the check */
-		report(&v, CH_PROBLEM_MANIFEST, NULL, -1, NULL, -1, "%s",
-		       err->msg);
-		res->problems = 1;
+		if (err->kind != CH_ERR_DATA)
+			goto out; /* no such dataset: nothing to check */
+		/* the manifest or lone shard is there but damaged: the
+		 * data failed the check (a lone shard: a file with a
+		 * problem) */
+		report_unopened(&v, path, err);
 		rc = 0;
 		goto out;
 	}

@@ -2,8 +2,10 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "chute.h"
+#include "common/internal.h"
 
 static void set(struct ch_error *err, enum ch_error_kind kind,
 		const char *fmt, va_list ap)
@@ -71,5 +73,14 @@ int ch_error_errno(struct ch_error *err, int errnum, const char *fmt, ...)
 			snprintf(err->msg + n, sizeof(err->msg) - n, ": %s",
 				 strerror(errnum));
 	}
+	return -1;
+}
+
+int ch_error_if_missing(struct ch_error *err, const char *path)
+{
+	struct stat st;
+	if (err && err->kind == CH_ERR_IO && stat(path, &st) < 0 &&
+	    (errno == ENOENT || errno == ENOTDIR))
+		err->kind = CH_ERR_DATA;
 	return -1;
 }

@@ -120,6 +120,10 @@ void ch_file_text_close(struct ch_file_text *t);
 /* Opens path read-only if it is a regular file, and refuses anything
  * else (a FIFO, a device) without blocking in open(); errno is kept. */
 int ch_open_regular(const char *path, struct ch_error *err);
+/* After a failed open or read of path, a file a manifest names: when it
+ * is not there, err becomes CH_ERR_DATA (missing data that should be
+ * there, exit 1) instead of an I/O error.  Returns -1. */
+int ch_error_if_missing(struct ch_error *err, const char *path);
 
 /* A temporary DIR/.NAME.tmp-PID, locked (flock) while fd is open, so that
  * a run killed with -9 leaves it unlocked and the next run writing NAME

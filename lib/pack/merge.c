@@ -42,8 +42,8 @@ static int cancelled(volatile sig_atomic_t *cancel, struct ch_error *err)
 static int check_part(const struct part *p, struct ch_error *err)
 {
 	if (!man(p)->id_ok)
-		return ch_error_set(err, "'%s': its manifest's id does not match "
-				    "its content (edited?)", p->path);
+		return ch_error_data(err, "'%s': its manifest's id does not "
+				     "match its content (edited?)", p->path);
 	if (!man(p)->options.parts)
 		return ch_error_set(err, "'%s' is not a part: it was packed "
 				    "without --part", p->path);

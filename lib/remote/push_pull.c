@@ -142,8 +142,8 @@ int ch_remote_get_version(struct ch_store *st, const char *id,
 	rc = ch_manifest_parse(m, (const char *)raw->data, raw->len,
 			       url ? url : key, err);
 	if (rc == 0 && (!m->id_ok || strcmp(m->id, id) != 0)) {
-		ch_error_set(err, "%s: its content does not hash to %s: the "
-			     "remote copy is damaged", url ? url : key, id);
+		ch_error_data(err, "%s: its content does not hash to %s: the "
+			      "remote copy is damaged", url ? url : key, id);
 		ch_manifest_release(m);
 		rc = -1;
 	}
@@ -247,18 +247,18 @@ static int check_local(const struct ch_store_job *j, const char *rel,
 	uint64_t size;
 	char want[33], got[33];
 	if (ch_hash128_file(j->path, &h, &size, err) < 0)
-		return -1;
+		return ch_error_if_missing(err, j->path);
 	if (size == j->size && hash_equal(h, j->hash))
 		return 0;
 	ch_hash128_hex(j->hash, want);
 	ch_hash128_hex(h, got);
-	return ch_error_set(err, "%s does not match the manifest (%llu %s, "
-			    "xxh3_128 %s; the manifest says %llu %s, %s): "
-			    "not pushed; run chute verify", rel,
-			    (unsigned long long)size,
-			    ch_plural(size, "byte", "bytes"), got,
-			    (unsigned long long)j->size,
-			    ch_plural(j->size, "byte", "bytes"), want);
+	return ch_error_data(err, "%s does not match the manifest (%llu %s, "
+			     "xxh3_128 %s; the manifest says %llu %s, %s): "
+			     "not pushed; run chute verify", rel,
+			     (unsigned long long)size,
+			     ch_plural(size, "byte", "bytes"), got,
+			     (unsigned long long)j->size,
+			     ch_plural(j->size, "byte", "bytes"), want);
 }
 
 static int remote_has(const struct ch_store_job *j, const struct vfile *f)
@@ -464,8 +464,8 @@ int ch_remote_push(const char *path, struct ch_store *st,
 		goto out;
 	}
 	if (!m->id_ok) {
-		ch_error_set(err, "the manifest of '%s' does not hash to its "
-			     "id (edited by hand?): run chute verify", path);
+		ch_error_data(err, "the manifest of '%s' does not hash to its "
+			      "id (edited by hand?): run chute verify", path);
 		goto out;
 	}
 	memcpy(r->id, m->id, 33);

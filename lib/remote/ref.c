@@ -244,6 +244,10 @@ static int range_read(void *arg, void *buf, size_t n, uint64_t off,
 	struct remote_source *rs = rr->rs;
 	double t0 = ch_now();
 	int rc = ch_store_get_range(rs->st, rr->key, off, n, buf, err);
+	struct ch_error e;
+	if (rc < 0 && err && err->kind == CH_ERR_IO &&
+	    ch_store_stat(rs->st, rr->key, NULL, &e) == 0)
+		err->kind = CH_ERR_DATA; /* the manifest names it: missing */
 	__atomic_fetch_add(&rs->wait_ns, ns_since(t0), __ATOMIC_RELAXED);
 	__atomic_fetch_add(&rs->ranges, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&rs->range_bytes, n, __ATOMIC_RELAXED);

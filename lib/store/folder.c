@@ -430,6 +430,8 @@ static int get_try(struct pool *pl, struct ch_store_job *job,
 	*continued = part.have > 0;
 	count_bytes(&pl->prog.bytes, &pl->mu, part.have);
 	int rc = open_object(path, &fd, err);
+	if (rc == 1) /* the job's hash names it: missing data */
+		err->kind = CH_ERR_DATA;
 	if (rc == 0) {
 		struct part_sink s = { &part, pl };
 		rc = copy_fd(fd, path, part.have, part_sink_write, &s, err);

@@ -230,6 +230,8 @@ static void done_get(struct many *m, struct slot *s, enum ch_req_outcome o,
 		return;
 	}
 	ch_req_error(&s->r, c, s->attempts, &e);
+	if (o == CH_REQ_MISSING) /* the job's hash names it: missing data */
+		e.kind = CH_ERR_DATA;
 	slot_end(m, s, 0);
 	fail(m, &e);
 }

@@ -154,13 +154,13 @@ int ch_part_finish(struct ch_part *p, struct ch_error *err)
 {
 	struct ch_store_job *job = p->job;
 	if (p->overflow || p->have != job->size) {
-		ch_error_set(err,
-			     "size mismatch for '%s' (%s): expected %llu %s,"
-			     " got %s%llu",
-			     job->key, p->what, (unsigned long long)job->size,
-			     ch_plural(job->size, "byte", "bytes"),
-			     p->overflow ? "more than " : "",
-			     (unsigned long long)p->have);
+		ch_error_data(err,
+			      "size mismatch for '%s' (%s): expected %llu %s,"
+			      " got %s%llu",
+			      job->key, p->what, (unsigned long long)job->size,
+			      ch_plural(job->size, "byte", "bytes"),
+			      p->overflow ? "more than " : "",
+			      (unsigned long long)p->have);
 		return 1;
 	}
 	XXH128_hash_t h = XXH3_128bits_digest(p->xs);
@@ -169,9 +169,9 @@ int ch_part_finish(struct ch_part *p, struct ch_error *err)
 		char want_hex[33], got_hex[33];
 		ch_hash128_hex(job->hash, want_hex);
 		ch_hash128_hex(got, got_hex);
-		ch_error_set(err,
-			     "hash mismatch for '%s' (%s): expected %s, got %s",
-			     job->key, p->what, want_hex, got_hex);
+		ch_error_data(err,
+			      "hash mismatch for '%s' (%s): expected %s, "
+			      "got %s", job->key, p->what, want_hex, got_hex);
 		return 1;
 	}
 	job->verified = 1;

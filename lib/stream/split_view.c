@@ -35,15 +35,10 @@ int ch_split_view_init(struct ch_split_view *v, const struct ch_dataset *ds,
 		       const char *name, struct ch_error *err)
 {
 	const struct ch_manifest *m = &ds->manifest;
-	int known = 0;
 	memset(v, 0, sizeof(*v));
-	for (size_t i = 0; i < m->nsplits; i++)
-		known |= !strcmp(m->splits[i].name, name);
 	if (ch_split_load(ds, name, &v->ids, &v->n, err) < 0 ||
 	    make_view(v, m, err) < 0) {
 		ch_split_view_release(v);
-		if (known && err) /* the manifest names it: its file is bad */
-			err->kind = CH_ERR_DATA;
 		return -1;
 	}
 	return 0;

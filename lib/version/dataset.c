@@ -10,8 +10,14 @@
 #include "shard/format.h"
 
 
-static int looks_like_shard(const char *path)
+/* A file named *.chs is a shard whatever its bytes (a damaged magic is
+ * then reported as such, not as a manifest that is not JSON); any other
+ * file is one when it starts with the magic. */
+int ch_dataset_is_lone_shard(const char *path)
 {
+	size_t n = strlen(path);
+	if (n > 4 && strcmp(path + n - 4, ".chs") == 0)
+		return 1;
 	int fd = ch_open_regular(path, NULL);
 	char magic[8];
 	int yes = fd >= 0 && read(fd, magic, 8) == 8 &&
@@ -79,7 +85,7 @@ int ch_dataset_open(struct ch_dataset *ds, const char *path,
 	memset(ds, 0, sizeof(*ds));
 	if (stat(path, &st) < 0)
 		return ch_error_errno(err, errno, "cannot open '%s'", path);
-	if (!S_ISDIR(st.st_mode) && looks_like_shard(path)) {
+	if (!S_ISDIR(st.st_mode) && ch_dataset_is_lone_shard(path)) {
 		if ((rc = open_lone_shard(ds, path, err)) < 0)
 			goto fail;
 		return 0;
@@ -111,9 +117,12 @@ int ch_dataset_open_folder(struct ch_dataset *ds, const char *path,
 {
 	if (ch_dataset_open(ds, path, err) == 0)
 		return 0;
+	/* a shard is the wrong argument, damaged or not: say that */
 	if (err && err->kind == CH_ERR_DATA && !is_dir(path) &&
-	    looks_like_shard(path))
-		err->kind = CH_ERR_USAGE;
+	    ch_dataset_is_lone_shard(path))
+		ch_error_usage(err, "'%s' is a shard, not a dataset folder: "
+			       "give the folder that holds its manifest",
+			       path);
 	return -1;
 }
 
@@ -194,7 +203,8 @@ int ch_dataset_shard_memory(const struct ch_dataset *ds, size_t s,
 	if (rc < 0 ||
 	    ch_dataset_file(ds, ms->path, ms->bytes, ms->hash, &path, err) < 0)
 		return -1;
-	rc = ch_shard_open_memory(path, bytes, err);
+	if ((rc = ch_shard_open_memory(path, bytes, err)) < 0)
+		ch_error_if_missing(err, path);
 	ch_dataset_file_done(ds, ms->path, ms->hash);
 	free(path);
 	return rc;
@@ -205,9 +215,8 @@ static int cmp_field_name(const void *key, const void *field)
 	return strcmp(key, ((const struct ch_manifest_field *)field)->name);
 }
 
-/* A field name of sh the manifest's schema lacks, or NULL. */
-static const char *unlisted_field(const struct ch_manifest *m,
-				  const struct ch_shard *sh)
+const char *ch_dataset_unlisted_field(const struct ch_manifest *m,
+				      const struct ch_shard *sh)
 {
 	for (uint32_t i = 0; i < ch_shard_name_count(sh); i++) {
 		const char *name = ch_shard_name(sh, i);
@@ -252,7 +261,7 @@ int ch_dataset_check_shard(const struct ch_dataset *ds, size_t s,
 				     "says %s (run chute verify)", ms->path,
 				     a, b);
 	}
-	const char *field = unlisted_field(&ds->manifest, sh);
+	const char *field = ch_dataset_unlisted_field(&ds->manifest, sh);
 	if (field)
 		return ch_error_data(err, "'%s' holds field '%s', which the "
 				     "manifest's schema does not list (run "
@@ -278,6 +287,8 @@ int ch_dataset_open_shard(const struct ch_dataset *ds, size_t s,
 				    err) < 0)
 			return -1;
 		rc = ch_shard_open_flags(&sh, path, NULL, flags, err);
+		if (rc < 0) /* a shard the manifest names: missing is data */
+			ch_error_if_missing(err, path);
 		ch_dataset_file_done(ds, ms->path, ms->hash);
 		free(path);
 	}

@@ -128,8 +128,8 @@ int ch_history_load(const char *dataset_dir, const char *id,
 		goto out;
 	if (!m->id_ok || strcmp(m->id, id) != 0) {
 		ch_manifest_release(m);
-		ch_error_set(err, "'%s' does not hold version %s: its content "
-			     "has another id (edited?)", path, id);
+		ch_error_data(err, "'%s' does not hold version %s: its content "
+			      "has another id (edited?)", path, id);
 		goto out;
 	}
 	rc = 0;

@@ -552,8 +552,8 @@ static int bad(struct dec *d, const char *ctx, const char *key,
 
 	if (!*ctx && !key)
 		ctx = "manifest";
-	return ch_error_set(d->err, "%s%s%s: %s (%s)", ctx, dot,
-			    key ? key : "", what, d->origin);
+	return ch_error_data(d->err, "%s%s%s: %s (%s)", ctx, dot,
+			     key ? key : "", what, d->origin);
 }
 
 static json_t *member(json_t *obj, const char *ctx, const char *key,
@@ -848,9 +848,9 @@ static int json_error(struct ch_error *err, const json_error_t *jerr,
 		snprintf(where, sizeof(where), ":%d:%d", jerr->line,
 			 jerr->column);
 	if (json_error_code(jerr) == json_error_null_character)
-		return ch_error_set(err, "U+0000 in a string is not allowed "
+		return ch_error_data(err, "U+0000 in a string is not allowed "
 				    "(%s%s)", origin, where);
-	return ch_error_set(err, "invalid JSON: %s (%s%s)", jerr->text, origin,
+	return ch_error_data(err, "invalid JSON: %s (%s%s)", jerr->text, origin,
 			    where);
 }
 

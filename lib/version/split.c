@@ -710,11 +710,11 @@ static int read_exact(const char *path, uint8_t *buf, uint64_t size,
 		goto out;
 	}
 	if ((uint64_t)st.st_size != size) {
-		ch_error_set(err, "'%s' has %llu %s, the manifest says "
-			     "%" PRIu64 ": run chute verify", path,
-			     (unsigned long long)st.st_size,
-			     ch_plural((uint64_t)st.st_size, "byte", "bytes"),
-			     size);
+		ch_error_data(err, "'%s' has %llu %s, the manifest says "
+			      "%" PRIu64 ": run chute verify", path,
+			      (unsigned long long)st.st_size,
+			      ch_plural((uint64_t)st.st_size, "byte", "bytes"),
+			      size);
 		goto out;
 	}
 	while (off < size) {
@@ -743,18 +743,18 @@ static int check_ids(const struct ch_manifest_split *sp, const char *path,
 	struct ch_hash128 h = ch_hash128(buf, sp->bytes);
 
 	if (h.high != sp->hash.high || h.low != sp->hash.low)
-		return ch_error_set(err, "'%s' does not match the manifest's "
-				    "hash: run chute verify", path);
+		return ch_error_data(err, "'%s' does not match the manifest's "
+				     "hash: run chute verify", path);
 	for (uint64_t i = 0; i < sp->samples; i++) {
 		uint64_t v = 0;
 		for (int b = 7; b >= 0; b--)
 			v = v << 8 | buf[8 * i + (unsigned)b];
 		if (v >= samples || (i > 0 && v <= ids[i - 1]))
-			return ch_error_set(err, "'%s' at byte %" PRIu64 ": "
-					    "sample number %" PRIu64 " is %s",
-					    path, 8 * i, v, v >= samples ?
-					    "past the dataset's end" :
-					    "not above the previous one");
+			return ch_error_data(err, "'%s' at byte %" PRIu64 ": "
+					     "sample number %" PRIu64 " is %s",
+					     path, 8 * i, v, v >= samples ?
+					     "past the dataset's end" :
+					     "not above the previous one");
 		ids[i] = v;
 	}
 	return 0;
@@ -780,7 +780,8 @@ int ch_split_load(const struct ch_dataset *ds, const char *name,
 	}
 	if (ch_dataset_file(ds, sp->path, sp->bytes, sp->hash, &path, err) < 0)
 		goto out;
-	rc = read_exact(path, buf, sp->bytes, err);
+	if ((rc = read_exact(path, buf, sp->bytes, err)) < 0)
+		ch_error_if_missing(err, path); /* the manifest names it */
 	ch_dataset_file_done(ds, sp->path, sp->hash);
 	if (rc < 0 ||
 	    check_ids(sp, path, buf, out, ds->manifest.samples, err) < 0) {

@@ -118,7 +118,7 @@ static size_t differ(const char *name, const char *what, uint64_t stated,
 	snprintf(msg, sizeof(msg), "the manifest's schema.fields.%s.%s is "
 		 "%llu, the shards hold %llu", name, what,
 		 (unsigned long long)stated, (unsigned long long)actual);
-	fn(msg, arg);
+	fn(msg, 0, arg);
 	return 1;
 }
 
@@ -132,7 +132,7 @@ static size_t unlisted(const struct ch_manifest_field *f, ch_totals_fn fn,
 		 ch_plural(f->count, "sample", "samples"),
 		 ch_plural(f->count, "has", "have"),
 		 (unsigned long long)f->bytes);
-	fn(msg, arg);
+	fn(msg, 1, arg);
 	return 1;
 }
 
@@ -165,8 +165,9 @@ size_t ch_totals_compare(const struct ch_manifest *m,
 	return n;
 }
 
-static void first_only(const char *msg, void *arg)
+static void first_only(const char *msg, int unlisted, void *arg)
 {
+	(void)unlisted;
 	char *first = arg;
 	if (!first[0])
 		snprintf(first, 512, "%s", msg);

@@ -520,7 +520,8 @@ class Dataset:
         elif os.path.exists(p):
             with open(p, "rb") as f:
                 head = f.read(len(MAGIC))
-            if head == MAGIC:
+            # a .chs file is a shard whatever its bytes, as for chute ls
+            if head == MAGIC or p.endswith(".chs"):
                 self._open_lone_shard(p)
                 return
             mpath = p

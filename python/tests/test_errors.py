@@ -1,7 +1,10 @@
 """Every exception class lives in chute.errors and is exported by chute."""
 
 import inspect
+import os
 import pickle
+
+import pytest
 
 import chute
 import chute.errors
@@ -42,3 +45,24 @@ def test_the_exceptions_pickle_with_their_attributes():
     assert (str(e), e.filename) == ("no dataset", "/x")
     e = pickle.loads(pickle.dumps(chute.MissingDependency("need it", "torch")))
     assert (str(e), e.name) == ("need it", "torch")
+
+
+def test_a_kind_of_problem_is_the_class_of_chutes_exit_status(
+        make_dataset, tmp_path):
+    # as chute(1), EXIT STATUS: damaged or missing data is a DataError
+    # (exit 1), no dataset a NotFoundError (exit 2)
+    ds = make_dataset()
+    shard = os.path.join(ds, "shards", "ds-000000.chs")
+    lone = str(tmp_path / "x.chs")
+    data = bytearray(open(shard, "rb").read())
+    data[0] ^= 1
+    open(lone, "wb").write(bytes(data))
+    # a .chs file is a shard whatever its bytes, not a manifest
+    with pytest.raises(chute.DataError, match="bad magic: not a chute shard"):
+        chute.Dataset(lone)
+    os.remove(shard)
+    with pytest.raises(chute.DataError, match="ds-000000.chs"):
+        chute.Dataset(ds)
+    os.remove(os.path.join(ds, "manifest.json"))
+    with pytest.raises(chute.NotFoundError):
+        chute.Dataset(ds)

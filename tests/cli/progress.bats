@@ -131,7 +131,7 @@ setup() {
 	chute pack src2 -o other >/dev/null
 	flip_byte "$(shard_of other)" 100
 	on_pty push other remote
-	assert_failure 2
+	assert_failure 1
 	assert_output --regexp $'\rhashing: [^\r]*\r +\rchute push: shards/other-000000.chs does not match'
 }
 

@@ -121,7 +121,7 @@ round_trip() {
 @test "remote: a damaged local shard is not pushed, and no tag names it" {
 	packed ds 60
 	flip_byte "$(shard_of ds 1)" 100
-	run -2 chute push ds remote --tag broken
+	run -1 chute push ds remote --tag broken
 	assert_output --partial "does not match the manifest"
 	assert_output --partial "run chute verify"
 	[ ! -e remote/tags/latest ]
@@ -134,7 +134,7 @@ round_trip() {
 	chute push ds remote >/dev/null
 	obj=$(find remote/cas -name '*.chs' | sort | head -1)
 	flip_byte "$obj" 10
-	run -2 chute pull "file://$PWD/remote" back
+	run -1 chute pull "file://$PWD/remote" back
 	assert_output --partial "$(basename "$obj")"
 	assert_output --partial "hash"
 	# nothing under a final name: no manifest, no unverified shard
@@ -190,11 +190,11 @@ s["path"] = arg'
 		shards/.chs "shards/$(printf 'a\033b').chs" ../up.chs; do
 		hostile_version "$PWD/remote" "$path" >/dev/null
 		shown=$(printf '%s' "$path" | sed 's/\x1b/\\x1b/')
-		run -2 chute pull "file://$PWD/remote@evil" back
+		run -1 chute pull "file://$PWD/remote@evil" back
 		assert_output --partial "shards[0].path: '$shown' is not shards/NAME.chs"
 		cmp good.json back/manifest.json
 		cmp good.stat back/.chute/stat
-		run -2 chute stream "file://$PWD/remote@evil" -o /dev/null
+		run -1 chute stream "file://$PWD/remote@evil" -o /dev/null
 		assert_output --partial "shards[0].path: '$shown'"
 		mkdir -p local
 		cp "remote/versions/$(cat remote/tags/evil).json" local/manifest.json
@@ -244,7 +244,7 @@ s["path"] = arg'
 	# break one object of v2: the pull stops before touching back/
 	obj=$(find remote/cas -name '*.ids' | sort | head -1)
 	flip_byte "$obj" 0
-	run -2 chute pull "file://$PWD/remote@v2" back
+	run -1 chute pull "file://$PWD/remote@v2" back
 	same_files before back
 }
 
@@ -301,7 +301,7 @@ teardown_file() {
 	chute push ds "$NGINX_URL/d" >/dev/null
 	obj=$(cd www/d && find cas -name '*.chs' | head -1)
 	rm "www/d/$obj"
-	run -2 chute pull "$NGINX_URL/d" back
+	run -1 chute pull "$NGINX_URL/d" back
 	assert_output --partial "no such object: $NGINX_URL/d/$obj"
 }
 

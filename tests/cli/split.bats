@@ -463,7 +463,7 @@ for line in open("groups.txt"):
 	packed ds 40
 	chute split ds --val 0.5 >/dev/null
 	flip_byte "$(split_file ds val)" 0
-	run -2 chute ls --split val ds
+	run -1 chute ls --split val ds
 	assert_output --partial "does not match the manifest's hash"
 	run -0 chute ls --split train ds
 }

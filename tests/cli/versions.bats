@@ -518,14 +518,14 @@ print(r if not isinstance(r, (list, dict)) else json.dumps(r, sort_keys=True))
 	assert_equal "${#lines[@]}" 2
 }
 
-@test "log: a stored version whose content has another id is an error (exit 2)" {
+@test "log: a stored version whose content has another id is damaged data (exit 1)" {
 	images src 30
 	packed ds src
 	local v1
 	v1=$(id ds)
 	chute split ds --val 0.2 >/dev/null
 	sed -i 's/"level": 3/"level": 4/' "ds/.chute/versions/$v1.json"
-	run -2 chute log ds
+	run -1 chute log ds
 	assert_line --partial "chute log: "
 	assert_line --partial "another id"
 }

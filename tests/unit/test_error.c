@@ -79,7 +79,8 @@ static void kind_survives_a_copy(void)
 }
 
 /* A file that starts like a shard but is cut short: the data's fault for
- * whoever takes lone shards, the caller's for what needs a folder. */
+ * whoever takes lone shards, the caller's for what needs a folder (which
+ * says so rather than what is wrong with the shard). */
 static void corrupt_lone_shard(void)
 {
 	char path[] = "/tmp/chute-test-error-XXXXXX";
@@ -98,7 +99,31 @@ static void corrupt_lone_shard(void)
 	CHECK(ch_dataset_open_folder(&ds, path, &err) == -1);
 	unit_note("ch_dataset_open_folder: %s", err.msg);
 	CHECK_EQ_U64(err.kind, CH_ERR_USAGE);
-	CHECK(strstr(err.msg, "not a chute shard") != NULL);
+	CHECK(strstr(err.msg, "is a shard, not a dataset folder") != NULL);
+	unlink(path);
+}
+
+/* A file named *.chs is a shard whatever its bytes: a damaged magic is the
+ * data's fault, not a manifest that is not JSON. */
+static void lone_chs_with_a_bad_magic(void)
+{
+	char path[] = "/tmp/chute-test-error-XXXXXX.chs";
+	int fd = mkstemps(path, 4);
+	struct ch_dataset ds;
+	struct ch_error err = { "", CH_ERR_IO };
+	char text[256];
+
+	if (!CHECK(fd >= 0))
+		return;
+	memset(text, ' ', sizeof text); /* longer than the smallest shard */
+	memcpy(text, "{\"not\": \"a shard\"}", 18);
+	CHECK(write(fd, text, sizeof text) == (ssize_t)sizeof text);
+	close(fd);
+	CHECK(ch_dataset_is_lone_shard(path));
+	CHECK(ch_dataset_open(&ds, path, &err) == -1);
+	unit_note("ch_dataset_open: %s", err.msg);
+	CHECK_EQ_U64(err.kind, CH_ERR_DATA);
+	CHECK(strstr(err.msg, "bad magic") != NULL);
 	unlink(path);
 }
 
@@ -110,6 +135,7 @@ int main(void)
 		UNIT(null_error_is_fine),
 		UNIT(kind_survives_a_copy),
 		UNIT(corrupt_lone_shard),
+		UNIT(lone_chs_with_a_bad_magic),
 	};
 	return unit_run(tests, UNIT_COUNT(tests));
 }
