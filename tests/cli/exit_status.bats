@@ -76,7 +76,8 @@ reid = True'
 	cp -r good split && chute split -q split --val 0.5 >/dev/null || return 1
 	cp -r split split-missing && rm split-missing/splits/val-*.ids
 	cp -r split split-tampered && flip_byte split-tampered/splits/val-*.ids 0
-	chute push -q good "file://$PWD/remote" >/dev/null || return 1
+	# a part moves no latest by itself: --tag names it
+	chute push -q -t latest good "file://$PWD/remote" >/dev/null || return 1
 	local object id
 	object=$(mjson good 'm["shards"][0]["xxh3_128"]')
 	object=cas/${object:0:2}/$object.chs
@@ -202,7 +203,7 @@ OPENS=(ls cat stream export verify check status diff bench push split merge)
 	# chute verify says it of each shard (issue 37: it exited 0)
 	run -1 chute verify data
 	assert_line "data/$S0: holds field 'txt', which the manifest's schema does not list"
-	assert_line "FAILED: 2 problems in 2 shards"
+	assert_line "FAILED: 4 problems in 2 shards" # and text's two totals
 }
 
 @test "exit status: a lone .chs with a bad magic is 1, not a manifest that is not JSON" {

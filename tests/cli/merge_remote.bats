@@ -99,7 +99,9 @@ teardown() {
 	pack_parts parts 2
 	push_parts "$R" 2
 	local before id
-	before=$(cat remote/tags/latest) # the part pushed last
+	# a version latest named before (parts move no latest)
+	cp remote/tags/part-1 remote/tags/latest
+	before=$(cat remote/tags/latest)
 	run -0 --separate-stderr chute merge --json "$R@part-0" "$R@part-1" -o "$R"
 	"$PYTHON" - "$output" "$before" "$R" <<'EOF'
 import json, sys

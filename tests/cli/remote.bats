@@ -211,11 +211,11 @@ s["path"] = arg'
 	for name in a/b $'a\033b' $'a\tb'; do
 		id=$(evil_version "$PWD/remote" "$name" 'm["name"] = arg')
 		shown=$(printf '%s' "$name" | sed 's/\x1b/\\x1b/; s/\t/\\t/')
-		run -2 chute pull "file://$PWD/remote@evil" back
+		run -1 chute pull "file://$PWD/remote@evil" back
 		assert_output --partial "name: the dataset name '$shown' names the shard files: it cannot hold '/' or a control character"
 		assert_output --partial "versions/$id.json"
 		[ ! -e back ]
-		run -2 chute stream "file://$PWD/remote@evil" -o /dev/null
+		run -1 chute stream "file://$PWD/remote@evil" -o /dev/null
 		assert_output --partial "the dataset name '$shown'"
 		run -2 chute merge -n "$name" -o merged ds
 		assert_output --partial "the dataset name '$shown' names the shard files: it cannot hold '/' or a control character"
