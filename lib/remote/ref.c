@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chute/config.h"
 #include "chute/history.h"
 #include "common/internal.h"
 #include "chute/ref.h"
@@ -12,6 +13,14 @@
 #include "remote/names.h"
 #include "remote/url.h"
 #include "chute/store.h"
+
+/* Where the version starts in REMOTE[@TAG|@ID]: the last '@' after the
+ * last '/' (user@host stays put), or NULL. */
+static const char *version_at(const char *text)
+{
+	const char *slash = strrchr(text, '/');
+	return strrchr(slash ? slash : text, '@');
+}
 
 /* REMOTE[@TAG|@ID], REMOTE a store url. */
 static int parse_url(const char *text, struct ch_ref *ref,
@@ -25,9 +34,7 @@ static int parse_url(const char *text, struct ch_ref *ref,
 			goto oom;
 		return 0;
 	}
-	/* '@' after the last '/' starts the version: user@host stays put */
-	const char *slash = strrchr(text, '/');
-	const char *at = strrchr(slash, '@');
+	const char *at = version_at(text);
 	size_t n = at ? (size_t)(at - text) : strlen(text);
 	if (!(ref->remote = strndup(text, n)) ||
 	    !(ref->at = strdup(at ? at + 1 : "latest")))
@@ -65,30 +72,51 @@ static int parse_named(const char *text, const char *dataset_dir,
 
 int ch_ref_parse(const char *text, struct ch_ref *ref, struct ch_error *err)
 {
-	if (ch_remote_may_be_name(text))
-		return parse_named(text, NULL, ref, err);
-	return parse_url(text, ref, err);
+	int rc = ch_remote_may_be_name(text)
+			 ? parse_named(text, NULL, ref, err)
+			 : parse_url(text, ref, err);
+	if (rc == 0 && ref->remote && ch_remote_there(ref->remote, err) < 0) {
+		ch_ref_release(ref);
+		return -1;
+	}
+	return rc;
 }
 
+/* The remote part resolved as every command's REMOTE is (ch_remote_arg),
+ * the version after it parsed as any reference's. */
 int ch_ref_parse_remote(const char *text, const char *dataset_dir,
 			struct ch_ref *ref, struct ch_error *err)
 {
-	char *name = strndup(text, strcspn(text, "@"));
-	int named = name && ch_remote_may_be_name(text) &&
-		    ch_remote_may_be_name(name);
-	free(name);
-	if (named) {
-		if (parse_named(text, dataset_dir, ref, err) < 0)
-			return -1;
-		if (ref->remote)
-			return 0;
-		ch_ref_release(ref);
-	}
-	char *url = ch_remote_store_url(text);
-	if (!url)
+	const char *at = text ? version_at(text) : NULL;
+	char *remote = NULL, *url = NULL, *store = NULL, *full = NULL;
+	int rc = -1;
+	memset(ref, 0, sizeof(*ref));
+	if (text && !(remote = strndup(text, at ? (size_t)(at - text)
+						: strlen(text))))
 		return ch_error_nomem(err);
-	int rc = parse_url(url, ref, err);
+	if (remote && !*remote)
+		ch_error_usage(err, "'%s': no remote before '@'", text);
+	else if (ch_remote_arg(remote, dataset_dir, CH_REMOTE_READ, &url,
+			       err) == 0) {
+		if (!(store = ch_remote_store_url(url)) ||
+		    asprintf(&full, "%s%s", store, at ? at : "") < 0) {
+			full = NULL;
+			ch_error_nomem(err);
+		}
+		else
+			rc = parse_url(full, ref, err);
+	}
+	if (rc == 0 && text) { /* messages say what was typed */
+		free(ref->text);
+		if (!(ref->text = strdup(text))) {
+			ch_ref_release(ref);
+			rc = ch_error_nomem(err);
+		}
+	}
+	free(remote);
 	free(url);
+	free(store);
+	free(full);
 	return rc;
 }
 
