@@ -198,6 +198,13 @@ int cmd_exit_status(const struct ch_error *err);
 /* Writes all of buf to fd, retrying short writes.  Returns 0, or -1 with
  * errno set (EPIPE when the reader went away). */
 int cmd_write_all(int fd, const void *buf, size_t len);
+/* Whether len bytes read as text on a terminal: well-formed UTF-8 with
+ * no control character but tab, newline and carriage return. */
+int cmd_is_text(const void *buf, size_t len);
+/* Binary output is refused on a terminal, as zstd and gzip refuse it:
+ * when standard output is one and force (--force) is not set, says "not
+ * writing WHAT to a terminal; HOW" and returns EXIT_USAGE; else 0. */
+int cmd_binary_to_terminal(int force, const char *what, const char *how);
 
 /* A JSON string from bytes that may not be UTF-8: invalid sequences
  * become U+FFFD.  Returns a new reference, or NULL when out of memory. */
