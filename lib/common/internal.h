@@ -3,6 +3,9 @@
 #ifndef CH_COMMON_INTERNAL_H
 #define CH_COMMON_INTERNAL_H
 
+#include <pthread.h>
+#include <stdarg.h>
+
 #include "chute.h"
 
 /* The sample content hash (see ch_sample_hash in chute.h), fed one field at
@@ -30,6 +33,15 @@ uint64_t ch_shard_serial(const struct ch_shard *sh);
  * path and the folder that holds it (callers free; NULL: no memory). */
 char *ch_manifest_path(const char *path);
 char *ch_dataset_dir(const char *path);
+
+/* A verify problem whose message fmt and ap make (common/problem.c):
+ * counted in *count and handed to on_problem(arg) (may be NULL), both
+ * under lock, so that the callback comes from one thread at a time. */
+void ch_problem_vreport(struct ch_problem *p, pthread_mutex_t *lock,
+			uint64_t *count, ch_problem_fn on_problem, void *arg,
+			const char *fmt, va_list ap);
+/* -1 (err set) when o asks for a part that is not one of its parts. */
+int ch_verify_part_check(const struct ch_verify_opts *o, struct ch_error *err);
 
 /* Messages: one when n is 1, else many ("1 field is", "2 fields are"),
  * so that a count and its word agree. */

@@ -287,6 +287,13 @@ int ch_ref_name_url(const char *text, const char *dataset_dir, char **out,
 		return ch_error_nomem(err);
 	if (ch_remote_name_check(name, NULL) == 0)
 		rc = lookup_name(name, dataset_dir, &url, &any, err);
+	if (rc == 0 && text[n] == '@' && !ch_remote_may_be_name(name)) {
+		char known[sizeof(err->msg)];
+		snprintf(known, sizeof(known), "%s", err->msg);
+		ch_error_usage(err, "%s; '%s' is a folder: a reference names a "
+			       "folder remote by its url, file://PATH@TAG",
+			       known, name);
+	}
 	free(name);
 	if (rc < 0 || (rc == 0 && text[n] == '@'))
 		return -1; /* NAME@AT with NAME unknown: err lists the names */
