@@ -11,6 +11,8 @@
 #include "chute.h"
 #include "cmd.h"
 
+enum { OPT_FORCE = CMD_LONG_ONLY };
+
 static const char *const cat_usage[] = {
 	"cat [-f FIELD] DATASET|SHARD KEY|#N...",
 	NULL,
@@ -18,6 +20,8 @@ static const char *const cat_usage[] = {
 
 static const struct cmd_opt cat_opts[] = {
 	{'f', "field", "FIELD", "the field to write (needed if several)"},
+	{OPT_FORCE, "force", NULL, "write a field that is not text even to a "
+				   "terminal"},
 	CMD_HELP_OPT,
 	CMD_QUIET_OPT,
 	{0, NULL, NULL, NULL},
@@ -37,6 +41,7 @@ struct cat_args {
 	const char *path, *field;
 	const char **which; /* the KEY|#N operands, nwhich of them */
 	int nwhich;
+	int force; /* --force: binary even to a terminal */
 };
 
 /* Where the sample is, and which of its fields to write. */
@@ -119,6 +124,27 @@ static int pick_field(struct cat_target *t, const char *name)
 			 i->nfields, list);
 }
 
+/* A field that is not text is not written to a terminal, where its bytes
+ * would be read as escapes; text (a label, a caption) is. */
+static int check_text(struct ch_block_reader *r, const struct cat_target *t,
+		      int force)
+{
+	struct ch_error err = {0};
+	const uint8_t *data;
+	char what[400], key[256];
+	if (force || !isatty(STDOUT_FILENO))
+		return 0;
+	if (ch_sample_read(r, t->sh, t->sample, &data, &err) < 0)
+		return cmd_fail(&err);
+	if (cmd_is_text(data + t->field.offset, (size_t)t->field.size))
+		return 0;
+	ch_escape(key, sizeof key, t->info.key, t->info.key_len);
+	snprintf(what, sizeof what, "binary data ('%s' of sample '%s')",
+		 t->field.name, key);
+	return cmd_binary_to_terminal(0, what, "pipe it, or redirect it to "
+					       "a file");
+}
+
 /* Writes t's field; *stop set when the reader of the output went away. */
 static int write_field(struct ch_block_reader *r, const struct cat_target *t,
 		       int *stop)
@@ -151,6 +177,10 @@ static int parse_args(int argc, char **argv, struct cat_args *a)
 			return EXIT_USAGE;
 		if (c == 'f') {
 			a->field = p.arg;
+			continue;
+		}
+		if (c == OPT_FORCE) {
+			a->force = 1;
 			continue;
 		}
 		if (operands == 0)
@@ -202,6 +232,8 @@ int cmd_cat(int argc, char **argv)
 		else if (pick_field(&t[i], a.field) != 0)
 			status = EXIT_USAGE;
 	}
+	for (int i = 0; i < a.nwhich && status == 0; i++)
+		status = check_text(r, &t[i], a.force);
 	for (int i = 0; i < a.nwhich && status == 0 && !stop; i++)
 		status = write_field(r, &t[i], &stop);
 done:

@@ -20,6 +20,8 @@
 
 #include <jansson.h>
 
+#include "chute/config.h"
+
 enum { EXIT_CHECK = 1, EXIT_USAGE = 2 };
 
 int cmd_bench(int argc, char **argv);
@@ -196,6 +198,13 @@ int cmd_exit_status(const struct ch_error *err);
 /* Writes all of buf to fd, retrying short writes.  Returns 0, or -1 with
  * errno set (EPIPE when the reader went away). */
 int cmd_write_all(int fd, const void *buf, size_t len);
+/* Whether len bytes read as text on a terminal: well-formed UTF-8 with
+ * no control character but tab, newline and carriage return. */
+int cmd_is_text(const void *buf, size_t len);
+/* Binary output is refused on a terminal, as zstd and gzip refuse it:
+ * when standard output is one and force (--force) is not set, says "not
+ * writing WHAT to a terminal; HOW" and returns EXIT_USAGE; else 0. */
+int cmd_binary_to_terminal(int force, const char *what, const char *how);
 
 /* A JSON string from bytes that may not be UTF-8: invalid sequences
  * become U+FFFD.  Returns a new reference, or NULL when out of memory. */
@@ -251,7 +260,7 @@ void (*cmd_progress(void))(const struct ch_progress *p, void *arg);
 void cmd_progress_clear(void);
 
 /* ------------------------------------------------------------------ */
-/* Transfers (push, pull)                                               */
+/* Remotes and transfers (push, pull, tags, gc)                                               */
 
 struct ch_transfer_opts;
 struct cmd_transfer {
@@ -263,6 +272,7 @@ enum { CMD_OPT_RETRIES = CMD_LONG_ONLY + 64 };
 	{ CMD_OPT_RETRIES, "retries", "N",                                  \
 	  "retries with backoff (default $CHUTE_RETRIES, else 5)" }
 struct ch_store_opts;
+struct ch_store;
 /* 1 if option c was --jobs (-j) or --retries and its value is good, 0 if
  * it was another option, -1 (an error printed) for a bad value. */
 int cmd_transfer_option(int c, const char *arg, struct ch_store_opts *so,
@@ -271,6 +281,12 @@ int cmd_transfer_option(int c, const char *arg, struct ch_store_opts *so,
 void cmd_transfer_begin(struct cmd_transfer *t, struct ch_transfer_opts *o);
 void cmd_transfer_end(struct cmd_transfer *t);
 double cmd_transfer_seconds(const struct cmd_transfer *t);
+/* Opens the store a REMOTE argument names (text NULL: the default
+ * remote), resolved by ch_remote_arg (chute/config.h); 0, or the exit
+ * status after reporting why not. */
+int cmd_open_remote(const char *text, const char *dataset_dir,
+		    enum ch_remote_use use, const struct ch_store_opts *opts,
+		    struct ch_store **st);
 
 /* A ch_point_fn for tests (test_point.c): stops at the points
  * CHUTE_TEST_PAUSE lists, creating CHUTE_TEST_DIR/POINT and waiting for

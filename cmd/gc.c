@@ -21,7 +21,7 @@ enum {
 };
 
 static const char *const gc_usage[] = {
-	"gc [OPTIONS] REMOTE",
+	"gc [OPTIONS] [REMOTE]",
 	NULL,
 };
 
@@ -44,7 +44,9 @@ static const struct cmd_spec gc_spec = {
 	.summary = "remove from a remote what no kept version needs",
 	.usage = gc_usage,
 	.opts = gc_opts,
-	.extra = "keeps every tagged version; see chute-gc(1)\n",
+	.extra = "REMOTE: a folder, a url or a name from 'chute remote' "
+		 "(none: the default\nremote); keeps every tagged version; "
+		 "see chute-gc(1)\n",
 };
 
 struct gc_args {
@@ -120,8 +122,6 @@ static int parse_args(struct gc_args *a, int argc, char **argv)
 			break;
 		}
 	}
-	if (rc == 0 && !a->remote)
-		return cmd_error("give the remote to collect");
 	a->gc.keep = a->keep;
 	a->gc.drop = a->drop;
 	a->gc.point = cmd_test_point;
@@ -202,8 +202,9 @@ int cmd_gc(int argc, char **argv)
 	int status = parse_args(&a, argc, argv);
 	if (status != 0)
 		return status < 0 ? 0 : status;
-	if (ch_store_open(&st, a.remote, NULL, &err) < 0)
-		return cmd_fail(&err);
+	status = cmd_open_remote(a.remote, NULL, CH_REMOTE_READ, NULL, &st);
+	if (status != 0)
+		return status;
 	if (ch_remote_gc(st, &a.gc, &r, &err) < 0) {
 		ch_store_close(st);
 		return cmd_fail(&err);

@@ -30,7 +30,7 @@ static const struct cmd_opt merge_opts[] = {
 	{OPT_JSON, "json", NULL, "print what was written as one JSON object"},
 	{'n', "name", "NAME", "dataset and shard name (default: DIR's name)"},
 	{'o', "output", "DIR", "dataset folder to create or replace, or the "
-	 "remote the parts are on"},
+	 "remote the parts are on (a url or a name)"},
 	CMD_QUIET_OPT,
 	{'t', "tag", "NAME", "on a remote: also point tag NAME at the version "
 	 "(repeatable)"},
@@ -60,7 +60,20 @@ struct merge_args {
 	size_t ntags;
 	int json;
 	double start; /* ch_now() */
+	char *url;    /* -o NAME's */
 };
+
+/* -o NAME, a remote some config defines: the merge is on it, and its url
+ * stands for it from here on (kept in a->url). */
+static int remote_output(struct merge_args *a)
+{
+	struct ch_error err = {0};
+	int named = ch_remote_is_name(a->o.out_dir, NULL, &err);
+	if (named == 1 && ch_remote_arg(a->o.out_dir, NULL, CH_REMOTE_READ,
+					&a->url, &err) == 0)
+		a->o.out_dir = a->url;
+	return named < 0 || (named == 1 && !a->url) ? cmd_fail(&err) : 0;
+}
 
 /* Returns 0 to go on, -1 after --help, or the exit status. */
 static int parse_args(struct merge_args *a, int argc, char **argv)
@@ -95,6 +108,8 @@ static int parse_args(struct merge_args *a, int argc, char **argv)
 				 "--part wrote");
 	if (!a->o.out_dir)
 		return cmd_error("no output folder given: use -o DIR");
+	if (remote_output(a) != 0)
+		return EXIT_USAGE;
 	if (a->ntags && !ch_ref_is_remote(a->o.out_dir))
 		return cmd_error("--tag is for a merge on a remote (-o REMOTE)");
 	for (size_t i = 0; !ch_ref_is_remote(a->o.out_dir) && i < a->nparts;
@@ -249,6 +264,7 @@ int cmd_merge(int argc, char **argv)
 		status = ch_ref_is_remote(a.o.out_dir) ? run_remote_merge(&a)
 						       : run_merge(&a);
 	free(name);
+	free(a.url);
 	free(a.parts);
 	return status < 0 ? 0 : status;
 }

@@ -83,6 +83,29 @@ int cmd_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+int cmd_is_text(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint32_t cp;
+	for (size_t i = 0, n; i < len; i += n) {
+		if (!(n = ch_utf8_len(p + i, len - i, &cp)))
+			return 0;
+		/* a control character may be a terminal's escape */
+		if ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') ||
+		    (cp >= 0x7f && cp < 0xa0))
+			return 0;
+	}
+	return 1;
+}
+
+int cmd_binary_to_terminal(int force, const char *what, const char *how)
+{
+	if (force || !isatty(STDOUT_FILENO))
+		return 0;
+	return cmd_error("not writing %s to a terminal; %s (--force writes "
+			 "anyway)", what, how);
+}
+
 /* ------------------------------------------------------------------ */
 /* JSON                                                                 */
 

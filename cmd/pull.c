@@ -8,6 +8,7 @@
 
 #include "chute.h"
 #include "cmd.h"
+#include "chute/config.h"
 #include "chute/ref.h"
 #include "chute/remote.h"
 #include "chute/store.h"
@@ -15,7 +16,7 @@
 enum { OPT_JSON = CMD_LONG_ONLY };
 
 static const char *const pull_usage[] = {
-	"pull [OPTIONS] REMOTE[@TAG|@ID] DIR",
+	"pull [OPTIONS] [REMOTE[@TAG|@ID]] DIR",
 	NULL,
 };
 
@@ -33,11 +34,11 @@ static const struct cmd_spec pull_spec = {
 	.summary = "fetch a dataset version from a remote",
 	.usage = pull_usage,
 	.opts = pull_opts,
-	.extra = "REMOTE: a folder, a url or a name from 'chute remote'; "
-		 "without @TAG or @ID\nthe tag 'latest'; every file is "
-		 "verified before it\ntakes its name, the manifest comes "
-		 "last; an interrupted pull continues\nwhere it stopped; "
-		 "see chute-remote(7)\n",
+	.extra = "REMOTE: a folder, a url or a name from 'chute remote' "
+		 "(none: the default\nremote); without @TAG or @ID the tag "
+		 "'latest'; every file is verified\nbefore it takes its "
+		 "name, the manifest comes last; an interrupted pull\n"
+		 "continues where it stopped; see chute-remote(7)\n",
 };
 
 struct pull_args {
@@ -46,6 +47,23 @@ struct pull_args {
 	struct ch_store_opts store;
 	struct ch_transfer_opts xfer;
 };
+
+/* A lone operand is the folder, pulled from the default remote: one that
+ * reads as a remote instead (a url, NAME@..., a name some config
+ * defines) is a folder forgotten, not a folder to make. */
+static int lone_dir(const char *dir)
+{
+	struct ch_error err = {0};
+	int remote = ch_ref_is_remote(dir) ||
+		     (!strchr(dir, '/') && strchr(dir, '@') &&
+		      access(dir, F_OK) != 0);
+	if (!remote && (remote = ch_remote_is_name(dir, NULL, &err)) < 0)
+		return cmd_fail(&err);
+	if (remote)
+		return cmd_error("'%s' is a remote: give the folder to pull "
+				 "into after it", dir);
+	return 0;
+}
 
 static int parse_args(struct pull_args *a, int argc, char **argv)
 {
@@ -78,8 +96,13 @@ static int parse_args(struct pull_args *a, int argc, char **argv)
 			break;
 		}
 	}
-	if (!a->dir)
+	if (!a->ref)
 		return cmd_error("give a remote and the folder to pull into");
+	if (!a->dir) {
+		a->dir = a->ref;
+		a->ref = NULL;
+		return lone_dir(a->dir);
+	}
 	return 0;
 }
 

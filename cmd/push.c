@@ -147,19 +147,16 @@ int cmd_push(int argc, char **argv)
 	struct ch_push_report r;
 	struct cmd_transfer t;
 	struct ch_store *st;
-	char *url;
 	int status = parse_args(&a, argc, argv);
 	if (status != 0)
 		return status < 0 ? 0 : status;
 	a.push.tags = a.tags;
 	a.push.ntags = a.ntags;
 	a.push.point = cmd_test_point;
-	if (ch_remote_arg(a.remote, a.dataset, &url, &err) < 0)
-		return cmd_fail(&err);
-	status = ch_store_open(&st, url, &a.store, &err);
-	free(url);
-	if (status < 0)
-		return cmd_fail(&err);
+	status = cmd_open_remote(a.remote, a.dataset, CH_REMOTE_WRITE,
+				 &a.store, &st);
+	if (status != 0)
+		return status;
 	cmd_transfer_begin(&t, &a.push.xfer);
 	status = ch_remote_push(a.dataset, st, &a.push, &r, &err);
 	cmd_transfer_end(&t);

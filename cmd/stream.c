@@ -85,6 +85,7 @@ static int take_option(struct stream_args *a, int opt, const char *arg)
 		return 0;
 	}
 	switch (opt) {
+	case CH_STREAM_OPT_FORCE: a->force = 1; break;
 	case CH_STREAM_OPT_OUTPUT: a->output = v.text; break;
 	case CH_STREAM_OPT_PRINT_COUNT: a->count = 1; break;
 	case CH_STREAM_OPT_PIN: a->shm.pin = 1; break;
@@ -566,6 +567,14 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 	    check_replaceable("--record", a->rec.record))
 		return EXIT_USAGE;
 	if (shm_sink_check(&a->shm, a->output, a->o.format) != 0)
+		return EXIT_USAGE;
+	/* jsonl is text; batch and tar frames would garble a terminal */
+	if (!a->bench && !a->output && !a->shm.name &&
+	    a->o.format != CH_FORMAT_JSONL &&
+	    cmd_binary_to_terminal(a->force, a->o.format == CH_FORMAT_TAR
+						   ? "a binary tar stream"
+						   : "binary frames",
+				   "pipe it, or -o FILE") != 0)
 		return EXIT_USAGE;
 	if (a->vmsplice && a->shm.name)
 		return cmd_error("--vmsplice lends pages to a pipe; --shm "

@@ -20,6 +20,7 @@ struct stream_args {
 	int stats_json_failed; /* said once; the exit status is 2 */
 	int bench; /* chute bench: no output, a table at the end */
 	int count; /* --count: an epoch's figures as JSON, no stream */
+	int force; /* --force: binary frames even to a terminal */
 	int start_epoch_set, resume_set; /* given on the command line */
 	struct shm_sink shm; /* --shm and its options */
 	const char **transforms; /* --transform, in order */

@@ -15,7 +15,7 @@
 enum { OPT_JSON = CMD_LONG_ONLY };
 
 static const char *const tags_usage[] = {
-	"tags [--json] REMOTE",
+	"tags [--json] [REMOTE]",
 	NULL,
 };
 
@@ -31,8 +31,9 @@ static const struct cmd_spec tags_spec = {
 	.summary = "list the tags and versions of a remote",
 	.usage = tags_usage,
 	.opts = tags_opts,
-	.extra = "REMOTE: a folder, file://PATH, http(s)://HOST/PATH or "
-		 "s3://BUCKET/PREFIX\n",
+	.extra = "REMOTE: a folder, file://PATH, http(s)://HOST/PATH, "
+		 "s3://BUCKET/PREFIX\nor a name from 'chute remote' "
+		 "(none: the default remote)\n",
 };
 
 /* Returns 0, -1 after --help, or EXIT_USAGE. */
@@ -53,8 +54,6 @@ static int parse_args(int argc, char **argv, const char **remote, int *json)
 		else
 			*remote = p.arg;
 	}
-	if (!*remote)
-		return cmd_error("give the remote whose tags to list");
 	return 0;
 }
 
@@ -151,8 +150,9 @@ int cmd_tags(int argc, char **argv)
 	int status = parse_args(argc, argv, &remote, &json);
 	if (status != 0)
 		return status < 0 ? 0 : status;
-	if (ch_store_open(&st, remote, NULL, &err) < 0)
-		return cmd_fail(&err);
+	status = cmd_open_remote(remote, NULL, CH_REMOTE_READ, NULL, &st);
+	if (status != 0)
+		return status;
 	if (ch_remote_inventory(st, &inv, &err) < 0) {
 		ch_store_close(st);
 		return cmd_fail(&err);

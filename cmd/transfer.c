@@ -1,11 +1,26 @@
 /*
- * transfer.c - what push and pull share: the options that tune transfers
- * and the progress line (progress.c) while they run.
+ * transfer.c - what the commands on a remote share: the remote opened
+ * from its argument, the options that tune transfers and the progress
+ * line (progress.c) while they run.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cmd.h"
 #include "chute/remote.h"
+
+int cmd_open_remote(const char *text, const char *dataset_dir,
+		    enum ch_remote_use use, const struct ch_store_opts *opts,
+		    struct ch_store **st)
+{
+	struct ch_error err = {0};
+	char *url;
+	if (ch_remote_arg(text, dataset_dir, use, &url, &err) < 0)
+		return cmd_fail(&err);
+	int rc = ch_store_open(st, url, opts, &err);
+	free(url);
+	return rc < 0 ? cmd_fail(&err) : 0;
+}
 
 int cmd_transfer_option(int c, const char *arg, struct ch_store_opts *so,
 			struct ch_transfer_opts *xo)

@@ -8,13 +8,15 @@
 
 #include "chute.h"
 #include "cmd.h"
+#include "chute/ref.h"
+#include "chute/remote.h"
 
 enum { OPT_JSON = CMD_LONG_ONLY, OPT_PART };
 
 /* --part I/N: N at most this (as chute pack's) */
 
 static const char *const verify_usage[] = {
-	"verify [OPTIONS] DATASET|SHARD...",
+	"verify [OPTIONS] DATASET|SHARD|REMOTE[@TAG|@ID]...",
 	NULL,
 };
 
@@ -34,7 +36,9 @@ static const struct cmd_spec verify_spec = {
 	.summary = "check the hashes of a dataset or shards",
 	.usage = verify_usage,
 	.opts = verify_opts,
-	.extra = "exit status: 0 all good, 1 problems found, 2 could not "
+	.extra = "REMOTE[@TAG|@ID]: a version checked where it lies, nothing "
+		 "written locally\n(see chute-remote(7))\n"
+		 "exit status: 0 all good, 1 problems found, 2 could not "
 		 "check\n",
 };
 
@@ -47,6 +51,7 @@ static const char *const kind_names[] = {
 struct verify_run {
 	const char *arg;  /* the DATASET|SHARD being checked */
 	int arg_is_dir;
+	int remote;	  /* a remote version: problems name its objects */
 	json_t *problems; /* --json: the report's array, else NULL */
 	/* hashes of the paths of the shards with problems, a shard's
 	 * problems in a row kept once: counted once sorted */
@@ -61,8 +66,8 @@ static char *problem_path(const struct verify_run *v, const char *shard)
 	size_t dir_len;
 	char *out;
 
-	if (!shard)
-		return strdup(v->arg);
+	if (!shard || v->remote)
+		return strdup(shard ? shard : v->arg);
 	if (v->arg_is_dir)
 		dir_len = strlen(v->arg);
 	else if (strlen(v->arg) > 4 &&
@@ -186,6 +191,34 @@ struct verify_totals {
 	json_t *errors;
 };
 
+/* A remote version where it lies, or a local folder, manifest or
+ * shard. */
+static int check(const char *path, const struct ch_verify_opts *o,
+		 struct verify_run *v, struct ch_verify_result *res,
+		 struct ch_error *err)
+{
+	struct ch_store *st;
+	struct ch_ref ref;
+	v->remote = 0;
+	if (ch_ref_parse(path, &ref, err) < 0)
+		return -1;
+	if (!ref.remote) {
+		ch_ref_release(&ref);
+		return ch_verify(path, o, res, err);
+	}
+	v->remote = 1;
+	int rc = o->deep ? ch_error_usage(err, "--deep decodes every block: "
+					  "pull '%s' and verify the folder",
+					  path)
+			 : ch_store_open(&st, ref.remote, NULL, err);
+	if (rc == 0) {
+		rc = ch_remote_verify(st, ref.at, o, res, err);
+		ch_store_close(st);
+	}
+	ch_ref_release(&ref);
+	return rc;
+}
+
 /* Returns 0 when the check ran, else the exit status of why it could
  * not. */
 static int verify_one(const char *path, struct ch_verify_opts *o,
@@ -198,7 +231,7 @@ static int verify_one(const char *path, struct ch_verify_opts *o,
 	v->arg = path;
 	v->arg_is_dir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 	memset(&res, 0, sizeof res);
-	int rc = ch_verify(path, o, &res, &err);
+	int rc = check(path, o, v, &res, &err);
 	cmd_progress_clear();
 	if (rc < 0) {
 		int status = cmd_fail(&err);

@@ -117,13 +117,31 @@ int ch_remotes_unknown(const struct ch_remotes *r, const char *name,
 /* Whether any file defines a remote. */
 int ch_remotes_any(const struct ch_remotes *r);
 
-/* The store url for the REMOTE argument of push (text NULL: the default
+/* How a command uses the remote it names. */
+enum ch_remote_use {
+	CH_REMOTE_READ,	 /* it must be there (a folder that is not: error) */
+	CH_REMOTE_WRITE, /* push: a folder that is not there is made */
+};
+
+/* The store url for a command's REMOTE argument (text NULL: the default
  * remote) seen from dataset_dir: a remote url as it is; an existing path,
- * or one with a '/', a folder; else a remote name looked up as above,
- * and a name no file defines is a folder to create when no remote is
- * defined anywhere (as before names existed), an error listing the
- * known names otherwise.  The caller frees *url. */
-int ch_remote_arg(const char *text, const char *dataset_dir, char **url,
-		  struct ch_error *err);
+ * or one with a '/', a folder; else a remote name looked up as above.  A
+ * word no file defines is a folder while no remote is named anywhere (as
+ * before names existed), an error listing the known names otherwise.
+ * CH_REMOTE_READ: a folder remote that does not exist is an error (usage)
+ * "no remote at PATH".  Every command's remote (push's, tags', gc's,
+ * pull's and a reference's, chute/ref.h) is resolved here, so that a name
+ * means the same to all.  The caller frees *url. */
+int ch_remote_arg(const char *text, const char *dataset_dir,
+		  enum ch_remote_use use, char **url, struct ch_error *err);
+/* 1 when text is a remote name some file seen from dataset_dir defines
+ * (and not an existing path), 0 when not, -1 on errors (a config file
+ * that does not parse). */
+int ch_remote_is_name(const char *text, const char *dataset_dir,
+		      struct ch_error *err);
+/* 0 when url (a store url or a folder path) can be a remote that is
+ * there: a folder that exists, or any server's url; else -1, "no remote
+ * at PATH" (usage). */
+int ch_remote_there(const char *url, struct ch_error *err);
 
 #endif

@@ -27,9 +27,12 @@ struct ch_ref {
 /* 1 if text starts with a remote scheme (file://, http://, https://, s3://). */
 int ch_ref_is_remote(const char *text);
 int ch_ref_parse(const char *text, struct ch_ref *ref, struct ch_error *err);
-/* A reference that is always remote (chute pull's): as ch_ref_parse, but
- * a plain path is a folder remote (PATH[@TAG|@ID], made a file:// url),
- * and names are looked up in dataset_dir's config first (may be NULL). */
+/* A reference that is always remote (pull's, verify's): REMOTE[@TAG|@ID],
+ * REMOTE resolved by ch_remote_arg (chute/config.h) as CH_REMOTE_READ:
+ * a plain path is a folder remote (made a file:// url) that must exist,
+ * names are looked up in dataset_dir's config first (may be NULL), and
+ * text NULL is the default remote's tag latest.  ch_ref_parse, too,
+ * refuses a folder remote that does not exist ("no remote at PATH"). */
 int ch_ref_parse_remote(const char *text, const char *dataset_dir,
 			struct ch_ref *ref, struct ch_error *err);
 void ch_ref_release(struct ch_ref *ref);

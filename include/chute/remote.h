@@ -29,6 +29,27 @@ int ch_remote_resolve(struct ch_store *st, const char *at, char id[33],
 int ch_remote_get_version(struct ch_store *st, const char *id,
 			  struct ch_manifest *m, struct ch_buf *raw,
 			  struct ch_error *err);
+/* The bytes of versions/ID.json (raw, already fetched from st) parsed
+ * and checked as ch_remote_get_version does; -1 (err set) when they do
+ * not parse or do not hash to id. */
+int ch_remote_parse_version(struct ch_store *st, const char *id,
+			    const struct ch_buf *raw, struct ch_manifest *m,
+			    struct ch_error *err);
+
+/* Verifies version at (a tag or an id) of the remote st where it lies,
+ * as ch_verify (chute.h) a folder: the manifest must hash to its id (a
+ * missing tag or version is an error; a damaged manifest a problem);
+ * every shard object of the part is opened by range requests (header,
+ * footer, index) and streamed once through its XXH3-128, and when that
+ * differs from the manifest's its blocks are read again to name the bad
+ * ones; split files are fetched whole and hashed.  A problem's shard is
+ * the object's url (NULL: the manifest), its message names the file as
+ * the manifest does.  Nothing is written locally; o->deep is not read
+ * (decoding every block means pulling the version).  Returns 0 when the
+ * check ran (problems counted in res), -1 when it could not. */
+int ch_remote_verify(struct ch_store *st, const char *at,
+		     const struct ch_verify_opts *o,
+		     struct ch_verify_result *res, struct ch_error *err);
 
 /* Called, when not NULL, at named points of a push or a gc ("push:
  * after-objects", "gc:after-plan", ...; man/chute-remote.7): a test

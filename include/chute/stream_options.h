@@ -67,6 +67,9 @@
 	  LIB, epochs, 1, _, BENCH_HELP("epochs to stream (default 1)"),     \
 	  RECORD(7, "epochs"),                                               \
 	  "epochs to stream, 0 for ever (default 1)")                        \
+	X(FORCE, 0, "force", NULL, SET, _,                                   \
+	  CMD, _, 0, _, _, _,                                                \
+	  "write batch or tar frames even to a terminal")                    \
 	X(FORMAT, 'f', "format", "FORMAT", NAME,                             \
 	  NAMES("batch", "jsonl", "tar"),                                    \
 	  LIB, format, CH_FORMAT_BATCH, _, BENCH, RECORD(11, "format"),      \

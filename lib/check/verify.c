@@ -71,17 +71,12 @@ static void report(struct verifier *v, enum ch_problem_kind kind,
 		   const char *shard, int64_t block, const char *key,
 		   int64_t offset, const char *fmt, ...)
 {
-	char msg[1024];
+	struct ch_problem p = { kind, shard, block, key, offset, NULL };
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	ch_problem_vreport(&p, &v->lock, &v->res->problems, v->o->on_problem,
+			   v->o->arg, fmt, ap);
 	va_end(ap);
-	struct ch_problem p = { kind, shard, block, key, offset, msg };
-	pthread_mutex_lock(&v->lock);
-	v->res->problems++;
-	if (v->o->on_problem)
-		v->o->on_problem(&p, v->o->arg);
-	pthread_mutex_unlock(&v->lock);
 }
 
 /* n more shards or blocks done, bytes more hashed. */
@@ -825,12 +820,8 @@ int ch_verify(const char *path, const struct ch_verify_opts *o,
 	memset(res, 0, sizeof(*res));
 	ch_counter_init(&v.progress, o->progress, o->progress_arg);
 	pthread_mutex_init(&v.lock, NULL);
-	if (o->parts && o->part >= o->parts) {
-		ch_error_set(err, "no part %llu of %llu: parts count from 0",
-			     (unsigned long long)o->part,
-			     (unsigned long long)o->parts);
+	if (ch_verify_part_check(o, err) < 0)
 		goto out;
-	}
 	if (access(path, R_OK) < 0) {
 		ch_error_errno(err, errno, "cannot open '%s'", path);
 		goto out;

@@ -4,6 +4,7 @@
 #define CH_COMMON_INTERNAL_H
 
 #include <pthread.h>
+#include <stdarg.h>
 
 #include "chute.h"
 
@@ -39,6 +40,14 @@ char *ch_dataset_dir(const char *path);
  * says so: the totals are then not compared. */
 void ch_totals_add_shard_locked(struct ch_totals *t, pthread_mutex_t *lock,
 				size_t *tallied, const struct ch_shard *sh);
+/* A verify problem whose message fmt and ap make (common/problem.c):
+ * counted in *count and handed to on_problem(arg) (may be NULL), both
+ * under lock, so that the callback comes from one thread at a time. */
+void ch_problem_vreport(struct ch_problem *p, pthread_mutex_t *lock,
+			uint64_t *count, ch_problem_fn on_problem, void *arg,
+			const char *fmt, va_list ap);
+/* -1 (err set) when o asks for a part that is not one of its parts. */
+int ch_verify_part_check(const struct ch_verify_opts *o, struct ch_error *err);
 
 /* Messages: one when n is 1, else many ("1 field is", "2 fields are"),
  * so that a count and its word agree. */

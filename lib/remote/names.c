@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "chute/config.h"
+#include "chute/ref.h"
 #include "common/internal.h"
 #include "remote/names.h"
 #include "remote/url.h"
@@ -163,34 +164,106 @@ int ch_remote_may_be_name(const char *text)
 	return !strchr(text, '/') && stat(text, &st) != 0;
 }
 
-int ch_remote_arg(const char *text, const char *dataset_dir, char **url,
-		  struct ch_error *err)
+/* The one lookup of a remote name, for commands' REMOTE arguments and for
+ * references alike: 1 with *url (a store url, the caller frees) when a
+ * file seen from dataset_dir defines name; 0 when none does, with err
+ * saying so and listing the names that are defined, and *any whether any
+ * is; -1 on other errors. */
+static int lookup_name(const char *name, const char *dataset_dir,
+		       char **url, int *any, struct ch_error *err)
 {
 	struct ch_remotes r;
-	const char *name = NULL, *found;
-	int rc = -1;
+	const char *found;
+	int rc;
 	*url = NULL;
-	/* a url or a path with a '/', or an existing one: not a name */
-	if (text && !ch_remote_may_be_name(text))
-		return (*url = strdup(text)) ? 0 : ch_error_nomem(err);
 	if (ch_remotes_load(&r, dataset_dir, err) < 0)
 		return -1;
-	if (!text && ch_remotes_default(&r, &name, &found, err) < 0)
-		goto out;
-	if (text && !(found = ch_remotes_url(&r, text, NULL))) {
-		/* a folder to create, as before names, unless names are in
-		 * use: then a typo must not make a folder */
-		if (ch_remotes_any(&r) && ch_remote_name_check(text, err) == 0)
-			ch_remotes_unknown(&r, text, err);
-		else if (!(*url = strdup(text)))
-			ch_error_nomem(err);
-		rc = *url ? 0 : -1;
-		goto out;
+	*any = ch_remotes_any(&r);
+	if ((found = ch_remotes_url(&r, name, NULL)))
+		rc = (*url = ch_remote_store_url(found)) ? 1
+							 : ch_error_nomem(err);
+	else {
+		ch_remotes_unknown(&r, name, err);
+		rc = 0;
 	}
-	rc = (*url = ch_remote_store_url(found)) ? 0 : ch_error_nomem(err);
-out:
 	ch_remotes_release(&r);
 	return rc;
+}
+
+/* The default remote's store url, seen from dataset_dir. */
+static int default_url(const char *dataset_dir, char **url,
+		       struct ch_error *err)
+{
+	struct ch_remotes r;
+	const char *name, *found;
+	int rc = -1;
+	*url = NULL;
+	if (ch_remotes_load(&r, dataset_dir, err) < 0)
+		return -1;
+	if (ch_remotes_default(&r, &name, &found, err) == 0)
+		rc = (*url = ch_remote_store_url(found)) ? 0
+							 : ch_error_nomem(err);
+	ch_remotes_release(&r);
+	return rc;
+}
+
+int ch_remote_is_name(const char *text, const char *dataset_dir,
+		      struct ch_error *err)
+{
+	char *url;
+	int any;
+	if (!ch_remote_may_be_name(text) || ch_remote_name_check(text, NULL))
+		return 0;
+	int rc = lookup_name(text, dataset_dir, &url, &any, err);
+	free(url);
+	if (rc == 0)
+		memset(err, 0, sizeof(*err)); /* not a name: no error */
+	return rc;
+}
+
+int ch_remote_there(const char *url, struct ch_error *err)
+{
+	struct stat st;
+	const char *path = url;
+	if (strncmp(url, "file://", 7) == 0)
+		path = url + 7;
+	else if (ch_ref_is_remote(url))
+		return 0; /* a server's: only a request can tell */
+	if (stat(path, &st) == 0)
+		return S_ISDIR(st.st_mode)
+			       ? 0
+			       : ch_error_usage(err, "no remote at %s: not a "
+						"folder", path);
+	if (errno == ENOENT || errno == ENOTDIR)
+		return ch_error_usage(err, "no remote at %s: no such folder",
+				      path);
+	return ch_error_errno(err, errno, "no remote at %s", path);
+}
+
+int ch_remote_arg(const char *text, const char *dataset_dir,
+		  enum ch_remote_use use, char **url, struct ch_error *err)
+{
+	int any = 0, rc;
+	*url = NULL;
+	if (!text)
+		rc = default_url(dataset_dir, url, err);
+	else if (!ch_remote_may_be_name(text) ||
+		 ch_remote_name_check(text, NULL) < 0)
+		rc = 0; /* a url, or a path: not a name */
+	else if ((rc = lookup_name(text, dataset_dir, url, &any, err)) == 0)
+		rc = any ? -1 : 0; /* a typo must not make a folder */
+	else
+		rc = rc < 0 ? -1 : 0;
+	if (rc < 0)
+		return -1;
+	if (!*url && !(*url = strdup(text)))
+		return ch_error_nomem(err);
+	if (use == CH_REMOTE_READ && ch_remote_there(*url, err) < 0) {
+		free(*url);
+		*url = NULL;
+		return -1;
+	}
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -206,33 +279,30 @@ static size_t name_length(const char *text)
 int ch_ref_name_url(const char *text, const char *dataset_dir, char **out,
 		    struct ch_error *err)
 {
-	struct ch_remotes r;
 	size_t n = name_length(text);
-	char *name = strndup(text, n);
-	const char *url;
-	int rc = 0;
+	char *name = strndup(text, n), *url = NULL;
+	int any, rc = 0;
 	*out = NULL;
 	if (!name)
 		return ch_error_nomem(err);
-	if (ch_remote_name_check(name, err) < 0) {
-		free(name);
-		return 0; /* not a name: a path */
+	if (ch_remote_name_check(name, NULL) == 0)
+		rc = lookup_name(name, dataset_dir, &url, &any, err);
+	if (rc == 0 && text[n] == '@' && !ch_remote_may_be_name(name)) {
+		char known[sizeof(err->msg)];
+		snprintf(known, sizeof(known), "%s", err->msg);
+		ch_error_usage(err, "%s; '%s' is a folder: a reference names a "
+			       "folder remote by its url, file://PATH@TAG",
+			       known, name);
 	}
-	if (ch_remotes_load(&r, dataset_dir, err) < 0) {
-		free(name);
-		return -1;
-	}
-	if ((url = ch_remotes_url(&r, name, NULL))) {
-		char *store = ch_remote_store_url(url);
-		if (!store || asprintf(out, "%s%s", store, text + n) < 0) {
-			*out = NULL;
-			rc = ch_error_nomem(err);
-		}
-		free(store);
-	} else if (text[n] == '@') {
-		rc = ch_remotes_unknown(&r, name, err);
-	}
-	ch_remotes_release(&r);
 	free(name);
-	return rc;
+	if (rc < 0 || (rc == 0 && text[n] == '@'))
+		return -1; /* NAME@AT with NAME unknown: err lists the names */
+	if (rc == 0)
+		return 0; /* not a name: a path */
+	if (asprintf(out, "%s%s", url, text + n) < 0) {
+		*out = NULL;
+		rc = ch_error_nomem(err);
+	}
+	free(url);
+	return rc < 0 ? -1 : 0;
 }

@@ -138,9 +138,18 @@ int ch_remote_get_version(struct ch_store *st, const char *id,
 		ch_error_set(err, "no version %s on %s", id, ch_store_url(st));
 	if (rc != 0)
 		return rc;
+	return ch_remote_parse_version(st, id, raw, m, err);
+}
+
+int ch_remote_parse_version(struct ch_store *st, const char *id,
+			    const struct ch_buf *raw, struct ch_manifest *m,
+			    struct ch_error *err)
+{
+	char key[48];
+	snprintf(key, sizeof(key), "versions/%s.json", id);
 	char *url = ch_store_key_url(st, key);
-	rc = ch_manifest_parse(m, (const char *)raw->data, raw->len,
-			       url ? url : key, err);
+	int rc = ch_manifest_parse(m, (const char *)raw->data, raw->len,
+				   url ? url : key, err);
 	if (rc == 0 && (!m->id_ok || strcmp(m->id, id) != 0)) {
 		ch_error_data(err, "%s: its content does not hash to %s: the "
 			      "remote copy is damaged", url ? url : key, id);

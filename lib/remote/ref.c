@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chute/config.h"
 #include "chute/history.h"
 #include "common/internal.h"
 #include "chute/ref.h"
@@ -13,6 +14,28 @@
 #include "remote/names.h"
 #include "remote/url.h"
 #include "chute/store.h"
+
+/* An http remote's query (a token), which REMOTE@TAG?QUERY puts after
+ * the version and which stays with the remote; NULL for others (a
+ * folder's '?' is its path's). */
+static const char *url_query(const char *text)
+{
+	if (strncmp(text, "http", 4) != 0 || !strstr(text, "://"))
+		return NULL;
+	return strchr(strstr(text, "://") + 3, '?');
+}
+
+/* Where the version starts in REMOTE[@TAG|@ID][?QUERY]: the last '@'
+ * after the last '/' and before the query (user@host stays put), or
+ * NULL. */
+static const char *version_at(const char *text)
+{
+	const char *query = url_query(text);
+	size_t end = query ? (size_t)(query - text) : strlen(text);
+	const char *slash = memrchr(text, '/', end);
+	const char *from = slash ? slash : text;
+	return memrchr(from, '@', (size_t)(text + end - from));
+}
 
 /* REMOTE[@TAG|@ID], REMOTE a store url. */
 static int parse_url(const char *text, struct ch_ref *ref,
@@ -26,15 +49,9 @@ static int parse_url(const char *text, struct ch_ref *ref,
 			goto oom;
 		return 0;
 	}
-	/* '@' after the last '/' starts the version: user@host stays put;
-	 * a query (a token) comes after it, REMOTE@TAG?QUERY, and stays
-	 * with the remote (an http one: a folder's '?' is its path's) */
-	const char *query = strncmp(text, "http", 4) == 0
-				    ? strchr(strstr(text, "://") + 3, '?')
-				    : NULL;
+	const char *query = url_query(text);
 	size_t end = query ? (size_t)(query - text) : strlen(text);
-	const char *slash = memrchr(text, '/', end);
-	const char *at = memrchr(slash, '@', (size_t)(text + end - slash));
+	const char *at = version_at(text);
 	size_t n = at ? (size_t)(at - text) : end;
 	if (asprintf(&ref->remote, "%.*s%s", (int)n, text,
 		     query ? query : "") < 0) {
@@ -76,30 +93,69 @@ static int parse_named(const char *text, const char *dataset_dir,
 
 int ch_ref_parse(const char *text, struct ch_ref *ref, struct ch_error *err)
 {
-	if (ch_remote_may_be_name(text))
-		return parse_named(text, NULL, ref, err);
-	return parse_url(text, ref, err);
+	int rc = ch_remote_may_be_name(text)
+			 ? parse_named(text, NULL, ref, err)
+			 : parse_url(text, ref, err);
+	if (rc == 0 && ref->remote && ch_remote_there(ref->remote, err) < 0) {
+		ch_ref_release(ref);
+		return -1;
+	}
+	return rc;
 }
 
+/* store (a url, maybe with a query) with the version typed after a
+ * remote's name, "@TAG[?QUERY]" or NULL, as one REMOTE@TAG?QUERY: the
+ * queries joined by '&'. */
+static int join_version(const char *store, const char *at, char **full)
+{
+	const char *sq = url_query(store);
+	const char *tq = at ? strchr(at, '?') : NULL;
+	int nstore = (int)(sq ? (size_t)(sq - store) : strlen(store));
+	int ntag = (int)(at ? (tq ? (size_t)(tq - at) : strlen(at)) : 0);
+	if (asprintf(full, "%.*s%.*s%s%s%s", nstore, store, ntag,
+		     at ? at : "", sq ? sq : "", sq && tq ? "&" : "",
+		     tq ? tq + (sq != NULL) : "") < 0) {
+		*full = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* The remote part resolved as every command's REMOTE is (ch_remote_arg),
+ * the version after it parsed as any reference's. */
 int ch_ref_parse_remote(const char *text, const char *dataset_dir,
 			struct ch_ref *ref, struct ch_error *err)
 {
-	char *name = strndup(text, strcspn(text, "@"));
-	int named = name && ch_remote_may_be_name(text) &&
-		    ch_remote_may_be_name(name);
-	free(name);
-	if (named) {
-		if (parse_named(text, dataset_dir, ref, err) < 0)
-			return -1;
-		if (ref->remote)
-			return 0;
-		ch_ref_release(ref);
-	}
-	char *url = ch_remote_store_url(text);
-	if (!url)
+	const char *at = text ? version_at(text) : NULL;
+	char *remote = NULL, *url = NULL, *store = NULL, *full = NULL;
+	int rc = -1;
+	memset(ref, 0, sizeof(*ref));
+	if (text && !(remote = strndup(text, at ? (size_t)(at - text)
+						: strlen(text))))
 		return ch_error_nomem(err);
-	int rc = parse_url(url, ref, err);
+	if (remote && !*remote)
+		ch_error_usage(err, "'%s': no remote before '@'", text);
+	else if (ch_remote_arg(remote, dataset_dir, CH_REMOTE_READ, &url,
+			       err) == 0) {
+		if (!(store = ch_remote_store_url(url)) ||
+		    join_version(store, at, &full) < 0) {
+			full = NULL;
+			ch_error_nomem(err);
+		}
+		else
+			rc = parse_url(full, ref, err);
+	}
+	if (rc == 0 && text) { /* messages say what was typed */
+		free(ref->text);
+		if (!(ref->text = strdup(text))) {
+			ch_ref_release(ref);
+			rc = ch_error_nomem(err);
+		}
+	}
+	free(remote);
 	free(url);
+	free(store);
+	free(full);
 	return rc;
 }
 

@@ -254,7 +254,7 @@ linked_tags() {
 	run -2 chute gc "$URL" --grace soon
 	assert_output --partial "not a duration"
 	run -2 chute gc
-	assert_output --partial "give the remote"
+	assert_output --partial "no remote given and no default remote"
 	# a tag naming a manifest that is not there: the remote is damaged
 	echo "$ID_0" >"$ROOT/tags/broken"
 	rm "$ROOT/versions/$ID_0.json"
@@ -323,6 +323,10 @@ linked_tags() {
 
 @test "tags: an empty remote says so; a missing tag lists the tags, or says there are none" {
 	remote dir
+	# a folder that is not there is no remote, not an empty one
+	run -2 chute tags "$URL"
+	assert_output "chute tags: no remote at $ROOT: no such folder"
+	mkdir "$ROOT"
 	run -0 chute tags "$URL"
 	assert_output "$URL holds no versions"
 	run -2 chute pull "$URL@v1" back

@@ -292,3 +292,10 @@ AS_VERSION1='m["format_version"] = 1
 for s in m["shards"]:
     del s["seal"]
 reid = True'
+
+# on_terminal CMD...: runs CMD with standard output and standard error on
+# a terminal (a pty, from util-linux script), as typed at a shell; exits
+# as CMD did, what the terminal showed on stdout ("\r\n" line ends).
+on_terminal() {
+	script -qec "$(printf '%q ' "$@")" /dev/null </dev/null
+}

@@ -135,6 +135,21 @@ EOF
 	cmp got src/sub/c.bin
 }
 
+@test "cat: a field that is not text is not written to a terminal without --force; text is" {
+	run -2 on_terminal chute cat ds b -f jpg
+	assert_output "chute cat: not writing binary data ('jpg' of sample 'b') to a terminal; pipe it, or redirect it to a file (--force writes anyway)"$'\r'
+	# text, then a field that is not: nothing written
+	run -2 on_terminal chute cat ds a sub/c
+	assert_output --partial "('bin' of sample 'sub/c')"
+	refute_output --partial alpha
+	run -0 on_terminal chute cat ds b -f jpg --force
+	assert_output --partial JPEGDATA
+	run -0 on_terminal chute cat ds a
+	assert_output alpha
+	run -0 on_terminal chute cat ds b -f json
+	assert_output --partial '{"x": 1}'
+}
+
 @test "cat: a single-field sample needs no --field" {
 	chute cat ds d >got
 	cmp got src/d.txt

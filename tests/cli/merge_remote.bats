@@ -83,6 +83,17 @@ teardown() {
 	assert_equal "$(cat remote/tags/latest)" "${lines[0]##* }"
 }
 
+@test "merge on a remote: -o takes a remote's name, as the parts do" {
+	pack_parts parts 2
+	chute remote --user add store "$PWD/remote" >/dev/null
+	push_parts store 2
+	run -0 chute merge store@part-0 store@part-1 -o store --tag v1
+	local id=${lines[0]##* }
+	assert_line --index 1 "wrote version $id to $R, no file sent; tags latest, v1"
+	assert_equal "$(cat remote/tags/v1)" "$id"
+	[ ! -e store ]
+}
+
 @test "merge on a remote: the name defaults to the remote's, --name sets it" {
 	pack_parts parts 2
 	push_parts "$R" 2

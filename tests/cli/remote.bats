@@ -260,6 +260,9 @@ s["path"] = arg'
 	run -0 chute pull remote@latest back
 	same_files ds back
 	run -2 chute pull "file://$PWD/none" back
+	assert_output "chute pull: no remote at $PWD/none: no such folder"
+	mkdir none
+	run -2 chute pull "file://$PWD/none" back
 	assert_output --partial "no tag 'latest'"
 }
 

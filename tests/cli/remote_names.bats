@@ -273,6 +273,59 @@ assert [(r["name"], r["url"], r["file"], r["default"]) for r in d["remotes"]] ==
 	assert_output "$(printf 'u\t/srv/u')"
 }
 
+@test "remote names: tags, gc and pull take a name, and the default without one" {
+	packed ds
+	chute remote -C ds add --default store "$PWD/store" >/dev/null
+	chute push ds --tag v1 >/dev/null
+	cd ds
+	# ./store does not exist here: the name, not a folder
+	run -0 chute tags store
+	assert_line --index 1 --partial "v1          $(mid .)"
+	local by_name=$output
+	run -0 chute tags
+	assert_equal "$output" "$by_name"
+	run -0 chute gc store
+	assert_line --index 1 --partial "kept 1 version and the 1 object"
+	run -0 chute gc
+	assert_line --index 1 --partial "kept 1 version and the 1 object"
+	# pull DIR: from the default remote; a lone remote is a folder forgotten
+	run -0 chute pull ../back
+	assert_output --partial "pulled $(mid .) into ../back"
+	run -2 chute pull store@v1
+	assert_output "chute pull: 'store@v1' is a remote: give the folder to pull into after it"
+	run -2 chute pull store
+	assert_output --partial "'store' is a remote"
+	[ ! -e store ]
+	run -2 chute tags stor
+	assert_output "chute tags: no remote named 'stor' (known: store)"
+	cd ..
+	# no default anywhere: tags says how to add one
+	run -2 chute tags
+	assert_output --partial "no default remote"
+}
+
+@test "remote names: a folder remote that is not there is exit 2 for every command that reads one" {
+	packed ds
+	chute remote -C ds add gone "$PWD/gone" >/dev/null
+	local cmd
+	for cmd in "tags /no/such" "gc /no/such" "tags file:///no/such" \
+		"pull /no/such back" "pull file:///no/such@v1 back" \
+		"log file:///no/such" "manifest file:///no/such@v1" \
+		"diff file:///no/such@v1 ds" "stream -f jsonl file:///no/such@v1"; do
+		run -2 chute $cmd
+		assert_output "chute ${cmd%% *}: no remote at /no/such: no such folder"
+	done
+	cd ds
+	run -2 chute tags gone
+	assert_output "chute tags: no remote at $BATS_TEST_TMPDIR/gone: no such folder"
+	run -2 chute stream gone@v1
+	assert_output --partial "no remote at $BATS_TEST_TMPDIR/gone"
+	run -2 chute tags manifest.json
+	assert_output "chute tags: no remote at manifest.json: not a folder"
+	cd ..
+	[ ! -e gone ] && [ ! -e back ] && [ ! -e /no ]
+}
+
 @test "remote names: an http remote by name (nginx)" {
 	start_nginx www
 	packed ds

@@ -589,6 +589,25 @@ EOF
 
 # ---------------------------------------------------------- ending early
 
+@test "stream: batch and tar frames are not written to a terminal without --force; jsonl is" {
+	local f
+	for f in batch tar; do
+		run -2 on_terminal chute stream -f "$f" ds
+		assert_output --partial "chute stream: not writing "
+		assert_output --partial " to a terminal; pipe it, or -o FILE (--force writes anyway)"
+		assert_equal "${#lines[@]}" 1
+	done
+	run -0 on_terminal chute stream --force ds
+	refute_output --partial "not writing"
+	assert_output --partial "sample 000"
+	run -0 on_terminal chute stream -f jsonl ds
+	assert_equal "${#lines[@]}" 23
+	# -o FILE from a terminal is a file
+	chute stream --shuffle none ds >want
+	run -0 on_terminal chute stream --shuffle none -o got ds
+	cmp got want
+}
+
 @test "stream: a reader that closes the pipe ends chute quietly with exit 0" {
 	local f
 	for f in batch jsonl tar; do
