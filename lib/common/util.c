@@ -275,10 +275,13 @@ char *ch_url_redact(const char *text)
 	struct ch_buf b = {0};
 	const char *p = text, *sep, *stop;
 	while ((sep = strstr(p, "://"))) {
+		/* file://: a path, with no user or query to hide */
+		int file = sep - p >= 4 && !strncmp(sep - 4, "file", 4);
 		if (ch_buf_append(&b, p, (size_t)(sep + 3 - p), NULL) < 0 ||
-		    put_url(&b, sep + 3, url_end(text, sep), &stop) < 0)
+		    (!file && put_url(&b, sep + 3, url_end(text, sep),
+				      &stop) < 0))
 			goto oom;
-		p = stop;
+		p = file ? sep + 3 : stop;
 	}
 	if (ch_buf_append(&b, p, strlen(p) + 1, NULL) < 0)
 		goto oom;

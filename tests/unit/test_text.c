@@ -108,6 +108,8 @@ static void redact_queries(void)
 	redacts_to("cannot GET http://h/x?s=***: 403",
 		   "cannot GET http://h/x?s=***: 403");
 	redacts_to("file:///a?b", "file:///a?b");
+	/* a folder remote has no user: file://PATH@TAG, as a hint spells it */
+	redacts_to("see file://PATH@TAG", "see file://PATH@TAG");
 }
 
 int main(void)
