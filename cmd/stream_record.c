@@ -164,8 +164,11 @@ static void read_option(struct reading *rd, struct stream_record *r,
 {
 	const struct stream_option *d = &stream_options[opt];
 	union stream_value v = {0};
-	/* records older than --start-epoch began at epoch 0 */
-	if (opt == CH_STREAM_OPT_START_EPOCH &&
+	/* records older than --start-epoch began at epoch 0; those older
+	 * than --fields and --source-field kept every field */
+	if ((opt == CH_STREAM_OPT_START_EPOCH ||
+	     opt == CH_STREAM_OPT_FIELDS ||
+	     opt == CH_STREAM_OPT_SOURCE_FIELD) &&
 	    !json_object_get(rd->obj, d->record_key))
 		return;
 	switch (d->type) {
@@ -204,7 +207,7 @@ static void read_options(struct reading *rd, struct stream_record *r,
 
 /* A recorded remote's hidden password ("USER:***@") dropped: the remote
  * is opened as USER@HOST, the password coming from ~/.netrc. */
-static void drop_hidden_password(char *url)
+void record_drop_hidden_password(char *url)
 {
 	char *host = strstr(url, "://");
 	char *hidden = host ? strstr(host, ":***@") : NULL;
@@ -216,6 +219,18 @@ static void drop_hidden_password(char *url)
  * recorded id (REMOTE@ID), never by its tag, which may have moved. */
 static int read_dataset(struct reading *rd, struct stream_record *r)
 {
+	if (json_object_get(rd->obj, "mix")) {
+		const char *id = read_str(rd, "id", 0);
+		if (rd->bad || !is_version_id(id))
+			return refuse(rd, "id", "a version id");
+		memcpy(r->want_id, id, sizeof(r->want_id));
+		if (stream_mix_from_record(r->mix, rd->obj, rd->path) < 0 ||
+		    !(r->source = strdup("the mix"))) {
+			rd->bad = 1;
+			return -1;
+		}
+		return 0;
+	}
 	const char *id = read_str(rd, "id", 0);
 	const char *path = read_str(rd, "path", 1);
 	const char *remote = read_str(rd, "remote", 1);
@@ -233,7 +248,7 @@ static int read_dataset(struct reading *rd, struct stream_record *r)
 		return cmd_error("out of memory");
 	}
 	if (remote)
-		drop_hidden_password(r->source);
+		record_drop_hidden_password(r->source);
 	return 0;
 }
 
@@ -434,7 +449,9 @@ static json_t *record_doc(const struct stream_record *r,
 			 RECORD_VERSION, "chute_version", CH_VERSION,
 			 "started", started, "ended", "status", "running",
 			 "command", command_json(r), "dataset",
-			 dataset_json(ds, dataset), "options",
+			 ch_mix_sources(ds) ? stream_mix_json(ds, dataset_json)
+					    : dataset_json(ds, dataset),
+			 "options",
 			 options_json(o), "resume", o->resume, "cursor",
 			 "batches", 0);
 }
@@ -466,6 +483,11 @@ int record_begin(struct stream_record *r, const struct ch_dataset *ds,
 		 const char *dataset, const struct ch_stream_opts *o)
 {
 	struct ch_error err;
+	int changed = r->replay && r->mix && r->mix->n
+			      ? stream_mix_check(r->mix, ds, r->replay)
+			      : 0;
+	if (changed)
+		return changed;
 	if (r->replay && strcmp(ds->manifest.id, r->want_id) != 0) {
 		cmd_error("'%s' is not the dataset of the run record '%s': its "
 			  "id is %s, the record's %s (repacked or changed "
