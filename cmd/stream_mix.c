@@ -203,26 +203,32 @@ int stream_mix_open(const struct stream_mix *m, const char *cache_dir,
 	epoch_of(m, &spec);
 	for (; opened < m->n; opened++) {
 		const struct stream_mix_source *s = &m->src[opened];
+		struct ch_dataset *one = malloc(sizeof(*one));
 		struct ch_ref ref;
-		int rc = ch_ref_parse(s->ref, &ref, err);
-		if (rc == 0)
+		int rc = one ? ch_ref_parse(s->ref, &ref, err)
+			     : ch_error_nomem(err);
+		if (rc == 0) {
 			rc = ch_ref_open_dataset(&ref, cache_dir, cache_bytes,
-						 &spec.sources[opened].ds, err);
-		if (rc == 0)
+						 one, err);
 			ch_ref_release(&ref);
-		if (rc < 0)
+		}
+		if (rc < 0) {
+			free(one);
 			break;
+		}
 		spec.sources[opened] = (struct ch_mix_source){
-			.name = s->name, .ds = spec.sources[opened].ds,
-			.split = s->split, .weight = s->weight,
+			.name = s->name, .ds = one, .split = s->split,
+			.weight = s->weight,
 		};
 	}
 	int rc = -1;
 	if (opened == m->n) {
 		rc = ch_mix_open(ds, &spec, err);
 	} else {
-		for (size_t i = 0; i < opened; i++)
-			ch_dataset_release(&spec.sources[i].ds);
+		for (size_t i = 0; i < opened; i++) {
+			ch_dataset_release(spec.sources[i].ds);
+			free(spec.sources[i].ds);
+		}
 	}
 	free(spec.sources);
 	return rc;

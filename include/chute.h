@@ -1107,7 +1107,9 @@ enum ch_mix_epoch {
 
 struct ch_mix_source {
 	const char *name;      /* as given: its key in --mix */
-	struct ch_dataset ds;  /* opened; ch_mix_open takes it */
+	/* opened, in memory of its own (malloc: a dataset does not move,
+	 * a remote's points into itself); ch_mix_open takes it */
+	struct ch_dataset *ds;
 	const char *split;     /* a split of it, or NULL: all of it */
 	uint64_t weight;       /* in millionths, above 0 */
 };
@@ -1129,8 +1131,8 @@ void ch_weight_text(uint64_t weight, char out[32]);
 /* Opens the mix of spec as one dataset ds to give ch_stream: its sample
  * order is the mix's (see chute-stream(1), MIXING), its id the mix's (a
  * hash of the sources' ids, splits and weights and of the epoch rule).
- * Takes the sources' datasets, which ch_dataset_release(ds) releases,
- * also when it fails. */
+ * Takes the sources' datasets, which ch_dataset_release(ds) releases
+ * and frees, also when it fails. */
 int ch_mix_open(struct ch_dataset *ds, const struct ch_mix_spec *spec,
 		struct ch_error *err);
 /* What a mix holds, by source: id, split, weight, samples (of the split)

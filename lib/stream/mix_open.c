@@ -7,6 +7,13 @@
 
 #include "stream/mix.h"
 
+static void release_source(struct ch_dataset *ds)
+{
+	if (ds)
+		ch_dataset_release(ds);
+	free(ds);
+}
+
 static void mix_free(struct ch_mix *mix)
 {
 	if (!mix)
@@ -14,7 +21,7 @@ static void mix_free(struct ch_mix *mix)
 	for (size_t i = 0; i < mix->n; i++) {
 		if (mix->views)
 			ch_split_view_release(&mix->views[i]);
-		ch_dataset_release(&mix->src[i].ds);
+		release_source(mix->src[i].ds);
 		if (mix->numbers)
 			free(mix->numbers[i]);
 	}
@@ -70,7 +77,7 @@ static int mix_local(void *arg, const char *rel, uint64_t bytes,
 	if (k < 0)
 		return ch_error_set(err, "'%s' is not a shard of the mix", rel);
 	size_t i = shard_source(a->mix, (size_t)k, &local);
-	const struct ch_dataset *src = &a->mix->src[i].ds;
+	const struct ch_dataset *src = a->mix->src[i].ds;
 	return ch_dataset_file(src, src->manifest.shards[local].path, bytes,
 			       hash, path, err);
 }
@@ -83,7 +90,7 @@ static void mix_done(void *arg, const char *rel, struct ch_hash128 hash)
 	if (k < 0)
 		return;
 	size_t i = shard_source(a->mix, (size_t)k, &local);
-	const struct ch_dataset *src = &a->mix->src[i].ds;
+	const struct ch_dataset *src = a->mix->src[i].ds;
 	ch_dataset_file_done(src, src->manifest.shards[local].path, hash);
 }
 
@@ -93,7 +100,7 @@ static void mix_plan(void *arg, const size_t *order, size_t n, size_t ahead)
 	struct mix_arg *a = arg;
 	size_t *mine = order ? malloc((n ? n : 1) * sizeof(*mine)) : NULL;
 	for (size_t i = 0; i < a->mix->n; i++) {
-		const struct ch_dataset *src = &a->mix->src[i].ds;
+		const struct ch_dataset *src = a->mix->src[i].ds;
 		size_t m = 0, local;
 		if (!mine) { /* random reads (or no memory: only a hint) */
 			ch_dataset_plan(src, NULL, src->manifest.nshards, 0);
@@ -112,7 +119,7 @@ static int mix_ranged(void *arg, size_t s, struct ch_byte_source *bs,
 {
 	struct mix_arg *a = arg;
 	size_t local, i = shard_source(a->mix, s, &local);
-	const struct ch_dataset *src = &a->mix->src[i].ds;
+	const struct ch_dataset *src = a->mix->src[i].ds;
 	if (!src->source || !src->source->ranged)
 		return 0;
 	return src->source->ranged(src->source_arg, local, bs, err);
@@ -124,7 +131,7 @@ static void mix_stats(void *arg, struct ch_fetch_stats *out)
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < a->mix->n; i++) {
 		struct ch_fetch_stats f;
-		ch_dataset_fetch_stats(&a->mix->src[i].ds, &f);
+		ch_dataset_fetch_stats(a->mix->src[i].ds, &f);
 		out->files += f.files;
 		out->file_bytes += f.file_bytes;
 		out->cache_hits += f.cache_hits;
@@ -191,14 +198,14 @@ static int merge_fields(struct ch_mix *mix, struct ch_manifest *m,
 {
 	size_t cap = 0;
 	for (size_t i = 0; i < mix->n; i++)
-		cap += field_count(&mix->src[i].ds);
+		cap += field_count(mix->src[i].ds);
 	m->fields = calloc(cap ? cap : 1, sizeof(*m->fields));
 	mix->common = calloc(cap ? cap : 1, sizeof(*mix->common));
 	if (!m->fields || !mix->common)
 		return ch_error_nomem(err);
 	for (size_t i = 0; i < mix->n; i++)
-		for (size_t f = 0; f < field_count(&mix->src[i].ds); f++) {
-			const char *name = field_name(&mix->src[i].ds, f);
+		for (size_t f = 0; f < field_count(mix->src[i].ds); f++) {
+			const char *name = field_name(mix->src[i].ds, f);
 			size_t k = 0;
 			while (k < m->nfields && strcmp(m->fields[k].name, name))
 				k++;
@@ -209,7 +216,7 @@ static int merge_fields(struct ch_mix *mix, struct ch_manifest *m,
 			m->nfields++;
 			int all = 1;
 			for (size_t s = 0; s < mix->n; s++)
-				all &= has_field(&mix->src[s].ds, name);
+				all &= has_field(mix->src[s].ds, name);
 			if (all && !(mix->common[mix->ncommon++] = strdup(name)))
 				return ch_error_nomem(err);
 		}
@@ -222,7 +229,7 @@ static int merge_fields(struct ch_mix *mix, struct ch_manifest *m,
 static const char *lacking(const struct ch_mix *mix, const char *name)
 {
 	for (size_t i = 0; i < mix->n; i++)
-		if (!has_field(&mix->src[i].ds, name))
+		if (!has_field(mix->src[i].ds, name))
 			return mix->src[i].name;
 	return NULL;
 }
@@ -230,7 +237,7 @@ static const char *lacking(const struct ch_mix *mix, const char *name)
 static const char *having(const struct ch_mix *mix, const char *name)
 {
 	for (size_t i = 0; i < mix->n; i++)
-		if (has_field(&mix->src[i].ds, name))
+		if (has_field(mix->src[i].ds, name))
 			return mix->src[i].name;
 	return NULL;
 }
@@ -345,11 +352,11 @@ static int add_shards(struct ch_mix *mix, struct ch_manifest *m,
 {
 	size_t ns = 0;
 	for (size_t i = 0; i < mix->n; i++)
-		ns += mix->src[i].ds.manifest.nshards;
+		ns += mix->src[i].ds->manifest.nshards;
 	if (!(m->shards = calloc(ns ? ns : 1, sizeof(*m->shards))))
 		return ch_error_nomem(err);
 	for (size_t i = 0; i < mix->n; i++) {
-		const struct ch_manifest *sm = &mix->src[i].ds.manifest;
+		const struct ch_manifest *sm = &mix->src[i].ds->manifest;
 		mix->offset[i] = m->samples;
 		mix->first_shard[i] = m->nshards;
 		for (size_t k = 0; k < sm->nshards; k++) {
@@ -390,7 +397,7 @@ static int mix_id(const struct ch_mix *mix, char out[33], struct ch_error *err)
 	int rc = ch_buf_append(&b, "chute-mix 1\n", 12, err);
 	for (size_t i = 0; rc == 0 && i < mix->n; i++) {
 		int k = snprintf(line, sizeof line, "%s %s %llu\n",
-				 mix->src[i].ds.manifest.id,
+				 mix->src[i].ds->manifest.id,
 				 mix->src[i].split ? mix->src[i].split : "-",
 				 (unsigned long long)mix->src[i].weight);
 		rc = ch_buf_append(&b, line, (size_t)k, err);
@@ -416,9 +423,9 @@ static int open_views(struct ch_mix *mix, struct ch_error *err)
 {
 	for (size_t i = 0; i < mix->n; i++) {
 		struct ch_mix_source *s = &mix->src[i];
-		mix->m[i] = &s->ds.manifest;
+		mix->m[i] = &s->ds->manifest;
 		if (s->split) {
-			if (ch_split_view_init(&mix->views[i], &s->ds, s->split,
+			if (ch_split_view_init(&mix->views[i], s->ds, s->split,
 					       err) < 0) {
 				size_t n = strlen(err->msg);
 				snprintf(err->msg + n, sizeof(err->msg) - n,
@@ -444,7 +451,7 @@ static struct ch_mix *mix_new(const struct ch_mix_spec *spec)
 	size_t n = spec->n;
 	if (!mix) {
 		for (size_t i = 0; i < n; i++)
-			ch_dataset_release(&spec->sources[i].ds);
+			release_source(spec->sources[i].ds);
 		return NULL;
 	}
 	mix->src = calloc(n, sizeof(*mix->src));
@@ -452,7 +459,7 @@ static struct ch_mix *mix_new(const struct ch_mix_spec *spec)
 		memcpy(mix->src, spec->sources, n * sizeof(*mix->src));
 		mix->n = n; /* the datasets are the mix's from here on */
 		for (size_t i = 0; i < n; i++)
-			memset(&spec->sources[i].ds, 0, sizeof(spec->sources[i].ds));
+			spec->sources[i].ds = NULL;
 	}
 	mix->epoch = spec->epoch;
 	mix->epoch_total = spec->epoch_total;
@@ -467,7 +474,7 @@ static struct ch_mix *mix_new(const struct ch_mix_spec *spec)
 	    !mix->offset || !mix->first_shard || !mix->numbers) {
 		if (!mix->src) /* the sources are still the spec's: release */
 			for (size_t i = 0; i < n; i++)
-				ch_dataset_release(&spec->sources[i].ds);
+				release_source(spec->sources[i].ds);
 		mix_free(mix);
 		return NULL;
 	}
@@ -481,7 +488,7 @@ int ch_mix_open(struct ch_dataset *ds, const struct ch_mix_spec *spec,
 	memset(ds, 0, sizeof(*ds));
 	if (!a) {
 		for (size_t i = 0; i < spec->n; i++)
-			ch_dataset_release(&spec->sources[i].ds);
+			release_source(spec->sources[i].ds);
 		return ch_error_nomem(err);
 	}
 	if (!(a->mix = mix_new(spec))) { /* it released the sources */
@@ -498,7 +505,7 @@ int ch_mix_open(struct ch_dataset *ds, const struct ch_mix_spec *spec,
 	    mix_id(mix, m->id, err) < 0)
 		goto fail;
 	if (!(m->name = strdup("mix")) ||
-	    !(ds->root = strdup(mix->src[0].ds.root ? mix->src[0].ds.root
+	    !(ds->root = strdup(mix->src[0].ds->root ? mix->src[0].ds->root
 						     : ".")) ||
 	    !(ds->shards = calloc(m->nshards ? m->nshards : 1,
 				  sizeof(*ds->shards)))) {
@@ -526,9 +533,9 @@ void ch_mix_source_info(const struct ch_dataset *ds, size_t i,
 	const struct ch_mix *mix = ch_mix_of(ds);
 	const struct ch_mix_source *s = &mix->src[i];
 	*out = (struct ch_mix_info){
-		.name = s->name, .id = s->ds.manifest.id, .split = s->split,
+		.name = s->name, .id = s->ds->manifest.id, .split = s->split,
 		.weight = s->weight, .samples = mix->m[i]->samples,
-		.per_epoch = mix->count[i], .ds = &s->ds,
+		.per_epoch = mix->count[i], .ds = s->ds,
 	};
 }
 
