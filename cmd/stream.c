@@ -18,6 +18,7 @@
 
 static const char *const stream_usage[] = {
 	"stream [OPTIONS] DATASET",
+	"stream [OPTIONS] DATASET... --mix 'DATASET=WEIGHT,...'",
 	NULL,
 };
 
@@ -30,7 +31,9 @@ static const struct cmd_spec stream_spec = {
 	.usage = stream_usage,
 	.opts = stream_opts,
 	.extra = "DATASET is a dataset folder, a manifest, one shard, or a\n"
-		 "remote REMOTE[@TAG|@ID] (see chute-remote(7)).  Frames\n"
+		 "remote REMOTE[@TAG|@ID] (see chute-remote(7)).  With\n"
+		 "--mix, several DATASETs (DATASET:SPLIT for a split) are\n"
+		 "mixed in one stream in those proportions.  Frames\n"
 		 "are specified in chute-batch(5); each carries a cursor for\n"
 		 "--resume.  With --replay RUN, the dataset and the options\n"
 		 "that shape the stream come from the run record RUN.\n"
@@ -86,6 +89,8 @@ static int take_option(struct stream_args *a, int opt, const char *arg)
 	}
 	switch (opt) {
 	case CH_STREAM_OPT_FORCE: a->force = 1; break;
+	case CH_STREAM_OPT_MIX: a->mix.text = v.text; break;
+	case CH_STREAM_OPT_MIX_EPOCH: a->mix.epoch = v.text; break;
 	case CH_STREAM_OPT_OUTPUT: a->output = v.text; break;
 	case CH_STREAM_OPT_PRINT_COUNT: a->count = 1; break;
 	case CH_STREAM_OPT_PIN: a->shm.pin = 1; break;
@@ -131,6 +136,38 @@ static int ranks_from_env(struct stream_args *a)
 	return 0;
 }
 
+static int add_dataset(struct stream_args *a, const char *name)
+{
+	const char **v = realloc(a->datasets, (a->ndatasets + 1) *
+						  sizeof(*v));
+	if (!v)
+		return cmd_error("out of memory"), -1;
+	a->datasets = v;
+	v[a->ndatasets++] = name;
+	a->dataset = v[0];
+	return 0;
+}
+
+/* Several datasets: a mix, with --mix saying in what proportions. */
+static int parse_mix(struct stream_args *a)
+{
+	if (a->rec.replay && (a->mix.text || a->mix.epoch))
+		return cmd_error("--mix%s cannot go with --replay: the mix comes "
+				 "from '%s'", a->mix.text ? "" : "-epoch",
+				 a->rec.replay);
+	if (a->ndatasets > 1 && !a->mix.text)
+		return cmd_error("%zu datasets given ('%s', '%s'%s): to mix "
+				 "them, say in what proportions with --mix "
+				 "'%s=W,...'", a->ndatasets, a->datasets[0],
+				 a->datasets[1], a->ndatasets > 2 ? ", ..." : "",
+				 a->datasets[0]);
+	if (a->mix.epoch && !a->mix.text)
+		return cmd_error("--mix-epoch goes with --mix");
+	if (!a->mix.text || a->ndatasets == 0)
+		return 0;
+	return stream_mix_parse(&a->mix, a->datasets, a->ndatasets);
+}
+
 int stream_parse_args(struct stream_args *a, const struct cmd_spec *spec,
 		      int argc, char **argv)
 {
@@ -151,11 +188,11 @@ int stream_parse_args(struct stream_args *a, const struct cmd_spec *spec,
 			record_note_option(&a->rec, opt);
 			continue;
 		}
-		if (a->dataset)
-			return cmd_error("one dataset at a time: '%s' and '%s'",
-					 a->dataset, p.arg);
-		a->dataset = p.arg;
+		if (add_dataset(a, p.arg) < 0)
+			return EXIT_USAGE;
 	}
+	if (parse_mix(a) != 0)
+		return EXIT_USAGE;
 	if (a->start_epoch_set && a->resume_set)
 		return cmd_error("--start-epoch and --resume both say where to "
 				 "begin: a cursor knows its epoch; give one");
@@ -209,7 +246,7 @@ static int to_state(const struct ch_batch_out *b, void *arg,
 	int rc = s->inner(b, s->inner_arg, err);
 	if (rc != 0 || !b->cursor)
 		return rc;
-	char line[128];
+	char line[1280]; /* a mix's cursor names its sources */
 	int n = snprintf(line, sizeof line, "%s\n", b->cursor);
 	return ch_write_file_atomic(s->path, line, (size_t)n, err);
 }
@@ -451,11 +488,15 @@ static int close_output(struct sink *s, int status)
 	return status;
 }
 
-/* A local dataset, or a remote one through the remote cache. */
+/* A local dataset, or a remote one through the remote cache; or the
+ * mix of several. */
 static int open_dataset(const struct stream_args *a, struct ch_dataset *ds,
 			struct ch_error *err)
 {
 	struct ch_ref ref;
+	if (a->mix.n)
+		return stream_mix_open(&a->mix, a->remote_cache,
+				       a->remote_cache_size, ds, err);
 	if (ch_ref_parse(a->dataset, &ref, err) < 0)
 		return -1;
 	int rc = ch_ref_open_dataset(&ref, a->remote_cache,
@@ -644,12 +685,16 @@ void stream_args_init(struct stream_args *a, int bench)
 	memset(a, 0, sizeof(*a));
 	ch_stream_opts_init(&a->o);
 	a->bench = bench;
+	a->rec.mix = &a->mix;
 }
 
 void stream_args_release(struct stream_args *a)
 {
 	free(a->transforms);
 	a->transforms = NULL;
+	free(a->datasets);
+	a->datasets = NULL;
+	stream_mix_release(&a->mix);
 	record_release(&a->rec);
 }
 

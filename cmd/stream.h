@@ -9,6 +9,7 @@
 
 #include "chute.h"
 #include "cmd.h"
+#include "stream_mix.h"
 #include "stream_record.h"
 #include "stream_shm.h"
 
@@ -28,6 +29,9 @@ struct stream_args {
 	struct stream_record rec; /* --record, --replay */
 	const char *remote_cache;
 	uint64_t remote_cache_size;
+	const char **datasets; /* as given: several make a mix */
+	size_t ndatasets;
+	struct stream_mix mix; /* --mix, --mix-epoch */
 };
 
 /* The options' defaults; bench: for chute bench. */

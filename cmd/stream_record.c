@@ -164,8 +164,11 @@ static void read_option(struct reading *rd, struct stream_record *r,
 {
 	const struct stream_option *d = &stream_options[opt];
 	union stream_value v = {0};
-	/* records older than --start-epoch began at epoch 0 */
-	if (opt == CH_STREAM_OPT_START_EPOCH &&
+	/* records older than --start-epoch began at epoch 0; those older
+	 * than --fields and --source-field kept every field */
+	if ((opt == CH_STREAM_OPT_START_EPOCH ||
+	     opt == CH_STREAM_OPT_FIELDS ||
+	     opt == CH_STREAM_OPT_SOURCE_FIELD) &&
 	    !json_object_get(rd->obj, d->record_key))
 		return;
 	switch (d->type) {
@@ -220,10 +223,35 @@ static void drop_hidden_secrets(char *url)
 	host[strcspn(host, "?")] = '\0';
 }
 
+int record_remote_ref(const char *remote, const char *id, char **ref)
+{
+	char *url = strdup(remote);
+	*ref = NULL;
+	if (!url)
+		return -1;
+	drop_hidden_secrets(url);
+	if (asprintf(ref, "%s@%s", url, id) < 0)
+		*ref = NULL;
+	free(url);
+	return *ref ? 0 : -1;
+}
+
 /* What to open: a local dataset by its absolute path, a remote one by the
  * recorded id (REMOTE@ID), never by its tag, which may have moved. */
 static int read_dataset(struct reading *rd, struct stream_record *r)
 {
+	if (json_object_get(rd->obj, "mix")) {
+		const char *id = read_str(rd, "id", 0);
+		if (rd->bad || !is_version_id(id))
+			return refuse(rd, "id", "a version id");
+		memcpy(r->want_id, id, sizeof(r->want_id));
+		if (stream_mix_from_record(r->mix, rd->obj, rd->path) < 0 ||
+		    !(r->source = strdup("the mix"))) {
+			rd->bad = 1;
+			return -1;
+		}
+		return 0;
+	}
 	const char *id = read_str(rd, "id", 0);
 	const char *path = read_str(rd, "path", 1);
 	const char *remote = read_str(rd, "remote", 1);
@@ -234,17 +262,12 @@ static int read_dataset(struct reading *rd, struct stream_record *r)
 	if (!path && !remote)
 		return refuse(rd, "path", "a path (or \"remote\" a url)");
 	memcpy(r->want_id, id, sizeof(r->want_id));
-	char *url = remote ? strdup(remote) : NULL;
-	if (url)
-		drop_hidden_secrets(url);
-	if (remote ? !url || asprintf(&r->source, "%s@%s", url, id) < 0
+	if (remote ? record_remote_ref(remote, id, &r->source) < 0
 		   : !(r->source = strdup(path))) {
-		free(url);
 		r->source = NULL;
 		rd->bad = 1;
 		return cmd_error("out of memory");
 	}
-	free(url);
 	return 0;
 }
 
@@ -445,7 +468,9 @@ static json_t *record_doc(const struct stream_record *r,
 			 RECORD_VERSION, "chute_version", CH_VERSION,
 			 "started", started, "ended", "status", "running",
 			 "command", command_json(r), "dataset",
-			 dataset_json(ds, dataset), "options",
+			 ch_mix_sources(ds) ? stream_mix_json(ds, dataset_json)
+					    : dataset_json(ds, dataset),
+			 "options",
 			 options_json(o), "resume", o->resume, "cursor",
 			 "batches", 0);
 }
@@ -477,6 +502,11 @@ int record_begin(struct stream_record *r, const struct ch_dataset *ds,
 		 const char *dataset, const struct ch_stream_opts *o)
 {
 	struct ch_error err;
+	int changed = r->replay && r->mix && r->mix->n
+			      ? stream_mix_check(r->mix, ds, r->replay)
+			      : 0;
+	if (changed)
+		return changed;
 	if (r->replay && strcmp(ds->manifest.id, r->want_id) != 0) {
 		cmd_error("'%s' is not the dataset of the run record '%s': its "
 			  "id is %s, the record's %s (repacked or changed "

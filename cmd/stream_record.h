@@ -14,6 +14,7 @@
 
 #include "chute.h"
 #include "cmd.h"
+#include "stream_mix.h"
 
 /* Zeroed means neither --record nor --replay. */
 struct stream_record {
@@ -28,11 +29,12 @@ struct stream_record {
 	const char **transforms;
 	char *source;
 	char want_id[33];
+	struct stream_mix *mix; /* the stream's; a replayed mix goes here */
 	/* --record: the document and what it last said */
 	json_t *doc;
 	ch_batch_sink inner; /* the sink each batch goes to first */
 	void *inner_arg;
-	char cursor[128];    /* of the last batch written; "" before one */
+	char cursor[1280];   /* of the last batch written; "" before one */
 	uint64_t batches;
 	int stopped;	     /* the consumer went away */
 	double saved; /* when the record was last written (ch_now()) */
@@ -71,5 +73,10 @@ int record_sink(const struct ch_batch_out *b, void *arg, struct ch_error *err);
 int record_end(struct stream_record *r, int status);
 
 void record_release(struct stream_record *r);
+
+/* *ref set to "URL@ID" (malloc'd) for a recorded remote url, its
+ * hidden secrets dropped (a password then comes from ~/.netrc); -1 when
+ * out of memory. */
+int record_remote_ref(const char *remote, const char *id, char **ref);
 
 #endif

@@ -1079,6 +1079,11 @@ struct ch_stream_opts {
 	const char *const *transforms;
 	size_t ntransforms;
 	int skip_corrupt;  /* --on-error skip: replace unreadable samples */
+	/* --fields "a,b": only these fields of each sample (NULL: all) */
+	const char *fields;
+	/* --source-field: a mix's samples carry field "source", their
+	 * source's number or name (CH_SOURCE_FIELD_*) */
+	int source_field;
 	enum ch_format format;
 	const char *resume; /* a cursor, or NULL */
 	volatile sig_atomic_t *cancel;
@@ -1142,6 +1147,65 @@ struct ch_stream_count {
 int ch_stream_count(const struct ch_dataset *ds,
 		    const struct ch_stream_opts *o, struct ch_stream_count *out,
 		    struct ch_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Mixing datasets into one stream (stream/mix.c, chute-stream(1) MIXING) */
+
+enum { CH_SOURCE_FIELD_NONE, CH_SOURCE_FIELD_INDEX, CH_SOURCE_FIELD_NAME };
+enum { CH_MIX_MAX = 32 };	  /* sources in one mix */
+#define CH_WEIGHT_UNIT 1000000 /* weights are counted in millionths */
+
+/* How long an epoch of a mix is (--mix-epoch). */
+enum ch_mix_epoch {
+	CH_MIX_SHORTEST, /* until a source would repeat: none repeats */
+	CH_MIX_SOURCE,	 /* one pass of a source; the others as they come */
+	CH_MIX_TOTAL,	 /* this many samples */
+};
+
+struct ch_mix_source {
+	const char *name;      /* as given: its key in --mix */
+	/* opened, in memory of its own (malloc: a dataset does not move,
+	 * a remote's points into itself); ch_mix_open takes it */
+	struct ch_dataset *ds;
+	const char *split;     /* a split of it, or NULL: all of it */
+	uint64_t weight;       /* in millionths, above 0 */
+};
+
+struct ch_mix_spec {
+	struct ch_mix_source *sources;
+	size_t n;
+	enum ch_mix_epoch epoch;
+	uint64_t epoch_total;  /* CH_MIX_TOTAL */
+	size_t epoch_source;   /* CH_MIX_SOURCE */
+};
+
+/* A weight as written ("0.7", "3", at most 6 decimals) in millionths;
+ * -1 when it is not one (a sign, a letter, a seventh decimal). */
+int ch_weight_parse(const char *text, uint64_t *out);
+/* The shortest decimal text of a weight in millionths ("0.7"). */
+void ch_weight_text(uint64_t weight, char out[32]);
+
+/* Opens the mix of spec as one dataset ds to give ch_stream: its sample
+ * order is the mix's (see chute-stream(1), MIXING), its id the mix's (a
+ * hash of the sources' ids, splits and weights and of the epoch rule).
+ * Takes the sources' datasets, which ch_dataset_release(ds) releases
+ * and frees, also when it fails. */
+int ch_mix_open(struct ch_dataset *ds, const struct ch_mix_spec *spec,
+		struct ch_error *err);
+/* What a mix holds, by source: id, split, weight, samples (of the split)
+ * and the samples an epoch takes from it.  n: 0 for a dataset that is not
+ * a mix. */
+struct ch_mix_info {
+	const char *name, *id, *split;
+	uint64_t weight, samples, per_epoch;
+	const struct ch_dataset *ds;
+};
+size_t ch_mix_sources(const struct ch_dataset *ds);
+void ch_mix_source_info(const struct ch_dataset *ds, size_t i,
+			struct ch_mix_info *out);
+/* The epoch rule as --mix-epoch takes it back ("shortest", "1000", or a
+ * source's name). */
+const char *ch_mix_epoch_text(const struct ch_dataset *ds, char out[32]);
 
 /* Streams batches of the dataset to sink until the epochs are done, the
  * sink says stop (returns 1: ch_stream then returns 0), or *cancel is

@@ -67,6 +67,9 @@
 	  LIB, epochs, 1, _, BENCH_HELP("epochs to stream (default 1)"),     \
 	  RECORD(7, "epochs"),                                               \
 	  "epochs to stream, 0 for ever (default 1)")                        \
+	X(FIELDS, 0, "fields", "A,B,...", TEXT, _,                           \
+	  LIB, fields, 0, HASHED, _, RECORD(14, "fields"),                   \
+	  "stream only these fields of each sample")                         \
 	X(FORCE, 0, "force", NULL, SET, _,                                   \
 	  CMD, _, 0, _, _, _,                                                \
 	  "write batch or tar frames even to a terminal")                    \
@@ -80,6 +83,12 @@
 	X(INDEX_MEMORY, 0, "index-memory", "SIZE", SIZE, _,                  \
 	  LIB, index_memory, 256u << 20, _, BENCH, _,                        \
 	  "open shard indexes kept in memory (default 256M)")                \
+	X(MIX, 0, "mix", "'A=W,B=W,...'", TEXT, _,                           \
+	  CMD, _, 0, _, _, _,                                                \
+	  "mix the DATASETs in these proportions (see MIXING)")              \
+	X(MIX_EPOCH, 0, "mix-epoch", "shortest|N|A", TEXT, _,                \
+	  CMD, _, 0, _, _, _,                                                \
+	  "a mix's epoch: shortest (default), N samples, a pass of A")       \
 	X(MODE, 0, "mode", "MODE", NAME, NAMES("train", "eval"),             \
 	  LIB, eval, 0, HASHED, BENCH, RECORD(6, "mode"),                    \
 	  "train (default) or eval")                                         \
@@ -136,6 +145,11 @@
 	X(SLOTS, 0, "slots", "K", U64, RANGE(1, 1024),                       \
 	  CMD, _, 0, _, _, _,                                                \
 	  "slots in the --shm ring (default 4)")                             \
+	X(SOURCE_FIELD, 0, "source-field", "WHAT", NAME,                     \
+	  NAMES("none", "index", "name"),                                    \
+	  LIB, source_field, CH_SOURCE_FIELD_NONE, HASHED, _,                \
+	  RECORD(15, "source_field"),                                        \
+	  "none (default), index or name: a mix's field 'source'")           \
 	X(SPLIT, 0, "split", "NAME", TEXT, _,                                \
 	  LIB, split, 0, HASHED, BENCH, RECORD(0, "split"),                  \
 	  "stream one split of the manifest (chute split)")                  \
@@ -173,7 +187,7 @@ enum ch_stream_option { CH_STREAM_OPTIONS(CH_SO_ENUM) CH_STREAM_OPT_COUNT };
 #undef CH_SO_ENUM
 
 /* The run record's "options" keys: RECORD positions 0 to this - 1. */
-#define CH_STREAM_RECORD_KEYS 14
+#define CH_STREAM_RECORD_KEYS 16
 
 /* The columns, taken apart by the code that expands the table.  A
  * column's word is pasted onto a prefix here, so X passes it on as

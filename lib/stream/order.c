@@ -164,6 +164,13 @@ uint32_t ch_stream_options_hash(const struct ch_stream_opts *o)
 		h ^= XXH3_64bits(o->split, strlen(o->split)) | 1;
 	if (o->ntransforms) /* transforms change the bytes: and their seed */
 		h ^= transforms_hash(o) | 1;
+	/* so do the fields kept and a mix's source field */
+	if (o->fields)
+		h ^= XXH3_64bits_withSeed(o->fields, strlen(o->fields), 1) | 1;
+	if (o->source_field) {
+		uint64_t sf = (uint64_t)o->source_field;
+		h ^= XXH3_64bits_withSeed(&sf, sizeof(sf), 2) | 1;
+	}
 	return (uint32_t)h;
 }
 
@@ -193,14 +200,32 @@ void ch_cursor_format(char *out, size_t size, const char *dataset_id,
 		 ".%" PRIu64, dataset_id, opt_hash, epoch, batch, pos);
 }
 
+/* A mix's part: ID8:WEIGHT items, dot-separated. */
+static int mix_part_ok(const char *s)
+{
+	while (*s) {
+		size_t h = strspn(s, "0123456789abcdef");
+		if (h != 8 || s[8] != ':' || s[9] < '0' || s[9] > '9')
+			return 0;
+		s += 9 + strspn(s + 9, "0123456789");
+		if (*s == '.' && s[1])
+			s++;
+		else if (*s)
+			return 0;
+	}
+	return 1;
+}
+
 int ch_cursor_parse(const char *s, struct ch_cursor *c, struct ch_error *err)
 {
-	char tail;
 	unsigned long long e, b, p;
 	unsigned h;
+	int used = -1;
 	memset(c, 0, sizeof(*c));
-	if (sscanf(s, "ch1.%16[0-9a-f].%8x.%llu.%llu.%llu%c", c->id, &h, &e,
-		   &b, &p, &tail) != 5 || strlen(c->id) != 16)
+	if (sscanf(s, "ch1.%16[0-9a-f].%8x.%llu.%llu.%llu%n", c->id, &h, &e,
+		   &b, &p, &used) != 5 || used < 0 || strlen(c->id) != 16 ||
+	    (s[used] && (s[used] != '.' || !s[used + 1] ||
+			 !mix_part_ok(s + used + 1))))
 		return ch_error_usage(err, "'%s' is not a chute cursor "
 				      "(expected "
 				      "ch1.ID.OPTIONS.EPOCH.BATCH.POSITION)",
@@ -209,5 +234,6 @@ int ch_cursor_parse(const char *s, struct ch_cursor *c, struct ch_error *err)
 	c->epoch = e;
 	c->batch = b;
 	c->pos = p;
+	c->mix = s[used] ? s + used + 1 : NULL;
 	return 0;
 }

@@ -66,7 +66,8 @@ int ch_split_view_init(struct ch_split_view *v, const struct ch_dataset *ds,
 void ch_split_view_release(struct ch_split_view *v);
 
 /* One batch as planned: its samples in stream order. */
-#define CH_CURSOR_MAX 96
+/* a mix's cursor names each of its sources (up to CH_MIX_MAX) */
+#define CH_CURSOR_MAX 1152
 struct ch_batch_plan {
 	uint64_t epoch, batch, n;
 	uint32_t flags;
@@ -90,7 +91,16 @@ struct ch_stream_shared {
 	int eval, skip_corrupt, nworkers;
 	int defer; /* leave samples of cached blocks for ch_batch_fill */
 	const struct ch_transforms *tx;	 /* --transform; NULL: none */
+	const struct ch_mix *mix;	 /* the samples' sources; NULL */
+	const char **keep; /* --fields, interned; NULL: every field */
+	size_t nkeep;
+	const char *source_name; /* "source", interned, with */
+	int source_field;	 /* --source-field */
 };
+/* Interns what ch_stream_fields gave into sh (keep: with filter). */
+int ch_stream_shared_fields(struct ch_stream_shared *sh,
+			    const struct ch_manifest_field *f, size_t n,
+			    int filter, struct ch_error *err);
 
 /* A batch's copied keys and bytes, and the sample table the encoders
  * take; reused from batch to batch. */
@@ -192,6 +202,9 @@ struct ch_cursor {
 	char id[17];
 	uint32_t opt_hash;
 	uint64_t epoch, batch, pos;
+	/* a mix's: ".ID8:WEIGHT" a source after pos, without the first dot
+	 * (within the text parsed); NULL for one dataset's */
+	const char *mix;
 };
 
 uint32_t ch_stream_options_hash(const struct ch_stream_opts *o);

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stream/plan.h"
+#include "stream/mix.h"
 #include "common/xxh.h"
 
 #define SKIP_MAX 64
@@ -61,6 +61,23 @@ static const char *intern(struct ch_name_table *t, const char *name)
 	}
 	pthread_mutex_unlock(&t->lock);
 	return found;
+}
+
+int ch_stream_shared_fields(struct ch_stream_shared *sh,
+			    const struct ch_manifest_field *f, size_t n,
+			    int filter, struct ch_error *err)
+{
+	if (sh->source_field &&
+	    !(sh->source_name = intern(sh->names, "source")))
+		return ch_error_nomem(err);
+	if (!filter)
+		return 0;
+	if (!(sh->keep = calloc(n ? n : 1, sizeof(*sh->keep))))
+		return ch_error_nomem(err);
+	for (size_t i = 0; i < n; i++)
+		if (!(sh->keep[sh->nkeep++] = intern(sh->names, f[i].name)))
+			return ch_error_nomem(err);
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -166,6 +183,7 @@ struct ch_read_slot {
 	size_t first;	     /* its first field in names/sizes/data */
 	uint32_t nfields;
 	uint32_t attempts;   /* replacements drawn for this slot */
+	size_t source;	     /* a mix's: the source it comes from */
 	int state;
 	int transformed;     /* its fields have been through --transform */
 };
@@ -373,6 +391,62 @@ static int look_ahead(struct ch_batch_reader *r, const struct ch_shard *sh,
 	return 1;
 }
 
+static int kept(const struct ch_stream_shared *sh, const char *name)
+{
+	for (size_t k = 0; k < sh->nkeep; k++)
+		if (sh->keep[k] == name)
+			return 1;
+	return 0;
+}
+
+static void move_field(struct ch_batch_data *b, size_t to, size_t from)
+{
+	b->names[to] = b->names[from];
+	b->sizes[to] = b->sizes[from];
+	b->src[to] = b->src[from];
+	b->data[to] = b->data[from];
+	b->types[to] = b->types[from];
+	b->in_xraw[to] = b->in_xraw[from];
+}
+
+/* The last sample read, its fields narrowed to --fields, and its mix
+ * source's number or name added as field "source", in name order. */
+static int shape_fields(const struct ch_stream_shared *sh,
+			struct ch_batch_data *b, struct ch_read_slot *sl,
+			struct ch_error *err)
+{
+	size_t out = sl->first;
+	for (size_t x = sl->first; sh->keep && x < b->nfields; x++)
+		if (kept(sh, b->names[x]))
+			move_field(b, out++, x);
+	if (sh->keep)
+		b->nfields = out;
+	sl->nfields = (uint32_t)(b->nfields - sl->first);
+	if (!sh->source_field)
+		return 0;
+	const char *v = sh->source_field == CH_SOURCE_FIELD_NAME
+				? sh->mix->src[sl->source].name
+				: sh->mix->numbers[sl->source];
+	uint64_t at = b->raw.len;
+	if (grow_fields(b, b->nfields + 1, err) < 0 ||
+	    ch_buf_append(&b->raw, v, strlen(v), err) < 0)
+		return -1;
+	size_t p = b->nfields;
+	while (p > sl->first && strcmp(b->names[p - 1], "source") > 0) {
+		move_field(b, p, p - 1);
+		p--;
+	}
+	b->names[p] = sh->source_name;
+	b->sizes[p] = strlen(v);
+	b->src[p] = 0;
+	b->data[p] = (const uint8_t *)(uintptr_t)at;
+	b->types[p] = (struct ch_field_type){ 0 };
+	b->in_xraw[p] = 0;
+	b->nfields++;
+	sl->nfields++;
+	return 0;
+}
+
 /* Copies one sample's key and bytes into b; 1 if it is corrupt and
  * corrupt samples are skipped.  known: its entry, checked, when
  * look_ahead read it; else NULL. */
@@ -431,6 +505,8 @@ static int read_one(struct ch_batch_reader *r, struct ch_batch_data *b,
 		/* an offset for now: raw may move as it grows */
 		b->data[k] = (const uint8_t *)(uintptr_t)(at + fi.offset);
 	}
+	if (rc == 0 && (r->sh->keep || r->sh->source_field))
+		rc = shape_fields(r->sh, b, sl, err);
 	return rc;
 }
 
@@ -611,7 +687,15 @@ static uint64_t replacement(const struct ch_stream_shared *sh,
 			    uint64_t attempt)
 {
 	uint64_t in[5] = { sh->seed, p->epoch, p->batch, slot, attempt };
-	uint64_t pos = XXH3_64bits(in, sizeof(in)) % sh->nsamples;
+	uint64_t h = XXH3_64bits(in, sizeof(in));
+	if (sh->mix) { /* one of the same source's samples */
+		const struct ch_mix *mix = sh->mix;
+		size_t i = ch_mix_source_of(mix, p->ids[slot]);
+		uint64_t pos = h % mix->m[i]->samples;
+		return mix->offset[i] + (mix->views[i].ids
+						 ? mix->views[i].ids[pos] : pos);
+	}
+	uint64_t pos = h % sh->nsamples;
 	return sh->split_ids ? sh->split_ids[pos] : pos;
 }
 
@@ -636,6 +720,7 @@ static int refill(const struct ch_stream_shared *sh, struct ch_batch_plan *p,
 		if (ch_dataset_locate(sh->ds, p->ids[i], &sl->shard, &sl->local,
 				      err) < 0)
 			return -1;
+		sl->source = sh->mix ? ch_mix_source_of(sh->mix, p->ids[i]) : 0;
 		sl->state = TODO;
 		sl->transformed = 0;
 		again = 1;
@@ -772,6 +857,7 @@ int ch_batch_read(struct ch_batch_reader *r, struct ch_batch_plan *p,
 		if (ch_dataset_locate(sh->ds, p->ids[i], &sl->shard, &sl->local,
 				      err) < 0)
 			return -1;
+		sl->source = sh->mix ? ch_mix_source_of(sh->mix, p->ids[i]) : 0;
 	}
 	int again = 1;
 	while (again > 0) {

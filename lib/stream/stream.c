@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stream/plan.h"
+#include "stream/mix.h"
 #include "common/xxh.h"
 
 
@@ -32,6 +32,10 @@ struct planner {
 	const uint64_t *split_ids;   /* position in the split -> sample */
 	const struct ch_stream_opts *o;
 	struct ch_order ord;
+	const struct ch_mix *mix;    /* a mix's sequence instead of ord */
+	struct ch_mix_walk walk;
+	uint64_t n;		     /* positions in an epoch */
+	char tail[CH_CURSOR_MAX];    /* a mix's sources, for its cursors */
 	uint32_t opt_hash;
 	uint64_t epoch, start, base; /* segment: first position, batch no. */
 	uint64_t b, nbatches, count; /* within the segment */
@@ -72,12 +76,12 @@ static int enter_segment(struct planner *p, uint64_t epoch, uint64_t start,
 	p->start = start;
 	p->base = base;
 	p->b = 0;
-	p->count = ch_segment_count(p->m->samples, start, o->world, o->rank,
-				    o->eval);
-	p->nbatches = ch_segment_batches(p->m->samples, start, o->world,
-					 o->batch_size, o->eval, o->drop_last);
+	p->count = ch_segment_count(p->n, start, o->world, o->rank, o->eval);
+	p->nbatches = ch_segment_batches(p->n, start, o->world, o->batch_size,
+					 o->eval, o->drop_last);
 	p->done = o->epochs && epoch >= o->epochs;
-	if (p->done || ch_order_init(&p->ord, p->m, o, epoch, err) < 0)
+	if (p->done ||
+	    (!p->mix && ch_order_init(&p->ord, p->m, o, epoch, err) < 0))
 		return p->done ? 0 : -1;
 	if (p->hint)
 		tell_shard_order(p);
@@ -100,22 +104,95 @@ static int plan_next(struct planner *p, struct ch_batch_plan *out,
 	out->batch = p->base + p->b;
 	out->n = last > first ? last - first : 0;
 	for (uint64_t k = first; k < last; k++) {
-		uint64_t at = ch_order_at(&p->ord, p->start + o->rank +
-						      k * o->world);
+		uint64_t t = p->start + o->rank + k * o->world, at;
+		if (p->mix) {
+			if (ch_mix_walk_at(&p->walk, p->epoch, t,
+					   &out->ids[k - first], err) < 0)
+				return -1;
+			continue;
+		}
+		at = ch_order_at(&p->ord, t);
 		out->ids[k - first] = p->split_ids ? p->split_ids[at] : at;
 	}
 	out->flags = (out->n < bs ? CH_BATCH_PARTIAL : 0) |
 		     (p->b + 1 == p->nbatches ? CH_BATCH_LAST : 0);
 	/* positions consumed by all ranks once this batch is done */
-	uint64_t n = p->m->samples, taken = (p->b + 1) * bs;
+	uint64_t n = p->n, taken = (p->b + 1) * bs;
 	uint64_t pos = o->eval ? (p->start + taken * o->world < n
 					  ? p->start + taken * o->world : n)
 			       : p->start + (taken < p->count ? taken : p->count) *
 						    o->world;
 	ch_cursor_format(out->cursor, sizeof(out->cursor), id, p->opt_hash,
 			 p->epoch, out->batch, pos);
+	if (p->tail[0]) {
+		size_t len = strlen(out->cursor);
+		snprintf(out->cursor + len, sizeof(out->cursor) - len, "%s",
+			 p->tail);
+	}
 	p->b++;
 	return 1;
+}
+
+/* A mix's cursors end with ".ID8:WEIGHT" a source. */
+static void mix_tail(struct planner *p, const struct ch_dataset *ds)
+{
+	size_t len = 0;
+	for (size_t i = 0; i < ch_mix_sources(ds); i++) {
+		struct ch_mix_info mi;
+		ch_mix_source_info(ds, i, &mi);
+		int k = snprintf(p->tail + len, sizeof(p->tail) - len,
+				 ".%.8s:%llu", mi.id,
+				 (unsigned long long)mi.weight);
+		len += k > 0 ? (size_t)k : 0;
+	}
+}
+
+/* A cursor against the mix's sources, the first that differs named. */
+static int check_mix_cursor(const struct planner *p,
+			    const struct ch_dataset *ds,
+			    const struct ch_cursor *c, const char *text,
+			    struct ch_error *err)
+{
+	size_t n = ch_mix_sources(ds), had = 0;
+	const char *at = c->mix;
+	for (; at && *at; had++)
+		at += strcspn(at, ".") + (at[strcspn(at, ".")] == '.');
+	if (!c->mix && n)
+		return ch_error_usage(err, "cursor '%s' is from a stream of one "
+				      "dataset; this one mixes %zu", text, n);
+	if (!n)
+		return ch_error_usage(err, "cursor '%s' is from a mix of %zu "
+				      "sources; this stream is of one dataset",
+				      text, had);
+	if (had != n)
+		return ch_error_usage(err, "cursor '%s' is from a mix of %zu "
+				      "sources; this one has %zu", text, had,
+				      n);
+	at = c->mix;
+	for (size_t i = 0; i < n; i++) {
+		struct ch_mix_info mi;
+		char was[32], now[32];
+		ch_mix_source_info(ds, i, &mi);
+		uint64_t w = strtoull(at + 9, NULL, 10);
+		ch_weight_text(w, was);
+		ch_weight_text(mi.weight, now);
+		if (strncmp(at, mi.id, 8) != 0)
+			return ch_error_usage(err, "cursor '%s' is from another "
+					      "mix: its source %zu was id "
+					      "%.8s..., '%s' is id %.8s...",
+					      text, i + 1, at, mi.name, mi.id);
+		if (w != mi.weight)
+			return ch_error_usage(err, "cursor '%s' is from another "
+					      "mix: source %zu ('%s') had "
+					      "weight %s, now %s", text, i + 1,
+					      mi.name, was, now);
+		at += strcspn(at, ".") + 1;
+	}
+	if (strncmp(c->id, p->m->id, 16) != 0)
+		return ch_error_usage(err, "cursor '%s' is from another mix of "
+				      "these sources (another split or "
+				      "--mix-epoch)", text);
+	return 0;
 }
 
 static int planner_init(struct planner *p, const struct ch_dataset *ds,
@@ -131,12 +208,23 @@ static int planner_init(struct planner *p, const struct ch_dataset *ds,
 	p->split_ids = split->ids;
 	p->o = o;
 	p->opt_hash = ch_stream_options_hash(o);
-	if (ch_segment_batches(m->samples, 0, o->world, o->batch_size, o->eval,
+	p->mix = ch_mix_of(ds);
+	if (p->mix && o->split)
+		return ch_error_usage(err, "--split with several datasets: "
+				      "name each source's split as "
+				      "DATASET:SPLIT");
+	p->n = p->mix ? p->mix->total : m->samples;
+	if (p->mix) {
+		mix_tail(p, ds);
+		if (ch_mix_walk_init(&p->walk, p->mix, o, err) < 0)
+			return -1;
+	}
+	if (ch_segment_batches(p->n, 0, o->world, o->batch_size, o->eval,
 			       o->drop_last) == 0)
 		return ch_error_usage(err, "%llu %s no batch for %llu %s "
 				      "with batches of %llu",
-				      (unsigned long long)m->samples,
-				      ch_plural(m->samples, "sample makes",
+				      (unsigned long long)p->n,
+				      ch_plural(p->n, "sample makes",
 						"samples make"),
 				      (unsigned long long)o->world,
 				      ch_plural(o->world, "rank", "ranks"),
@@ -145,6 +233,9 @@ static int planner_init(struct planner *p, const struct ch_dataset *ds,
 		return enter_segment(p, o->start_epoch, 0, 0, err);
 	struct ch_cursor c;
 	if (ch_cursor_parse(o->resume, &c, err) < 0)
+		return -1;
+	if ((p->mix || c.mix) &&
+	    check_mix_cursor(p, ds, &c, o->resume, err) < 0)
 		return -1;
 	if (strncmp(c.id, m->id, 16) != 0)
 		return ch_error_usage(err, "cursor '%s' is from another "
@@ -157,10 +248,17 @@ static int planner_init(struct planner *p, const struct ch_dataset *ds,
 				      "stream options (%s differ)",
 				      o->resume, hashed);
 	}
-	if (c.pos > m->samples)
+	if (c.pos > p->n)
 		return ch_error_usage(err, "cursor '%s' is past the end of the "
 				      "epoch", o->resume);
 	return enter_segment(p, c.epoch, c.pos, c.batch + 1, err);
+}
+
+static void planner_release(struct planner *p)
+{
+	ch_order_release(&p->ord);
+	if (p->mix)
+		ch_mix_walk_release(&p->walk);
 }
 
 int ch_stream_count(const struct ch_dataset *ds,
@@ -179,15 +277,15 @@ int ch_stream_count(const struct ch_dataset *ds,
 		return -1;
 	if (planner_init(&p, ds, &split, o, 0, err) == 0) {
 		snprintf(out->id, sizeof(out->id), "%s", p.m->id);
-		out->samples = p.m->samples;
-		out->batches = ch_segment_batches(p.m->samples, 0, o->world,
+		out->samples = p.n;
+		out->batches = ch_segment_batches(p.n, 0, o->world,
 						  o->batch_size, o->eval,
 						  o->drop_last);
 		out->epoch = p.epoch;
 		out->batches_left = p.done ? 0 : p.nbatches - p.b;
 		rc = 0;
 	}
-	ch_order_release(&p.ord);
+	planner_release(&p);
 	ch_split_view_release(&split);
 	return rc;
 }
@@ -655,7 +753,9 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 	pthread_t *threads = NULL;
 	struct worker *ws = NULL;
 	struct ch_transforms *tx = NULL;
-	int workers, started = 0, rc = -1;
+	struct ch_manifest_field *fields = NULL;
+	size_t nfields = 0;
+	int workers, started = 0, rc = -1, filter = 0;
 	double t0 = ch_now();
 	memset(st, 0, sizeof(*st));
 	if (o->batch_size == 0 || o->world == 0 || o->rank >= o->world)
@@ -678,11 +778,12 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 		goto out;
 	if (check_index_memory(ds, o, err) < 0)
 		goto out;
+	if (ch_stream_fields(ds, o, &fields, &nfields, &filter, err) < 0)
+		goto out;
 	if (o->ntransforms &&
 	    (ch_transforms_parse(o->transforms, o->ntransforms, o->eval,
 				 &tx, err) < 0 ||
-	     ch_transforms_check_fields(tx, ds->manifest.fields,
-					ds->manifest.nfields, err) < 0))
+	     ch_transforms_check_fields(tx, fields, nfields, err) < 0))
 		goto out;
 	if (o->cache && !(s.cache = ch_block_cache_new((size_t)o->cache))) {
 		ch_error_nomem(err);
@@ -694,7 +795,11 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 		.nsamples = s.split.ids ? s.split.n : ds->manifest.samples,
 		.skip_corrupt = o->skip_corrupt,
 		.nworkers = workers ? workers : 1,
-		.defer = o->format == CH_FORMAT_BATCH && !tx, .tx = tx,
+		/* a source field is not in the blocks to copy from */
+		.defer = o->format == CH_FORMAT_BATCH && !tx &&
+			 !o->source_field,
+		.tx = tx, .mix = ch_mix_of(ds),
+		.source_field = o->source_field,
 	};
 	/* a shuffled order reads each shard's samples scattered */
 	int scattered = !o->eval && o->shuffle != CH_SHUFFLE_NONE;
@@ -706,6 +811,9 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 		ch_error_nomem(err);
 		goto out;
 	}
+	if (ch_stream_shared_fields(&s.shared, fields, nfields, filter,
+				    err) < 0)
+		goto out;
 	s.jobs = calloc(s.njobs, sizeof(*s.jobs));
 	s.bufs = calloc(s.njobs, sizeof(*s.bufs));
 	s.spare = calloc(s.njobs, sizeof(*s.spare));
@@ -782,8 +890,10 @@ out:
 	/* the shard table before the cache it makes forget closed shards */
 	ch_shard_table_free(s.shared.shards);
 	ch_name_table_free(s.shared.names);
+	free(s.shared.keep);
+	free(fields);
 	ch_block_cache_free(s.cache);
-	ch_order_release(&s.planner.ord);
+	planner_release(&s.planner);
 	ch_split_view_release(&s.split);
 	pthread_mutex_destroy(&s.lock);
 	pthread_cond_destroy(&s.changed);

@@ -146,6 +146,22 @@ def _shaping_args(args):
     return out
 
 
+def _weight_text(w):
+    """A weight as chute reads it: at most 6 decimals."""
+    if isinstance(w, float):
+        text = ("%.6f" % w).rstrip("0").rstrip(".")
+        return text or "0"
+    return str(w)
+
+
+def _mix_text(mix):
+    """--mix's 'A=W,B=W' from {A: W, B: W}."""
+    if not isinstance(mix, dict) or not mix:
+        raise ValueError("mix is {dataset: weight, ...}, not %r" % (mix,))
+    return ",".join("%s=%s" % (os.fspath(k), _weight_text(v))
+                    for k, v in mix.items())
+
+
 def _transform_specs(transforms):
     """["FIELD: OP | OP", ...] from a dict {field: "op | op"} or a list."""
     if not transforms:
@@ -242,7 +258,8 @@ CLI_OPTIONS = {"batch_size": "batch-size", "transforms": "transform",
                "split": "split", "mode": "mode", "drop_last": "drop-last",
                "rank": "rank", "world_size": "world-size",
                "workers": "workers", "shm": "shm", "resume": "resume",
-               "record": "record"}
+               "record": "record", "mix": "mix", "mix_epoch": "mix-epoch",
+               "fields": "fields", "source_field": "source-field"}
 PYTHON_ONLY = ("dataset", "chute", "as_torch", "extra_args", "shm_timeout",
                "pin_memory")
 
@@ -251,7 +268,15 @@ class Stream(_Base):
     """Batches of `chute stream DATASET`, as an iterable: each pass (each
     `for`, each iter()) streams the next epoch.
 
-    dataset      a dataset folder, a manifest, a shard or REMOTE[@TAG|@ID]
+    dataset      a dataset folder, a manifest, a shard or REMOTE[@TAG|@ID];
+                 or a list of them (DATASET:SPLIT for a split) to mix
+    mix          with a list: {dataset: weight} for each (--mix), the
+                 proportions of the mix (chute-stream(1), MIXING)
+    mix_epoch    a mix's epoch: "shortest" (until a source would repeat),
+                 a number of samples, or a dataset of the list (one pass)
+    fields       only these fields of each sample (a list; --fields)
+    source_field "none", or "index" / "name": a mix's samples carry
+                 field "source", their dataset's number or name
     batch_size   samples per batch (-b; default 256, as chute's)
     transforms   {"jpg": "decode | random-resized-crop 224 | flip"} or a
                  list of "FIELD: OPS" (--transform; chute-stream(1))
@@ -311,7 +336,7 @@ class Stream(_Base):
     runs its own worker threads).  DataLoader workers (num_workers > 0)
     would each stream the same data: that is refused with a StreamError."""
 
-    def __init__(self, dataset: "str | os.PathLike[str]", *,
+    def __init__(self, dataset: "str | os.PathLike[str] | list[str]", *,
                  batch_size: int = 256,
                  transforms: "dict[str, str] | list[str] | str | None" = None,
                  shuffle: str = "global", seed: int = 0,
@@ -323,7 +348,11 @@ class Stream(_Base):
                  chute: "str | None" = None, as_torch: bool = False,
                  extra_args: "list[str] | tuple[str, ...]" = (),
                  shm_timeout: float = 60.0, pin_memory: bool = False,
-                 record: "str | os.PathLike[str] | None" = None) -> None:
+                 record: "str | os.PathLike[str] | None" = None,
+                 mix: "dict[str, float] | None" = None,
+                 mix_epoch: "str | int" = "shortest",
+                 fields: "list[str] | None" = None,
+                 source_field: str = "none") -> None:
         if int(batch_size) < 1:
             raise ValueError("batch_size must be at least 1, not %r" % batch_size)
         if epochs is not None and int(epochs) < 0:
@@ -337,7 +366,22 @@ class Stream(_Base):
         if shuffle not in ("global", "window", "none"):
             raise ValueError("shuffle is 'global', 'window' or 'none', not %r"
                              % (shuffle,))
-        self.dataset = os.fspath(dataset)
+        if isinstance(dataset, (list, tuple)):
+            self.datasets = [os.fspath(d) for d in dataset]
+            if mix is None:
+                raise ValueError("a list of datasets is a mix: give mix="
+                                 "{dataset: weight, ...}")
+        else:
+            self.datasets = [os.fspath(dataset)]
+        self.dataset = self.datasets[0] if len(self.datasets) == 1 \
+            else ",".join(self.datasets)
+        self.mix = None if mix is None else _mix_text(mix)
+        self.mix_epoch = str(mix_epoch)
+        self.fields = None if fields is None else ",".join(fields)
+        if source_field not in ("none", "index", "name"):
+            raise ValueError("source_field is 'none', 'index' or 'name', "
+                             "not %r" % (source_field,))
+        self.source_field = source_field
         self.batch_size, self.seed = int(batch_size), int(seed)
         self.epochs = None if epochs is None else int(epochs)
         self.transforms = _transform_specs(transforms)
@@ -377,7 +421,12 @@ class Stream(_Base):
                 "transforms": self.transforms, "shuffle": self.shuffle,
                 "seed": self.seed, "split": self.split, "mode": self.mode,
                 "drop_last": self.drop_last,
-                "extra_args": _shaping_args(self.extra_args)}
+                "extra_args": _shaping_args(self.extra_args),
+                **({"mix": self.mix, "mix_epoch": self.mix_epoch}
+                   if self.mix is not None else {}),
+                **({"fields": self.fields} if self.fields else {}),
+                **({"source_field": self.source_field}
+                   if self.source_field != "none" else {})}
 
     def options_hash(self) -> str:
         """SHA-256 of the options that decide the batches, hex."""
@@ -398,6 +447,12 @@ class Stream(_Base):
             a.append("--drop-last" if self.drop_last else "--no-drop-last")
         for t in self.transforms:
             a += ["--transform", t]
+        if self.mix is not None:
+            a += ["--mix", self.mix, "--mix-epoch", self.mix_epoch]
+        if self.fields is not None:
+            a += ["--fields", self.fields]
+        if self.source_field != "none":
+            a += ["--source-field", self.source_field]
         return a
 
     def _count(self, resume=None):
@@ -409,7 +464,7 @@ class Stream(_Base):
         if resume is not None:
             argv += ["--resume", resume, "--epochs", "0"]
         try:
-            out = subprocess.run(argv + ["--", self.dataset],
+            out = subprocess.run(argv + ["--"] + self.datasets,
                                  stdin=subprocess.DEVNULL,
                                  capture_output=True, timeout=600)
         except OSError as e:
@@ -506,7 +561,7 @@ class Stream(_Base):
         if self.record is not None:
             a += ["--record", self.record]
         # "--": a dataset named -x is not an option
-        return a + self.extra_args + ["--", self.dataset]
+        return a + self.extra_args + ["--"] + self.datasets
 
     # -- checkpoints
 

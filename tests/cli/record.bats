@@ -94,7 +94,8 @@ assert r["options"] == {
     "split": None, "shuffle": "global", "window": 4, "seed": 7,
     "batch_size": 4, "drop_last": True, "mode": "train", "epochs": 2,
     "rank": 0, "world_size": 1, "transforms": [], "format": "batch",
-    "on_error": "fail", "start_epoch": 0}, r["options"]
+    "on_error": "fail", "start_epoch": 0, "fields": None,
+    "source_field": "none"}, r["options"]
 assert r["resume"] is None, r["resume"]
 assert r["cursor"] == last, (r["cursor"], last)
 assert r["batches"] == int(nframes), r["batches"]
@@ -117,7 +118,7 @@ EOF
 		--transform 'cls: int' --transform 'npy: npy | random-crop 4' \
 		--record run.json -o out ds
 	run -0 rjson run.json 'r["options"]'
-	assert_output '{"split": "train", "shuffle": "window", "window": 2, "seed": "18446744073709551615", "batch_size": 256, "drop_last": false, "mode": "eval", "epochs": 3, "rank": 2, "world_size": 3, "transforms": ["cls: int", "npy: npy | random-crop 4"], "format": "jsonl", "on_error": "skip", "start_epoch": 0}'
+	assert_output '{"split": "train", "shuffle": "window", "window": 2, "seed": "18446744073709551615", "batch_size": 256, "drop_last": false, "mode": "eval", "epochs": 3, "rank": 2, "world_size": 3, "transforms": ["cls: int", "npy: npy | random-crop 4"], "format": "jsonl", "on_error": "skip", "start_epoch": 0, "fields": null, "source_field": "none"}'
 }
 
 @test "record: written when the stream starts, so a failed run names its data with no cursor" {

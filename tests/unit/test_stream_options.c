@@ -75,8 +75,9 @@ static void a_refused_cursor_names_the_hashed_options(void)
 {
 	char names[256];
 	ch_stream_options_hashed(names, sizeof(names));
-	CHECK_STR(names, "--batch-size, --drop-last, --mode, --seed, "
-			 "--shuffle, --split, --transform or --window");
+	CHECK_STR(names, "--batch-size, --drop-last, --fields, --mode, "
+			 "--seed, --shuffle, --source-field, --split, "
+			 "--transform or --window");
 }
 
 /* "256M" for 256 << 20. */
