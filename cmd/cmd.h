@@ -77,7 +77,9 @@ struct cmd_spec {
 
 #define CMD_HELP_OPT { CMD_OPT_HELP, "help", NULL, "show this help and exit" }
 
-#define CMD_MAX_OPTS 40
+/* The most options a command has (stream's table and its own); the
+ * parser sees no more, so stream.c asserts its count fits. */
+#define CMD_MAX_OPTS 64
 
 struct cmd_parser {
 	const struct cmd_spec *spec;

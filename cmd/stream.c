@@ -24,6 +24,8 @@ static const char *const stream_usage[] = {
 
 /* Every option of chute stream, from include/chute/stream_options.h. */
 static struct cmd_opt stream_opts[CH_STREAM_OPT_COUNT + 1];
+_Static_assert(CH_STREAM_OPT_COUNT <= CMD_MAX_OPTS,
+	       "the parser would not see every option of chute stream");
 
 static const struct cmd_spec stream_spec = {
 	.name = "stream",
