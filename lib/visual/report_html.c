@@ -27,7 +27,7 @@ static const char style[] =
 	"table{border-collapse:collapse;margin:.5em 0}"
 	"td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;"
 	"vertical-align:top}"
-	"td.n{text-align:right}"
+	"td.n{text-align:right}td[data-group]{min-width:7em}"
 	".pass{color:#1a7f37}.warn{color:#9a6700}.fail{color:#cf222e}"
 	"b.fail,b.warn,b.pass{font-weight:bold}"
 	".bar{background:#8cb4e6;height:.6em;margin-top:.15em}"

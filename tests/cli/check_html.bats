@@ -156,3 +156,13 @@ print(" ".join(k for k in ("field-types", "duplicates", "leakage", "near-duplica
 	run find . -name '*report*'
 	assert_output ""
 }
+
+@test "check --html: the README's pictures (scripts/make-screenshots.sh) are PNGs in the tree" {
+	local shown
+	shown=$(grep -o '](docs/[^)]*\.png)' "$REPO_ROOT/README.md" | sed 's/^](//; s/)$//')
+	[ "$(wc -l <<<"$shown")" -eq 2 ] || fail "README shows: $shown"
+	for f in $shown; do
+		run file -b "$REPO_ROOT/$f"
+		assert_output --partial "PNG image data"
+	done
+}
