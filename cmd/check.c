@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "chute.h"
+#include "chute/visual.h"
 #include "cmd.h"
 
 enum {
@@ -15,6 +16,7 @@ enum {
 	OPT_DISTANCE,
 	OPT_DRIFT,
 	OPT_EXAMPLES,
+	OPT_HTML,
 	OPT_JSON,
 	OPT_NEAR,
 	OPT_RULES,
@@ -38,6 +40,8 @@ static const struct cmd_opt check_opts[] = {
 	{OPT_EXAMPLES, "examples", "N",
 	 "example keys per rule, 0 to 1000 (default 5)"},
 	CMD_HELP_OPT,
+	{OPT_HTML, "html", "FILE",
+	 "also write the report as one self-contained HTML page"},
 	{'j', "jobs", "N", "parallel threads (default: all cores)"},
 	{OPT_JSON, "json", NULL, "one JSON report on standard output"},
 	{OPT_NEAR, "near-duplicates", NULL,
@@ -61,7 +65,7 @@ static const struct cmd_spec check_spec = {
 };
 
 struct check_args {
-	const char *path, *rules, *baseline;
+	const char *path, *rules, *baseline, *html;
 	int json, deep, near, allow_no_eval, jobs;
 	int distance, examples; /* -1: not given */
 	double drift;		/* < 0: not given */
@@ -96,6 +100,7 @@ static int parse_option(struct cmd_parser *p, int c, void *ctx)
 		return cmd_parse_int("--examples", p->arg, 0, 1000,
 				     &a->examples);
 	case 'j': return cmd_parse_int("--jobs", p->arg, 1, 1024, &a->jobs);
+	case OPT_HTML: a->html = p->arg; return 0;
 	case OPT_JSON: a->json = 1; return 0;
 	case OPT_NEAR: a->near = 1; return 0;
 	case OPT_RULES: a->rules = p->arg; return 0;
@@ -320,6 +325,30 @@ static int print_json(const struct ch_check_report *rep)
 	return rc;
 }
 
+/* --html FILE: the page, replacing FILE at once (nothing partial). */
+static int write_html(const struct check_args *a,
+		      const struct ch_check_report *rep)
+{
+	struct ch_buf page = {0};
+	struct ch_error err = {0};
+	int rc = ch_check_html(a->path, rep, 0, &page, &err);
+	if (rc == 0)
+		rc = ch_write_file_atomic(a->html, (const char *)page.data,
+					  page.len, &err);
+	ch_buf_release(&page);
+	return rc < 0 ? cmd_error("cannot write the report '%s': %s",
+				  a->html, err.msg) : 0;
+}
+
+/* A report file that cannot be written is refused before the check. */
+static int html_writable(const char *path)
+{
+	struct ch_error err;
+	if (!path || ch_check_file_atomic(path, &err) == 0)
+		return 0;
+	return cmd_error("cannot write the report '%s': %s", path, err.msg);
+}
+
 int cmd_check(int argc, char **argv)
 {
 	struct check_args a = {.distance = -1, .examples = -1, .drift = -1};
@@ -331,6 +360,8 @@ int cmd_check(int argc, char **argv)
 	status = parse_args(argc, argv, &a);
 	if (status != 0)
 		return status < 0 ? 0 : status;
+	if (html_writable(a.html) != 0)
+		return EXIT_USAGE;
 	if (make_opts(&a, &o) != 0) {
 		ch_check_opts_release(&o);
 		return EXIT_USAGE;
@@ -346,6 +377,8 @@ int cmd_check(int argc, char **argv)
 	else
 		print_text(&rep);
 	status = rep.failed ? EXIT_CHECK : 0;
+	if (a.html && write_html(&a, &rep) != 0)
+		status = EXIT_USAGE;
 	ch_check_report_release(&rep);
 	ch_check_opts_release(&o);
 	return status;

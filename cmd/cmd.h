@@ -35,6 +35,7 @@ int cmd_ls(int argc, char **argv);
 int cmd_manifest(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
+int cmd_preview(int argc, char **argv);
 int cmd_pull(int argc, char **argv);
 int cmd_push(int argc, char **argv);
 int cmd_remote(int argc, char **argv);

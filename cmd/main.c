@@ -33,6 +33,7 @@ static const struct command commands[] = {
 	{"manifest", cmd_manifest, "show a dataset version: its id and what it holds"},
 	{"merge", cmd_merge, "merge the parts of a dataset packed apart into one"},
 	{"pack", cmd_pack, "pack files into compressed, checksummed shards"},
+	{"preview", cmd_preview, "draw one batch of a stream as a contact sheet"},
 	{"pull", cmd_pull, "fetch a dataset version from a remote"},
 	{"push", cmd_push, "send a dataset version to a remote"},
 	{"remote", cmd_remote, "name remotes and choose the default one"},

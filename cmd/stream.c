@@ -61,15 +61,8 @@ struct sink {
 
 static int add_transform(struct stream_args *a, const char *spec)
 {
-	const char **v = realloc(a->transforms, (a->ntransforms + 1) *
-						    sizeof(*v));
-	if (!v)
-		return cmd_error("out of memory");
-	a->transforms = v;
-	v[a->ntransforms++] = spec;
-	a->o.transforms = v;
-	a->o.ntransforms = a->ntransforms;
-	return 0;
+	return stream_add_transform(&a->o, &a->transforms, &a->ntransforms,
+				    spec);
 }
 
 /* Option opt, its argument read by the table, into a: the members of

@@ -5,6 +5,7 @@
  * members of struct ch_stream_opts set and got by option.
  */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "stream_opts.h"
@@ -195,5 +196,18 @@ int stream_parse_value(int opt, const char *what, const char *arg,
 	case STREAM_HELP:
 		break;
 	}
+	return 0;
+}
+
+int stream_add_transform(struct ch_stream_opts *o, const char ***list,
+			 size_t *n, const char *spec)
+{
+	const char **v = realloc(*list, (*n + 1) * sizeof(*v));
+	if (!v)
+		return cmd_error("out of memory");
+	*list = v;
+	v[(*n)++] = spec;
+	o->transforms = v;
+	o->ntransforms = *n;
 	return 0;
 }

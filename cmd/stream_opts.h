@@ -75,4 +75,10 @@ int stream_option_shapes(int opt);
 /* The name of value v of a NAME option ("jsonl" for --format 1). */
 const char *stream_option_name(int opt, int v);
 
+/* Adds --transform spec to *list (n of them, the caller frees the list)
+ * and points o's transforms at it; says why and returns EXIT_USAGE when
+ * out of memory. */
+int stream_add_transform(struct ch_stream_opts *o, const char ***list,
+			 size_t *n, const char *spec);
+
 #endif

@@ -961,6 +961,7 @@ struct ch_check_example {
 	uint64_t size, median; /* size-outliers: bytes, the field's median */
 	int has_other;	       /* duplicates, leakage, near-duplicates: */
 	struct ch_check_ref other; /* the sample it matches */
+	uint64_t other_sample; /* and its dataset-wide number */
 	int distance;	       /* near-duplicates: Hamming distance */
 	uint64_t value;	       /* labels: the class value that drifted */
 	double share, baseline_share; /* labels: its proportions */

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Install every Debian package chute's build, tests, demo and benchmarks need,
+# Install every Debian package chute's build, tests, demo and benchmarks need
+# (chromium: the tests open chute check --html's page in it, headless),
 # and s3rver (npm) into the repository's .deps/ for the S3 tests.
 # Idempotent: packages already present are not fetched again, and the package
 # lists are refreshed only when something is missing.
@@ -18,6 +19,7 @@ python3-torch python3-torchvision dataset-fashion-mnist
 mate-backgrounds plasma-workspace-wallpapers
 clang libclang-rt-14-dev mandoc man-db time zip bsdextrautils curl procps mount
 nginx
+chromium
 "
 
 missing=""

@@ -61,6 +61,7 @@ static void fill(const struct checker *c, struct ch_check_example *ex,
 	ex->distance = h->distance;
 	if (h->other >= 0) {
 		ex->has_other = 1;
+		ex->other_sample = (uint64_t)h->other;
 		fill_ref(c, &ex->other, (uint64_t)h->other, NULL);
 	}
 }

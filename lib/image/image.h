@@ -129,4 +129,12 @@ enum ch_resample_isa ch_resampler_limit(struct ch_resampler *r,
  * the whole image would give. */
 double ch_resample_support(double in, uint32_t out);
 
+/* img (c 1 or 3) as a JPEG of quality 1..100 (4:2:0), appended to out
+ * (image/encode.c).  The same pixels give the same bytes. */
+int ch_image_jpeg_encode(const struct ch_image *img, int quality,
+			 struct ch_buf *out, struct ch_error *err);
+/* img (c 1 or 3) as a PNG, appended to out; deterministic too. */
+int ch_image_png_encode(const struct ch_image *img, struct ch_buf *out,
+			struct ch_error *err);
+
 #endif

@@ -5,6 +5,7 @@
         images = batch["jpg"]          # numpy arrays, or torch with as_torch
     ds = chute.Dataset("ds")           # random access, any sampler
     ds[0].fields["jpg"]                # bytes
+    chute.grid(batch)                  # a contact sheet, numpy uint8
 
 Stream runs `chute stream` (man chute-stream(1)) and reads its frames
 (man chute-batch(5)); it needs numpy, and uses torch when it is there.
@@ -21,12 +22,12 @@ __version__ = "0.1.0"
 __all__ = ["Batch", "CacheWarning", "DataError", "Dataset", "Error",
            "FrameError", "MissingDependency", "NotFoundError", "Sample",
            "ShmError", "StateError", "Stream", "StreamError", "__version__",
-           "collate", "manifest_id"]
+           "collate", "grid", "manifest_id"]
 
 _LAZY = {"Stream": "stream", "Batch": "stream",
          "Dataset": "dataset", "Sample": "dataset",
          "manifest_id": "dataset",
-         "collate": "collate"}
+         "collate": "collate", "grid": "grid"}
 
 
 def __getattr__(name):

@@ -73,7 +73,7 @@ else:
 
 @test "docs: chute help lists the commands of the contract" {
 	run -0 commands
-	assert_output "$(printf '%s\n' bench cat check diff export gc help log ls manifest merge pack pull push remote split status stream tags verify)"
+	assert_output "$(printf '%s\n' bench cat check diff export gc help log ls manifest merge pack preview pull push remote split status stream tags verify)"
 }
 
 @test "docs: every command in chute help has a man page" {
