@@ -84,12 +84,6 @@ int cmd_error(const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
-int cmd_fail(const struct ch_error *err)
-{
-	cmd_error("%s", err->msg);
-	return cmd_exit_status(err);
-}
-
 
 /* ------------------------------------------------------------------ */
 /* --help                                                               */

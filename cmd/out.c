@@ -63,6 +63,12 @@ int cmd_exit_status(const struct ch_error *err)
 	return EXIT_USAGE;
 }
 
+int cmd_fail(const struct ch_error *err)
+{
+	cmd_error("%s", err->msg);
+	return cmd_exit_status(err);
+}
+
 /* ------------------------------------------------------------------ */
 /* Raw output                                                           */
 

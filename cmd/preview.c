@@ -33,7 +33,8 @@ static const struct cmd_opt own[] = {
 };
 static const int from_stream[] = {
 	CH_STREAM_OPT_BATCH_SIZE, CH_STREAM_OPT_HELP, CH_STREAM_OPT_MODE,
-	CH_STREAM_OPT_ON_ERROR, CH_STREAM_OPT_RESUME, CH_STREAM_OPT_SEED,
+	CH_STREAM_OPT_ON_ERROR, CH_STREAM_OPT_QUIET, CH_STREAM_OPT_RESUME,
+	CH_STREAM_OPT_SEED,
 	CH_STREAM_OPT_SHUFFLE, CH_STREAM_OPT_SPLIT, CH_STREAM_OPT_START_EPOCH,
 	CH_STREAM_OPT_TRANSFORM,
 };
@@ -66,6 +67,8 @@ static struct cmd_opt reworded(const struct stream_option *d, int opt)
 	struct cmd_opt o = { d->id, d->name, d->arg, d->help };
 	if (opt == CH_STREAM_OPT_BATCH_SIZE)
 		o.help = "samples per batch (default 64)";
+	if (opt == CH_STREAM_OPT_QUIET)
+		o.help = "print no cursor (errors still go to stderr)";
 	if (opt == CH_STREAM_OPT_RESUME) {
 		o.arg = "CURSOR";
 		o.help = "draw the batch after the one of CURSOR";
@@ -119,6 +122,7 @@ static int take(struct preview_args *a, int c, const char *arg)
 		return -1;
 	if (opt == CH_STREAM_OPT_TRANSFORM)
 		return add_transform(a, v.text);
+
 	stream_option_set(&a->o, opt, &v);
 	return 0;
 }
@@ -193,7 +197,7 @@ static int run(struct preview_args *a)
 	else if (ch_write_file_atomic(a->output, (const char *)f.png.data,
 				      f.png.len, &err) < 0)
 		status = cmd_error("cannot write '%s': %s", a->output, err.msg);
-	else
+	else if (!cmd_quiet())
 		printf("%s\n", f.cursor ? f.cursor : "");
 	ch_buf_release(&f.png);
 	free(f.cursor);

@@ -1,20 +1,21 @@
 #!/bin/bash
-# make-screenshots.sh CHUTE_BINARY - the README's pictures, from the demo's
+# make-screenshots.sh CHUTE_BINARY [DIR] - the README's pictures, from the demo's
 # generated data (scripts/gen-data.py): docs/check-report.png, chromium's
 # screenshot of `chute check --html` over photos with a duplicate, a
 # leaked copy and a corrupt file planted, and docs/preview.png, `chute
-# preview` of an augmented batch.  Needs chromium and PIL
+# preview` of an augmented batch (into DIR instead when given: the tests
+# make them there and hold them against those in docs/).  Needs chromium and PIL
 # (scripts/install-deps.sh); works in a temporary folder removed at exit.
 set -euo pipefail
 
-if [ $# -ne 1 ] || [ ! -x "$1" ]; then
-	echo "usage: make-screenshots.sh CHUTE_BINARY  (e.g. build/chute)" >&2
+if [ $# -lt 1 ] || [ $# -gt 2 ] || [ ! -x "$1" ]; then
+	echo "usage: make-screenshots.sh CHUTE_BINARY [DIR]  (e.g. build/chute)" >&2
 	exit 2
 fi
 CHUTE=$(realpath "$1")
 PYTHON=${PYTHON:-/usr/bin/python3}
 HERE=$(realpath "$(dirname "$0")")
-DOCS=$(realpath "$HERE/../docs")
+DOCS=$(realpath "${2:-$HERE/../docs}")
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/chute-shots.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"

@@ -157,7 +157,7 @@ print(" ".join(k for k in ("field-types", "duplicates", "leakage", "near-duplica
 	assert_output ""
 }
 
-@test "check --html: the README's pictures (scripts/make-screenshots.sh) are PNGs in the tree" {
+@test "check --html: the README's pictures are PNGs in the tree, made again by scripts/make-screenshots.sh from the demo's data" {
 	local shown
 	shown=$(grep -o '](docs/[^)]*\.png)' "$REPO_ROOT/README.md" | sed 's/^](//; s/)$//')
 	[ "$(wc -l <<<"$shown")" -eq 2 ] || fail "README shows: $shown"
@@ -165,4 +165,13 @@ print(" ".join(k for k in ("field-types", "duplicates", "leakage", "near-duplica
 		run file -b "$REPO_ROOT/$f"
 		assert_output --partial "PNG image data"
 	done
+	# made again here: the same pictures (the preview byte for byte, the
+	# browser's screenshot of the report at its size)
+	TMPDIR=$BATS_TEST_TMPDIR run -0 "$REPO_ROOT/scripts/make-screenshots.sh" \
+		"$CHUTE_BIN" "$BATS_TEST_TMPDIR/shots"
+	cmp "$BATS_TEST_TMPDIR/shots/preview.png" "$REPO_ROOT/docs/preview.png"
+	run file -b "$BATS_TEST_TMPDIR/shots/check-report.png"
+	assert_output --partial "PNG image data, 1000 x 1500"
+	run file -b "$REPO_ROOT/docs/check-report.png"
+	assert_output --partial "PNG image data, 1000 x 1500"
 }

@@ -68,6 +68,10 @@ EOF2
 	same_as_grid two.png frames.chb 1
 	run -0 chute preview ds "${t[@]}" -o again.png
 	cmp one.png again.png
+	# -q: the same picture, no cursor printed
+	run -0 chute preview -q ds "${t[@]}" -o quiet.png
+	assert_output ""
+	cmp one.png quiet.png
 }
 
 @test "preview: a float32 channels-first array is stretched as chute.grid stretches it" {
