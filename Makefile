@@ -73,6 +73,10 @@ CMD_OBJ := $(CMD_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 MAN_PAGES := $(wildcard man/*.1 man/*.5 man/*.7)
+# The version lives in CH_VERSION alone (README.md, "Releasing"); the man
+# pages' .TH lines say "chute" and get it when installed.
+VERSION := $(shell sed -n 's/^\#define CH_VERSION "\([^"]*\)".*/\1/p' \
+	$(wildcard include/*.h include/chute/*.h))
 
 ## all: build the chute binary (build/chute) and the store's test driver
 all: $(BUILD)/chute $(BUILD)/tests/store_tool
@@ -159,8 +163,9 @@ install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5
 	install -m 755 $(BUILD)/chute $(DESTDIR)$(BINDIR)/chute
 	for m in $(MAN_PAGES); do \
-		s=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s; \
-		install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s/; done
+		d=$(DESTDIR)$(MANDIR)/man$${m##*.}; install -d $$d; \
+		sed '/^\.TH /s/"chute"/"chute $(VERSION)"/' $$m >$$d/$${m##*/} && \
+		chmod 644 $$d/$${m##*/} || exit 1; done
 	install -d $(DESTDIR)$(PYTHONDIR)/chute
 	install -m 644 $(PY_SRC) python/chute/py.typed $(DESTDIR)$(PYTHONDIR)/chute/
 
@@ -186,8 +191,12 @@ uninstall:
 clean:
 	rm -rf build build-san build-fuzz $(DIST)
 
+## version: print the version (CH_VERSION)
+version:
+	@echo $(VERSION)
+
 ## help: list the targets
 help:
 	@sed -n 's/^## //p' Makefile
 
-.PHONY: all deps test check unit demo tour bench fuzz install wheel uninstall clean help
+.PHONY: all deps test check unit demo tour bench fuzz install wheel uninstall clean version help

@@ -23,7 +23,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define CH_VERSION "0.1.0"
+/* The version: the one place it lives (README.md, "Releasing"). */
+#define CH_VERSION "0.2.0"
 
 /* ------------------------------------------------------------------ */
 /* Errors                                                              */

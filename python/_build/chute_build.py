@@ -16,7 +16,8 @@ the environment's bin/) and the man pages under share/man:
     python3 python/_build/chute_build.py --binary build/chute --man man -o dist
 
 pip passes the same as --config-settings binary=PATH --config-settings man=DIR.
-The metadata comes from pyproject.toml's [project] table.
+The metadata comes from pyproject.toml's [project] table, the version from
+chute/__init__.py, and the man pages' .TH lines get it.
 """
 
 import ast
@@ -64,13 +65,29 @@ def _mini_toml(text):
 
 
 def _project():
+    """pyproject.toml's [project] table, with the version (dynamic there)
+    read from chute/__init__.py: it is written once for the package, and a
+    test holds it to chute's CH_VERSION (README.md, "Releasing")."""
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         data = f.read()
     try:
         import tomllib
+        project = tomllib.loads(data.decode("utf-8"))["project"]
     except ImportError:
-        return _mini_toml(data.decode("utf-8"))["project"]
-    return tomllib.loads(data.decode("utf-8"))["project"]
+        project = _mini_toml(data.decode("utf-8"))["project"]
+    with open(os.path.join(ROOT, PACKAGE, "__init__.py"), encoding="utf-8") as f:
+        found = re.search(r'^__version__ = "([^"]+)"$', f.read(), re.M)
+    if not found:
+        raise RuntimeError("no __version__ in %s/__init__.py" % PACKAGE)
+    project["version"] = found.group(1)
+    return project
+
+
+def _man_page(path, version):
+    """A man page of man/ with the version put in its .TH line, where the
+    source says "chute" alone so that the version lives in one place."""
+    return re.sub(rb'^(\.TH .*)"chute"', lambda m: m.group(1) + b'"chute '
+                  + version.encode() + b'"', _read(path), count=1, flags=re.M)
 
 
 def _metadata(p):
@@ -168,7 +185,7 @@ def _build(outdir, binary=None, man=None, editable=False):
                 section = page.rsplit(".", 1)[-1]
                 if section.isdigit():
                     w.add("%s/data/share/man/man%s/%s" % (data, section, page),
-                          _read(os.path.join(man, page)))
+                          _man_page(os.path.join(man, page), version))
         w.add(dist_info + "/METADATA", _metadata(p))
         w.add(dist_info + "/WHEEL", _wheel_file(tag))
         w.close(dist_info)

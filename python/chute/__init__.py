@@ -18,7 +18,8 @@ from .errors import (CacheWarning, DataError, Error, FrameError,
                      MissingDependency, NotFoundError, ShmError, StateError,
                      StreamError)
 
-__version__ = "0.1.0"
+# = CH_VERSION (include/chute.h); tests/cli/docs.bats holds them together
+__version__ = "0.2.0"
 __all__ = ["Batch", "CacheWarning", "DataError", "Dataset", "Error",
            "FrameError", "MissingDependency", "NotFoundError", "Sample",
            "ShmError", "StateError", "Stream", "StreamError", "__version__",

@@ -75,7 +75,7 @@ def test_the_platform_wheel_carries_the_binary_and_the_man_pages(tmp_path):
     binary.write_bytes(b"\x7fELF not really")
     man = tmp_path / "man"
     man.mkdir()
-    (man / "chute.1").write_text(".TH CHUTE 1\n")
+    (man / "chute.1").write_text('.TH CHUTE 1 2026-12-05 "chute" "chute manual"\n')
     (man / "chute-shard.5").write_text(".TH CHUTE-SHARD 5\n")
     out = tmp_path / "dist"
     out.mkdir()
@@ -90,6 +90,10 @@ def test_the_platform_wheel_carries_the_binary_and_the_man_pages(tmp_path):
     with zipfile.ZipFile(str(out / name)) as z:
         mode = z.getinfo(data + "scripts/chute").external_attr >> 16
         assert mode & 0o777 == 0o755
+        # the version, which the pages in man/ leave out, put in .TH
+        page = z.read(data + "data/share/man/man1/chute.1").decode()
+        assert page == '.TH CHUTE 1 2026-12-05 "chute %s" "chute manual"\n' % (
+            chute.__version__)
 
 
 def test_the_sdist_holds_what_the_wheel_is_built_from(tmp_path):

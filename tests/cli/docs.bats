@@ -148,13 +148,49 @@ else:
 	done
 }
 
-@test "docs: every man page carries the version of the binary" {
-	local version page
-	version=$(sed -n 's/^#define CH_VERSION "\(.*\)"$/\1/p' "$REPO_ROOT/include/chute.h")
+@test "docs: every man page's .TH says \"chute\" with no version (installing adds it)" {
+	local page
 	for page in "$MAN"/*.[1-8]; do
-		grep -q "^\\.TH .*\"chute $version\"" "$page" ||
-			fail "$page: .TH does not say \"chute $version\""
+		grep -q '^\.TH [^"]*"chute" ' "$page" ||
+			fail "$page: .TH does not say \"chute\" (make install and the wheel put the version there)"
 	done
+}
+
+# The version lives in CH_VERSION alone (README.md, "Releasing"): the
+# binary, the Python package, its wheel's metadata and the latest release of
+# CHANGELOG.md must say the same.
+@test "docs: one version: chute --version, CH_VERSION, the Python package and CHANGELOG.md's latest release agree" {
+	local version
+	run -0 chute --version
+	[[ $output =~ ^chute\ ([0-9]+\.[0-9]+\.[0-9]+)$ ]] || fail "chute --version: $output"
+	version=${BASH_REMATCH[1]}
+	run -0 make -C "$REPO_ROOT" --no-print-directory version
+	assert_output "$version"
+	run -0 "$PYTHON" -c '
+import sys
+sys.path[:0] = [sys.argv[1], sys.argv[1] + "/_build"]
+import chute, chute_build
+print(chute.__version__, chute_build._project()["version"])' "$REPO_ROOT/python"
+	assert_output "$version $version"
+	# the first section after [Unreleased] is the release just cut, dated
+	run -0 grep -m 2 '^## \[' "$REPO_ROOT/CHANGELOG.md"
+	assert_line --index 0 "## [Unreleased]"
+	assert_line --index 1 --regexp "^## \[$version\] - [0-9]{4}-[0-9]{2}-[0-9]{2}\$"
+}
+
+@test "docs: CHANGELOG.md has one line an entry, none over 160 characters" {
+	run -0 "$PYTHON" -c '
+import sys
+sections = False
+for n, line in enumerate(open(sys.argv[1], encoding="utf-8"), 1):
+    line = line.rstrip("\n")
+    sections = sections or line.startswith("## ")
+    if len(line) > 160:
+        print("line %d: %d characters" % (n, len(line)))
+    elif sections and line and not line.startswith(("## ", "### ", "- ")):
+        print("line %d: not an entry, nor a heading: %s" % (n, line[:40]))' \
+		"$REPO_ROOT/CHANGELOG.md"
+	assert_output ""
 }
 
 @test "docs: chute --version prints the version" {

@@ -69,9 +69,13 @@ fresh_make() {
 	run -0 make -C "$REPO_ROOT" --no-print-directory BUILD="$OUT" \
 		PREFIX="$prefix" install
 	run -0 "$prefix/bin/chute" --version
+	local version=$output
 	for page in "$REPO_ROOT"/man/*.[157]; do
 		page=${page##*/}
 		names+=("${page%.*}")
+		# the version, which the pages in man/ leave out, put in .TH
+		grep -q "^\\.TH [^\"]*\"$version\" " "$prefix/share/man/man${page##*.}/$page" ||
+			fail "installed $page: .TH does not say \"$version\""
 	done
 	# as a user finds them: bin/ on PATH, and man-db looks in ../share/man
 	run -0 env -u MANPATH PATH="$prefix/bin:$PATH" man -w "${names[@]}"

@@ -160,7 +160,7 @@ refused() {
 	pack_parts parts 2
 	cp -r parts/1 old
 	edit_manifest old 'm["chute_version"] = "0.0.9"; reid = True'
-	refused "'parts/0' and 'old' were packed by different chute versions (0.1.0" \
+	refused "'parts/0' and 'old' were packed by different chute versions ($(chute --version | cut -d' ' -f2)" \
 		parts/0 old
 	mkdir src2 && cp -r src/. src2/
 	chute pack -q -s 20s --part 1/2 -o elsewhere src2 >/dev/null

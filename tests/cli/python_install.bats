@@ -105,8 +105,12 @@ print(requires("chute"))'
 	run -0 pip "$SYS" install "$whl"
 	cmp "$SYS/bin/chute" "$CHUTE_BIN"
 	run -0 "$SYS/bin/chute" --version
+	assert_equal "${whl#dist/chute-}" "${output#chute }-py3-none-$plat.whl"
 	assert_file_exists "$SYS/share/man/man1/chute-stream.1"
 	assert_file_exists "$SYS/share/man/man5/chute-shard.5"
+	# the version, which the pages in man/ leave out, put in .TH
+	run -0 grep '^\.TH' "$SYS/share/man/man5/chute-shard.5"
+	assert_output --partial " \"$(chute --version)\" "
 	# the venv's Python, not activated, with no chute on PATH
 	mkdir empty
 	run -0 env PATH="$PWD/empty" "$SYS/bin/python" -c 'from chute._binary import find_chute; print(find_chute())'

@@ -375,5 +375,5 @@ print('\n'.join(cursors), file=open('want', 'w'))"
 	run -0 "$PYTHON" -m pip install --no-build-isolation --no-deps --no-index \
 		--target pip-site ./src-py
 	run -0 env PYTHONPATH="$PWD/pip-site" "$PYTHON" -c 'import chute; print(chute.__file__, chute.__version__)'
-	assert_output "$PWD/pip-site/chute/__init__.py 0.1.0"
+	assert_output "$PWD/pip-site/chute/__init__.py $(chute --version | cut -d' ' -f2)"
 }
