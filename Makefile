@@ -146,6 +146,7 @@ bench: all
 	PYTHON=$(PYTHON) ./scripts/bench-python.sh $(BUILD)/chute
 	PYTHON=$(PYTHON) ./scripts/bench-dataset.sh $(BUILD)/chute
 	PYTHON=$(PYTHON) ./scripts/bench-mix.sh $(BUILD)/chute
+	PYTHON=$(PYTHON) ./scripts/bench-verify.sh $(BUILD)/chute
 
 ## fuzz: run each libFuzzer target for FUZZ_SECONDS (default 60)
 FUZZ_SECONDS ?= 60

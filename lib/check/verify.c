@@ -8,7 +8,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,8 +16,8 @@
 #include "common/internal.h"
 #include "common/pool.h"
 #include "common/xxh.h"
+#include "check/read_range.h"
 
-#define WINDOW (32u << 20) /* a multiple of the page size */
 #define TASK_BYTES (64u << 20) /* stored bytes per block task */
 #define DEEP_BLOCKS_PER_TASK 16
 
@@ -54,6 +53,8 @@ struct verifier {
 	/* --deep: each worker's block reader, made on its first block */
 	struct ch_block_reader **readers;
 	int nreaders;
+	/* each worker's read buffer, kept from task to task */
+	struct ch_read_buf *bufs;
 	struct ch_counter progress; /* guarded by lock */
 	/* the schema's totals as the shards' indexes have them: shards
 	 * that are the ones their entries name, summed (guarded by lock),
@@ -136,29 +137,6 @@ static void report_block(struct verifier *v, struct vshard *vs, uint32_t b,
 	       b, key);
 }
 
-/* Feeds [start, end) of a file, mapped a window at a time (no copy;
- * resident memory bounded by the window, not the shard), to fn. */
-typedef void (*piece_fn)(const uint8_t *p, uint64_t off, size_t n, void *arg);
-
-static int map_range(int fd, uint64_t start, uint64_t end, piece_fn fn,
-		     void *arg, volatile sig_atomic_t *cancel)
-{
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	uint64_t off = start;
-	while (off < end && !(cancel && *cancel)) {
-		uint64_t base = off & ~(page - 1);
-		size_t n = end - base < WINDOW ? (size_t)(end - base) : WINDOW;
-		uint8_t *p = mmap(NULL, n, PROT_READ,
-				  MAP_PRIVATE | MAP_POPULATE, fd, (off_t)base);
-		if (p == MAP_FAILED)
-			return -1;
-		fn(p + (off - base), off, n - (size_t)(off - base), arg);
-		munmap(p, n);
-		off = base + n;
-	}
-	return 0;
-}
-
 struct file_walk {
 	struct verifier *v;
 	XXH3_state_t state;
@@ -169,7 +147,7 @@ static void feed_file(const uint8_t *p, uint64_t off, size_t n, void *arg)
 	struct file_walk *w = arg;
 	(void)off;
 	XXH3_128bits_update(&w->state, p, n);
-	count(w->v, 0, n); /* a window at a time: a shard can be large */
+	count(w->v, 0, n); /* a chunk at a time: a shard can be large */
 }
 
 /* Block hashes over a range of blocks: where each one starts and ends. */
@@ -222,8 +200,17 @@ static int open_fd(struct verifier *v, struct vshard *vs)
 	return fd;
 }
 
+/* Why a range could not be read: errno, or the end of the file when
+ * errno is 0. */
+static const char *read_failure(void)
+{
+	return errno ? strerror(errno) : "the file ended early (it shrank "
+					 "while read)";
+}
+
 /* XXH3-128 of the whole file against the manifest. */
-static void file_task(struct verifier *v, const struct vtask *t)
+static void file_task(struct verifier *v, const struct vtask *t,
+		      int worker)
 {
 	struct vshard *vs = &v->shards[t->shard];
 	const struct ch_manifest_shard *ms = &v->ds.manifest.shards[t->shard];
@@ -234,10 +221,10 @@ static void file_task(struct verifier *v, const struct vtask *t)
 		return;
 	XXH3_128bits_reset(&file.state);
 	if (fstat(fd, &st) < 0 ||
-	    map_range(fd, 0, (uint64_t)st.st_size, feed_file, &file,
-		      v->o->cancel) < 0) {
+	    ch_read_range(fd, 0, (uint64_t)st.st_size, feed_file, &file,
+			  &v->bufs[worker], v->o->cancel) < 0) {
 		report(v, CH_PROBLEM_STRUCTURE, vs->rel, -1, NULL, -1,
-		       "cannot read: %s", strerror(errno));
+		       "cannot read: %s", read_failure());
 		close(fd);
 		return;
 	}
@@ -262,7 +249,8 @@ static void file_task(struct verifier *v, const struct vtask *t)
 }
 
 /* XXH3-64 of each stored block in [first, first + count). */
-static void blocks_task(struct verifier *v, const struct vtask *t)
+static void blocks_task(struct verifier *v, const struct vtask *t,
+			int worker)
 {
 	struct vshard *vs = &v->shards[t->shard];
 	struct block_walk w = { .v = v, .vs = vs, .b = t->first,
@@ -274,10 +262,10 @@ static void blocks_task(struct verifier *v, const struct vtask *t)
 	ch_shard_block(vs->sh, t->first, &a);
 	ch_shard_block(vs->sh, t->first + t->count - 1, &z);
 	walk_enter(&w);
-	if (map_range(fd, a.offset, z.offset + z.stored_size, walk_feed, &w,
-		      v->o->cancel) < 0)
+	if (ch_read_range(fd, a.offset, z.offset + z.stored_size, walk_feed,
+			  &w, &v->bufs[worker], v->o->cancel) < 0)
 		report(v, CH_PROBLEM_STRUCTURE, vs->rel, -1, NULL,
-		       (int64_t)a.offset, "cannot read: %s", strerror(errno));
+		       (int64_t)a.offset, "cannot read: %s", read_failure());
 	close(fd);
 }
 
@@ -328,8 +316,8 @@ static int run_task(void *arg, size_t i, int worker, struct ch_error *err)
 	switch (t->kind) {
 	case TASK_OPEN: open_shard(v, t->shard); return 0;
 	case TASK_TALLY: tally_task(v, t->shard); return 0;
-	case TASK_FILE: file_task(v, t); return 0;
-	case TASK_BLOCKS: blocks_task(v, t); break;
+	case TASK_FILE: file_task(v, t, worker); return 0;
+	case TASK_BLOCKS: blocks_task(v, t, worker); break;
 	case TASK_DEEP:
 		if (!*r)
 			*r = ch_block_reader_new();
@@ -853,7 +841,8 @@ int ch_verify(const char *path, const struct ch_verify_opts *o,
 	}
 	int jobs = o->jobs > 0 ? o->jobs : ch_cpu_count();
 	v.nreaders = jobs;
-	if (!(v.readers = calloc((size_t)jobs, sizeof(*v.readers)))) {
+	if (!(v.readers = calloc((size_t)jobs, sizeof(*v.readers))) ||
+	    !(v.bufs = calloc((size_t)jobs, sizeof(*v.bufs)))) {
 		ch_error_nomem(err);
 		goto out;
 	}
@@ -884,6 +873,9 @@ out:
 	for (int i = 0; v.readers && i < v.nreaders; i++)
 		ch_block_reader_free(v.readers[i]);
 	free(v.readers);
+	for (int i = 0; v.bufs && i < v.nreaders; i++)
+		ch_read_buf_release(&v.bufs[i]);
+	free(v.bufs);
 	free(v.shards);
 	free(v.tasks);
 	ch_dataset_release(&v.ds);

@@ -191,6 +191,33 @@ assert [(p["kind"], p["shard"], p["message"]) for p in r["problems"]] == [
 	assert_equal "$(sort <<<"$output")" "$(sort <<<"$one")"
 }
 
+@test "verify: damage at the edges of a 256 KiB read is found in its blocks alone, alike for --jobs 1 and 2" {
+	# shards are read 256 KiB at a time (check/read_range.c): byte 262144
+	# begins the second read, byte 524287 ends it
+	mkdir big
+	"$PYTHON" -c 'import random, sys
+r = random.Random(3)
+for i in range(8):
+    open("big/s%d.bin" % i, "wb").write(r.randbytes(100000))'
+	chute pack -q -l 0 -b 64K big -o bigds >/dev/null
+	local s b1 b2 one
+	s=$(shard_of bigds 0)
+	b1=$(shard_layout "$s" | awk '$1 == "block" && $3 <= 262144 && 262144 < $3 + $4 { print $2 }')
+	b2=$(shard_layout "$s" | awk '$1 == "block" && $3 <= 524287 && 524287 < $3 + $4 { print $2 }')
+	[ -n "$b1" ] && [ -n "$b2" ] && [ "$b1" != "$b2" ] ||
+		fail "bytes 262144 and 524287 are not in two blocks: $(shard_layout "$s")"
+	flip_byte "$s" 262144
+	flip_byte "$s" 524287
+	run -1 chute verify -j 1 bigds
+	one=$output
+	assert_output --partial "file hash"
+	assert_output --regexp "block $b1[ :]"
+	assert_output --regexp "block $b2[ :]"
+	assert_equal "$(grep -c 'checksum mismatch' <<<"$output")" 2
+	run -1 chute verify -j 2 bigds
+	assert_equal "$(sort <<<"$output")" "$(sort <<<"$one")"
+}
+
 @test "verify: several arguments are all checked, even after one that cannot be" {
 	flip_byte "$S1" "$(block_middle "$S1" 0)"
 	run -2 chute verify "$S0" nosuch "$S1"
