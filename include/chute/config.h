@@ -114,8 +114,6 @@ int ch_remotes_default(const struct ch_remotes *r, const char **name,
  * and how to add one; returns -1. */
 int ch_remotes_unknown(const struct ch_remotes *r, const char *name,
 		       struct ch_error *err);
-/* Whether any file defines a remote. */
-int ch_remotes_any(const struct ch_remotes *r);
 
 /* How a command uses the remote it names. */
 enum ch_remote_use {

@@ -238,11 +238,6 @@ void ch_store_close(struct ch_store *st)
 	free(st);
 }
 
-enum ch_store_kind ch_store_kind(const struct ch_store *st)
-{
-	return st->kind;
-}
-
 const char *ch_store_url(const struct ch_store *st)
 {
 	return st->url;
