@@ -78,8 +78,6 @@ int ch_store_get_range(struct ch_store *st, const char *key, uint64_t off,
  * reader never sees part of an object.  Replaces an existing object. */
 int ch_store_put(struct ch_store *st, const char *key, const void *data,
 		 size_t size, struct ch_error *err);
-int ch_store_put_file(struct ch_store *st, const char *key,
-		      const char *path, struct ch_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Listing and deleting (store/list.c, store/list_http.c)                */

@@ -8,6 +8,7 @@
 
 #include "store/aws_config.h"
 #include "store/backend.h"
+#include "store/testing.h"
 
 static char *dup_trimmed(const char *s)
 {
