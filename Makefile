@@ -106,10 +106,11 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h tests/jpeg_compare.h $(BUILD)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Ilib -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libchute.a $(LDLIBS)
 
-# The store's test driver (tests/cli/store.bats); not installed.
+# The store's test driver (tests/cli/store.bats); not installed.  -Ilib:
+# it calls store/testing.h.
 $(BUILD)/tests/store_tool: tests/store_tool.c $(BUILD)/libchute.a
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libchute.a $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -Ilib $(LDFLAGS) -o $@ $< $(BUILD)/libchute.a $(LDLIBS)
 
 ## deps: install the Debian packages chute needs (as root)
 deps:

@@ -109,9 +109,6 @@ int cmd_parse_dataset_args(const struct cmd_spec *spec, int argc, char **argv,
 			   int (*take)(struct cmd_parser *p, int c, void *ctx),
 			   void *ctx, const char **path, const char *what);
 
-/* Prints the usage lines, summary and option list. */
-void cmd_usage(const struct cmd_spec *spec, FILE *out);
-
 /* ------------------------------------------------------------------ */
 /* Reporting                                                            */
 

@@ -105,7 +105,8 @@ static void print_option(const struct cmd_opt *o, FILE *out)
 		fprintf(out, "%-*s%s\n", HELP_COLUMN, left, o->help);
 }
 
-void cmd_usage(const struct cmd_spec *spec, FILE *out)
+/* Prints the usage lines, summary and option list. */
+static void cmd_usage(const struct cmd_spec *spec, FILE *out)
 {
 	for (size_t i = 0; spec->usage[i]; i++)
 		fprintf(out, "%s chute %s\n", i ? "   or:" : "usage:",

@@ -499,6 +499,9 @@ int record_begin(struct stream_record *r, const struct ch_dataset *ds,
 	return 0;
 }
 
+static int record_sink(const struct ch_batch_out *b, void *arg,
+		       struct ch_error *err);
+
 void record_wrap(struct stream_record *r, ch_batch_sink *sink, void **arg)
 {
 	if (!r->record)
@@ -509,7 +512,11 @@ void record_wrap(struct stream_record *r, ch_batch_sink *sink, void **arg)
 	*arg = r;
 }
 
-int record_sink(const struct ch_batch_out *b, void *arg, struct ch_error *err)
+/* A ch_batch_sink for --record (arg: the struct stream_record): passes
+ * the batch to r->inner, then keeps its cursor, writing the record again
+ * when the last write is 100 ms old. */
+static int record_sink(const struct ch_batch_out *b, void *arg,
+		       struct ch_error *err)
 {
 	struct stream_record *r = arg;
 	double now;

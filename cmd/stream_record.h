@@ -63,11 +63,6 @@ int record_begin(struct stream_record *r, const struct ch_dataset *ds,
  * first), and r as its argument. */
 void record_wrap(struct stream_record *r, ch_batch_sink *sink, void **arg);
 
-/* A ch_batch_sink for --record (arg: the struct stream_record): passes
- * the batch to r->inner, then keeps its cursor, writing the record again
- * when the last write is 100 ms old. */
-int record_sink(const struct ch_batch_out *b, void *arg, struct ch_error *err);
-
 /* Writes the record a last time with the outcome of the stream.  Returns
  * status, or EXIT_USAGE when it was 0 and the record cannot be written. */
 int record_end(struct stream_record *r, int status);

@@ -128,7 +128,6 @@ struct ch_hash128 ch_shard_seal(const struct ch_shard *sh);
 uint32_t ch_shard_name_count(const struct ch_shard *sh);
 const char *ch_shard_name(const struct ch_shard *sh, uint32_t id);
 uint32_t ch_shard_block_count(const struct ch_shard *sh);
-int ch_shard_has_dict(const struct ch_shard *sh);
 /* Bytes an open shard holds in memory: its decoded index, mostly. */
 size_t ch_shard_memory(const struct ch_shard *sh);
 /* About what ch_shard_memory would say once the shard is open, from its
@@ -581,9 +580,6 @@ struct ch_totals {
 /* Adds shard sh, opened whole (ch_shard_field_totals). */
 int ch_totals_add_shard(struct ch_totals *t, const struct ch_shard *sh,
 			struct ch_error *err);
-/* Adds the totals of other shards (a worker's, say). */
-int ch_totals_add(struct ch_totals *t, const struct ch_totals *more,
-		  struct ch_error *err);
 void ch_totals_release(struct ch_totals *t);
 /* Calls fn with a message ("the manifest's schema.fields.cls.count is
  * 150, the shards hold 200") for each total of m that t, the totals of
@@ -911,8 +907,6 @@ enum ch_check_status { CH_STATUS_OFF, CH_STATUS_PASS, CH_STATUS_WARN,
 
 /* "readable", "required-fields", ...; NULL past the last rule. */
 const char *ch_check_rule_name(int rule);
-/* The rule named name, or -1. */
-int ch_check_rule_find(const char *name);
 
 struct ch_check_opts {
 	enum ch_check_level level[CH_RULE_COUNT]; /* what a problem means */

@@ -15,6 +15,13 @@ built, relative to DIR unless absolute (default build).
 3. No circles: no file of lib/ or cmd/ reaches itself through the
    functions it calls (a file calling its own module's files is fine, in
    one direction); cmd/'s calls are read from BUILD/cmd/*.o.
+4. No dead code: every function the objects export is called from
+   another file of lib/ or cmd/; one used only in its own file is
+   static; one that only tests/ call (and perhaps its own file) is
+   declared in its module's testing header, lib/MODULE/testing.h.  A
+   use in its own file is its name there anywhere but where it is
+   declared (a line starting with it or its type); static functions
+   nobody calls the compiler refuses already (-Wunused-function).
 
 Prints one line per breach and exits 1 if there is any, 2 if it cannot run.
 """
@@ -76,7 +83,7 @@ def symbols(build):
     """The functions and data each object defines and uses.  A unit is
     named by its module and file under lib/ ("check/verify"), or
     "cmd/FILE" for cmd/."""
-    defs, uses = {}, collections.defaultdict(set)
+    defs, uses, funcs = {}, collections.defaultdict(set), set()
     objs = sorted(glob.glob(os.path.join(build, 'lib', '*', '*.o')))
     if not objs:
         cannot('no objects under %s/lib: run make first' % build)
@@ -97,6 +104,8 @@ def symbols(build):
         f = line.split()
         if len(f) == 3 and f[1] in 'TDBRC':
             defs[f[2]] = unit
+            if f[1] == 'T':
+                funcs.add(f[2])
         elif len(f) == 2 and f[0] == 'U':
             uses[unit].add(f[1])
     calls = collections.defaultdict(set)
@@ -105,7 +114,8 @@ def symbols(build):
             other = defs.get(name)
             if other and other != unit:
                 calls[unit].add((other, name))
-    return set(defs.values()) | set(uses), calls
+    return set(defs.values()) | set(uses), calls, {
+        name: defs[name] for name in funcs}
 
 
 def source(unit):
@@ -167,6 +177,60 @@ def circles(units, calls):
     return bad
 
 
+# Comments, strings and characters, blanked before names are counted
+BLANKS = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|'
+                    r"'(?:\\.|[^'\\\n])*'", re.S)
+# A name, not after struct/enum/union (a tag is no use of a function)
+NAME = re.compile(r'\b(struct\s+|enum\s+|union\s+)?([A-Za-z_]\w*)')
+# A declaration or definition: a line starting with the name or its type
+DECLARED = re.compile(r'^(?:[A-Za-z_][^\n;=]*?\b)?([A-Za-z_]\w*)\s*\(',
+                      re.M)
+
+
+def names(paths):
+    """How often each name is used in the files, and the names they
+    declare (or define)."""
+    count, declared = collections.Counter(), set()
+    for path in paths:
+        with open(path, encoding='utf-8', errors='replace') as f:
+            text = BLANKS.sub(' ', f.read())
+        count.update(n for tag, n in NAME.findall(text) if not tag)
+        found = DECLARED.findall(text)
+        count.subtract(found)
+        declared.update(found)
+    return count, declared
+
+
+def unused(calls, funcs):
+    """Functions no other file calls: dead, static in waiting, or
+    test-only without their testing header."""
+    callers = collections.defaultdict(set)
+    for unit, pairs in calls.items():
+        for _, name in pairs:
+            callers[name].add(unit)
+    tests = names(glob.glob('tests/**/*.[ch]', recursive=True))[0]
+    testing = names(glob.glob('lib/*/testing.h'))[1]
+    bad, own = [], {}
+    for name, unit in sorted(funcs.items()):
+        if callers[name] or name == 'main':
+            continue
+        path = source(unit)
+        if path not in own:
+            own[path] = names([path])[0] if os.path.isfile(path) else {}
+        if tests[name] > 0 and name in testing:
+            continue
+        if tests[name] > 0:
+            bad.append('%s: %s is called only by tests: declare it in '
+                       'lib/%s/testing.h' % (path, name, unit.split('/')[0]))
+        elif own[path][name] > 0:
+            bad.append('%s: %s is used only in its own file: make it '
+                       'static' % (path, name))
+        else:
+            bad.append('%s: %s is defined but nothing calls it' %
+                       (path, name))
+    return bad
+
+
 def main():
     ap = argparse.ArgumentParser(description='The shape of the C tree.')
     ap.add_argument('--root', default=os.path.dirname(os.path.dirname(
@@ -181,9 +245,10 @@ def main():
         cannot('%s: %s' % (args.root, e.strerror))
     allowed, bad = modules()
     bad += boundary()
-    units, calls = symbols(build)
+    units, calls, funcs = symbols(build)
     bad += layering(units, calls, allowed)
     bad += circles(units, calls)
+    bad += unused(calls, funcs)
     for line in bad:
         print(line)
     if bad:
@@ -191,7 +256,8 @@ def main():
         return 1
     ncmd = sum(u.startswith('cmd/') for u in units)
     print('check-layout: %d files in %d modules and %d in cmd/: boundary, '
-          'calls and no circles ok' % (len(units) - ncmd, len(allowed), ncmd))
+          'calls and no circles ok; %d functions, each called' %
+          (len(units) - ncmd, len(allowed), ncmd, len(funcs)))
     return 0
 
 

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "image/image.h"
+#include "image/testing.h"
 
 /* One decode's outcome: the pixels (malloc'd, rows packed) or the
  * error. */

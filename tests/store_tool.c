@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "chute/store.h"
+#include "store/testing.h"
 
 struct seen {
 	struct ch_progress last;

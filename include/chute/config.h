@@ -45,10 +45,6 @@ struct ch_config {
  * holds credentials: an error "PATH:LINE: what" (kind usage). */
 int ch_config_load(struct ch_config *cfg, const char *path,
 		   struct ch_error *err);
-/* The same for text already read (len bytes, NUL bytes refused), as if
- * from path, which only names it in messages and cfg->path. */
-int ch_config_parse(struct ch_config *cfg, const char *path,
-		    const char *text, size_t len, struct ch_error *err);
 /* Writes cfg to cfg->path atomically (temporary file, rename), creating
  * its folder. */
 int ch_config_save(const struct ch_config *cfg, struct ch_error *err);
@@ -114,8 +110,6 @@ int ch_remotes_default(const struct ch_remotes *r, const char **name,
  * and how to add one; returns -1. */
 int ch_remotes_unknown(const struct ch_remotes *r, const char *name,
 		       struct ch_error *err);
-/* Whether any file defines a remote. */
-int ch_remotes_any(const struct ch_remotes *r);
 
 /* How a command uses the remote it names. */
 enum ch_remote_use {

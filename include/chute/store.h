@@ -56,7 +56,6 @@ struct ch_store;
 int ch_store_open(struct ch_store **out, const char *url,
 		  const struct ch_store_opts *opts, struct ch_error *err);
 void ch_store_close(struct ch_store *st);
-enum ch_store_kind ch_store_kind(const struct ch_store *st);
 /* The url as given, without a trailing '/'. */
 const char *ch_store_url(const struct ch_store *st);
 /* Where key lives, for messages: "http://h/p/tags/x", "/srv/r/tags/x". */
@@ -79,8 +78,6 @@ int ch_store_get_range(struct ch_store *st, const char *key, uint64_t off,
  * reader never sees part of an object.  Replaces an existing object. */
 int ch_store_put(struct ch_store *st, const char *key, const void *data,
 		 size_t size, struct ch_error *err);
-int ch_store_put_file(struct ch_store *st, const char *key,
-		      const char *path, struct ch_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Listing and deleting (store/list.c, store/list_http.c)                */

@@ -126,8 +126,6 @@ struct checker {
 void check_note(struct checker *c, int rule, const struct check_hit *h);
 /* Sorts each rule's examples by sample number. */
 void check_sort_examples(struct ch_check_report *rep);
-/* The shard holding dataset-wide sample n. */
-size_t check_shard_of(const struct checker *c, uint64_t n);
 /* The status of a rule that ran, from its count and level. */
 void check_settle(struct checker *c, int rule, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -143,6 +141,5 @@ int check_size_outliers(struct checker *c, struct ch_error *err);
 int check_labels(struct checker *c, struct ch_error *err);
 int check_labels_drift(struct checker *c, const struct ch_check_labels *base,
 		       struct ch_error *err);
-void check_labels_release(struct ch_check_labels *l);
 
 #endif

@@ -8,7 +8,8 @@
 
 #include "check/internal.h"
 
-size_t check_shard_of(const struct checker *c, uint64_t n)
+/* The shard holding dataset-wide sample n. */
+static size_t check_shard_of(const struct checker *c, uint64_t n)
 {
 	size_t lo = 0, hi = c->nshards;
 	while (hi - lo > 1) { /* the last shard whose first sample <= n */
@@ -179,7 +180,7 @@ void check_sort_examples(struct ch_check_report *rep)
 }
 
 /* The label counts a report holds (check/stats.c fills them). */
-void check_labels_release(struct ch_check_labels *l)
+static void check_labels_release(struct ch_check_labels *l)
 {
 	for (size_t g = 0; g < l->ngroups; g++) {
 		free(l->groups[g].name);

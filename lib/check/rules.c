@@ -18,7 +18,8 @@ const char *ch_check_rule_name(int rule)
 	return rule >= 0 && rule < CH_RULE_COUNT ? rule_names[rule] : NULL;
 }
 
-int ch_check_rule_find(const char *name)
+/* The rule named name, or -1. */
+static int ch_check_rule_find(const char *name)
 {
 	for (int i = 0; i < CH_RULE_COUNT; i++)
 		if (strcmp(rule_names[i], name) == 0)

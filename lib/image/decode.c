@@ -18,6 +18,7 @@
 
 #include "image/image.h"
 #include "image/jpeg_huff.h"
+#include "image/testing.h"
 
 #define MAX_SIDE 65535
 /* The most pixels an image may have: 128 Mpixels, 384 MB as RGB. */

@@ -49,18 +49,6 @@ struct ch_image_decoder;
 struct ch_image_decoder *ch_image_decoder_new(void);
 void ch_image_decoder_free(struct ch_image_decoder *d);
 
-/* Who entropy-decodes a baseline JPEG's scan: chute's own decoder
- * (image/jpeg_huff.h), which yields libjpeg's coefficients faster, built for
- * the CPU (the default) or portable, or libjpeg itself.  For tests and
- * comparisons. */
-enum ch_entropy {
-	CH_ENTROPY_CHUTE,
-	CH_ENTROPY_CHUTE_PORTABLE,
-	CH_ENTROPY_LIBJPEG,
-};
-void ch_image_decoder_set_entropy(struct ch_image_decoder *d,
-				  enum ch_entropy who);
-
 /* Reads the header of a JPEG or PNG (recognised by its signature).
  * Anything else, or a header that does not parse, is an error saying
  * what the bytes are not. */
@@ -108,20 +96,6 @@ int ch_image_resample_planar(struct ch_resampler *r,
 			     double bw, double bh, int flip,
 			     const struct ch_image *dst, size_t plane,
 			     struct ch_error *err);
-
-/* The resampler's code paths, slowest first.  All give the same bytes
- * (integer sums, exact in any order); ch_resampler_new takes the fastest
- * this CPU runs (AVX2 where it has it: checked at run time). */
-enum ch_resample_isa {
-	CH_RESAMPLE_PLAIN, /* plain C: other CPUs, and the reference */
-	CH_RESAMPLE_SSE2,  /* the x86-64 baseline */
-	CH_RESAMPLE_AVX2
-};
-
-/* For tests and benchmarks: makes r take `most`, or the CPU's best path
- * where that one is slower.  Returns the path r now takes. */
-enum ch_resample_isa ch_resampler_limit(struct ch_resampler *r,
-					enum ch_resample_isa most);
 
 /* The widest reach of the filter beyond a box, in source pixels, when
  * resampling a box of size `in` to `out` pixels: decode this much margin

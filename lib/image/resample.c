@@ -42,6 +42,7 @@
 #define INLINE static inline __attribute__((always_inline))
 
 #include "image/image.h"
+#include "image/testing.h"
 
 /* The weights' fractional bits: at most 22, so that 255 << 22 plus the
  * rounding half stays below 2^31; fewer where the largest weight, plus

@@ -45,7 +45,9 @@ struct ch_remote_cache {
 	struct ch_cache_stats stats;
 };
 
-char *ch_remote_cache_default_dir(void)
+/* The folder used when none is given: $XDG_CACHE_HOME/chute, else
+ * $HOME/.cache/chute.  Caller frees. */
+static char *ch_remote_cache_default_dir(void)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
 	char *p = NULL;

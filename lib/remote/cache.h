@@ -16,10 +16,6 @@
 
 struct ch_remote_cache;
 
-/* The folder used when none is given: $XDG_CACHE_HOME/chute, else
- * $HOME/.cache/chute.  Caller frees. */
-char *ch_remote_cache_default_dir(void);
-
 /* st stays the caller's and must outlive the cache. */
 int ch_remote_cache_open(struct ch_remote_cache **out, struct ch_store *st,
 			const char *dir, uint64_t max_bytes,

@@ -11,6 +11,7 @@
 #include "chute/config.h"
 #include "chute/ref.h"
 #include "common/internal.h"
+#include "remote/testing.h"
 
 enum { CONFIG_MAX_BYTES = 1 << 20, REMOTE_NAME_MAX = 64 };
 

@@ -88,7 +88,8 @@ const char *ch_remotes_url(const struct ch_remotes *r, const char *name,
 	return NULL;
 }
 
-int ch_remotes_any(const struct ch_remotes *r)
+/* Whether any file defines a remote. */
+static int ch_remotes_any(const struct ch_remotes *r)
 {
 	for (size_t i = 0; i < r->n; i++)
 		for (size_t k = 0; k < r->files[i].n; k++)

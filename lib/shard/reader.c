@@ -724,7 +724,6 @@ const char *ch_shard_name(const struct ch_shard *sh, uint32_t id)
 	return id < sh->nnames ? sh->names[id] : NULL;
 }
 uint32_t ch_shard_block_count(const struct ch_shard *sh) { return sh->nblocks; }
-int ch_shard_has_dict(const struct ch_shard *sh) { return sh->dict_size > 0; }
 
 size_t ch_shard_memory(const struct ch_shard *sh)
 {

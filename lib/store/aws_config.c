@@ -15,6 +15,7 @@
 
 #include "common/internal.h"
 #include "store/aws_config.h"
+#include "store/testing.h"
 
 enum { INI_MAX_BYTES = 1 << 20, TOKEN_MAX_BYTES = 64 * 1024 };
 

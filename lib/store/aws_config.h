@@ -36,23 +36,6 @@ struct ch_ini {
 	size_t nentries;
 };
 
-/* Parses text (NUL-terminated) read from path.  On error ini is empty
- * and err says "PATH line N: what" (kind CH_ERR_USAGE). */
-int ch_ini_parse(struct ch_ini *ini, const char *path, const char *text,
-		 struct ch_error *err);
-/* Reads and parses path.  A file that does not exist is an empty ini
- * and *found = 0; one that cannot be read is an I/O error. */
-int ch_ini_load(struct ch_ini *ini, const char *path, int *found,
-		struct ch_error *err);
-void ch_ini_release(struct ch_ini *ini);
-/* The index of section name, or -1. */
-long ch_ini_section(const struct ch_ini *ini, const char *name);
-/* key's value in section (sub NULL), or the nested sub under key; NULL
- * when the section is -1 or the key is not there. */
-const struct ch_ini_entry *ch_ini_get(const struct ch_ini *ini,
-				      long section, const char *key,
-				      const char *sub);
-
 /* ------------------------------------------------------------------ */
 /* What an S3 store signs with and where it sends its requests. */
 
@@ -74,7 +57,6 @@ struct ch_aws {
  * usage errors; none found at all is an error listing where chute
  * looked.  No secret is ever put in a message. */
 int ch_aws_load(struct ch_aws *a, const char *url, struct ch_error *err);
-void ch_aws_release(struct ch_aws *a);
 
 /* Container credentials (store/aws_container.c): GET uri with the
  * Authorization header auth (NULL: none), the answer's AccessKeyId,

@@ -8,6 +8,7 @@
 
 #include "store/aws_config.h"
 #include "store/backend.h"
+#include "store/testing.h"
 
 static char *dup_trimmed(const char *s)
 {
@@ -236,11 +237,6 @@ void ch_store_close(struct ch_store *st)
 	free(st->s3_token);
 	free(st->s3_cred_source);
 	free(st);
-}
-
-enum ch_store_kind ch_store_kind(const struct ch_store *st)
-{
-	return st->kind;
 }
 
 const char *ch_store_url(const struct ch_store *st)

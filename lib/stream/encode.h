@@ -23,7 +23,7 @@ struct ch_batch {
 		const char *const *names; /* field names, name order */
 		const uint64_t *sizes;
 		const uint8_t *const *data;
-		/* non-NULL: the data is not there yet.  ch_encode_frame
+		/* non-NULL: the data is not there yet.  ch_encode_frame_in
 		 * leaves room for each field and stores the frame offset
 		 * where its bytes go in dest[f], for the caller to copy them
 		 * in (other encoders do not take such samples). */
@@ -34,9 +34,7 @@ struct ch_batch {
 		const struct ch_field_type *types;
 	} *samples;
 };
-int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,
-		    struct ch_error *err);
-/* The same into memory mem gives when it gives some (*frame is then
+/* The frame into memory mem gives when it gives some (*frame is then
  * not in out), else into out; *frame, *size: where the frame is. */
 int ch_encode_frame_in(const struct ch_batch *b, struct ch_buf *out,
 		       const struct ch_frame_memory *mem, uint8_t **frame,

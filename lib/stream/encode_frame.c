@@ -504,11 +504,3 @@ int ch_encode_frame_in(const struct ch_batch *b, struct ch_buf *out,
 	free(c);
 	return rc;
 }
-
-int ch_encode_frame(const struct ch_batch *b, struct ch_buf *out,
-		    struct ch_error *err)
-{
-	uint8_t *frame;
-	size_t size;
-	return ch_encode_frame_in(b, out, NULL, &frame, &size, err);
-}

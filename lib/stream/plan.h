@@ -112,7 +112,7 @@ struct ch_batch_data {
 	uint64_t *sizes;
 	const uint8_t **data;
 	uint64_t *src, *dest; /* deferred fields: offset in the sample, in
-				 the frame (set by ch_encode_frame) */
+				 the frame (set by ch_encode_frame_in) */
 	size_t nfields, fields_cap;
 	int deferred; /* some samples wait for ch_batch_fill */
 	struct ch_read_slot *slots;
@@ -147,7 +147,7 @@ void ch_batch_reader_times(const struct ch_batch_reader *r, double t[3]);
 int ch_batch_read(struct ch_batch_reader *r, struct ch_batch_plan *p,
 		  struct ch_batch_data *b, struct ch_error *err);
 /* With defer, samples of compressed blocks are checked but not copied by
- * ch_batch_read (their b->samples have dest set); once ch_encode_frame
+ * ch_batch_read (their b->samples have dest set); once ch_encode_frame_in
  * has laid out the frame, this copies their bytes from the cached blocks
  * straight into it: one copy a sample instead of two. */
 int ch_batch_fill(struct ch_batch_reader *r, struct ch_batch_data *b,

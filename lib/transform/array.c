@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "transform/transform.h"
+#include "transform/testing.h"
 
 size_t ch_dtype_size(uint32_t dtype)
 {

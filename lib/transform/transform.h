@@ -188,7 +188,6 @@ void ch_value_text(const struct ch_field_type *t, char *s, size_t n);
 /* dtype: u8 -> f16/f32 scales to [0, 1]; f32 -> f16; i64 -> f32. */
 int ch_value_convert(const struct ch_buf *in, struct ch_field_type *t,
 		     uint32_t dtype, struct ch_buf *out, struct ch_error *err);
-uint16_t ch_f32_to_f16(float f);
 /* "u8", "i64", "f16", "f32" (chute-batch(5)); "bytes" for 0. */
 const char *ch_dtype_name(uint32_t dtype);
 #endif

@@ -75,6 +75,9 @@ int ch_totals_add_shard(struct ch_totals *t, const struct ch_shard *sh,
 	return rc;
 }
 
+static int ch_totals_add(struct ch_totals *t, const struct ch_totals *more,
+			 struct ch_error *err);
+
 void ch_totals_add_shard_locked(struct ch_totals *t, pthread_mutex_t *lock,
 				size_t *tallied, const struct ch_shard *sh)
 {
@@ -89,8 +92,9 @@ void ch_totals_add_shard_locked(struct ch_totals *t, pthread_mutex_t *lock,
 	ch_totals_release(&mine);
 }
 
-int ch_totals_add(struct ch_totals *t, const struct ch_totals *more,
-		  struct ch_error *err)
+/* Adds the totals of other shards (a worker's, say). */
+static int ch_totals_add(struct ch_totals *t, const struct ch_totals *more,
+			 struct ch_error *err)
 {
 	for (size_t i = 0; i < more->nfields; i++)
 		if (add_field(t, more->fields[i].name, more->fields[i].count,

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "image/image.h"
+#include "image/testing.h"
 
 struct jpeg {
 	uint8_t *data;

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "image/image.h"
+#include "image/testing.h"
 
 #ifdef BASELINE
 struct ch_resampler *base_resampler_new(void);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # scripts/check-layout.py: the real tree keeps its shape (cmd/ behind the
 # public headers, modules calling only what their README allows, no
-# circles among the files of lib/ and cmd/), and each kind of breach,
-# planted in a small tree of its own, fails with exit 1 naming the file.
+# circles among the files of lib/ and cmd/, no function that nothing
+# calls), and each kind of breach, planted in a small tree of its own,
+# fails with exit 1 naming the file.
 
 load helper
 
@@ -29,13 +30,17 @@ plant() {
 	obj cmd/main.c
 }
 
-# module b: a README saying "May call: $1", b.c calling a_f.
+# module b: a README saying "May call: $1", b.c calling a_f, main
+# calling b_f.
 module_b() {
 	mkdir -p root/lib/b
 	printf '# b/\n\nMay call: %s\n' "$1" >root/lib/b/README.md
 	printf 'int a_f(void);\nint b_f(void) { return a_f(); }\n' \
 		>root/lib/b/b.c
+	printf 'int b_f(void);\nint main(void) { return b_f(); }\n' \
+		>root/cmd/main.c
 	obj lib/b/b.c
+	obj cmd/main.c
 }
 
 layout() {
@@ -47,6 +52,7 @@ layout() {
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"boundary, calls and no circles ok"* ]]
+	[[ "$output" == *" functions, each called"* ]]
 }
 
 @test "layout: a planted tree that keeps the rules passes" {
@@ -121,6 +127,48 @@ layout() {
 	echo "$output"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"circle: cmd/x.c -> cmd/y.c (y_f); cmd/y.c -> cmd/x.c (x_f)"* ]]
+}
+
+@test "layout: a function nothing calls fails, naming it" {
+	plant
+	printf '/* a_dead() */\nint a_dead(void) { return 1; }\n' \
+		>root/lib/a/dead.c
+	obj lib/a/dead.c
+	layout
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"lib/a/dead.c: a_dead is defined but nothing calls it"* ]]
+}
+
+@test "layout: a function used only in its own file must be static" {
+	plant
+	printf '%s\n' 'int a_own(void);' 'int a_own(void) { return 2; }' \
+		'static int a_g(void) { return a_own(); }' \
+		'int a_h(void) { return a_g(); }' >root/lib/a/own.c
+	obj lib/a/own.c
+	layout
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"lib/a/own.c: a_own is used only in its own file: make it static"* ]]
+	[[ "$output" == *"lib/a/own.c: a_h is defined but nothing calls it"* ]]
+	[[ "$output" != *a_g* ]]
+}
+
+@test "layout: a function only tests call is declared in the testing header" {
+	plant
+	printf 'int a_t(void) { return 3; }\n' >root/lib/a/t.c
+	obj lib/a/t.c
+	mkdir -p root/tests/unit
+	printf 'int a_t(void);\nint main(void) { return a_t(); }\n' \
+		>root/tests/unit/test_a.c
+	layout
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"lib/a/t.c: a_t is called only by tests: declare it in lib/a/testing.h"* ]]
+	printf '/* for tests */\nint a_t(void);\n' >root/lib/a/testing.h
+	layout
+	echo "$output"
+	[ "$status" -eq 0 ]
 }
 
 @test "layout: a tree without objects cannot be checked (exit 2)" {

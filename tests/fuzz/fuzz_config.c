@@ -13,6 +13,7 @@
 
 #include "chute.h"
 #include "chute/config.h"
+#include "remote/testing.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

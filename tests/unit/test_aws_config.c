@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "store/aws_config.h"
+#include "store/testing.h"
 #include "unit.h"
 
 static const char *value(const struct ch_ini *ini, const char *section,

@@ -10,6 +10,7 @@
 
 #include "chute.h"
 #include "chute/config.h"
+#include "remote/testing.h"
 #include "unit.h"
 
 static char dir[] = "/tmp/chute-test-config-XXXXXX";

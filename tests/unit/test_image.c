@@ -14,6 +14,7 @@
 #include <turbojpeg.h>
 
 #include "image/image.h"
+#include "image/testing.h"
 #include "unit.h"
 
 /* ------------------------------------------------------------------ */

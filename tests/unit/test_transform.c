@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "transform/transform.h"
+#include "transform/testing.h"
 #include "unit.h"
 
 static struct ch_transforms *parse1(const char *spec, int eval,

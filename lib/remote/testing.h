@@ -1,0 +1,14 @@
+/* remote/testing.h - functions of remote/ that only tests call
+ * (tests/unit/test_config.c, tests/fuzz/fuzz_config.c). */
+#ifndef CH_REMOTE_TESTING_H
+#define CH_REMOTE_TESTING_H
+
+#include "chute/config.h"
+
+/* ch_config_load (chute/config.h) for text already read (len bytes, NUL
+ * bytes refused), as if from path, which only names it in messages and
+ * cfg->path. */
+int ch_config_parse(struct ch_config *cfg, const char *path,
+		    const char *text, size_t len, struct ch_error *err);
+
+#endif
