@@ -122,7 +122,6 @@ static int take(struct preview_args *a, int c, const char *arg)
 		return -1;
 	if (opt == CH_STREAM_OPT_TRANSFORM)
 		return add_transform(a, v.text);
-
 	stream_option_set(&a->o, opt, &v);
 	return 0;
 }
