@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "chute.h"
+#include "chute/stream.h"
 #include "cmd.h"
 #include "stream.h"
 #include "stream_opts.h"

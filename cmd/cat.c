@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "chute.h"
+#include "chute/version.h"
 #include "cmd.h"
 
 enum { OPT_FORCE = CMD_LONG_ONLY };

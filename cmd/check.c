@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chute.h"
 #include "chute/visual.h"
 #include "cmd.h"
 

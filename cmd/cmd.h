@@ -20,7 +20,7 @@
 
 #include <jansson.h>
 
-#include "chute/config.h"
+#include "chute/remote.h"
 
 enum { EXIT_CHECK = 1, EXIT_USAGE = 2 };
 
@@ -282,7 +282,7 @@ void cmd_transfer_begin(struct cmd_transfer *t, struct ch_transfer_opts *o);
 void cmd_transfer_end(struct cmd_transfer *t);
 double cmd_transfer_seconds(const struct cmd_transfer *t);
 /* Opens the store a REMOTE argument names (text NULL: the default
- * remote), resolved by ch_remote_arg (chute/config.h); 0, or the exit
+ * remote), resolved by ch_remote_arg (chute/remote.h); 0, or the exit
  * status after reporting why not. */
 int cmd_open_remote(const char *text, const char *dataset_dir,
 		    enum ch_remote_use use, const struct ch_store_opts *opts,

@@ -5,10 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chute.h"
+#include "chute/version.h"
+#include "chute/remote.h"
 #include "cmd.h"
-#include "chute/diff.h"
-#include "chute/ref.h"
 
 enum { OPT_JSON = CMD_LONG_ONLY, OPT_LIMIT };
 

@@ -3,7 +3,7 @@
  */
 #include <string.h>
 
-#include "chute.h"
+#include "chute/stream.h"
 #include "cmd.h"
 
 enum { OPT_FORMAT = CMD_LONG_ONLY, OPT_JSON };

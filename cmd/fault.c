@@ -37,7 +37,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "chute.h"
 #include "cmd.h"
 
 #define RING_DIR "/dev/shm/chute-"

@@ -7,10 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chute.h"
-#include "cmd.h"
-#include "chute/remote.h"
 #include "chute/store.h"
+#include "chute/remote.h"
+#include "cmd.h"
 
 enum {
 	OPT_DROP_TAG = CMD_LONG_ONLY,

@@ -7,9 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chute.h"
+#include "chute/remote.h"
 #include "cmd.h"
-#include "chute/ref.h"
 
 enum { OPT_JSON = CMD_LONG_ONLY };
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chute.h"
+#include "chute/version.h"
 #include "cmd.h"
 
 enum { OPT_JSON = CMD_LONG_ONLY, OPT_SPLIT };

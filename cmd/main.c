@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "chute.h"
+#include "chute/common.h"
 #include "cmd.h"
 
 static int cmd_help(int argc, char **argv);

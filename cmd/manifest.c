@@ -6,10 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chute.h"
+#include "chute/version.h"
+#include "chute/remote.h"
 #include "cmd.h"
-#include "chute/history.h"
-#include "chute/ref.h"
 
 enum { OPT_JSON = CMD_LONG_ONLY };
 

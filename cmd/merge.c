@@ -7,11 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chute.h"
-#include "cmd.h"
-#include "chute/ref.h"
-#include "chute/remote.h"
 #include "chute/store.h"
+#include "chute/pack.h"
+#include "chute/remote.h"
+#include "cmd.h"
 
 enum {
 	OPT_FORCE = CMD_LONG_ONLY,

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chute.h"
+#include "chute/version.h"
 #include "cmd.h"
 
 #define HELP_COLUMN 26

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "chute.h"
+#include "chute/common.h"
 #include "cmd.h"
 
 /* ------------------------------------------------------------------ */

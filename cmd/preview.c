@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chute.h"
-#include "chute/ref.h"
+#include "chute/stream.h"
+#include "chute/remote.h"
 #include "chute/visual.h"
 #include "cmd.h"
 #include "stream_opts.h"

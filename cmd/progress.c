@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "chute.h"
+#include "chute/common.h"
 #include "cmd.h"
 
 #define REDRAW_S 0.1

@@ -6,12 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "chute.h"
-#include "cmd.h"
-#include "chute/config.h"
-#include "chute/ref.h"
-#include "chute/remote.h"
 #include "chute/store.h"
+#include "chute/remote.h"
+#include "cmd.h"
 
 enum { OPT_JSON = CMD_LONG_ONLY };
 

@@ -4,11 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "chute.h"
-#include "cmd.h"
-#include "chute/config.h"
-#include "chute/remote.h"
 #include "chute/store.h"
+#include "chute/remote.h"
+#include "cmd.h"
 
 enum { OPT_JSON = CMD_LONG_ONLY };
 

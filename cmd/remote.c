@@ -6,9 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chute.h"
+#include "chute/remote.h"
 #include "cmd.h"
-#include "chute/config.h"
 
 enum { OPT_JSON = CMD_LONG_ONLY, OPT_USER };
 

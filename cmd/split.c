@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chute.h"
+#include "chute/version.h"
 #include "cmd.h"
 
 enum {

@@ -5,9 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chute.h"
+#include "chute/version.h"
 #include "cmd.h"
-#include "chute/status.h"
 
 enum { OPT_HASH = CMD_LONG_ONLY, OPT_JSON };
 

@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "chute.h"
+#include "chute/stream.h"
+#include "chute/remote.h"
 #include "cmd.h"
-#include "chute/ref.h"
 #include "pipe_pages.h"
 #include "stream.h"
 #include "stream_opts.h"

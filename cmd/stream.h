@@ -2,12 +2,11 @@
  * stream.h - what chute bench shares with chute stream: the command line
  * of a stream and running it (stream.c).
  */
-#ifndef CHUTE_STREAM_H
-#define CHUTE_STREAM_H
+#ifndef CHUTE_CMD_STREAM_H
+#define CHUTE_CMD_STREAM_H
 
 #include <stdint.h>
 
-#include "chute.h"
 #include "cmd.h"
 #include "stream_mix.h"
 #include "stream_record.h"

@@ -6,7 +6,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "chute/ref.h"
+#include "chute/stream.h"
+#include "chute/remote.h"
 #include "cmd.h"
 #include "stream_mix.h"
 #include "stream_record.h"

@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "chute.h"
+#include "chute/version.h"
 
 struct stream_mix_source {
 	const char *name;  /* as given: its key in --mix */

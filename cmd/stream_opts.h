@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "chute.h"
+#include "chute/stream.h"
 #include "chute/stream_options.h"
 #include "cmd.h"
 

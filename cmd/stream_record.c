@@ -15,7 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chute/ref.h"
+#include "chute/stream.h"
+#include "chute/remote.h"
 #include "stream_opts.h"
 #include "stream_record.h"
 

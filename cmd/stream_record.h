@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "chute.h"
+#include "chute/stream.h"
 #include "cmd.h"
 #include "stream_mix.h"
 
@@ -54,7 +54,7 @@ int record_parsed(struct stream_record *r, struct ch_stream_opts *o,
 /* Once the dataset is open, before the first batch: checks a replayed
  * dataset's id against the record's (EXIT_CHECK when they differ) and
  * writes the record with no cursor yet.  dataset is the reference the
- * dataset was opened by (chute/ref.h): a path, or REMOTE[@TAG|@ID].  Returns 0
+ * dataset was opened by (chute/remote.h): a path, or REMOTE[@TAG|@ID].  Returns 0
  * or the exit status, having said why. */
 int record_begin(struct stream_record *r, const struct ch_dataset *ds,
 		 const char *dataset, const struct ch_stream_opts *o);

@@ -8,9 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "chute.h"
+#include "chute/stream.h"
 #include "cmd.h"
-#include "chute/shm_ring.h"
 #include "stream_opts.h"
 #include "stream_shm.h"
 

@@ -8,7 +8,7 @@
 #include <signal.h>
 #include <stdint.h>
 
-#include "chute.h"
+#include "chute/stream.h"
 
 struct ch_shm_ring;
 

@@ -7,10 +7,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "chute.h"
-#include "cmd.h"
-#include "chute/remote.h"
 #include "chute/store.h"
+#include "chute/remote.h"
+#include "cmd.h"
 
 enum { OPT_JSON = CMD_LONG_ONLY };
 

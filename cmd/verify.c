@@ -6,10 +6,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "chute.h"
-#include "cmd.h"
-#include "chute/ref.h"
 #include "chute/remote.h"
+#include "chute/check.h"
+#include "cmd.h"
 
 enum { OPT_JSON = CMD_LONG_ONLY, OPT_PART };
 

@@ -15,7 +15,10 @@ built, relative to DIR unless absolute (default build).
 3. No circles: no file of lib/ or cmd/ reaches itself through the
    functions it calls (a file calling its own module's files is fine, in
    one direction); cmd/'s calls are read from BUILD/cmd/*.o.
-4. No dead code: every function the objects export is called from
+4. One header a module: include/chute/M.h declares functions that lib/M/
+   defines, and no other (include/chute/M_PART.h, a part of M's, the
+   same); a header there whose name is no module's fails.
+5. No dead code: every function the objects export is called from
    another file of lib/ or cmd/; one used only in its own file is
    static; one that only tests/ call (and perhaps its own file) is
    declared in its module's testing header, lib/MODULE/testing.h.  A
@@ -231,6 +234,64 @@ def unused(calls, funcs):
     return bad
 
 
+# A preprocessor line, continuations included
+DIRECTIVE = re.compile(r'^[ \t]*#(?:[^\n]*\\\n)*[^\n]*', re.M)
+
+
+def declared_functions(path):
+    """The functions a header declares: the name before the first '(' of
+    each statement outside braces, but for typedefs, pointers to
+    functions and functions defined there (static inline)."""
+    with open(path, encoding='utf-8', errors='replace') as f:
+        text = DIRECTIVE.sub(' ', BLANKS.sub(' ', f.read()))
+    found, stmt, head, depth = [], [], '', 0
+    for ch in text:
+        if ch == '{':
+            head = head or ''.join(stmt)
+            depth += 1
+        elif ch == '}':
+            depth -= 1
+            if depth == 0 and head.rstrip().endswith(')'):
+                stmt = []  # a body: a definition, not a declaration
+            head = '' if depth == 0 else head
+        elif depth:
+            continue
+        elif ch != ';':
+            stmt.append(ch)
+        else:
+            s, stmt = ''.join(stmt), []
+            paren = s.find('(')
+            m = re.search(r'([A-Za-z_]\w*)\s*$', s[:paren])
+            if (paren < 0 or not m or re.match(r'\s*typedef\b', s) or
+                    s[paren + 1:].lstrip().startswith('*') or
+                    m.group(1).startswith('__')):
+                continue
+            found.append(m.group(1))
+    return found
+
+
+def public_headers(funcs, allowed):
+    """Each include/chute/M.h against what lib/M/ defines."""
+    bad = []
+    for path in sorted(glob.glob('include/chute/*.h')):
+        stem = os.path.basename(path)[:-2]
+        mods = [m for m in allowed if stem == m or stem.startswith(m + '_')]
+        if not mods:
+            bad.append('%s: names no module of lib/: a public header is '
+                       'include/chute/MODULE.h' % path)
+            continue
+        mod = max(mods, key=len)
+        for name in declared_functions(path):
+            unit = funcs.get(name)
+            if unit is None:
+                bad.append('%s: declares %s, which nothing defines' %
+                           (path, name))
+            elif unit.split('/')[0] != mod:
+                bad.append('%s: declares %s, defined in %s, not in lib/%s/' %
+                           (path, name, source(unit), mod))
+    return bad
+
+
 def main():
     ap = argparse.ArgumentParser(description='The shape of the C tree.')
     ap.add_argument('--root', default=os.path.dirname(os.path.dirname(
@@ -248,6 +309,7 @@ def main():
     units, calls, funcs = symbols(build)
     bad += layering(units, calls, allowed)
     bad += circles(units, calls)
+    bad += public_headers(funcs, allowed)
     bad += unused(calls, funcs)
     for line in bad:
         print(line)
@@ -255,9 +317,11 @@ def main():
         print('check-layout: %d problem%s' % (len(bad), 's'[len(bad) == 1:]))
         return 1
     ncmd = sum(u.startswith('cmd/') for u in units)
+    nheaders = len(glob.glob('include/chute/*.h'))
     print('check-layout: %d files in %d modules and %d in cmd/: boundary, '
-          'calls and no circles ok; %d functions, each called' %
-          (len(units) - ncmd, len(allowed), ncmd, len(funcs)))
+          'calls and no circles ok; %d functions, each called; %d public '
+          'headers, each declaring its module\'s own' %
+          (len(units) - ncmd, len(allowed), ncmd, len(funcs), nheaders))
     return 0
 
 

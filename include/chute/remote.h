@@ -1,6 +1,8 @@
 /*
- * chute/remote.h - what a remote holds and how datasets move to and from it
- * (the layout is man/chute-remote.7):
+ * chute/remote.h - datasets in a remote (lib/remote/): what a remote
+ * holds and how datasets move to and from it, the references that name a
+ * version on the command line, and named remotes.  The layout of a remote
+ * is man/chute-remote.7:
  *
  *   cas/XX/HASH.EXT   shard and split files by their XXH3-128 (XX: the
  *                     hash's first two digits; EXT: .chs or .ids)
@@ -14,8 +16,11 @@
 #ifndef CH_REMOTE_H
 #define CH_REMOTE_H
 
-#include "chute.h"
+#include <signal.h>
+
+#include "chute/common.h"
 #include "chute/store.h"
+#include "chute/version.h"
 
 /* "cas/ab/ab12...ef.chs" for a file of a manifest (EXT from its path). */
 char *ch_remote_cas_key(struct ch_hash128 hash, const char *path);
@@ -37,7 +42,7 @@ int ch_remote_parse_version(struct ch_store *st, const char *id,
 			    struct ch_error *err);
 
 /* Verifies version at (a tag or an id) of the remote st where it lies,
- * as ch_verify (chute.h) a folder: the manifest must hash to its id (a
+ * as ch_verify (chute/check.h) a folder: the manifest must hash to its id (a
  * missing tag or version is an error; a damaged manifest a problem);
  * every shard object of the part is opened by range requests (header,
  * footer, index) and streamed once through its XXH3-128, and when that
@@ -227,5 +232,204 @@ struct ch_gc_report {
 int ch_remote_gc(struct ch_store *st, const struct ch_gc_opts *o,
 		 struct ch_gc_report *r, struct ch_error *err);
 void ch_gc_report_release(struct ch_gc_report *r);
+
+/* ------------------------------------------------------------------ */
+/* References: naming a dataset version on the command line           */
+/* (remote/ref.c)                                                     */
+
+/*
+ * Naming a dataset version on the command line.
+ *
+ * A reference is one of
+ *   - a dataset folder ("data/fmnist") or its manifest ("data/fmnist/manifest.json"),
+ *   - a remote reference REMOTE[@TAG|@ID]: REMOTE is a store url
+ *     (see chute/store.h: file://, http://, https://, s3://), TAG a tag name,
+ *     ID a 32-digit version id; without '@' the tag "latest";
+ *   - NAME[@TAG|@ID], NAME a remote defined in a config file (see
+ *     Named remotes, below), which stands for its url.
+ * A path that exists, or that holds a '/', is local even when it contains
+ * '@'; otherwise NAME is looked up, and NAME@... that no config defines
+ * is an error listing the names that are defined.
+ */
+
+struct ch_ref {
+	char *text;   /* as given */
+	char *remote; /* store url without "@...", or NULL when local */
+	char *at;     /* tag or id after '@' ("latest" when none); remote only */
+	char *path;   /* local: the folder or manifest path; else NULL */
+};
+
+/* 1 if text starts with a remote scheme (file://, http://, https://, s3://). */
+int ch_ref_is_remote(const char *text);
+int ch_ref_parse(const char *text, struct ch_ref *ref, struct ch_error *err);
+/* A reference that is always remote (pull's, verify's): REMOTE[@TAG|@ID],
+ * REMOTE resolved by ch_remote_arg (below) as CH_REMOTE_READ:
+ * a plain path is a folder remote (made a file:// url) that must exist,
+ * names are looked up in dataset_dir's config first (may be NULL), and
+ * text NULL is the default remote's tag latest.  ch_ref_parse, too,
+ * refuses a folder remote that does not exist ("no remote at PATH"). */
+int ch_ref_parse_remote(const char *text, const char *dataset_dir,
+			struct ch_ref *ref, struct ch_error *err);
+void ch_ref_release(struct ch_ref *ref);
+
+/* The manifest a reference names.  Remote: the tag is resolved to an id
+ * and versions/ID.json fetched; its id is checked against its content. */
+int ch_ref_load(const struct ch_ref *ref, struct ch_manifest *m,
+		struct ch_error *err);
+/* Version id of the same history: for a local reference from the
+ * dataset's DIR/.chute/versions/ID.json (see chute/version.h), for a remote one
+ * from its versions/ID.json.  Returns 1 (err set) when it is not there. */
+int ch_ref_load_version(const struct ch_ref *ref, const char *id,
+			struct ch_manifest *m, struct ch_error *err);
+
+enum { CH_CACHE_DEFAULT_GB = 10 };
+
+/* Opens the dataset a reference names: a local one in place; a remote
+ * one through the local shard cache (remote/cache.h) in cache_dir (NULL:
+ * $XDG_CACHE_HOME/chute, else ~/.cache/chute), kept under cache_bytes
+ * (0: CH_CACHE_DEFAULT_GB) by evicting least recently used files.  A
+ * remote dataset's files are fetched and verified when first wanted, and
+ * ahead of the reader once ch_dataset_plan says in which order; with no
+ * order (random reads), shards are read by range requests. */
+int ch_ref_open_dataset(const struct ch_ref *ref, const char *cache_dir,
+			uint64_t cache_bytes, struct ch_dataset *ds,
+			struct ch_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Named remotes (remote/config.c, remote/names.c)                    */
+
+/*
+ * Named remotes: the config files that hold them and the
+ * lookup of a name (man/chute-remote.1, "NAMED REMOTES" in
+ * man/chute-remote.7).
+ *
+ * A config file is git-config-like text:
+ *
+ *	[core]
+ *		remote = origin
+ *	[remote "origin"]
+ *		url = s3://bucket/datasets/fmnist
+ *
+ * Lines are "[SECTION]", "[SECTION \"SUB\"]", "KEY = VALUE", blank, or a
+ * comment starting with '#' or ';'.  Section and key names are letters,
+ * digits and '-', compared without case; a subsection (a remote's name)
+ * is compared exactly.  Keys chute does not know are kept as they are
+ * when it rewrites the file (comments are not).  Two files are read: a
+ * dataset folder's DIR/.chute/config and the user's
+ * $XDG_CONFIG_HOME/chute/config (else ~/.config/chute/config).
+ */
+
+struct ch_config_entry {
+	char *section; /* lowercase: "remote" */
+	char *sub;     /* "origin", or NULL */
+	char *key;     /* lowercase: "url" */
+	char *value;
+	unsigned line; /* where it was read (0: set since) */
+};
+
+struct ch_config {
+	char *path; /* the file, for messages and ch_config_save */
+	struct ch_config_entry *v;
+	size_t n, cap;
+};
+
+/* Reads path into cfg; a file that does not exist is an empty config.
+ * A line that does not parse, a remote name that is not one, a second
+ * url for a remote, a folder url that is not absolute, or a url that
+ * holds credentials: an error "PATH:LINE: what" (kind usage). */
+int ch_config_load(struct ch_config *cfg, const char *path,
+		   struct ch_error *err);
+/* Writes cfg to cfg->path atomically (temporary file, rename), creating
+ * its folder. */
+int ch_config_save(const struct ch_config *cfg, struct ch_error *err);
+void ch_config_release(struct ch_config *cfg);
+
+/* The value of SECTION[ "SUB"].KEY, or NULL. */
+const char *ch_config_get(const struct ch_config *cfg, const char *section,
+			  const char *sub, const char *key);
+/* Sets it (value NULL: removes it). */
+int ch_config_set(struct ch_config *cfg, const char *section,
+		  const char *sub, const char *key, const char *value,
+		  struct ch_error *err);
+/* Removes every key of SECTION "SUB". */
+void ch_config_remove_section(struct ch_config *cfg, const char *section,
+			      const char *sub);
+
+/* The remote names cfg defines, in file order, in names[0..*n) (pointers
+ * into cfg; the caller frees the array). */
+int ch_config_remote_names(const struct ch_config *cfg, const char ***names,
+			   size_t *n, struct ch_error *err);
+
+/* 0 if name can name a remote: 1 to 64 letters, digits, '.', '_' or '-',
+ * starting with a letter or digit; else -1 (usage) saying why. */
+int ch_remote_name_check(const char *name, struct ch_error *err);
+/* The url to keep for url: a remote url (file://, http://, https://,
+ * s3://) as it is, a folder path made absolute.  Refuses (usage, with a
+ * hint on where credentials go) a url with a password or a query string.
+ * The caller frees *out. */
+int ch_remote_url_check(const char *url, char **out, struct ch_error *err);
+
+/* DIR/.chute/config; the user's file.  NULL: no memory (or, for the
+ * user's file, neither $XDG_CONFIG_HOME nor $HOME set). */
+char *ch_config_dataset_path(const char *dir);
+char *ch_config_user_path(void);
+/* 1 if dir is a dataset folder (it holds manifest.json or .chute/). */
+int ch_config_is_dataset(const char *dir);
+
+/* ------------------------------------------------------------------ */
+/* Looking a name up                                                    */
+
+/* The files a name is looked up in, first match wins: the dataset folder
+ * the command is about (if any, and a dataset folder), the current
+ * folder (if a dataset folder, and another one), the user's file. */
+enum { CH_REMOTES_MAX = 3 };
+struct ch_remotes {
+	struct ch_config files[CH_REMOTES_MAX];
+	size_t n;
+};
+/* dataset_dir may be NULL. */
+int ch_remotes_load(struct ch_remotes *r, const char *dataset_dir,
+		    struct ch_error *err);
+void ch_remotes_release(struct ch_remotes *r);
+/* name's url and the file that defines it (either may be NULL), or NULL
+ * when no file does. */
+const char *ch_remotes_url(const struct ch_remotes *r, const char *name,
+			   const struct ch_config **from);
+/* The default remote: the first file's [core] remote.  Returns 0 with
+ * *name and *url set (pointers into r), or -1 (usage) when there is none
+ * or it names a remote no file defines. */
+int ch_remotes_default(const struct ch_remotes *r, const char **name,
+		       const char **url, struct ch_error *err);
+/* Fills err (usage) with "no remote named 'NAME'" and the names known,
+ * and how to add one; returns -1. */
+int ch_remotes_unknown(const struct ch_remotes *r, const char *name,
+		       struct ch_error *err);
+
+/* How a command uses the remote it names. */
+enum ch_remote_use {
+	CH_REMOTE_READ,	 /* it must be there (a folder that is not: error) */
+	CH_REMOTE_WRITE, /* push: a folder that is not there is made */
+};
+
+/* The store url for a command's REMOTE argument (text NULL: the default
+ * remote) seen from dataset_dir: a remote url as it is; an existing path,
+ * or one with a '/', a folder; else a remote name looked up as above.  A
+ * word no file defines is a folder while no remote is named anywhere (as
+ * before names existed), an error listing the known names otherwise.
+ * CH_REMOTE_READ: a folder remote that does not exist is an error (usage)
+ * "no remote at PATH".  Every command's remote (push's, tags', gc's,
+ * pull's and a reference's, above) is resolved here, so that a name
+ * means the same to all.  The caller frees *url. */
+int ch_remote_arg(const char *text, const char *dataset_dir,
+		  enum ch_remote_use use, char **url, struct ch_error *err);
+/* 1 when text is a remote name some file seen from dataset_dir defines
+ * (and not an existing path), 0 when not, -1 on errors (a config file
+ * that does not parse). */
+int ch_remote_is_name(const char *text, const char *dataset_dir,
+		      struct ch_error *err);
+/* 0 when url (a store url or a folder path) can be a remote that is
+ * there: a folder that exists, or any server's url; else -1, "no remote
+ * at PATH" (usage). */
+int ch_remote_there(const char *url, struct ch_error *err);
 
 #endif

@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "chute.h"
+#include "chute/common.h"
 
 enum ch_store_kind { CH_STORE_DIR, CH_STORE_HTTP, CH_STORE_S3 };
 

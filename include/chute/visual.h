@@ -10,7 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "chute.h"
+#include "chute/check.h"
+#include "chute/common.h"
 
 /* One self-contained HTML page (no script, no font, no request: its
  * images are inlined as data: URIs) of what ch_check found in the

@@ -6,6 +6,8 @@
 
 #include <pthread.h>
 
+#include "chute/version.h"
+#include "chute/check.h"
 #include "common/counter.h"
 #include "common/internal.h"
 

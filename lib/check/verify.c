@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 
+#include "chute/version.h"
+#include "chute/check.h"
 #include "common/counter.h"
 #include "common/internal.h"
 #include "common/pool.h"

@@ -9,7 +9,7 @@
 #ifndef CH_COMMON_COUNTER_H
 #define CH_COMMON_COUNTER_H
 
-#include "chute.h"
+#include "chute/common.h"
 
 struct ch_counter {
 	ch_progress_fn fn; /* NULL: count nothing, call nothing */

@@ -4,7 +4,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "chute.h"
 #include "common/internal.h"
 
 static void set(struct ch_error *err, enum ch_error_kind kind,

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 
-#include "chute.h"
+#include "common/bytes.h"
 #include "common/xxh.h"
 #include "common/internal.h"
 
@@ -117,8 +117,7 @@ void ch_content_hash_field(struct ch_content_hash *h, const char *name,
 			   const uint8_t *data, uint64_t size)
 {
 	uint8_t le[8];
-	for (int i = 0; i < 8; i++)
-		le[i] = (uint8_t)(size >> (8 * i));
+	st64(le, size);
 	XXH3_64bits_update(h->state, name, strlen(name) + 1);
 	XXH3_64bits_update(h->state, le, 8);
 	XXH3_64bits_update(h->state, data, (size_t)size);

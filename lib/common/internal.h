@@ -6,9 +6,13 @@
 #include <pthread.h>
 #include <stdarg.h>
 
-#include "chute.h"
+#include "chute/common.h"
 
-/* The sample content hash (see ch_sample_hash in chute.h), fed one field at
+/* Named below, declared by the modules that own them. */
+struct ch_shard;  /* chute/shard.h */
+struct ch_totals; /* chute/version.h */
+
+/* The sample content hash (see ch_sample_hash in chute/shard.h), fed one field at
  * a time, in name order. */
 struct ch_content_hash {
 	void *state; /* XXH3_state_t, owned */

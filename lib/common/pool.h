@@ -20,7 +20,7 @@
 #include <signal.h>
 #include <stddef.h>
 
-#include "chute.h"
+#include "chute/common.h"
 
 /* Returns 0, or -1 with err set (the struct is passed on whole). */
 typedef int ch_pool_task(void *arg, size_t i, int worker,

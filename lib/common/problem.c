@@ -1,7 +1,7 @@
 /* common/problem.c - what chute verify's two checkers, a folder's
  * (check/verify.c) and a remote version's (remote/verify_remote.c),
  * share: the --part they check, and a problem they found (struct
- * ch_problem, chute.h) counted and handed to the caller's callback. */
+ * ch_problem, chute/common.h) counted and handed to the caller's callback. */
 #include <stdio.h>
 
 #include "common/internal.h"

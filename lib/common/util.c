@@ -6,7 +6,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "chute.h"
 #include "common/internal.h"
 
 int ch_buf_reserve(struct ch_buf *b, size_t cap, struct ch_error *err)

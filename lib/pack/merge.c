@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "chute/pack.h"
 #include "common/counter.h"
 #include "pack/output.h"
 

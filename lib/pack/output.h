@@ -3,7 +3,7 @@
 #ifndef CH_PACK_OUTPUT_H
 #define CH_PACK_OUTPUT_H
 
-#include "chute.h"
+#include "chute/version.h"
 #include "common/internal.h"
 
 /* *exists: 1 if dir exists.  Refuses a dir that is neither a chute

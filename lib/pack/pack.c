@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "pack/entry_sort.h"
-#include "chute/history.h"
 #include "chute/store.h"
+#include "chute/version.h"
 #include "pack/output.h"
 #include "pack/plan.h"
 

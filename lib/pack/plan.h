@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 
+#include "chute/pack.h"
 #include "pack/catalog.h"
 
 struct plan_sample {

@@ -11,8 +11,8 @@
 #ifndef CH_REMOTE_CACHE_H
 #define CH_REMOTE_CACHE_H
 
-#include "chute.h"
 #include "chute/store.h"
+#include "chute/version.h"
 
 struct ch_remote_cache;
 

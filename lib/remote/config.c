@@ -1,4 +1,4 @@
-/* remote/config.c - the config files of named remotes (chute/config.h):
+/* remote/config.c - the config files of named remotes (chute/remote.h):
  * read, checked, changed and written back atomically. */
 #include <ctype.h>
 #include <errno.h>
@@ -8,8 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "chute/config.h"
-#include "chute/ref.h"
+#include "chute/remote.h"
 #include "common/internal.h"
 #include "remote/testing.h"
 

@@ -6,7 +6,6 @@
 
 #include <stdint.h>
 
-#include "chute.h"
 #include "chute/store.h"
 
 /* The lease lasts this long past its last write; gc writes it again

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/internal.h"
-#include "chute/ref.h"
+#include "chute/pack.h"
 #include "chute/remote.h"
 #include "pack/output.h"
 #include "remote/lease.h"

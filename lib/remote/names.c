@@ -1,5 +1,5 @@
 /* remote/names.c - a remote name looked up in the dataset folder's config,
- * the current folder's and the user's (chute/config.h). */
+ * the current folder's and the user's (chute/remote.h). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -7,8 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "chute/config.h"
-#include "chute/ref.h"
+#include "chute/remote.h"
 #include "common/internal.h"
 #include "remote/names.h"
 #include "remote/url.h"

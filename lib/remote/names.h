@@ -3,10 +3,10 @@
 #ifndef CH_REMOTE_NAMES_H
 #define CH_REMOTE_NAMES_H
 
-#include "chute.h"
+#include "chute/common.h"
 
 /* text is NAME[@AT] with no '/': when NAME is a remote some config file
- * defines (chute/config.h, looked up from dataset_dir, which may be
+ * defines (chute/remote.h, looked up from dataset_dir, which may be
  * NULL), *out gets its url with "@AT" after it (a folder as file://PATH).
  * Otherwise *out is NULL: text is not a name, or no file defines it;
  * with "@AT" the latter is an error that lists the known names. */

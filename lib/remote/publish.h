@@ -5,7 +5,6 @@
 #ifndef CH_REMOTE_PUBLISH_H
 #define CH_REMOTE_PUBLISH_H
 
-#include "chute.h"
 #include "chute/store.h"
 
 /* Refuses (usage) the first name ch_remote_tag_ok does not take. */

@@ -7,10 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "chute/history.h"
+#include "chute/version.h"
+#include "chute/remote.h"
 #include "common/counter.h"
 #include "common/internal.h"
-#include "chute/remote.h"
 #include "remote/lease.h"
 #include "remote/publish.h"
 

@@ -5,15 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chute/config.h"
-#include "chute/history.h"
-#include "common/internal.h"
-#include "chute/ref.h"
+#include "chute/store.h"
+#include "chute/version.h"
 #include "chute/remote.h"
+#include "common/internal.h"
 #include "remote/cache.h"
 #include "remote/names.h"
 #include "remote/url.h"
-#include "chute/store.h"
 
 /* An http remote's query (a token), which REMOTE@TAG?QUERY puts after
  * the version and which stays with the remote; NULL for others (a

@@ -3,9 +3,9 @@
 #ifndef CH_REMOTE_TESTING_H
 #define CH_REMOTE_TESTING_H
 
-#include "chute/config.h"
+#include "chute/remote.h"
 
-/* ch_config_load (chute/config.h) for text already read (len bytes, NUL
+/* ch_config_load (chute/remote.h) for text already read (len bytes, NUL
  * bytes refused), as if from path, which only names it in messages and
  * cfg->path. */
 int ch_config_parse(struct ch_config *cfg, const char *path,

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "chute/ref.h"
+#include "chute/remote.h"
 #include "remote/url.h"
 
 static const char *const schemes[] = {"file://", "http://", "https://",

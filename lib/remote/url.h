@@ -1,5 +1,5 @@
 /* remote/url.h - remote urls (remote/url.c); ch_ref_is_remote itself is
- * public, in chute/ref.h. */
+ * public, in chute/remote.h. */
 #ifndef CH_REMOTE_URL_H
 #define CH_REMOTE_URL_H
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chute/shard.h"
 #include "common/internal.h"
 
 #define BUCKETS 8192

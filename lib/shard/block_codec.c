@@ -4,7 +4,7 @@
 #include <string.h>
 #include <zstd.h>
 
-#include "chute.h"
+#include "chute/shard.h"
 
 /* A block is stored raw unless compression saves at least this share. */
 #define MIN_SAVING_PERCENT 3

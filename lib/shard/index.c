@@ -3,6 +3,7 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "common/bytes.h"
 #include "common/internal.h"
 #include "shard/format.h"
 #include "shard/index.h"

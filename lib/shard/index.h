@@ -13,7 +13,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "chute.h"
+#include "chute/common.h"
 
 /* n bytes at offset off of the shard file. */
 typedef int (*shard_read_fn)(const void *arg, void *buf, size_t n,

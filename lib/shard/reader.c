@@ -10,7 +10,8 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "chute.h"
+#include "chute/shard.h"
+#include "common/bytes.h"
 #include "common/internal.h"
 #include "shard/format.h"
 #include "shard/index.h"

@@ -9,7 +9,8 @@
 #include <zstd.h>
 
 
-#include "chute.h"
+#include "chute/shard.h"
+#include "common/bytes.h"
 #include "common/xxh.h"
 #include "shard/format.h"
 

@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "chute.h"
+#include "chute/common.h"
 
 /* ------------------------------------------------------------------ */
 /* One INI file as botocore's configparser reads it: `[SECTION]` lines,

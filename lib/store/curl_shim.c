@@ -15,7 +15,6 @@
 #include <pthread.h>
 #include <stdarg.h>
 
-#include "chute.h"
 #include "store/http.h"
 
 static struct {

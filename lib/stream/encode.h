@@ -4,7 +4,8 @@
 #ifndef CH_STREAM_ENCODE_H
 #define CH_STREAM_ENCODE_H
 
-#include "chute.h"
+#include "chute/transform.h"
+#include "chute/stream.h"
 
 struct ch_transforms;
 

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "stream/encode.h"
-#include "shard/format.h"
+#include "common/bytes.h"
 #include "transform/transform.h"
 #include "common/internal.h"
 

@@ -7,6 +7,7 @@
  * tar is written under a hidden temporary name and renamed into place
  * when complete: a reader never sees half a tar under its final name.
  */
+#include "chute/stream.h"
 #include "common/counter.h"
 #include "common/internal.h"
 

@@ -4,7 +4,7 @@
  * entries, and resuming at any position costs nothing. */
 #include <string.h>
 
-#include "chute.h"
+#include "chute/stream.h"
 /* XXH3 compiled in here, not called through libxxhash: the round function
  * below takes XXH3 apart (its mid-size path) to hash only what changes. */
 #define XXH_INLINE_ALL

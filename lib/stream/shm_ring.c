@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "chute_shm.h"
-#include "chute/shm_ring.h"
+#include "chute/stream.h"
 
 #define ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
 

@@ -11,6 +11,8 @@
 #ifndef CH_TRANSFORM_H
 #define CH_TRANSFORM_H
 
+#include "chute/transform.h"
+#include "chute/version.h"
 #include "image/image.h"
 
 enum ch_op_kind {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chute/version.h"
 #include "common/internal.h"
 
 

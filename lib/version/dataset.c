@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "chute/version.h"
 #include "common/internal.h"
 #include "shard/format.h"
 

@@ -1,6 +1,6 @@
 /*
  * version/diff.c - two dataset versions compared sample by sample
- * (chute/diff.h).
+ * (chute/version.h).
  *
  * Each version becomes one record a sample (key, content hash, split,
  * class), sorted by key; one merge of the two sorted arrays then finds
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chute/diff.h"
+#include "chute/version.h"
 #include "common/counter.h"
 
 struct rec {

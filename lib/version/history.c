@@ -1,6 +1,6 @@
 /*
  * version/history.c - a dataset folder's past versions and its stat cache
- * (chute/history.h).
+ * (chute/version.h).
  *
  * Both live in DIR/.chute, which chute pack carries across a repack.
  * Versions are manifests named by their id, so saving one twice is
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "chute/history.h"
+#include "chute/version.h"
 #include "common/internal.h"
 
 #define STAT_HEADER "chute-stat 1\n"

@@ -24,7 +24,7 @@
 
 #include <jansson.h>
 
-#include "chute.h"
+#include "chute/version.h"
 #include "common/internal.h"
 #include "common/xxh.h"
 

@@ -27,10 +27,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "chute/history.h"
+#include "chute/version.h"
+#include "common/bytes.h"
 #include "common/counter.h"
 #include "common/internal.h"
-#include "shard/format.h"
 #include "common/xxh.h"
 
 #define FRACTION_UNITS 10000

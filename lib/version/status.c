@@ -1,7 +1,7 @@
 /*
  * version/status.c - a dataset folder against its manifest (chute status).
  *
- * Each file the manifest names is stat'ed; the stat cache (chute/history.h)
+ * Each file the manifest names is stat'ed; the stat cache (chute/version.h)
  * vouches for those whose size, mtime and inode are what it recorded with
  * the hash the manifest wants, and the others are hashed.  Then shards/
  * and splits/ are walked for files the manifest does not name.
@@ -15,8 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "chute/history.h"
-#include "chute/status.h"
+#include "chute/version.h"
 #include "common/counter.h"
 #include "common/internal.h"
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chute/version.h"
 #include "common/internal.h"
 
 /* The field named name in t, added with no samples if absent. */

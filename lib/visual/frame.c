@@ -4,21 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chute/transform.h"
+#include "common/bytes.h"
 #include "visual/internal.h"
-
-static uint64_t u64_at(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static uint32_t u32_at(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
 
 /* Whether [at, at + n) lies inside a frame of size bytes. */
 static int inside(uint64_t at, uint64_t n, size_t size)
@@ -48,13 +36,13 @@ static int entry(const uint8_t *fr, size_t size, uint64_t at,
 		return ch_error_data(err, "not a batch frame: its field table "
 				     "runs past its end");
 	const uint8_t *e = fr + at;
-	f->dtype = u32_at(e + 4);
-	f->ndim = u32_at(e + 8);
-	f->name_len = u32_at(e + 12);
+	f->dtype = ld32(e + 4);
+	f->ndim = ld32(e + 8);
+	f->name_len = ld32(e + 12);
 	for (int d = 0; d < 4; d++)
-		f->shape[d] = u64_at(e + 16 + 8 * d);
-	uint64_t offsets_at = u64_at(e + 48), data_at = u64_at(e + 56);
-	f->size = u64_at(e + 64);
+		f->shape[d] = ld64(e + 16 + 8 * d);
+	uint64_t offsets_at = ld64(e + 48), data_at = ld64(e + 56);
+	f->size = ld64(e + 64);
 	if (!inside(at + 72, f->name_len, size) || f->ndim > 4 ||
 	    f->dtype > CH_DTYPE_F32 || !inside(data_at, f->size, size))
 		return ch_error_data(err, "not a batch frame: a bad field "
@@ -64,7 +52,7 @@ static int entry(const uint8_t *fr, size_t size, uint64_t at,
 	f->offsets = NULL;
 	if (f->dtype == CH_DTYPE_BYTES) {
 		if (!inside(offsets_at, 8 * ((uint64_t)nsamples + 1), size) ||
-		    u64_at(fr + offsets_at + 8 * (uint64_t)nsamples) != f->size)
+		    ld64(fr + offsets_at + 8 * (uint64_t)nsamples) != f->size)
 			return ch_error_data(err, "not a batch frame: bad "
 					     "offsets of a field");
 		f->offsets = fr + offsets_at;
@@ -72,7 +60,7 @@ static int entry(const uint8_t *fr, size_t size, uint64_t at,
 		return ch_error_data(err, "not a batch frame: a field's size "
 				     "is not its shape's");
 	}
-	f->entry_size = u32_at(e);
+	f->entry_size = ld32(e);
 	return 0;
 }
 
@@ -80,12 +68,12 @@ int frame_read(const uint8_t *fr, size_t size, struct frame *out,
 	       struct ch_error *err)
 {
 	memset(out, 0, sizeof(*out));
-	if (size < 64 || memcmp(fr, "CHB1", 4) || u64_at(fr + 8) != size)
+	if (size < 64 || memcmp(fr, "CHB1", 4) || ld64(fr + 8) != size)
 		return ch_error_data(err, "not a batch frame (CHB1) of %zu "
 				     "bytes", size);
-	out->nsamples = u32_at(fr + 32);
-	out->nfields = u32_at(fr + 36);
-	uint64_t at = (64 + (uint64_t)u32_at(fr + 40) + 7) & ~(uint64_t)7;
+	out->nsamples = ld32(fr + 32);
+	out->nfields = ld32(fr + 36);
+	uint64_t at = (64 + (uint64_t)ld32(fr + 40) + 7) & ~(uint64_t)7;
 	if (out->nfields == 0 || out->nfields > (1u << 16))
 		return ch_error_data(err, "not a batch frame: %u fields",
 				     out->nfields);
@@ -112,8 +100,8 @@ void frame_release(struct frame *f)
 void frame_value(const struct frame_field *f, uint32_t i,
 		 const uint8_t **data, size_t *size)
 {
-	uint64_t a = u64_at(f->offsets + 8 * (uint64_t)i);
-	uint64_t b = u64_at(f->offsets + 8 * ((uint64_t)i + 1));
+	uint64_t a = ld64(f->offsets + 8 * (uint64_t)i);
+	uint64_t b = ld64(f->offsets + 8 * ((uint64_t)i + 1));
 	if (a > b || b > f->size)
 		a = b = 0; /* offsets that go back: an empty value */
 	*data = f->data + a;

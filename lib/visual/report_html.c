@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chute/version.h"
 #include "chute/visual.h"
 #include "visual/html.h"
 #include "visual/internal.h"

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chute/transform.h"
 #include "chute/visual.h"
 #include "visual/internal.h"
 

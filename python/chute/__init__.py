@@ -18,7 +18,7 @@ from .errors import (CacheWarning, DataError, Error, FrameError,
                      MissingDependency, NotFoundError, ShmError, StateError,
                      StreamError)
 
-# = CH_VERSION (include/chute.h); tests/cli/docs.bats holds them together
+# = CH_VERSION (include/chute/common.h); tests/cli/docs.bats holds them together
 __version__ = "0.2.0"
 __all__ = ["Batch", "CacheWarning", "DataError", "Dataset", "Error",
            "FrameError", "MissingDependency", "NotFoundError", "Sample",

@@ -195,8 +195,8 @@ for n, line in enumerate(open(sys.argv[1], encoding="utf-8"), 1):
 
 @test "docs: chute --version prints the version" {
 	local version
-	version=$(sed -n 's/^#define CH_VERSION "\(.*\)"$/\1/p' "$REPO_ROOT/include/chute.h")
-	[ -n "$version" ] || fail "no CH_VERSION in include/chute.h"
+	version=$(sed -n 's/^#define CH_VERSION "\(.*\)"$/\1/p' "$REPO_ROOT/include/chute/common.h")
+	[ -n "$version" ] || fail "no CH_VERSION in include/chute/common.h"
 	run -0 chute --version
 	assert_output "chute $version"
 }

@@ -53,6 +53,7 @@ layout() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"boundary, calls and no circles ok"* ]]
 	[[ "$output" == *" functions, each called"* ]]
+	[[ "$output" == *" public headers, each declaring its module's own"* ]]
 }
 
 @test "layout: a planted tree that keeps the rules passes" {
@@ -169,6 +170,31 @@ layout() {
 	layout
 	echo "$output"
 	[ "$status" -eq 0 ]
+}
+
+@test "layout: a module header declares only what its module defines" {
+	plant
+	module_b a
+	mkdir -p root/include/chute
+	printf '%s\n' '/* a/ */' 'int a_f(void);' 'typedef int (*a_fn)(void);' \
+		'static inline int a_g(void) { return 1; }' >root/include/chute/a.h
+	printf '%s\n' 'struct b { int (*f)(void); };' 'int b_f(void);' \
+		>root/include/chute/b.h
+	printf '#define B_MAX 3\n' >root/include/chute/b_limits.h
+	layout
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"3 public headers, each declaring its module's own"* ]]
+	printf 'int b_f(void);\nint a_f(void);\nint b_gone(void);\n' \
+		>root/include/chute/b.h
+	printf 'int b_f(void);\n' >root/include/chute/misc.h
+	layout
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"include/chute/b.h: declares a_f, defined in lib/a/a.c, not in lib/b/"* ]]
+	[[ "$output" == *"include/chute/b.h: declares b_gone, which nothing defines"* ]]
+	[[ "$output" == *"include/chute/misc.h: names no module of lib/"* ]]
+	[[ "$output" != *"declares b_f"* ]]
 }
 
 @test "layout: a tree without objects cannot be checked (exit 2)" {

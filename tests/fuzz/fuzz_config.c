@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "chute.h"
-#include "chute/config.h"
+#include "chute/remote.h"
 #include "remote/testing.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "chute.h"
+#include "common/bytes.h"
 #include "shard/format.h"
 
 #ifndef FUZZ_PAGE_RULES

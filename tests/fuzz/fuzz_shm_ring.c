@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "chute_shm.h"
-#include "chute/shm_ring.h"
+#include "chute/stream.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /*
- * test_config.c - the config file of named remotes (chute/config.h):
+ * test_config.c - the config file of named remotes (chute/remote.h):
  * what it reads, the file and line of what it refuses, what it writes
  * back, and the names and urls it takes.
  */
@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "chute.h"
-#include "chute/config.h"
+#include "chute/remote.h"
 #include "remote/testing.h"
 #include "unit.h"
 

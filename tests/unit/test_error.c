@@ -1,5 +1,5 @@
 /*
- * test_error.c - the kind of a struct ch_error (chute.h): what each
+ * test_error.c - the kind of a struct ch_error (chute/common.h): what each
  * setter gives, that it travels with the struct, and what opening a
  * corrupt lone shard says.
  */

@@ -1,13 +1,13 @@
 /*
  * test_history.c - the stat cache's records and file, and what
- * ch_history_load says about ids it cannot serve (chute/history.h).
+ * ch_history_load says about ids it cannot serve (chute/version.h).
  */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "chute.h"
-#include "chute/history.h"
+#include "chute/version.h"
 #include "unit.h"
 
 static char dir[] = "/tmp/chute-test-history-XXXXXX";

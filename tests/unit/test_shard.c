@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "chute/shard.h"
 #include "pack/catalog.h"
 #include "unit.h"
 

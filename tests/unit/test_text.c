@@ -1,6 +1,6 @@
 /*
  * test_text.c - what text output shows of keys and URLs: ch_escape and
- * ch_url_redact (chute.h).
+ * ch_url_redact (chute/common.h).
  */
 #include <stdlib.h>
 #include <string.h>
