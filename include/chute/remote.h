@@ -246,7 +246,7 @@ void ch_gc_report_release(struct ch_gc_report *r);
  *     (see chute/store.h: file://, http://, https://, s3://), TAG a tag name,
  *     ID a 32-digit version id; without '@' the tag "latest";
  *   - NAME[@TAG|@ID], NAME a remote defined in a config file (see
- *     Named remotes, below), which stands for its url.
+ *     "Named remotes" below), which stands for its url.
  * A path that exists, or that holds a '/', is local even when it contains
  * '@'; otherwise NAME is looked up, and NAME@... that no config defines
  * is an error listing the names that are defined.
@@ -299,9 +299,8 @@ int ch_ref_open_dataset(const struct ch_ref *ref, const char *cache_dir,
 /* Named remotes (remote/config.c, remote/names.c)                    */
 
 /*
- * Named remotes: the config files that hold them and the
- * lookup of a name (man/chute-remote.1, "NAMED REMOTES" in
- * man/chute-remote.7).
+ * Named remotes: the config files that hold them and the lookup of a
+ * name (man/chute-remote.1, "NAMED REMOTES" in man/chute-remote.7).
  *
  * A config file is git-config-like text:
  *

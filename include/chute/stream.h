@@ -242,9 +242,9 @@ int ch_export(struct ch_dataset *ds, const struct ch_export_opts *o,
 /* The shared-memory ring, producer side (stream/shm_ring.c)          */
 
 /*
- * The producer side of the shared-memory ring of
- * `chute stream --shm NAME` (chute-batch(5), SHARED-MEMORY RING; the
- * layout is in chute_shm.h, which consumers include).
+ * The producer side of the shared-memory ring of `chute stream --shm
+ * NAME` (chute-batch(5), SHARED-MEMORY RING; the layout is in
+ * chute_shm.h, which consumers include).
  *
  * One thread puts frames, in order; the ring is removed from /dev/shm by
  * ch_shm_ring_free on every path, and a consumer that dies is noticed

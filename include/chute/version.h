@@ -406,9 +406,9 @@ int ch_statcache_record(const char *dataset_dir, const struct ch_manifest *m,
 /* Status (version/status.c)                                          */
 
 /*
- * A dataset folder compared with its manifest (chute
- * status, chute-status(1)): files missing, modified or unexpected, read
- * through the stat cache (above).
+ * A dataset folder compared with its manifest (chute status,
+ * chute-status(1)): files missing, modified or unexpected, read through
+ * the stat cache (above).
  */
 
 enum ch_status_kind {
