@@ -1,6 +1,7 @@
 /* stream/encode.h - one batch's samples encoded for the sink: a frame
- * (stream/encode_frame.c, man/chute-batch.5), JSON lines or tar members.
- * Private to stream/; the unit tests call the encoders directly. */
+ * (stream/encode_frame.c, man/chute-batch.5), JSON lines or tar members
+ * (also chute export's).  Private to stream/; the unit tests call the
+ * encoders directly. */
 #ifndef CH_STREAM_ENCODE_H
 #define CH_STREAM_ENCODE_H
 
@@ -47,5 +48,18 @@ int ch_encode_jsonl(const struct ch_batch *b, struct ch_buf *out,
 int ch_encode_tar(const struct ch_batch *b, struct ch_buf *out,
 		  struct ch_error *err);
 int ch_tar_end(struct ch_buf *out, struct ch_error *err);
+/* The member-level tar writer, which ch_encode_tar and chute export
+ * (stream/export.c) share.  ch_tar_header appends the header blocks of a
+ * member of size bytes named path (len bytes): a pax header first when
+ * the name or size does not fit ustar, then the ustar header.  out's
+ * length must be a whole number of blocks.  The member's data follows,
+ * then ch_tar_padding(size) zero bytes. */
+int ch_tar_header(struct ch_buf *out, const char *path, size_t len,
+		  uint64_t size, struct ch_error *err);
+size_t ch_tar_padding(uint64_t size);
+/* 1 if the member name would not extract to a file under the current
+ * folder as the same sample: empty, absolute, "." or ".." components, or
+ * a NUL (a shard is not trusted to have been written by our pack). */
+int ch_tar_name_unsafe(const char *path, size_t len);
 
 #endif

@@ -1,8 +1,10 @@
-/* stream/encode_tar.c - one batch as WebDataset tar members (chute stream
- * --format tar): a member KEY.FIELD for every field of every sample, in
- * batch order.  Batches are appended one after the other into one archive, so
- * the headers are written here by hand (libarchive wants to own the whole
- * archive); ch_tar_end writes the end marker once, after the last batch.
+/* stream/encode_tar.c - the one tar writer: WebDataset tar members
+ * KEY.FIELD for `chute stream --format tar` (one batch's samples, in batch
+ * order) and for `chute export` (stream/export.c, one shard's samples), so
+ * that both give the same bytes for the same samples.  Batches are
+ * appended one after the other into one archive, so the headers are
+ * written here by hand (libarchive wants to own the whole archive);
+ * ch_tar_end writes the end marker once, after the last member.
  *
  * Members are POSIX ustar: mode 0644, mtime 0, uid and gid 0, no user or
  * group name, so the same batch gives the same bytes on any machine.  A
@@ -154,10 +156,7 @@ static int put_pax(struct ch_buf *out, const struct tar_name *n,
 	return pad_block(out, err);
 }
 
-/* 1 if "KEY.FIELD" would not extract to a file under the current folder
- * as the same sample: empty, absolute, "." or ".." components, or a NUL
- * (a shard is not trusted to have been written by our pack). */
-static int unsafe_name(const char *path, size_t len)
+int ch_tar_name_unsafe(const char *path, size_t len)
 {
 	size_t start = 0;
 
@@ -175,33 +174,46 @@ static int unsafe_name(const char *path, size_t len)
 	return 0;
 }
 
-/* One member: [pax header], ustar header, data, padding.  name is a
- * scratch buffer for "KEY.FIELD". */
-static int put_member(struct ch_buf *out, struct ch_buf *name,
-		      const struct ch_batch_sample *s, uint32_t f,
-		      struct ch_error *err)
+int ch_tar_header(struct ch_buf *out, const char *path, size_t len,
+		  uint64_t size, struct ch_error *err)
 {
-	struct tar_name n;
-	uint64_t size = s->sizes[f];
+	struct tar_name n = { path, len, 0, 0 };
 	size_t at;
 
-	name->len = 0;
-	if (ch_buf_append(name, s->key, s->key_len, err) < 0 ||
-	    ch_buf_append(name, ".", 1, err) < 0 ||
-	    ch_buf_append(name, s->names[f], strlen(s->names[f]), err) < 0)
-		return -1;
-	if (unsafe_name((const char *)name->data, name->len))
-		return ch_error_set(err, "tar member name '%.*s.%s' is not a "
-				    "safe relative path", (int)s->key_len,
-				    s->key, s->names[f]);
-	n.path = (const char *)name->data;
-	n.len = name->len;
 	fit_name(&n);
 	if ((n.pax || size > SIZE_MAX_USTAR) && put_pax(out, &n, size, err) < 0)
 		return -1;
 	if (new_header(out, &at, err) < 0)
 		return -1;
 	put_header(out->data + at, &n, size, '0');
+	return 0;
+}
+
+size_t ch_tar_padding(uint64_t size)
+{
+	return (size_t)((BLOCK - size % BLOCK) % BLOCK);
+}
+
+/* One member: [pax header], ustar header, data, padding.  name is a
+ * scratch buffer for "KEY.FIELD". */
+static int put_member(struct ch_buf *out, struct ch_buf *name,
+		      const struct ch_batch_sample *s, uint32_t f,
+		      struct ch_error *err)
+{
+	uint64_t size = s->sizes[f];
+
+	name->len = 0;
+	if (ch_buf_append(name, s->key, s->key_len, err) < 0 ||
+	    ch_buf_append(name, ".", 1, err) < 0 ||
+	    ch_buf_append(name, s->names[f], strlen(s->names[f]), err) < 0)
+		return -1;
+	if (ch_tar_name_unsafe((const char *)name->data, name->len))
+		return ch_error_set(err, "tar member name '%.*s.%s' is not a "
+				    "safe relative path", (int)s->key_len,
+				    s->key, s->names[f]);
+	if (ch_tar_header(out, (const char *)name->data, name->len, size,
+			  err) < 0)
+		return -1;
 	if (size && ch_buf_append(out, s->data[f], size, err) < 0)
 		return -1;
 	return pad_block(out, err);

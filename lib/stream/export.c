@@ -1,7 +1,9 @@
 /*
  * stream/export.c - shards back to WebDataset tar files.
  *
- * One tar per shard, members "KEY.FIELD" in sample order.  Headers carry
+ * One tar per shard, members "KEY.FIELD" in sample order, written by the
+ * same tar writer as `chute stream --format tar` (stream/encode_tar.c):
+ * one shard streamed in order gives the same bytes.  Headers carry
  * nothing from the machine or the clock (mtime 0, uid/gid 0, no user or
  * group names, mode 0644), so the same shards give the same bytes.  Each
  * tar is written under a hidden temporary name and renamed into place
@@ -10,9 +12,8 @@
 #include "chute/stream.h"
 #include "common/counter.h"
 #include "common/internal.h"
+#include "stream/encode.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -20,12 +21,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Headers and small members are gathered up to this many bytes before a
+ * write; a bigger member's data is written from where it lies. */
+#define FLUSH_AT ((size_t)1 << 20)
+
 /* One tar being written. */
 struct tar_out {
 	const char *final; /* OUTDIR/NAME.tar */
 	struct ch_temp tmp; /* OUTDIR/.NAME.tar.tmp-PID, locked */
-	struct archive *ar;
-	struct archive_entry *ae;
+	struct ch_buf out;  /* bytes not yet written, whole blocks */
 	struct ch_buf name; /* member name, NUL-terminated */
 };
 
@@ -47,27 +51,6 @@ static char *tar_name(const char *shard_path)
 	return out;
 }
 
-/* 1 if the member name could land outside OUTDIR when extracted, or would
- * not read back as the same sample: absolute, empty, "." or ".."
- * components. */
-static int name_escapes(const char *name)
-{
-	const char *c = name;
-
-	if (*name == '/')
-		return 1;
-	for (;;) {
-		size_t n = strcspn(c, "/");
-
-		if (n == 0 || (n == 1 && c[0] == '.') ||
-		    (n == 2 && c[0] == '.' && c[1] == '.'))
-			return 1;
-		if (c[n] == '\0')
-			return 0;
-		c += n + 1;
-	}
-}
-
 /* Builds "KEY.FIELD" in t->name, refusing names that escape OUTDIR: a
  * shard from elsewhere is not trusted to have been made by our pack. */
 static int member_path(struct tar_out *t, const struct ch_sample_info *si,
@@ -83,8 +66,9 @@ static int member_path(struct tar_out *t, const struct ch_sample_info *si,
 	memcpy(p, si->key, si->key_len);
 	p[si->key_len] = '.';
 	memcpy(p + si->key_len + 1, field, flen + 1);
-	if (memchr(si->key, '\0', si->key_len) || flen == 0 ||
-	    strchr(field, '/') || name_escapes(p))
+	t->name.len = si->key_len + 1 + flen;
+	if (flen == 0 || strchr(field, '/') ||
+	    ch_tar_name_unsafe(p, t->name.len))
 		return ch_error_set(err,
 				    "refusing to write member '%s' to '%s': "
 				    "a member name must be relative, without "
@@ -94,58 +78,52 @@ static int member_path(struct tar_out *t, const struct ch_sample_info *si,
 	return 0;
 }
 
-/* libarchive's own message, with the system's reason when there is one
- * ("Write error" alone does not say the disk is full). */
-static int tar_error(struct tar_out *t, const char *member,
-		     struct ch_error *err)
+/* Writes n bytes at p to the temporary. */
+static int write_bytes(struct tar_out *t, const void *p, size_t n,
+		       struct ch_error *err)
 {
-	int e = archive_errno(t->ar);
-	const char *msg = archive_error_string(t->ar);
-	char where[512] = "";
+	const uint8_t *at = p;
 
-	if (!msg)
-		msg = "unknown error";
-	if (member)
-		snprintf(where, sizeof(where), " (member '%s')", member);
-	if (e > 0 && strcmp(msg, strerror(e)) != 0)
-		return ch_error_errno(err, e, "cannot write '%s'%s: %s",
-				      t->final, where, msg);
-	return ch_error_set(err, "cannot write '%s'%s: %s", t->final, where,
-			    msg);
+	while (n > 0) {
+		ssize_t w = write(t->tmp.fd, at, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return ch_error_errno(err, errno, "cannot write '%s'",
+					      t->final);
+		at += w;
+		n -= (size_t)w;
+	}
+	return 0;
 }
 
-/* One member: a regular file with deterministic metadata. */
+/* Writes what t->out gathered. */
+static int flush(struct tar_out *t, struct ch_error *err)
+{
+	int rc = write_bytes(t, t->out.data, t->out.len, err);
+
+	t->out.len = 0;
+	return rc;
+}
+
+/* One member: header, data, padding (stream/encode_tar.c). */
 static int put_member(struct tar_out *t, const uint8_t *data, uint64_t size,
 		      struct ch_error *err)
 {
-	struct archive_entry *ae = t->ae;
+	static const uint8_t zero[512];
 
-	archive_entry_clear(ae);
-	archive_entry_set_pathname(ae, (const char *)t->name.data);
-	archive_entry_set_filetype(ae, AE_IFREG);
-	archive_entry_set_perm(ae, 0644);
-	archive_entry_set_size(ae, (la_int64_t)size);
-	archive_entry_set_mtime(ae, 0, 0);
-	archive_entry_set_uid(ae, 0);
-	archive_entry_set_gid(ae, 0);
-	/* ARCHIVE_WARN: the header was written with a caveat.  The one
-	 * expected is a name that is not ASCII (we never set a locale): it
-	 * then goes out as its raw bytes in a pax "hdrcharset=BINARY"
-	 * header, which is what we want: the key's exact bytes. */
-	if (archive_write_header(t->ar, ae) < ARCHIVE_WARN)
-		goto fail;
-	while (size > 0) {
-		size_t n = size > (1u << 30) ? (1u << 30) : (size_t)size;
-		la_ssize_t w = archive_write_data(t->ar, data, n);
-
-		if (w <= 0)
-			goto fail;
-		data += w;
-		size -= (uint64_t)w;
-	}
-	return 0;
-fail:
-	return tar_error(t, (const char *)t->name.data, err);
+	if (ch_tar_header(&t->out, (const char *)t->name.data, t->name.len,
+			  size, err) < 0)
+		return -1;
+	if (size >= FLUSH_AT) {
+		if (flush(t, err) < 0 || write_bytes(t, data, size, err) < 0)
+			return -1;
+	} else if (size && ch_buf_append(&t->out, data, size, err) < 0)
+		return -1;
+	if (ch_buf_append(&t->out, zero, ch_tar_padding(size), err) < 0)
+		return -1;
+	return t->out.len >= FLUSH_AT ? flush(t, err) : 0;
 }
 
 /* Writes every sample of sh, field by field, checking for cancellation
@@ -193,25 +171,6 @@ out:
 	return rc;
 }
 
-static int tar_open(struct tar_out *t, const char *dir, const char *name,
-		    struct ch_error *err)
-{
-	if (ch_temp_create(&t->tmp, dir, name, 0, err) < 0)
-		return -1;
-	t->ar = archive_write_new();
-	t->ae = archive_entry_new();
-	if (!t->ar || !t->ae)
-		return ch_error_set(err, "cannot write '%s': out of memory",
-				    t->final);
-	/* ustar headers, with a pax header only where a name or size does
-	 * not fit ustar. */
-	if (archive_write_set_format_pax_restricted(t->ar) != ARCHIVE_OK ||
-	    archive_write_add_filter_none(t->ar) != ARCHIVE_OK ||
-	    archive_write_open_fd(t->ar, t->tmp.fd) != ARCHIVE_OK)
-		return tar_error(t, NULL, err);
-	return 0;
-}
-
 /* Finishes the tar (end marker, flush), syncs it and renames it into
  * place, still locked: closing it unlocks it.  *size: its bytes. */
 static int tar_commit(struct tar_out *t, uint64_t *size,
@@ -219,8 +178,8 @@ static int tar_commit(struct tar_out *t, uint64_t *size,
 {
 	struct stat st;
 
-	if (archive_write_close(t->ar) != ARCHIVE_OK)
-		return tar_error(t, NULL, err);
+	if (ch_tar_end(&t->out, err) < 0 || flush(t, err) < 0)
+		return -1;
 	if (fsync(t->tmp.fd) < 0 || fstat(t->tmp.fd, &st) < 0)
 		return ch_error_errno(err, errno, "cannot write '%s'", t->final);
 	*size = (uint64_t)st.st_size;
@@ -234,11 +193,8 @@ static int tar_commit(struct tar_out *t, uint64_t *size,
 /* Frees; a temporary file still there belongs to a failed export. */
 static void tar_release(struct tar_out *t)
 {
-	if (t->ar)
-		archive_write_free(t->ar);
-	if (t->ae)
-		archive_entry_free(t->ae);
 	ch_temp_release(&t->tmp, 1);
+	ch_buf_release(&t->out);
 	ch_buf_release(&t->name);
 }
 
@@ -267,7 +223,7 @@ static int export_shard(struct ch_dataset *ds, size_t s,
 	}
 	t.final = final;
 	if ((rc = ch_dataset_shard(ds, s, &sh, err)) < 0 ||
-	    (rc = tar_open(&t, o->out_dir, name, err)) < 0 ||
+	    (rc = ch_temp_create(&t.tmp, o->out_dir, name, 0, err)) < 0 ||
 	    (rc = put_samples(&t, sh, o, c, err)) < 0 ||
 	    (rc = tar_commit(&t, size, err)) < 0)
 		goto out;
@@ -336,8 +292,7 @@ int ch_export(struct ch_dataset *ds, const struct ch_export_opts *o,
 		ch_error_set(err, "no output folder given");
 		goto out;
 	}
-	if (ch_archive_load("write tar files", err) < 0 ||
-	    check_names(&ds->manifest, err) < 0 ||
+	if (check_names(&ds->manifest, err) < 0 ||
 	    ch_mkdir_p(o->out_dir, err) < 0)
 		goto out;
 	ch_counter_phase(&c, "writing", "samples", m->samples, m->bytes);

@@ -2,7 +2,7 @@
  * shards hold.  A manifest's per-shard sizes and sample counts are bound
  * to the files (dataset.c, verify), and its dataset-wide samples,
  * shard_bytes and bytes must add up from those and from the schema
- * (manifest.c refuses one that does not); what is left is the schema
+ * (the manifest_*.c files refuse one that does not); what is left is the schema
  * itself: how many samples have each field and its raw bytes, which only
  * the shards' indexes can tell (chute-manifest(5), KEYS). */
 #include <stdio.h>

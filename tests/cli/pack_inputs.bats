@@ -124,7 +124,7 @@ z.close()'
 	assert_line "cat/c1.txt"
 }
 
-@test "pack and export: without libarchive, a tar source and export exit 2 naming the package" {
+@test "pack and export: without libarchive, a tar source exits 2 naming the package; export still writes tars" {
 	local lib
 	lib=$(PATH=$PATH:/sbin:/usr/sbin ldconfig -p 2>/dev/null |
 		awk '$1 == "libarchive.so.13" { print $NF; exit }')
@@ -138,9 +138,10 @@ z.close()'
 	hidden() { unshare -rm sh -c 'mount --bind /dev/null "$0" && exec "$@"' "$lib" "$@"; }
 	run -2 hidden "$CHUTE_BIN" pack -q p.tar -o fromtar
 	assert_output --partial "cannot read tar/zip archives: libarchive.so.13 could not be loaded (install libarchive13"
-	run -2 hidden "$CHUTE_BIN" export -q ds -o out
-	assert_output --partial "cannot write tar files: libarchive.so.13 could not be loaded"
-	assert_not_exists out
+	# export writes its tars itself (stream/encode_tar.c)
+	run -0 hidden "$CHUTE_BIN" export -q ds -o out
+	run -0 tar -tf out/ds-000000.tar
+	assert_line "cat/c1.txt"
 	# a folder still packs
 	run -0 hidden "$CHUTE_BIN" pack -q photos -o again
 }
