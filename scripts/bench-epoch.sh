@@ -8,7 +8,8 @@
 # reports, it does not judge: exit 0 unless a side fails.
 #
 # Data: Fashion-MNIST's 60,000 training samples (784-byte images and their
-# labels), packed at the default zstd level 3 into 4 shards of 15,000.
+# labels; Debian's dataset-fashion-mnist, or $FMNIST_DIR), packed at the
+# default zstd level 3 into 4 shards of 15,000.
 #
 # The sides:
 #  stream, stream-shm  a fresh Python process: numpy, chute.Stream(batch
@@ -31,19 +32,28 @@
 #       as the decoding).
 #   (c) STEADY: the stream side's own epochs after the first.
 #
-#   limit = START + max(DECODE, STEADY)
+#   limit = START + DECODE + STEADY
 #
-# Why that is a lower bound: nothing of an epoch can happen before both
-# processes have started, and the Python process must import chute before
-# it can start chute, so the two starts add.  Then a shuffled first epoch
-# does all a steady epoch does (plan, gather, encode, hand over, parse),
-# and besides decodes every block once: a global shuffle's first batch
-# draws from nearly every block.  The decoding can overlap the rest
-# (other cores), so neither can take less than the longer of the two.  A
+# Why that is the limit of a global shuffle: nothing of an epoch can
+# happen before both processes have started, and the Python process must
+# import chute before it can start chute, so the two starts add.  Then
+# batch 0 draws its 256 samples from nearly every block (the 48 blocks
+# hold about 1,250 samples each: a block is missed with probability
+# (47/48)^256, 0.5 %), and zstd decodes a block from its start, so batch 0
+# cannot be complete before (nearly) every block is decoded, even with
+# every core decoding; and every later batch needs every block too, so no
+# batch can be made meanwhile.  Only then can the consumer start, and the
+# 234 batches that follow take at least what they take when everything
+# is warm (STEADY, less one batch).  The bound is loose by the part of
+# each block after its last sample of batch 0 (a sixth, on average, of
+# DECODE), by the index and by the fresh memory, all left to chute.  A
 # first epoch at the limit would start at once, decode on every core at
-# zstd's own speed, and lose nothing to it.  Reported: limit / FIRST, the
-# first epoch's speed as a fraction of the limit's (target >= 0.7), for
-# each side against its own STEADY.
+# zstd's own speed, and lose nothing to it.  Shown beside it, a looser
+# bound that holds for any order (decoding hidden under the epoch):
+# START + max(DECODE, STEADY).
+#
+# Reported: limit / FIRST, the first epoch's speed as a fraction of the
+# limit's (target >= 0.7), for each side against its own STEADY.
 #
 # Data is made once under ${BENCH_DIR:-/tmp/chute-bench}/epoch.
 set -euo pipefail
@@ -54,6 +64,7 @@ CHUTE=$(realpath "$1")
 PYTHON=${PYTHON:-/usr/bin/python3}
 HERE=$(realpath "$(dirname "$0")")
 SIDE=$HERE/bench_epoch.py
+IDX=${FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
 WORK=${BENCH_DIR:-/tmp/chute-bench}/epoch
 RUNS_DIR=$WORK/runs
 RUNS=5
@@ -74,11 +85,11 @@ DS=$WORK/fm4
 make_ds() {
 	echo "bench-epoch: packing Fashion-MNIST into $DS (once)" >&2
 	rm -rf "$DS" "$WORK/tar"
-	"$PYTHON" "$HERE/fashion_mnist.py" "$WORK/tar" >/dev/null
+	"$PYTHON" "$HERE/fashion_mnist.py" "$WORK/tar" --source "$IDX" >/dev/null
 	"$CHUTE" pack -q -s 15000s "$WORK/tar/train.tar" -o "$DS" >/dev/null
 	rm -rf "$WORK/tar"
 }
-cached "$DS.ok" "$(pack_version "$CHUTE"), Fashion-MNIST train, -s 15000s" make_ds
+cached "$DS.ok" "$(pack_version "$CHUTE"), $IDX train, -s 15000s" make_ds
 SHARDS=("$DS"/shards/*.chs)
 cat "${SHARDS[@]}" >/dev/null
 
@@ -137,7 +148,7 @@ echo
 echo "$("$CHUTE" --version), $(nproc) cores; median of $RUNS; warm cache;" \
 	"load average $load_before before, $load_after after"
 echo
-echo "Limit of the first epoch: START + max(DECODE, STEADY)"
+echo "Limit of the first epoch: START + DECODE + STEADY (a global shuffle: see the script's header)"
 printf '  (a) start: chute --version %s ms + Python to its imports %s ms = %s ms\n' \
 	"$(ms "$s_chute")" "$(ms "$s_py")" "$(ms "$start")"
 printf '  (b) decode of all %s blocks (%s MB raw): %s ms on %s cores (%s ms on one, %s MB/s)\n' \
@@ -146,16 +157,18 @@ printf '  (b) decode of all %s blocks (%s MB raw): %s ms on %s cores (%s ms on o
 printf '      (not in the limit: the same on %s cores keeping every block in fresh memory, as a stream'"'"'s cache does: %s ms)\n' \
 	"$(nproc)" "$(ms "$kept")"
 echo
-printf '%-22s %10s %10s %10s %10s %10s\n' "" "first ms" "steady ms" "limit ms" "limit/first" "target"
+printf '%-22s %10s %10s %10s %11s %10s\n' "" "first ms" "steady ms" "limit ms" "limit/first" "target"
 for side in stream stream_shm; do
 	first=$(col "$side" 2) steady=$(col "$side" 3)
-	limit=$(calc "$start + $(max "$dec" "$steady")")
+	limit=$(calc "$start + $dec + $steady")
+	loose=$(calc "$start + $(max "$dec" "$steady")")
 	r=$(calc "$limit / $first")
 	name="chute.Stream (pipe)"
 	[ "$side" = stream ] || name="chute.Stream (shm)"
-	printf '%-22s %10s %10s %10s %10.2f %10s %s\n' "$name" "$(ms "$first")" \
+	printf '%-22s %10s %10s %10s %11.2f %10s %s\n' "$name" "$(ms "$first")" \
 		"$(ms "$steady")" "$(ms "$limit")" "$r" ">= 0.7" \
 		"$(calc "($r >= 0.7) ? \"PASS\" : \"MISS\"")"
-	echo "  first epoch / limit = $(calc "sprintf(\"%.2f\", $r)") (target >= 0.7)," \
+	echo "  first epoch / limit = $(calc "sprintf(\"%.2f\", $r)") (target >= 0.7);" \
+		"against START + max(DECODE, STEADY) ($(ms "$loose") ms): $(ratio "$loose" "$first");" \
 		"samples/s first $(int "60000 / $first"), steady $(int "60000 / $steady")"
 done
