@@ -136,7 +136,7 @@ demo: deps
 tour: all
 	PYTHON=$(PYTHON) $(DEMO) $(BUILD)/chute
 
-## bench: pack/verify vs tar|zstd, xxhsum, cat; stream vs DataLoader, numpy, cat; transforms vs DataLoader, TurboJPEG; --shm vs pipe; chute.Stream from Python; chute.Dataset at random vs arrays
+## bench: pack/verify vs tar|zstd, xxhsum, cat; stream vs DataLoader, numpy, cat; transforms vs DataLoader, TurboJPEG; --shm vs pipe; chute.Stream from Python; chute.Dataset at random vs arrays; the first epoch vs its limit
 bench: all
 	PYTHON=$(PYTHON) ./scripts/bench-pack.sh $(BUILD)/chute
 	PYTHON=$(PYTHON) ./scripts/bench-stream.sh $(BUILD)/chute
@@ -148,6 +148,7 @@ bench: all
 	PYTHON=$(PYTHON) ./scripts/bench-dataset.sh $(BUILD)/chute
 	PYTHON=$(PYTHON) ./scripts/bench-mix.sh $(BUILD)/chute
 	PYTHON=$(PYTHON) ./scripts/bench-verify.sh $(BUILD)/chute
+	PYTHON=$(PYTHON) ./scripts/bench-epoch.sh $(BUILD)/chute
 
 ## fuzz: run each libFuzzer target for FUZZ_SECONDS (default 60)
 FUZZ_SECONDS ?= 60

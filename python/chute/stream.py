@@ -30,20 +30,13 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import weakref
 
 from . import frames as _frames
 from .errors import MissingDependency, StateError, StreamError
 from .frames import FrameError
-
-try:  # a torch IterableDataset when torch is there; plain numpy without
-    import torch
-    import torch.utils.data as _torch_data
-    _Base = _torch_data.IterableDataset
-except ImportError:
-    torch = _torch_data = None
-    _Base = object
 
 STATE_FORMAT = "chute-stream-state"
 STATE_VERSION = 2
@@ -71,6 +64,7 @@ class Batch:
         self.cursor, self.nsamples = frame.cursor, frame.nsamples
         self.partial, self.last = frame.partial, frame.last
         if as_torch:
+            torch = _loaded("torch")
             self.fields = {k: torch.from_numpy(v) if hasattr(v, "dtype") else v
                            for k, v in frame.fields.items()}
         else:
@@ -102,9 +96,39 @@ class Batch:
                    ",".join(self.fields), self.cursor))
 
 
+def _loaded(name):
+    """Module `name` when the program has imported it, else None.  This
+    module never imports torch on its own: importing it takes seconds (5
+    on a busy 2-core machine), more than a small dataset's first epoch,
+    and a numpy or JAX trainer would pay it for nothing.  A program that
+    uses torch has imported it already."""
+    return sys.modules.get(name)
+
+
+def _torch_if(wanted):
+    """torch, imported, if wanted and installed; else None."""
+    if not wanted:
+        return None
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def _need_torch(what):
+    """torch, imported for an option that asks for it."""
+    torch = _torch_if(True)
+    if torch is None:
+        raise MissingDependency("%s needs torch (Debian: python3-torch)"
+                                % what, "torch")
+    return torch
+
+
 def _dist_rank_world():
     """(rank, world size) of torch.distributed when it is initialised,
     else of $RANK and $WORLD_SIZE (what torchrun sets), else (0, 1)."""
+    torch = _loaded("torch")
     if torch is not None:
         dist = getattr(torch, "distributed", None)
         if dist is not None and dist.is_available() and dist.is_initialized():
@@ -242,7 +266,7 @@ def _cannot_run(binary, e):
     return StreamError("cannot run %r: %s" % (binary, e.strerror or e))
 
 
-def _synced(ring):
+def _synced(ring, torch):
     """The ring's frames, each slot handed back only after the GPU copies
     made from it (non-blocking, on the current CUDA stream) are done."""
     for fr in ring:
@@ -264,7 +288,7 @@ PYTHON_ONLY = ("dataset", "chute", "as_torch", "extra_args", "shm_timeout",
                "pin_memory")
 
 
-class Stream(_Base):
+class Stream:
     """Batches of `chute stream DATASET`, as an iterable: each pass (each
     `for`, each iter()) streams the next epoch.
 
@@ -331,10 +355,18 @@ class Stream(_Base):
     chute is stopped and reaped on break, exceptions, KeyboardInterrupt
     and garbage collection.
 
-    With torch, a Stream is a torch.utils.data.IterableDataset: give it to
-    DataLoader(stream, batch_size=None, num_workers=0) (chute batches and
-    runs its own worker threads).  DataLoader workers (num_workers > 0)
-    would each stream the same data: that is refused with a StreamError."""
+    A Stream made once torch is imported is a torch IterableDataset:
+    give it to DataLoader(stream, batch_size=None, num_workers=0) (chute
+    batches and runs its own worker threads).  DataLoader workers
+    (num_workers > 0) would each stream the same data: that is refused
+    with a StreamError.  The package imports torch only for an option
+    that needs it (as_torch, pin_memory): a numpy or JAX trainer does
+    not wait seconds for it."""
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Stream and _loaded("torch.utils.data") is not None:
+            cls = _torch_stream()
+        return super().__new__(cls)
 
     def __init__(self, dataset: "str | os.PathLike[str] | list[str]", *,
                  batch_size: int = 256,
@@ -358,9 +390,8 @@ class Stream(_Base):
         if epochs is not None and int(epochs) < 0:
             raise ValueError("epochs is None (one a pass), 0 (for ever) or "
                              "a count, not %r" % (epochs,))
-        if as_torch and torch is None:
-            raise MissingDependency("as_torch=True needs torch (Debian: "
-                                    "python3-torch)", "torch")
+        if as_torch:
+            _need_torch("as_torch=True")
         if mode not in ("train", "eval"):
             raise ValueError("mode is 'train' or 'eval', not %r" % (mode,))
         if shuffle not in ("global", "window", "none"):
@@ -632,9 +663,10 @@ class Stream(_Base):
     # -- iterating
 
     def _check_worker(self):
-        if _torch_data is None:
+        torch_data = _loaded("torch.utils.data")
+        if torch_data is None:  # not in a DataLoader's worker, then
             return
-        info = _torch_data.get_worker_info()
+        info = torch_data.get_worker_info()
         if info is not None and info.num_workers > 1:
             raise StreamError(
                 "chute.Stream in a DataLoader with num_workers=%d: each worker "
@@ -645,6 +677,13 @@ class Stream(_Base):
     def __iter__(self) -> "Iterator[Batch]":
         self._check_worker()
         return self._run()
+
+    def __getitem__(self, index):
+        # what a DataLoader calls on a Stream it does not see as iterable
+        raise TypeError(
+            "a chute.Stream is iterated, not indexed; a torch DataLoader "
+            "takes it as an IterableDataset when it is made after torch is "
+            "imported (import torch before making the Stream)")
 
     def _start(self, argv):
         try:
@@ -710,9 +749,9 @@ class Stream(_Base):
                     ring = ShmRing(name, self.shm_timeout,
                                    alive=lambda: proc.poll() is None,
                                    made=proc.stdout)
-                    pinned = self.pin_memory and torch is not None \
-                        and ring.pin(torch)
-                    source = _synced(ring) if pinned else iter(ring)
+                    torch = _torch_if(self.pin_memory)
+                    pinned = torch is not None and ring.pin(torch)
+                    source = _synced(ring, torch) if pinned else iter(ring)
                 else:
                     source = _frames.frames(proc.stdout)
                 for fr in source:
@@ -762,3 +801,25 @@ class Stream(_Base):
             self.close()
         except Exception:  # interpreter shutdown
             pass
+
+
+_TORCH_STREAM = []  # the class below, made once torch is there
+
+
+def _torch_stream():
+    """Stream as a torch IterableDataset (what Stream() makes once torch
+    is imported), made the first time it is asked for.  Pickles by the
+    name _TorchStream (a DataLoader worker started by spawn)."""
+    if not _TORCH_STREAM:
+        import torch.utils.data as torch_data
+        cls = type("Stream", (Stream, torch_data.IterableDataset),
+                   {"__doc__": Stream.__doc__, "__module__": __name__,
+                    "__qualname__": "_TorchStream"})
+        _TORCH_STREAM.append(cls)
+    return _TORCH_STREAM[0]
+
+
+def __getattr__(name):
+    if name == "_TorchStream":  # unpickling, maybe before any Stream()
+        return _torch_stream()
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

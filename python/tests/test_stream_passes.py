@@ -8,6 +8,7 @@ import os
 import pickle
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -227,3 +228,45 @@ def test_a_remote_dataset_has_a_len_and_takes_a_local_copys_state(ds, chute_bin,
     it.close()
     r.load_state_dict(local.state_dict())
     assert [b.cursor for b in r] == [b.cursor for b in local]
+
+
+def run_python(code, *args):
+    """code run by a fresh interpreter that finds the package as the tests
+    do; its stdout."""
+    path = os.path.join(os.path.dirname(os.path.abspath(chute.__file__)), "..")
+    return subprocess.run([sys.executable, "-c", code] + list(args),
+                          check=True, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=path)).stdout
+
+
+def test_a_numpy_trainer_never_waits_for_torch_to_import(ds, chute_bin):
+    # importing torch takes seconds, more than a small dataset's first epoch
+    out = run_python(
+        "import sys, chute\n"
+        "s = chute.Stream(sys.argv[1], chute=sys.argv[2], batch_size=3)\n"
+        "n = sum(len(b) for b in s)\n"
+        "print(n, 'torch' in sys.modules, isinstance(s, chute.Stream))",
+        ds, chute_bin)
+    assert out.split() == ["40", "False", "True"]
+
+
+def test_a_stream_made_after_torch_is_imported_is_an_iterable_dataset(ds, chute_bin):
+    out = run_python(
+        "import pickle, sys, chute\n"
+        "early = chute.Stream(sys.argv[1], chute=sys.argv[2], batch_size=3)\n"
+        "from torch.utils.data import DataLoader, IterableDataset\n"
+        "s = chute.Stream(sys.argv[1], chute=sys.argv[2], batch_size=3)\n"
+        "again = pickle.loads(pickle.dumps(s))\n"
+        "print(isinstance(s, IterableDataset), isinstance(s, chute.Stream),\n"
+        "      type(again) is type(s), isinstance(early, IterableDataset))\n"
+        "loaded = DataLoader(s, batch_size=None, collate_fn=lambda b: b)\n"
+        "print(sum(len(b) for b in loaded))\n"
+        "try:\n"
+        "    next(iter(DataLoader(early, batch_size=None)))\n"
+        "except TypeError as e:\n"
+        "    print(e)\n",
+        ds, chute_bin)
+    lines = out.splitlines()
+    assert lines[0].split() == ["True", "True", "True", "False"]
+    assert lines[1] == "40"
+    assert "import torch before making the Stream" in lines[2]

@@ -8,10 +8,11 @@
 
 load helper
 
-# chute.stream imports torch: each py forks from a process that has
+# each py forks from a process that has imported the package and torch
+# (which chute.stream no longer imports itself: the tests use it)
 setup_file() {
 	export PYTHONPATH="$REPO_ROOT/python"
-	pyfork_start chute chute.stream
+	pyfork_start chute chute.stream torch
 }
 
 teardown_file() {
