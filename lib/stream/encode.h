@@ -30,6 +30,9 @@ struct ch_batch {
 		 * where its bytes go in dest[f], for the caller to copy them
 		 * in (other encoders do not take such samples). */
 		uint64_t *dest;
+		/* with dest: NULL, every field waits; else only those whose
+		 * late[f] is not 0 */
+		const uint32_t *late;
 		/* NULL: every field is bytes; else each field's type: a
 		 * fixed-shape field has the same type in every sample of the
 		 * batch and its bytes are one value of it */

@@ -165,7 +165,7 @@ INLINE const uint8_t *field_at(const struct ch_batch *b, size_t i,
 		return NULL;
 	}
 	*size = s->sizes[f];
-	if (s->dest)
+	if (s->dest && (!s->late || s->late[f]))
 		*dest = &s->dest[f];
 	if (s->types && s->types[f].dtype)
 		*type = &s->types[f];

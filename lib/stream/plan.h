@@ -90,6 +90,10 @@ struct ch_stream_shared {
 	uint64_t seed;
 	int eval, skip_corrupt, nworkers;
 	int defer; /* leave samples of cached blocks for ch_batch_fill */
+	/* make the images that ch_transform_late takes in ch_batch_fill,
+	 * straight into the frame (not with skip_corrupt: a sample that
+	 * fails there can no longer be replaced) */
+	int late;
 	const struct ch_transforms *tx;	 /* --transform; NULL: none */
 	const struct ch_mix *mix;	 /* the samples' sources; NULL */
 	const char **keep; /* --fields, interned; NULL: every field */
@@ -112,7 +116,9 @@ struct ch_batch_data {
 	uint64_t *sizes;
 	const uint8_t **data;
 	uint64_t *src, *dest; /* deferred fields: offset in the sample, in
-				 the frame (set by ch_encode_frame_in) */
+				 the frame (set by ch_encode_frame_in);
+				 late ones: src is the size of the bytes
+				 their value is made from */
 	size_t nfields, fields_cap;
 	int deferred; /* some samples wait for ch_batch_fill */
 	struct ch_read_slot *slots;
@@ -122,6 +128,8 @@ struct ch_batch_data {
 	struct ch_buf xraw;	     /* transformed fields' values */
 	struct ch_field_type *types; /* with transforms: each field's */
 	uint8_t *in_xraw;	     /* its value is in xraw, not raw */
+	uint32_t *late;	/* made by ch_batch_fill: its pipeline + 1; or 0 */
+	uint64_t nlate, epoch;
 	uint64_t skipped; /* corrupt samples met (--on-error skip) */
 };
 void ch_batch_data_release(struct ch_batch_data *b);
@@ -149,7 +157,10 @@ int ch_batch_read(struct ch_batch_reader *r, struct ch_batch_plan *p,
 /* With defer, samples of compressed blocks are checked but not copied by
  * ch_batch_read (their b->samples have dest set); once ch_encode_frame_in
  * has laid out the frame, this copies their bytes from the cached blocks
- * straight into it: one copy a sample instead of two. */
+ * straight into it: one copy a sample instead of two.  With late, the
+ * images whose type their header gives are only planned by ch_batch_read
+ * (dest and late set); this decodes and resamples them straight into the
+ * frame: no copy at all, and no buffer between. */
 int ch_batch_fill(struct ch_batch_reader *r, struct ch_batch_data *b,
 		  uint8_t *frame, struct ch_error *err);
 

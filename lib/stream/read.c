@@ -178,6 +178,8 @@ struct ch_read_slot {
 	uint32_t block;	     /* deferred: where its bytes are */
 	uint64_t offset;
 	int deferred;
+	int late;	     /* some of its values are made by ch_batch_fill */
+	uint64_t id;	     /* late: the sample, its transforms' key */
 	uint64_t key_at;     /* offset of the key in raw */
 	size_t key_len;
 	size_t first;	     /* its first field in names/sizes/data */
@@ -194,6 +196,7 @@ void ch_batch_data_release(struct ch_batch_data *b)
 	ch_buf_release(&b->xraw);
 	free(b->types);
 	free(b->in_xraw);
+	free(b->late);
 	free(b->samples);
 	free(b->names);
 	free(b->sizes);
@@ -251,6 +254,7 @@ static int grow_fields(struct ch_batch_data *b, size_t need,
 	RESIZE(b->dest, cap, ok);
 	RESIZE(b->types, cap, ok);
 	RESIZE(b->in_xraw, cap, ok);
+	RESIZE(b->late, cap, ok);
 	if (!ok)
 		return ch_error_nomem(err);
 	b->fields_cap = cap;
@@ -407,6 +411,7 @@ static void move_field(struct ch_batch_data *b, size_t to, size_t from)
 	b->data[to] = b->data[from];
 	b->types[to] = b->types[from];
 	b->in_xraw[to] = b->in_xraw[from];
+	b->late[to] = b->late[from];
 }
 
 /* The last sample read, its fields narrowed to --fields, and its mix
@@ -442,6 +447,7 @@ static int shape_fields(const struct ch_stream_shared *sh,
 	b->data[p] = (const uint8_t *)(uintptr_t)at;
 	b->types[p] = (struct ch_field_type){ 0 };
 	b->in_xraw[p] = 0;
+	b->late[p] = 0;
 	b->nfields++;
 	sl->nfields++;
 	return 0;
@@ -502,6 +508,7 @@ static int read_one(struct ch_batch_reader *r, struct ch_batch_data *b,
 		b->src[k] = fi.offset;
 		b->types[k] = (struct ch_field_type){ 0 };
 		b->in_xraw[k] = 0;
+		b->late[k] = 0;
 		/* an offset for now: raw may move as it grows */
 		b->data[k] = (const uint8_t *)(uintptr_t)(at + fi.offset);
 	}
@@ -766,6 +773,23 @@ static int transform_slot(struct ch_batch_reader *r,
 		if (as_is)
 			continue; /* the bytes stay in raw: one copy fewer */
 		const uint8_t *in = b->raw.data + (uintptr_t)b->data[x];
+		size_t bytes = 0;
+		int late = r->sh->late ? ch_transform_late(&r->tr, pipe, &k, in,
+							   b->sizes[x],
+							   &b->types[x], &bytes,
+							   err)
+				       : 0;
+		if (late < 0)
+			return -1;
+		if (late) { /* the bytes stay in raw, for ch_batch_fill */
+			b->src[x] = b->sizes[x];
+			b->sizes[x] = bytes;
+			b->late[x] = (uint32_t)t + 1;
+			sl->late = 1;
+			sl->id = id;
+			b->nlate++;
+			continue;
+		}
 		size_t at = b->xraw.len;
 		if (ch_transform_run(&r->tr, pipe, &k, in, b->sizes[x],
 				     &b->xraw, &b->types[x], err) < 0)
@@ -830,7 +854,9 @@ static void assemble(struct ch_batch_plan *p, struct ch_batch_data *b,
 			.data = sl->deferred ? NULL
 					     : (const uint8_t *const *)(b->data +
 									sl->first),
-			.dest = sl->deferred ? b->dest + sl->first : NULL,
+			.dest = sl->deferred || sl->late ? b->dest + sl->first
+							 : NULL,
+			.late = sl->late ? b->late + sl->first : NULL,
 			.types = typed ? b->types + sl->first : NULL,
 		};
 	}
@@ -847,6 +873,8 @@ int ch_batch_read(struct ch_batch_reader *r, struct ch_batch_plan *p,
 	b->xraw.len = 0;
 	b->nfields = 0;
 	b->deferred = 0;
+	b->nlate = 0;
+	b->epoch = p->epoch;
 	b->skipped = 0;
 	if (grow_batch(b, p->n ? p->n : 1, err) < 0)
 		return -1;
@@ -872,6 +900,37 @@ int ch_batch_read(struct ch_batch_reader *r, struct ch_batch_plan *p,
 	return 0;
 }
 
+/* Makes the late values straight into the frame, from the field bytes
+ * they were planned from (b->data[x], b->src[x] of them).  The sample's
+ * transforms already read its header: what fails now is its pixels,
+ * named as transform_pass names them. */
+static int make_late(struct ch_batch_reader *r, struct ch_batch_data *b,
+		     uint8_t *frame, struct ch_error *err)
+{
+	const struct ch_transforms *tx = r->sh->tx;
+	int rc = 0;
+	ch_transformer_pass_begin(&r->tr);
+	for (uint32_t i = 0; i < b->nslots && rc == 0; i++) {
+		const struct ch_read_slot *sl = &b->slots[i];
+		struct ch_transform_key k = { r->sh->seed, b->epoch, sl->id };
+		if (!sl->late || sl->state != DONE)
+			continue;
+		for (size_t x = sl->first;
+		     rc == 0 && x < sl->first + sl->nfields; x++)
+			if (b->late[x])
+				rc = ch_transform_run_at(
+					&r->tr, &tx->p[b->late[x] - 1], &k,
+					b->data[x], b->src[x],
+					frame + b->dest[x], b->sizes[x], err);
+		if (rc < 0) {
+			name_sample(r->sh, b, sl, err);
+			err->kind = CH_ERR_DATA;
+		}
+	}
+	ch_transformer_pass_end(&r->tr);
+	return rc;
+}
+
 /* Copies the deferred samples' bytes into the frame, shard by shard in
  * block order, like the reads that checked them.  Their blocks are
  * usually still cached; one that is not is decoded (and checked) again. */
@@ -879,6 +938,8 @@ int ch_batch_fill(struct ch_batch_reader *r, struct ch_batch_data *b,
 		  uint8_t *frame, struct ch_error *err)
 {
 	size_t m = 0;
+	if (b->nlate && make_late(r, b, frame, err) < 0)
+		return -1;
 	if (!b->deferred)
 		return 0;
 	for (uint32_t i = 0; i < b->nslots; i++)

@@ -450,15 +450,18 @@ static void run_job(struct streamer *s, struct ch_batch_reader *r,
 	double t1 = ch_now();
 	if (rc == 0 && (rc = encode_batch(s, j, r == s->own)) < 0)
 		j->err.kind = CH_ERR_DATA; /* it will not fit the format */
+	double t_fill = ch_now();
 	if (rc == 0)
 		rc = ch_batch_fill(r, &b->data, j->frame, &j->err);
+	/* images made late, straight into the frame: reading, as before */
+	double late = b->data.nlate ? ch_now() - t_fill : 0;
 	j->reserve_s = r == s->own ? s->reserve_s - reserved : 0;
 	double t2 = ch_now() - j->reserve_s;
 	j->beyond_s = t2 - t0 - (ch_batch_reader_load_seconds(r) - loaded);
 	pthread_mutex_lock(&s->lock);
 	s->busy--;
-	s->read_s += t1 - t0;
-	s->encode_s += t2 - t1;
+	s->read_s += t1 - t0 + late;
+	s->encode_s += t2 - t1 - late;
 	s->tune.batches++;
 	s->tune.work_s += t2 - t0;
 	if (t2 - t0 > s->tune.work_max_s)
@@ -798,6 +801,7 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 		/* a source field is not in the blocks to copy from */
 		.defer = o->format == CH_FORMAT_BATCH && !tx &&
 			 !o->source_field,
+		.late = o->format == CH_FORMAT_BATCH && tx && !o->skip_corrupt,
 		.tx = tx, .mix = ch_mix_of(ds),
 		.source_field = o->source_field,
 	};

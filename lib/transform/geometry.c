@@ -146,11 +146,19 @@ static void region(const struct ch_geom *g, uint32_t d, struct ch_decode_req *r)
 	r->h = (uint32_t)fmin(g->info.h, y1 * d) - r->y;
 }
 
-/* Decodes and resamples: the u8 HWC image g describes, into out. */
-int ch_image_realize(struct ch_transformer *tr, const struct ch_geom *g,
-		     int chw, const uint8_t *in, size_t size,
-		     struct ch_buf *out, struct ch_field_type *t,
-		     struct ch_error *err)
+/* The type of the u8 image g describes, HWC or CHW. */
+void ch_image_type(const struct ch_geom *g, int chw, struct ch_field_type *t)
+{
+	*t = (struct ch_field_type){ .dtype = CH_DTYPE_U8, .ndim = 3,
+				     .shape = { g->vh, g->vw, g->c } };
+	if (chw)
+		*t = (struct ch_field_type){ .dtype = CH_DTYPE_U8, .ndim = 3,
+					     .shape = { g->c, g->vh, g->vw } };
+}
+
+int ch_image_realize_at(struct ch_transformer *tr, const struct ch_geom *g,
+			int chw, const uint8_t *in, size_t size, uint8_t *px,
+			struct ch_error *err)
 {
 	struct ch_decode_req req = { .channels = g->c };
 	struct ch_decoded dec;
@@ -160,12 +168,7 @@ int ch_image_realize(struct ch_transformer *tr, const struct ch_geom *g,
 	if (ch_image_decode(tr->dec, in, size, &req, &dec, err) < 0)
 		return -1;
 	double t1 = ch_now();
-	size_t bytes = (size_t)g->vw * g->vh * g->c;
-	if (ch_buf_reserve(out, out->len + bytes, err) < 0)
-		return -1;
-	struct ch_image dst = { .px = out->data + out->len, .w = g->vw,
-				.h = g->vh,
-				.c = g->c,
+	struct ch_image dst = { .px = px, .w = g->vw, .h = g->vh, .c = g->c,
 				.stride = (size_t)g->vw * (chw ? 1 : g->c) };
 	double s = dec.denom, bx = g->bx / s - dec.x0, by = g->by / s - dec.y0;
 	int rc = chw ? ch_image_resample_planar(tr->rs, &dec.img, bx, by,
@@ -174,16 +177,24 @@ int ch_image_realize(struct ch_transformer *tr, const struct ch_geom *g,
 						err)
 		     : ch_image_resample(tr->rs, &dec.img, bx, by, g->bw / s,
 					 g->bh / s, g->flip, &dst, err);
-	if (rc < 0)
-		return -1;
-	out->len += bytes;
-	*t = (struct ch_field_type){ .dtype = CH_DTYPE_U8, .ndim = 3,
-				     .shape = { g->vh, g->vw, g->c } };
-	if (chw)
-		*t = (struct ch_field_type){ .dtype = CH_DTYPE_U8, .ndim = 3,
-					     .shape = { g->c, g->vh, g->vw } };
 	tr->decode_s += t1 - t0;
 	tr->resample_s += ch_now() - t1;
+	return rc;
+}
+
+/* Decodes and resamples: the u8 HWC image g describes, into out. */
+int ch_image_realize(struct ch_transformer *tr, const struct ch_geom *g,
+		     int chw, const uint8_t *in, size_t size,
+		     struct ch_buf *out, struct ch_field_type *t,
+		     struct ch_error *err)
+{
+	size_t bytes = (size_t)g->vw * g->vh * g->c;
+	if (ch_buf_reserve(out, out->len + bytes, err) < 0 ||
+	    ch_image_realize_at(tr, g, chw, in, size, out->data + out->len,
+				err) < 0)
+		return -1;
+	out->len += bytes;
+	ch_image_type(g, chw, t);
 	return 0;
 }
 

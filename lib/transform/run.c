@@ -192,6 +192,25 @@ static const char *op_name(enum ch_op_kind k)
 	return names[k];
 }
 
+/* An image's geometry: the header, then the geometric ops; *next is the
+ * first op left, with a `layout chw` straight after taken (*chw: the
+ * resampler writes the planes).  Returns the op that failed, or -1. */
+static int plan_image(struct ch_transformer *tr, const struct ch_pipeline *p,
+		      const struct ch_transform_key *k, const uint8_t *in,
+		      size_t size, struct ch_geom *g, size_t *next, int *chw,
+		      struct ch_error *err)
+{
+	size_t i = 1;
+	if (ch_image_start(tr, g, p->ops[0].n, in, size, err) < 0)
+		return 0;
+	for (; i < p->nops && p->ops[i].kind <= CH_OP_FLIP; i++)
+		if (ch_image_geometry(g, &p->ops[i], k, i, p->eval, err) < 0)
+			return (int)i;
+	*chw = i < p->nops && p->ops[i].kind == CH_OP_LAYOUT && p->ops[i].chw;
+	*next = i + (size_t)*chw;
+	return -1;
+}
+
 /* Runs ops [from, nops) of an image: geometry first, pixels when an op
  * needs them.  Returns the op that failed, or -1 when none did. */
 static int run_image(struct run *r, const struct ch_pipeline *p,
@@ -199,16 +218,10 @@ static int run_image(struct run *r, const struct ch_pipeline *p,
 		     size_t size, struct ch_error *err)
 {
 	struct ch_geom g;
-	size_t i = 1;
-	if (ch_image_start(r->tr, &g, p->ops[0].n, in, size, err) < 0)
-		return 0;
-	for (; i < p->nops && p->ops[i].kind <= CH_OP_FLIP; i++)
-		if (ch_image_geometry(&g, &p->ops[i], k, i, p->eval, err) < 0)
-			return (int)i;
-	/* layout chw straight after: the resampler writes the planes */
-	int chw = i < p->nops && p->ops[i].kind == CH_OP_LAYOUT &&
-		  p->ops[i].chw;
-	i += (size_t)chw;
+	size_t i;
+	int chw, failed = plan_image(r->tr, p, k, in, size, &g, &i, &chw, err);
+	if (failed >= 0)
+		return failed;
 	/* nothing after: the pixels go straight where the caller wants them */
 	r->in_out = i == p->nops;
 	if (!r->in_out)
@@ -308,6 +321,45 @@ int ch_transform_run(struct ch_transformer *tr, const struct ch_pipeline *p,
 	if (r.in_out)
 		return 0;
 	return ch_buf_append(out, r.cur->data, r.cur->len, err);
+}
+
+int ch_transform_late(struct ch_transformer *tr, const struct ch_pipeline *p,
+		      const struct ch_transform_key *k, const uint8_t *in,
+		      size_t size, struct ch_field_type *type, size_t *bytes,
+		      struct ch_error *err)
+{
+	struct ch_geom g;
+	size_t next;
+	int chw, failed;
+	if (p->ops[0].kind != CH_OP_DECODE)
+		return 0;
+	failed = plan_image(tr, p, k, in, size, &g, &next, &chw, err);
+	if (failed >= 0)
+		return op_failed(p, failed, err);
+	if (next != p->nops)
+		return 0; /* ops on the pixels follow: they need a buffer */
+	ch_image_type(&g, chw, type);
+	*bytes = (size_t)g.vw * g.vh * g.c;
+	return 1;
+}
+
+int ch_transform_run_at(struct ch_transformer *tr, const struct ch_pipeline *p,
+			const struct ch_transform_key *k, const uint8_t *in,
+			size_t size, uint8_t *px, size_t bytes,
+			struct ch_error *err)
+{
+	struct ch_geom g;
+	size_t next;
+	int chw, failed = plan_image(tr, p, k, in, size, &g, &next, &chw, err);
+	if (failed >= 0)
+		return op_failed(p, failed, err);
+	/* the same bytes twice: never, but not a write past the value */
+	if (next != p->nops || (size_t)g.vw * g.vh * g.c != bytes)
+		return ch_error_set(err, "field '%s': the image's size changed "
+				    "between its two reads", p->field);
+	if (ch_image_realize_at(tr, &g, chw, in, size, px, err) < 0)
+		return op_failed(p, 0, err);
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */

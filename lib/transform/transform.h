@@ -107,6 +107,22 @@ int ch_transform_run(struct ch_transformer *tr, const struct ch_pipeline *p,
 		     const struct ch_transform_key *k, const uint8_t *in,
 		     size_t size, struct ch_buf *out,
 		     struct ch_field_type *type, struct ch_error *err);
+/* Values made late, straight into their place in a frame: an image
+ * whose pipeline ends with its geometric ops (and a layout), whose type
+ * the header gives before any pixel is decoded.  ch_transform_late reads
+ * the header and plans the ops: 1 and *type when the value can be made
+ * late (and its size in *bytes), 0 when p must run now (ch_transform_run), -1 on an error (the
+ * header's or a geometric op's, ch_transform_run's message).
+ * ch_transform_run_at then makes it, for the same key and bytes, into
+ * px, which has room for its `bytes`. */
+int ch_transform_late(struct ch_transformer *tr, const struct ch_pipeline *p,
+		      const struct ch_transform_key *k, const uint8_t *in,
+		      size_t size, struct ch_field_type *type, size_t *bytes,
+		      struct ch_error *err);
+int ch_transform_run_at(struct ch_transformer *tr, const struct ch_pipeline *p,
+			const struct ch_transform_key *k, const uint8_t *in,
+			size_t size, uint8_t *px, size_t bytes,
+			struct ch_error *err);
 /* 1 when p's value is the field's bytes as they are (a lone `bytes` op):
  * *type is set and nothing needs running or copying; 0 when p must run;
  * -1 when the bytes do not fit, with ch_transform_run's message. */
@@ -146,6 +162,12 @@ int ch_image_realize(struct ch_transformer *tr, const struct ch_geom *g,
 		     int chw, const uint8_t *in, size_t size,
 		     struct ch_buf *out, struct ch_field_type *t,
 		     struct ch_error *err);
+/* The same into px, which has room for the g->vw * g->vh * g->c bytes;
+ * ch_image_type gives their type. */
+int ch_image_realize_at(struct ch_transformer *tr, const struct ch_geom *g,
+			int chw, const uint8_t *in, size_t size, uint8_t *px,
+			struct ch_error *err);
+void ch_image_type(const struct ch_geom *g, int chw, struct ch_field_type *t);
 
 /* Array ops (transform/array.c), from the bytes in `in` to out. */
 int ch_array_int(const uint8_t *in, size_t size, struct ch_buf *out,

@@ -400,6 +400,84 @@ static int print_boxes(int argc, char **argv)
 	return 0;
 }
 
+/* A 120x90 JPEG of a gradient and noise. */
+static int test_jpeg(struct ch_buf *jpg, struct ch_error *err)
+{
+	static uint8_t px[120 * 90 * 3];
+	uint32_t seed = 7;
+	for (size_t i = 0; i < sizeof(px); i++) {
+		seed = seed * 1103515245u + 12345u;
+		px[i] = (uint8_t)((i % 360) / 2 + (seed >> 27));
+	}
+	struct ch_image im = { px, 120, 90, 3, 360 };
+	return ch_image_jpeg_encode(&im, 90, jpg, err);
+}
+
+/* Made late, straight into a buffer, a value has the bytes and type that
+ * ch_transform_run gives it; pipelines with pixel ops after the geometry
+ * are not made late; a buffer of another size is refused, and a JPEG
+ * whose pixels are cut short fails in the late run, named as a run's. */
+static void late_values_equal_a_run(void)
+{
+	static const char *const specs[] = {
+		"jpg: decode | random-resized-crop 32 | flip | layout chw",
+		"jpg: decode | resize 40 | center-crop 32",
+		"jpg: decode | random-resized-crop 24 | normalize imagenet",
+	};
+	struct ch_buf jpg = { 0 }, out = { 0 };
+	struct ch_error err = { 0 };
+	struct ch_transformer tr;
+	if (!CHECK(test_jpeg(&jpg, &err) == 0 &&
+		   ch_transformer_init(&tr, &err) == 0)) {
+		unit_note("%s", err.msg);
+		return;
+	}
+	/* the header and a few bytes of the scan: no row decodes whole */
+	size_t cut = 2;
+	while (cut + 1 < jpg.len &&
+	       !(jpg.data[cut] == 0xff && jpg.data[cut + 1] == 0xda))
+		cut++;
+	cut += 24;
+	uint8_t *px = malloc(3 * 40 * 40);
+	for (size_t s = 0; s < 3 && px; s++) {
+		struct ch_transforms *tx = parse1(specs[s], 0, &err);
+		for (uint64_t i = 0; tx && i < 8; i++) {
+			struct ch_transform_key k = { 1, 2, i };
+			struct ch_field_type t, lt;
+			size_t bytes = 0;
+			out.len = 0;
+			int late = ch_transform_late(&tr, &tx->p[0], &k, jpg.data,
+						     jpg.len, &lt, &bytes, &err);
+			CHECK(late == (s < 2));
+			CHECK(ch_transform_run(&tr, &tx->p[0], &k, jpg.data,
+					       jpg.len, &out, &t, &err) == 0);
+			if (late != 1)
+				continue;
+			CHECK(bytes == out.len && !memcmp(&t, &lt, sizeof(t)));
+			memset(px, 0, bytes);
+			CHECK(ch_transform_run_at(&tr, &tx->p[0], &k, jpg.data,
+						  jpg.len, px, bytes, &err) == 0);
+			CHECK(!memcmp(px, out.data, bytes));
+			CHECK(ch_transform_run_at(&tr, &tx->p[0], &k, jpg.data,
+						  jpg.len, px, bytes - 1,
+						  &err) < 0);
+			/* the header whole, the pixels cut short */
+			CHECK(ch_transform_late(&tr, &tx->p[0], &k, jpg.data,
+						cut, &lt, &bytes, &err) == 1);
+			CHECK(ch_transform_run_at(&tr, &tx->p[0], &k, jpg.data,
+						  cut, px, bytes,
+						  &err) < 0 &&
+			      strstr(err.msg, "field 'jpg': decode: cannot "
+					      "decode JPEG"));
+		}
+		ch_transforms_free(tx);
+	}
+	free(px);
+	ch_transformer_release(&tr);
+	ch_buf_release(&jpg);
+	ch_buf_release(&out);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "boxes"))
@@ -415,6 +493,7 @@ int main(int argc, char **argv)
 		UNIT(half_floats),
 		UNIT(geometry_maps_crops_to_the_source),
 		UNIT(layout_and_dtype),
+		UNIT(late_values_equal_a_run),
 	};
 	return unit_run(tests, UNIT_COUNT(tests));
 }
