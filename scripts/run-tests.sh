@@ -122,8 +122,11 @@ unit_suites() {
 # chute's C code: run once, against the normal build, not again under the
 # sanitizers (they would add minutes and test no more C).  layout.bats
 # runs no chute at all (scripts/check-layout.py on build/'s objects): its
-# second pass would be the first again.
-ONCE="makefile.bats python_dataset.bats python_install.bats ddp.bats layout.bats"
+# second pass would be the first again.  docs.bats compares texts (man
+# pages, --help, the changelog); the C it runs, help and the option
+# parser's errors, every other file's sanitized pass runs too.
+ONCE="makefile.bats python_dataset.bats python_install.bats ddp.bats layout.bats
+	docs.bats"
 
 # Test files that look at /dev/shm as a whole: readme.bats's tour uses the
 # fixed ring name "tour"; python_stream.bats and shm.bats check that no
