@@ -455,9 +455,15 @@ enum cmd_parsed cmd_parse(const struct cmd_spec *spec, int argc, char **argv,
 			  void *args, struct ch_error *err)
 {
 	struct parser p;
-	size_t n = 0;
+	size_t n = 0, rows = 0;
 	int rc, help = 0;
 
+	while (spec->opts[rows].name)
+		rows++;
+	if (rows > CMD_MAX_OPTS) /* a table grown past the parser: a bug */
+		return ch_error_set(err, "%zu options, more than the %d the "
+				    "parser takes", rows, CMD_MAX_OPTS),
+		       CMD_FAIL;
 	parser_init(&p, spec, argc, argv);
 	while ((rc = step(&p, args, &n, &help, err)) > 0)
 		;
