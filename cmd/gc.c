@@ -90,6 +90,7 @@ const struct cmd_spec cmd_gc_spec = {
 /* Returns 0, -1 after --help, or EXIT_USAGE. */
 static int parse_args(struct gc_args *a, int argc, char **argv)
 {
+	a->gc.grace_s = DEFAULT_GRACE_S;
 	return cmd_parse_args(&cmd_gc_spec, argc, argv, a);
 }
 
