@@ -85,8 +85,8 @@ MAN_PAGES := $(wildcard man/*.1 man/*.5 man/*.7)
 VERSION := $(shell sed -n 's/^\#define CH_VERSION "\([^"]*\)".*/\1/p' \
 	$(wildcard include/*.h include/chute/*.h))
 
-## all: build the chute binary (build/chute) and the store's test driver
-all: $(BUILD)/chute $(BUILD)/tests/store_tool
+## all: build the chute binary (build/chute) and the test drivers
+all: $(BUILD)/chute $(BUILD)/tests/store_tool $(BUILD)/tests/options_tool
 
 HEADERS := $(wildcard include/*.h include/chute/*.h lib/*/*.h cmd/*.h)
 
@@ -118,6 +118,11 @@ $(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h tests/jpeg_compare.h $(BUILD)
 $(BUILD)/tests/store_tool: tests/store_tool.c $(BUILD)/libchute.a
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) -Ilib $(LDFLAGS) -o $@ $< $(BUILD)/libchute.a $(LDLIBS)
+
+# The option tables' test driver (tests/cli/docs.bats); not installed.
+$(BUILD)/tests/options_tool: tests/options_tool.c $(filter-out $(BUILD)/cmd/main.o,$(CMD_OBJ)) $(BUILD)/libchute.a
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(filter-out $(BUILD)/cmd/main.o,$(CMD_OBJ)) $(BUILD)/libchute.a $(LDLIBS)
 
 ## deps: install the Debian packages chute needs (as root)
 deps:

@@ -16,14 +16,15 @@ static const char *const bench_usage[] = {
 };
 
 /* The options that shape and feed the stream: those the table of
- * include/chute/stream_options.h marks BENCH. */
-static struct cmd_opt bench_opts[CH_STREAM_OPT_COUNT + 1];
-
-static const struct cmd_spec bench_spec = {
+ * stream_rows.h marks BENCH; the datasets and what is taken as chute
+ * stream's. */
+const struct cmd_spec cmd_bench_spec = {
 	.name = "bench",
 	.summary = "measure where the time of a stream goes",
 	.usage = bench_usage,
-	.opts = bench_opts,
+	.opts = bench_cmd_opts,
+	.operand = stream_add_dataset,
+	.taken = stream_option_taken,
 	.extra = "Streams DATASET into nothing with the stream options given\n"
 		 "and prints the busy time of each stage and the one that\n"
 		 "limits throughput.\n",
@@ -111,8 +112,7 @@ int cmd_bench(int argc, char **argv)
 	struct ch_stream_stats st;
 	struct ch_fetch_stats fetch;
 	stream_args_init(&a, 1);
-	stream_cmd_opts(bench_opts, 1);
-	int status = stream_parse_args(&a, &bench_spec, argc, argv);
+	int status = stream_parse_args(&a, &cmd_bench_spec, argc, argv);
 	if (status != 0) {
 		status = status < 0 ? 0 : status;
 	} else {

@@ -11,30 +11,9 @@
 #include "chute/version.h"
 #include "cmd.h"
 
-enum { OPT_FORCE = CMD_LONG_ONLY };
-
 static const char *const cat_usage[] = {
 	"cat [-f FIELD] DATASET|SHARD KEY|#N...",
 	NULL,
-};
-
-static const struct cmd_opt cat_opts[] = {
-	{'f', "field", "FIELD", "the field to write (needed if several)"},
-	{OPT_FORCE, "force", NULL, "write a field that is not text even to a "
-				   "terminal"},
-	CMD_HELP_OPT,
-	CMD_QUIET_OPT,
-	{0, NULL, NULL, NULL},
-};
-
-static const struct cmd_spec cat_spec = {
-	.name = "cat",
-	.summary = "write one field of one sample to standard output",
-	.usage = cat_usage,
-	.opts = cat_opts,
-	.extra = "#N picks sample N of the whole dataset, counting from 0\n"
-		 "several samples: their fields one after another, in the order "
-		 "given;\nall are found before the first byte is written\n",
 };
 
 struct cat_args {
@@ -42,6 +21,42 @@ struct cat_args {
 	const char **which; /* the KEY|#N operands, nwhich of them */
 	int nwhich;
 	int force; /* --force: binary even to a terminal */
+};
+
+/* The dataset, then the samples. */
+static int take_operand(void *args, const char *arg, struct ch_error *err)
+{
+	struct cat_args *a = args;
+	(void)err;
+	if (!a->path)
+		a->path = arg;
+	else
+		a->which[a->nwhich++] = arg;
+	return 0;
+}
+
+static const struct cmd_opt cat_opts[] = {
+	CMD_OPT_TEXT('f', "field", "FIELD", struct cat_args, field,
+		     "the field to write (needed if several)"),
+	CMD_OPT_FLAG(0, "force", struct cat_args, force,
+		     "write a field that is not text even to a terminal"),
+	CMD_HELP_OPT,
+	CMD_QUIET_OPT,
+	CMD_OPT_END,
+};
+
+const struct cmd_spec cmd_cat_spec = {
+	.name = "cat",
+	.summary = "write one field of one sample to standard output",
+	.usage = cat_usage,
+	.opts = cat_opts,
+	.extra = "#N picks sample N of the whole dataset, counting from 0\n"
+		 "several samples: their fields one after another, in the order "
+		 "given;\nall are found before the first byte is written\n",
+	.operand = take_operand,
+	.required = 2,
+	.missing = "missing arguments: give a dataset or shard, then a key or "
+		   "#N",
 };
 
 /* Where the sample is, and which of its fields to write. */
@@ -166,33 +181,7 @@ static int write_field(struct ch_block_reader *r, const struct cat_target *t,
 
 static int parse_args(int argc, char **argv, struct cat_args *a)
 {
-	struct cmd_parser p;
-	int c, operands = 0;
-
-	cmd_parser_init(&p, &cat_spec, argc, argv);
-	while ((c = cmd_next(&p)) != CMD_END) {
-		if (c == CMD_HELP)
-			return -1;
-		if (c == CMD_BAD)
-			return EXIT_USAGE;
-		if (c == 'f') {
-			a->field = p.arg;
-			continue;
-		}
-		if (c == OPT_FORCE) {
-			a->force = 1;
-			continue;
-		}
-		if (operands == 0)
-			a->path = p.arg;
-		else
-			a->which[a->nwhich++] = p.arg;
-		operands++;
-	}
-	if (operands < 2)
-		return cmd_error("missing arguments: give a dataset or shard, "
-				 "then a key or #N");
-	return 0;
+	return cmd_parse_args(&cmd_cat_spec, argc, argv, a);
 }
 
 int cmd_cat(int argc, char **argv)

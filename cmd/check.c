@@ -9,58 +9,9 @@
 #include "chute/visual.h"
 #include "cmd.h"
 
-enum {
-	OPT_ALLOW_NO_EVAL = CMD_LONG_ONLY,
-	OPT_BASELINE,
-	OPT_DISTANCE,
-	OPT_DRIFT,
-	OPT_EXAMPLES,
-	OPT_HTML,
-	OPT_JSON,
-	OPT_NEAR,
-	OPT_RULES,
-};
-
 static const char *const check_usage[] = {
 	"check [OPTIONS] DATASET",
 	NULL,
-};
-
-static const struct cmd_opt check_opts[] = {
-	{OPT_ALLOW_NO_EVAL, "allow-no-eval", NULL,
-	 "a missing eval split warns instead of failing"},
-	{OPT_BASELINE, "baseline", "REF",
-	 "compare class proportions with an earlier version"},
-	{'d', "deep", NULL, "also decode every block and hash every sample"},
-	{OPT_DISTANCE, "distance", "N",
-	 "near-duplicate Hamming distance, 0 to 64 (default 4)"},
-	{OPT_DRIFT, "drift", "F",
-	 "labels: largest class share change allowed (default 0.05)"},
-	{OPT_EXAMPLES, "examples", "N",
-	 "example keys per rule, 0 to 1000 (default 5)"},
-	CMD_HELP_OPT,
-	{OPT_HTML, "html", "FILE",
-	 "also write the report as one self-contained HTML page"},
-	{'j', "jobs", "N", "parallel threads (default: all cores)"},
-	{OPT_JSON, "json", NULL, "one JSON report on standard output"},
-	{OPT_NEAR, "near-duplicates", NULL,
-	 "also look for near-identical images across splits"},
-	CMD_QUIET_OPT,
-	{OPT_RULES, "rules", "FILE",
-	 "levels, thresholds, required and label fields from a JSON file"},
-	{0, NULL, NULL, NULL},
-};
-
-static const struct cmd_spec check_spec = {
-	.name = "check",
-	.summary = "validate a dataset before training",
-	.usage = check_usage,
-	.opts = check_opts,
-	.extra = "rules: readable, required-fields, empty, field-types, "
-		 "duplicates, leakage,\nconflicting-labels, near-duplicates, "
-		 "eval-split, labels, size-outliers,\ncorruption.  the rules "
-		 "that failed are printed first.  exit status:\n0 no rule "
-		 "failed, 1 a rule failed, 2 usage or I/O error\n",
 };
 
 struct check_args {
@@ -71,46 +22,75 @@ struct check_args {
 };
 
 /* A share of the samples, 0 to 1. */
-static int parse_share(const char *opt, const char *s, double *out)
+static int parse_share(const char *opt, const char *s, double *out,
+		       struct ch_error *err)
 {
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
-	if (!*s || *end || errno || !(v >= 0 && v <= 1)) {
-		cmd_error("invalid value '%s' for %s: expected a number from 0 "
-			  "to 1", s, opt);
-		return -1;
-	}
+	if (!*s || *end || errno || !(v >= 0 && v <= 1))
+		return ch_error_usage(err, "invalid value '%s' for %s: expected "
+				      "a number from 0 to 1", s, opt);
 	*out = v;
 	return 0;
 }
 
-static int parse_option(struct cmd_parser *p, int c, void *ctx)
+static int take_drift(const char *arg, void *args, struct ch_error *err)
 {
-	struct check_args *a = ctx;
-	switch (c) {
-	case OPT_ALLOW_NO_EVAL: a->allow_no_eval = 1; return 0;
-	case OPT_BASELINE: a->baseline = p->arg; return 0;
-	case 'd': a->deep = 1; return 0;
-	case OPT_DISTANCE:
-		return cmd_parse_int("--distance", p->arg, 0, 64, &a->distance);
-	case OPT_DRIFT: return parse_share("--drift", p->arg, &a->drift);
-	case OPT_EXAMPLES:
-		return cmd_parse_int("--examples", p->arg, 0, 1000,
-				     &a->examples);
-	case 'j': return cmd_parse_int("--jobs", p->arg, 1, 1024, &a->jobs);
-	case OPT_HTML: a->html = p->arg; return 0;
-	case OPT_JSON: a->json = 1; return 0;
-	case OPT_NEAR: a->near = 1; return 0;
-	case OPT_RULES: a->rules = p->arg; return 0;
-	}
-	return 0;
+	return parse_share("--drift", arg, &((struct check_args *)args)->drift,
+			   err);
 }
+
+#define T struct check_args
+static const struct cmd_opt check_opts[] = {
+	CMD_OPT_FLAG(0, "allow-no-eval", T, allow_no_eval,
+		     "a missing eval split warns instead of failing"),
+	CMD_OPT_TEXT(0, "baseline", "REF", T, baseline,
+		     "compare class proportions with an earlier version"),
+	CMD_OPT_FLAG('d', "deep", T, deep,
+		     "also decode every block and hash every sample"),
+	CMD_OPT_INT(0, "distance", "N", T, distance, 0, 64,
+		    "near-duplicate Hamming distance, 0 to 64 (default 4)"),
+	CMD_OPT_CALL(0, "drift", "F", take_drift,
+		     "labels: largest class share change allowed (default "
+		     "0.05)"),
+	CMD_OPT_INT(0, "examples", "N", T, examples, 0, 1000,
+		    "example keys per rule, 0 to 1000 (default 5)"),
+	CMD_HELP_OPT,
+	CMD_OPT_TEXT(0, "html", "FILE", T, html,
+		     "also write the report as one self-contained HTML page"),
+	CMD_OPT_INT('j', "jobs", "N", T, jobs, 1, 1024,
+		    "parallel threads (default: all cores)"),
+	CMD_JSON_OPT(T, "one JSON report on standard output"),
+	CMD_OPT_FLAG(0, "near-duplicates", T, near,
+		     "also look for near-identical images across splits"),
+	CMD_QUIET_OPT,
+	CMD_OPT_TEXT(0, "rules", "FILE", T, rules,
+		     "levels, thresholds, required and label fields from a "
+		     "JSON file"),
+	CMD_OPT_END,
+};
+#undef T
+
+const struct cmd_spec cmd_check_spec = {
+	.name = "check",
+	.summary = "validate a dataset before training",
+	.usage = check_usage,
+	.opts = check_opts,
+	.extra = "rules: readable, required-fields, empty, field-types, "
+		 "duplicates, leakage,\nconflicting-labels, near-duplicates, "
+		 "eval-split, labels, size-outliers,\ncorruption.  the rules "
+		 "that failed are printed first.  exit status:\n0 no rule "
+		 "failed, 1 a rule failed, 2 usage or I/O error\n",
+	CMD_OPERAND1(struct check_args, path),
+	.too_many = "give one dataset",
+	.required = 1,
+	.missing = "nothing to check: name a dataset",
+};
 
 static int parse_args(int argc, char **argv, struct check_args *a)
 {
-	return cmd_parse_dataset_args(&check_spec, argc, argv, parse_option, a,
-				      &a->path, "nothing to check");
+	return cmd_parse_args(&cmd_check_spec, argc, argv, a);
 }
 
 /* The rules file first, then the command line, which wins. */

@@ -48,66 +48,161 @@ int cmd_verify(int argc, char **argv);
 /* ------------------------------------------------------------------ */
 /* Option tables                                                        */
 
-/* Ids returned by cmd_next besides the option ids themselves.  Options
- * without a short letter use ids from CMD_LONG_ONLY up. */
-enum {
-	CMD_END = -1,	     /* no more arguments */
-	CMD_POSITIONAL = -2, /* p->arg holds an operand */
-	CMD_HELP = -3,	     /* --help was printed: exit 0 */
-	CMD_BAD = -4,	     /* an error was printed: exit 2 */
-	CMD_LONG_ONLY = 256,
-	CMD_OPT_HELP = 'h',
+struct ch_error;
+
+/* How an option's argument is read, and into what member of the
+ * command's arguments (struct cmd_opt's at). */
+enum cmd_type {
+	CMD_FLAG,    /* int: 1 */
+	CMD_CLEAR,   /* int: 0 (--no-drop-last) */
+	CMD_INT,     /* int: a whole number from min to max */
+	CMD_U64,     /* uint64_t: a whole number from min to max */
+	CMD_SIZE,    /* uint64_t: a size above 0 (K, M, G suffixes) */
+	CMD_SIZE0,   /* uint64_t: the same, or 0 */
+	CMD_THREADS, /* int: N from min to max, or auto (CH_AUTO) */
+	CMD_TEXT,    /* const char *: the argument as given */
+	CMD_NAME,    /* int: the index of the argument in names */
+	CMD_LIST,    /* const char *[max]: each one, in order, the count in
+		      * the size_t at count; max 0: a const char ** to
+		      * room for argc of them */
+	CMD_CALL,    /* parse(arg, args, err) reads it */
+	CMD_SHOW_HELP, /* --help: prints the help; cmd_parse returns CMD_HELP */
+	CMD_SET_QUIET, /* -q: cmd_set_quiet(1) */
 };
 
+/* One option: its names, the line of --help, and where its value goes.
+ * The same row parses the option and prints its help, so the two
+ * cannot differ; tests/cli/docs.bats holds the man pages to them. */
 struct cmd_opt {
-	int id;		   /* the short letter, or CMD_LONG_ONLY + n */
+	int letter;	   /* the short option, or 0 */
 	const char *name;  /* long name without "--" */
 	const char *arg;   /* argument placeholder ("DIR"), NULL if none */
 	const char *help;  /* one line, lowercase */
+	enum cmd_type type;
+	size_t at;	   /* offsetof its member in the command's args */
+	size_t count;	   /* CMD_LIST: offsetof the size_t count */
+	uint64_t min, max; /* CMD_INT, CMD_U64, CMD_THREADS; CMD_LIST: max */
+	const char *const *names; /* CMD_NAME, NULL-terminated */
+	/* CMD_CALL: reads arg into args; 0, or -1 with err set */
+	int (*parse)(const char *arg, void *args, struct ch_error *err);
 };
 
-/* Every subcommand describes itself once; --help, `chute help CMD` and
- * the parser all read the same table, so they cannot drift apart. */
+/* The rows of a table, by type: T the command's args struct, m the
+ * member the value goes to. */
+#define CMD_OPT_FLAG(l, name, T, m, help)                                   \
+	{ (l), (name), NULL, (help), CMD_FLAG, offsetof(T, m), 0, 0, 0, NULL,\
+	  NULL }
+#define CMD_OPT_TEXT(l, name, arg, T, m, help)                              \
+	{ (l), (name), (arg), (help), CMD_TEXT, offsetof(T, m), 0, 0, 0,    \
+	  NULL, NULL }
+#define CMD_OPT_INT(l, name, arg, T, m, min, max, help)                     \
+	{ (l), (name), (arg), (help), CMD_INT, offsetof(T, m), 0, (min),     \
+	  (max), NULL, NULL }
+#define CMD_OPT_U64(l, name, arg, T, m, min, max, help)                     \
+	{ (l), (name), (arg), (help), CMD_U64, offsetof(T, m), 0, (min),     \
+	  (max), NULL, NULL }
+#define CMD_OPT_SIZE(l, name, arg, T, m, help)                              \
+	{ (l), (name), (arg), (help), CMD_SIZE, offsetof(T, m), 0, 0, 0,    \
+	  NULL, NULL }
+#define CMD_OPT_LIST(l, name, arg, T, m, n, max, help)                      \
+	{ (l), (name), (arg), (help), CMD_LIST, offsetof(T, m),              \
+	  offsetof(T, n), 0, (max), NULL, NULL }
+#define CMD_OPT_CALL(l, name, arg, fn, help)                                \
+	{ (l), (name), (arg), (help), CMD_CALL, 0, 0, 0, 0, NULL, (fn) }
+
+/* The options every command takes, declared here once: --help, -q and
+ * --json (into T's member json, with the command's words for it). */
+#define CMD_HELP_OPT                                                        \
+	{ 'h', "help", NULL, "show this help and exit", CMD_SHOW_HELP, 0, 0, 0,   \
+	  0, NULL, NULL }
+#define CMD_QUIET_OPT                                                       \
+	{ 'q', "quiet", NULL, "no progress line on standard error",          \
+	  CMD_SET_QUIET, 0, 0, 0, 0, NULL, NULL }
+#define CMD_JSON_OPT(T, help) CMD_OPT_FLAG(0, "json", T, json, help)
+#define CMD_OPT_END                                                         \
+	{ 0, NULL, NULL, NULL, CMD_FLAG, 0, 0, 0, 0, NULL, NULL }
+
+/* The most operands a command puts in members of its own (cmd_spec's
+ * operands). */
+#define CMD_MAX_OPERANDS 3
+
+/* Every subcommand describes itself once; --help, `chute help`, `chute
+ * help CMD` and the parser all read the same spec, so they cannot drift
+ * apart. */
 struct cmd_spec {
 	const char *name;	   /* "pack" */
 	const char *summary;	   /* one line, as in `chute help` */
 	const char *const *usage;  /* synopsis lines without "chute " */
 	const struct cmd_opt *opts; /* sorted by name, ends with {0} */
 	const char *extra;	   /* text after the options, or NULL */
+	/* The operands, in order, into these members (const char *) ... */
+	size_t operands[CMD_MAX_OPERANDS];
+	size_t noperands;
+	const char *too_many; /* "too many arguments: TOO_MANY", or NULL */
+	size_t required;      /* fewer operands than this: ... */
+	const char *missing;  /* ... this message */
+	/* ... or each one given to operand (0, or -1 with err set). */
+	int (*operand)(void *args, const char *arg, struct ch_error *err);
+	/* After the last argument: what is missing or does not go
+	 * together (0, or -1 with err set); NULL: nothing to check. */
+	int (*check)(void *args, struct ch_error *err);
+	/* Called after each option is taken (chute stream's run record). */
+	void (*taken)(void *args, const struct cmd_opt *o);
 };
 
-#define CMD_HELP_OPT { CMD_OPT_HELP, "help", NULL, "show this help and exit" }
+/* The operand members of a spec: CMD_OPERANDS(T, first, second). */
+#define CMD_OPERAND1(T, a) .operands = { offsetof(T, a) }, .noperands = 1
+#define CMD_OPERAND2(T, a, b)                                               \
+	.operands = { offsetof(T, a), offsetof(T, b) }, .noperands = 2
+#define CMD_OPERAND3(T, a, b, c)                                            \
+	.operands = { offsetof(T, a), offsetof(T, b), offsetof(T, c) },      \
+	.noperands = 3
 
-/* The most options a command has (stream's table and its own); the
- * parser sees no more, so stream.c asserts its count fits. */
-#define CMD_MAX_OPTS 64
-
-struct cmd_parser {
+/* The command table (commands.c): a command's name, entry point and
+ * spec, whose summary `chute help` prints. */
+struct cmd_command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
 	const struct cmd_spec *spec;
-	int argc;
-	char **argv;
-	const char *arg; /* option argument or operand */
-	int finished;	 /* getopt is done; operands left from optind */
-	struct option longopts[CMD_MAX_OPTS + 1];
-	char shortopts[3 * CMD_MAX_OPTS + 3];
+};
+/* The command called name, or NULL. */
+const struct cmd_command *cmd_find(const char *name);
+/* `chute help`: the usage and every command with its summary. */
+void cmd_print_commands(FILE *out);
+/* Says that name is no command, suggesting the closest; EXIT_USAGE. */
+int cmd_unknown_command(const char *name);
+int cmd_help(int argc, char **argv);
+
+/* The spec of each command, for the command table. */
+extern const struct cmd_spec cmd_bench_spec, cmd_cat_spec, cmd_check_spec,
+	cmd_diff_spec, cmd_export_spec, cmd_gc_spec, cmd_help_spec,
+	cmd_log_spec, cmd_ls_spec, cmd_manifest_spec, cmd_merge_spec,
+	cmd_pack_spec, cmd_preview_spec, cmd_pull_spec, cmd_push_spec,
+	cmd_remote_spec, cmd_split_spec, cmd_status_spec, cmd_stream_spec,
+	cmd_tags_spec, cmd_verify_spec;
+
+enum cmd_parsed {
+	CMD_GO,	  /* the arguments are in args: run */
+	CMD_HELP, /* --help was printed: exit 0 */
+	CMD_FAIL, /* err says what is wrong (kind CH_ERR_USAGE) */
 };
 
-/* Parses argv (argv[0] is the command name) one step at a time: returns
- * an option id with its argument in p->arg, CMD_POSITIONAL, CMD_END,
- * CMD_HELP or CMD_BAD.  Operands and options may be mixed; "--" ends the
- * options.  Errors name the option and suggest the closest one. */
-void cmd_parser_init(struct cmd_parser *p, const struct cmd_spec *spec,
-		     int argc, char **argv);
-int cmd_next(struct cmd_parser *p);
+/* Parses argv (argv[0] is the command name) into args by spec's table:
+ * options and operands may be mixed, "--" ends the options, an option
+ * may be abbreviated to a prefix of one.  Errors name the option and
+ * suggest the closest one. */
+enum cmd_parsed cmd_parse(const struct cmd_spec *spec, int argc, char **argv,
+			  void *args, struct ch_error *err);
+/* cmd_parse for a command's parse_args: 0 to go on, -1 after --help, or
+ * the exit status after printing the error. */
+int cmd_parse_args(const struct cmd_spec *spec, int argc, char **argv,
+		   void *args);
 
-/* The whole command line of a command that takes options and one
- * dataset: take(p, c, ctx) handles option c (returns < 0 when its
- * argument is bad, having said why); the dataset goes to *path; `what`
- * says what a missing one means ("nothing to check").  Returns 0, -1 after
- * --help, or EXIT_USAGE. */
-int cmd_parse_dataset_args(const struct cmd_spec *spec, int argc, char **argv,
-			   int (*take)(struct cmd_parser *p, int c, void *ctx),
-			   void *ctx, const char **path, const char *what);
+/* Reads arg, the argument of option o, into field as o's type says
+ * (CMD_INT to CMD_NAME); what names it in the message ("--rank",
+ * "RANK").  0, or -1 with err set. */
+int cmd_opt_value(const struct cmd_opt *o, const char *what, const char *arg,
+		  void *field, struct ch_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Reporting                                                            */
@@ -132,21 +227,22 @@ void cmd_put(FILE *out, const char *s);
  * the caller ends the line). */
 void cmd_print(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Parses a whole number in [min, max] given to option `opt`; reports and
- * returns -1 on anything else. */
-int cmd_parse_int(const char *opt, const char *s, long min, long max,
-		  int *out);
-/* Parses a size (K, M, G suffixes) > 0 given to option `opt`. */
-int cmd_parse_size(const char *opt, const char *s, uint64_t *out);
-/* Parses a whole number in [min, max]; prints the error itself. */
+/* Reads a whole number in [min, max] given to option `opt` (0), or sets
+ * err (-1). */
+int cmd_int_value(const char *opt, const char *s, long min, long max,
+		  int *out, struct ch_error *err);
+/* Reads a size (K, M, G suffixes) > 0 given to option `opt`. */
+int cmd_size_value(const char *opt, const char *s, uint64_t *out,
+		   struct ch_error *err);
+/* The same for a uint64_t, printing the error and returning -1. */
 int cmd_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max,
 		  uint64_t *out);
 /* The most parts a dataset is packed or verified in (--part, --parts). */
 #define CMD_MAX_PARTS (1u << 20)
-/* Parses --part's "I/N" (part I, from 0 to N-1, of N parts), or "none"
- * (*parts 0) when none_ok; prints the error itself. */
-int cmd_parse_part(const char *s, int none_ok, uint64_t *part,
-		   uint64_t *parts);
+/* Reads --part's "I/N" (part I, from 0 to N-1, of N parts), or "none"
+ * (*parts 0) when none_ok; 0, or -1 with err set. */
+int cmd_part_value(const char *s, int none_ok, uint64_t *part,
+		   uint64_t *parts, struct ch_error *err);
 
 /* The default dataset name (pack, merge): the last component of dir,
  * in *out (the caller frees).  Returns 0 or EXIT_USAGE, said why. */
@@ -243,9 +339,7 @@ void cmd_print_replaced(const char *dir, const char *old_id, const char *id,
 /* ------------------------------------------------------------------ */
 /* The progress line (progress.c) and -q                                */
 
-/* -q, --quiet: every command takes it; cmd_next handles it itself. */
-#define CMD_QUIET_OPT                                                       \
-	{ 'q', "quiet", NULL, "no progress line on standard error" }
+/* -q, --quiet (CMD_QUIET_OPT): every command takes it. */
 void cmd_set_quiet(int quiet);
 int cmd_quiet(void);
 
@@ -266,17 +360,16 @@ struct ch_transfer_opts;
 struct cmd_transfer {
 	double start;
 };
-/* --jobs and --retries, the options push and pull share. */
-enum { CMD_OPT_RETRIES = CMD_LONG_ONLY + 64 };
-#define CMD_RETRIES_OPT                                                     \
-	{ CMD_OPT_RETRIES, "retries", "N",                                  \
-	  "retries with backoff (default $CHUTE_RETRIES, else 5)" }
 struct ch_store_opts;
 struct ch_store;
-/* 1 if option c was --jobs (-j) or --retries and its value is good, 0 if
- * it was another option, -1 (an error printed) for a bad value. */
-int cmd_transfer_option(int c, const char *arg, struct ch_store_opts *so,
-			struct ch_transfer_opts *xo);
+/* --retries, which push and pull share: fn stores the value with
+ * cmd_retries_value. */
+#define CMD_RETRIES_OPT(fn)                                                 \
+	CMD_OPT_CALL(0, "retries", "N", (fn),                               \
+		     "retries with backoff (default $CHUTE_RETRIES, else 5)")
+/* --retries N into so (0, or -1 with err set). */
+int cmd_retries_value(const char *arg, struct ch_store_opts *so,
+		      struct ch_error *err);
 /* Starts the clock and the progress line of a transfer. */
 void cmd_transfer_begin(struct cmd_transfer *t, struct ch_transfer_opts *o);
 void cmd_transfer_end(struct cmd_transfer *t);

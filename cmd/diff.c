@@ -9,22 +9,27 @@
 #include "chute/remote.h"
 #include "cmd.h"
 
-enum { OPT_JSON = CMD_LONG_ONLY, OPT_LIMIT };
-
 static const char *const diff_usage[] = {
 	"diff [--json] [--limit N] A B",
 	NULL,
 };
 
-static const struct cmd_opt diff_opts[] = {
-	CMD_HELP_OPT,
-	{OPT_JSON, "json", NULL, "one JSON report with every key"},
-	{OPT_LIMIT, "limit", "N", "example keys shown per kind (default: 10)"},
-	CMD_QUIET_OPT,
-	{0, NULL, NULL, NULL},
+struct diff_args {
+	const char *refs[2];
+	uint64_t limit;
+	int json;
 };
 
-static const struct cmd_spec diff_spec = {
+static const struct cmd_opt diff_opts[] = {
+	CMD_HELP_OPT,
+	CMD_JSON_OPT(struct diff_args, "one JSON report with every key"),
+	CMD_OPT_U64(0, "limit", "N", struct diff_args, limit, 0, UINT32_MAX,
+		    "example keys shown per kind (default: 10)"),
+	CMD_QUIET_OPT,
+	CMD_OPT_END,
+};
+
+const struct cmd_spec cmd_diff_spec = {
 	.name = "diff",
 	.summary = "compare two dataset versions sample by sample",
 	.usage = diff_usage,
@@ -33,43 +38,15 @@ static const struct cmd_spec diff_spec = {
 		 "(REMOTE: a url or a name from 'chute remote')\n"
 		 "exit status: 0 equal, 1 different or damaged data, 2 could "
 		 "not compare\n",
-};
-
-struct diff_args {
-	const char *refs[2];
-	size_t nrefs;
-	uint64_t limit;
-	int json;
+	CMD_OPERAND2(struct diff_args, refs[0], refs[1]),
+	.too_many = "give two versions, A and B",
+	.required = 2,
+	.missing = "nothing to compare: give two versions, A and B",
 };
 
 static int parse_args(int argc, char **argv, struct diff_args *a)
 {
-	struct cmd_parser p;
-	int c;
-
-	cmd_parser_init(&p, &diff_spec, argc, argv);
-	while ((c = cmd_next(&p)) != CMD_END) {
-		if (c == CMD_HELP)
-			return -1;
-		if (c == CMD_BAD)
-			return EXIT_USAGE;
-		if (c == OPT_JSON) {
-			a->json = 1;
-		} else if (c == OPT_LIMIT) {
-			if (cmd_parse_u64("--limit", p.arg, 0, UINT32_MAX,
-					  &a->limit) < 0)
-				return EXIT_USAGE;
-		} else if (a->nrefs == 2) {
-			return cmd_error("too many arguments: give two "
-					 "versions, A and B");
-		} else {
-			a->refs[a->nrefs++] = p.arg;
-		}
-	}
-	if (a->nrefs < 2)
-		return cmd_error("nothing to compare: give two versions, A and "
-				 "B");
-	return 0;
+	return cmd_parse_args(&cmd_diff_spec, argc, argv, a);
 }
 
 /* ------------------------------------------------------------------ */

@@ -6,69 +6,68 @@
 #include "chute/stream.h"
 #include "cmd.h"
 
-enum { OPT_FORMAT = CMD_LONG_ONLY, OPT_JSON };
-
 static const char *const export_usage[] = {
 	"export [--format tar] [--json] DATASET -o OUTDIR",
 	NULL,
 };
 
-static const struct cmd_opt export_opts[] = {
-	{OPT_FORMAT, "format", "FORMAT", "output format: tar (the default)"},
-	CMD_HELP_OPT,
-	{OPT_JSON, "json", NULL, "print what was written as one JSON object"},
-	{'o', "output", "OUTDIR", "folder for the exported files"},
-	CMD_QUIET_OPT,
-	{0, NULL, NULL, NULL},
+struct export_args {
+	const char *path;
+	struct ch_export_opts o;
+	int json;
 };
 
-static const struct cmd_spec export_spec = {
+static int take_format(const char *arg, void *args, struct ch_error *err)
+{
+	if (strcmp(arg, "tar") != 0)
+		return ch_error_usage(err, "unsupported format '%s' for "
+				      "--format: expected 'tar'", arg);
+	((struct export_args *)args)->o.format = arg;
+	return 0;
+}
+
+static int check_output(void *args, struct ch_error *err)
+{
+	if (!((struct export_args *)args)->o.out_dir)
+		return ch_error_usage(err, "no output folder given: use -o "
+				      "OUTDIR");
+	return 0;
+}
+
+static const struct cmd_opt export_opts[] = {
+	CMD_OPT_CALL(0, "format", "FORMAT", take_format,
+		     "output format: tar (the default)"),
+	CMD_HELP_OPT,
+	CMD_JSON_OPT(struct export_args,
+		     "print what was written as one JSON object"),
+	CMD_OPT_TEXT('o', "output", "OUTDIR", struct export_args, o.out_dir,
+		     "folder for the exported files"),
+	CMD_QUIET_OPT,
+	CMD_OPT_END,
+};
+
+const struct cmd_spec cmd_export_spec = {
 	.name = "export",
 	.summary = "write a dataset as WebDataset tar files",
 	.usage = export_usage,
 	.opts = export_opts,
 	.extra = "each shard NAME-000000.chs becomes OUTDIR/NAME-000000.tar\n",
+	CMD_OPERAND1(struct export_args, path),
+	.too_many = "give one dataset",
+	.required = 1,
+	.missing = "nothing to export: name a dataset",
+	.check = check_output,
 };
 
 static int parse_args(int argc, char **argv, const char **path,
 		      struct ch_export_opts *o, int *json)
 {
-	struct cmd_parser p;
-	int c;
-
-	cmd_parser_init(&p, &export_spec, argc, argv);
-	while ((c = cmd_next(&p)) != CMD_END) {
-		switch (c) {
-		case CMD_HELP:
-			return -1;
-		case CMD_BAD:
-			return EXIT_USAGE;
-		case 'o':
-			o->out_dir = p.arg;
-			break;
-		case OPT_FORMAT:
-			if (strcmp(p.arg, "tar") != 0)
-				return cmd_error("unsupported format '%s' for "
-						 "--format: expected 'tar'",
-						 p.arg);
-			o->format = p.arg;
-			break;
-		case OPT_JSON:
-			*json = 1;
-			break;
-		case CMD_POSITIONAL:
-			if (*path)
-				return cmd_error("too many arguments: give one "
-						 "dataset");
-			*path = p.arg;
-			break;
-		}
-	}
-	if (!*path)
-		return cmd_error("nothing to export: name a dataset");
-	if (!o->out_dir)
-		return cmd_error("no output folder given: use -o OUTDIR");
-	return 0;
+	struct export_args a = {.o = *o};
+	int status = cmd_parse_args(&cmd_export_spec, argc, argv, &a);
+	*path = a.path;
+	*o = a.o;
+	*json = a.json;
+	return status;
 }
 
 static void print_text(const struct ch_export_result *r, const char *out_dir)

@@ -12,9 +12,6 @@
 #include "cmd.h"
 
 enum {
-	OPT_DROP_TAG = CMD_LONG_ONLY,
-	OPT_GRACE,
-	OPT_JSON,
 	MAX_NAMES = 64,
 	DEFAULT_GRACE_S = 3600,
 };
@@ -24,30 +21,6 @@ static const char *const gc_usage[] = {
 	NULL,
 };
 
-static const struct cmd_opt gc_opts[] = {
-	{OPT_DROP_TAG, "drop-tag", "NAME",
-	 "remove tag NAME; its version goes unless kept otherwise"},
-	{OPT_GRACE, "grace", "DURATION",
-	 "keep objects written less than DURATION ago (default 1h)"},
-	CMD_HELP_OPT,
-	{OPT_JSON, "json", NULL, "one JSON document on standard output"},
-	{'k', "keep", "REF", "also keep version REF, a tag or an id "
-			     "(repeatable)"},
-	CMD_QUIET_OPT,
-	{'y', "yes", NULL, "remove; without it, only say what would go"},
-	{0, NULL, NULL, NULL},
-};
-
-static const struct cmd_spec gc_spec = {
-	.name = "gc",
-	.summary = "remove from a remote what no kept version needs",
-	.usage = gc_usage,
-	.opts = gc_opts,
-	.extra = "REMOTE: a folder, a url or a name from 'chute remote' "
-		 "(none: the default\nremote); keeps every tagged version; "
-		 "see chute-gc(1)\n",
-};
-
 struct gc_args {
 	const char *remote;
 	const char *keep[MAX_NAMES], *drop[MAX_NAMES];
@@ -55,76 +28,69 @@ struct gc_args {
 	struct ch_gc_opts gc;
 };
 
-/* "90", "90s", "30m", "1h", "7d" in seconds; reports and returns -1 on
- * anything else. */
-static int parse_duration(const char *s, int64_t *out)
+/* "90", "90s", "30m", "1h", "7d" in seconds. */
+static int parse_duration(const char *arg, void *args, struct ch_error *err)
 {
+	const char *s = arg;
 	char *end;
 	unsigned long long n = strtoull(s, &end, 10);
 	static const char units[] = "smhd";
 	static const int64_t secs[] = {1, 60, 3600, 86400};
 	const char *u = *end ? strchr(units, *end) : units;
 	if (end == s || *s == '-' || !u || (*end && end[1]) ||
-	    n > (unsigned long long)INT64_MAX / secs[u - units]) {
-		cmd_error("--grace '%s': not a duration (90s, 30m, 1h, 7d; 0 "
-			  "for none)", s);
-		return -1;
-	}
-	*out = (int64_t)n * secs[u - units];
+	    n > (unsigned long long)INT64_MAX / secs[u - units])
+		return ch_error_usage(err, "--grace '%s': not a duration (90s, "
+				      "30m, 1h, 7d; 0 for none)", s);
+	((struct gc_args *)args)->gc.grace_s = (int64_t)n * secs[u - units];
 	return 0;
 }
 
-static int add_name(const char **names, size_t *n, const char *name,
-		    const char *opt)
+static int finish(void *args, struct ch_error *err)
 {
-	if (*n == MAX_NAMES)
-		return cmd_error("too many %s options (at most %d)", opt,
-				 MAX_NAMES);
-	names[(*n)++] = name;
+	struct gc_args *a = args;
+	(void)err;
+	a->gc.keep = a->keep;
+	a->gc.drop = a->drop;
+	a->gc.point = cmd_test_point;
 	return 0;
 }
+
+#define T struct gc_args
+static const struct cmd_opt gc_opts[] = {
+	CMD_OPT_LIST(0, "drop-tag", "NAME", T, drop, gc.ndrop, MAX_NAMES,
+		     "remove tag NAME; its version goes unless kept otherwise"),
+	CMD_OPT_CALL(0, "grace", "DURATION", parse_duration,
+		     "keep objects written less than DURATION ago (default "
+		     "1h)"),
+	CMD_HELP_OPT,
+	CMD_JSON_OPT(T, "one JSON document on standard output"),
+	CMD_OPT_LIST('k', "keep", "REF", T, keep, gc.nkeep, MAX_NAMES,
+		     "also keep version REF, a tag or an id (repeatable)"),
+	CMD_QUIET_OPT,
+	CMD_OPT_FLAG('y', "yes", T, gc.yes,
+		     "remove; without it, only say what would go"),
+	CMD_OPT_END,
+};
+#undef T
+
+const struct cmd_spec cmd_gc_spec = {
+	.name = "gc",
+	.summary = "remove from a remote what no kept version needs",
+	.usage = gc_usage,
+	.opts = gc_opts,
+	.extra = "REMOTE: a folder, a url or a name from 'chute remote' "
+		 "(none: the default\nremote); keeps every tagged version; "
+		 "see chute-gc(1)\n",
+	CMD_OPERAND1(struct gc_args, remote),
+	.too_many = "give one remote",
+	.check = finish,
+};
 
 /* Returns 0, -1 after --help, or EXIT_USAGE. */
 static int parse_args(struct gc_args *a, int argc, char **argv)
 {
-	struct cmd_parser p;
-	int c, rc = 0;
 	a->gc.grace_s = DEFAULT_GRACE_S;
-	cmd_parser_init(&p, &gc_spec, argc, argv);
-	while (rc == 0 && (c = cmd_next(&p)) != CMD_END) {
-		switch (c) {
-		case CMD_HELP:
-			return -1;
-		case CMD_BAD:
-			return EXIT_USAGE;
-		case OPT_DROP_TAG:
-			rc = add_name(a->drop, &a->gc.ndrop, p.arg, "--drop-tag");
-			break;
-		case OPT_GRACE:
-			if (parse_duration(p.arg, &a->gc.grace_s) < 0)
-				return EXIT_USAGE;
-			break;
-		case OPT_JSON:
-			a->json = 1;
-			break;
-		case 'k':
-			rc = add_name(a->keep, &a->gc.nkeep, p.arg, "--keep");
-			break;
-		case 'y':
-			a->gc.yes = 1;
-			break;
-		case CMD_POSITIONAL:
-			if (a->remote)
-				return cmd_error("too many arguments: give one "
-						 "remote");
-			a->remote = p.arg;
-			break;
-		}
-	}
-	a->gc.keep = a->keep;
-	a->gc.drop = a->drop;
-	a->gc.point = cmd_test_point;
-	return rc;
+	return cmd_parse_args(&cmd_gc_spec, argc, argv, a);
 }
 
 static json_t *strings_json(const char *const *s, size_t n)

@@ -10,36 +10,35 @@
 #include "chute/remote.h"
 #include "cmd.h"
 
-enum { OPT_JSON = CMD_LONG_ONLY };
-
 static const char *const log_usage[] = {
 	"log [--json] REF",
 	NULL,
 };
 
-static const struct cmd_opt log_opts[] = {
-	CMD_HELP_OPT,
-	{OPT_JSON, "json", NULL, "one JSON document on standard output"},
-	CMD_QUIET_OPT,
-	{0, NULL, NULL, NULL},
+struct log_args {
+	const char *ref;
+	int json;
 };
 
-static const struct cmd_spec log_spec = {
+static const struct cmd_opt log_opts[] = {
+	CMD_HELP_OPT,
+	CMD_JSON_OPT(struct log_args, "one JSON document on standard output"),
+	CMD_QUIET_OPT,
+	CMD_OPT_END,
+};
+
+const struct cmd_spec cmd_log_spec = {
 	.name = "log",
 	.summary = "show the versions a dataset version comes from",
 	.usage = log_usage,
 	.opts = log_opts,
 	.extra = "REF: a dataset folder, a manifest file, or "
 		 "REMOTE[@TAG|@ID]\n(REMOTE: a url or a name from 'chute remote')\n",
+	CMD_OPERAND1(struct log_args, ref),
+	.too_many = "give one dataset",
+	.required = 1,
+	.missing = "no history to show: name a dataset",
 };
-
-static int take(struct cmd_parser *p, int c, void *ctx)
-{
-	(void)p;
-	if (c == OPT_JSON)
-		*(int *)ctx = 1;
-	return 0;
-}
 
 /* ------------------------------------------------------------------ */
 /* What changed: short phrases                                          */
@@ -168,11 +167,13 @@ int cmd_log(int argc, char **argv)
 	struct ch_ref ref;
 	const char *text = NULL;
 	int json = 0, status;
+	struct log_args a = {0};
 
-	status = cmd_parse_dataset_args(&log_spec, argc, argv, take, &json,
-					&text, "no history to show");
+	status = cmd_parse_args(&cmd_log_spec, argc, argv, &a);
 	if (status != 0)
 		return status < 0 ? 0 : status;
+	text = a.ref;
+	json = a.json;
 	if (ch_ref_parse(text, &ref, &err) < 0)
 		return cmd_fail(&err);
 	memset(&m, 0, sizeof m);

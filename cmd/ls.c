@@ -9,27 +9,35 @@
 #include "chute/version.h"
 #include "cmd.h"
 
-enum { OPT_JSON = CMD_LONG_ONLY, OPT_SPLIT };
-
 static const char *const ls_usage[] = {
 	"ls [--json] [--split NAME] DATASET|SHARD",
 	NULL,
 };
 
-static const struct cmd_opt ls_opts[] = {
-	CMD_HELP_OPT,
-	{OPT_JSON, "json", NULL, "one JSON object per sample and line"},
-	CMD_QUIET_OPT,
-	{OPT_SPLIT, "split", "NAME", "only the samples of split NAME"},
-	{0, NULL, NULL, NULL},
+struct ls_args {
+	const char *path, *split;
+	int json;
 };
 
-static const struct cmd_spec ls_spec = {
+static const struct cmd_opt ls_opts[] = {
+	CMD_HELP_OPT,
+	CMD_JSON_OPT(struct ls_args, "one JSON object per sample and line"),
+	CMD_QUIET_OPT,
+	CMD_OPT_TEXT(0, "split", "NAME", struct ls_args, split,
+		     "only the samples of split NAME"),
+	CMD_OPT_END,
+};
+
+const struct cmd_spec cmd_ls_spec = {
 	.name = "ls",
 	.summary = "list the samples of a dataset or shard",
 	.usage = ls_usage,
 	.opts = ls_opts,
 	.extra = "each line: KEY, a tab, then FIELD:SIZE for each field\n",
+	CMD_OPERAND1(struct ls_args, path),
+	.too_many = "give one dataset or shard",
+	.required = 1,
+	.missing = "nothing to list: name a dataset or shard",
 };
 
 /* Millions of short lines: one big buffer instead of a write per line.
@@ -142,31 +150,12 @@ static int list_split(struct ch_dataset *ds, const char *name, int json,
 static int parse_args(int argc, char **argv, const char **path, int *json,
 		      const char **split)
 {
-	struct cmd_parser p;
-	int c;
-
-	cmd_parser_init(&p, &ls_spec, argc, argv);
-	while ((c = cmd_next(&p)) != CMD_END) {
-		if (c == CMD_HELP)
-			return -1;
-		if (c == CMD_BAD)
-			return EXIT_USAGE;
-		if (c == OPT_JSON) {
-			*json = 1;
-			continue;
-		}
-		if (c == OPT_SPLIT) {
-			*split = p.arg;
-			continue;
-		}
-		if (*path)
-			return cmd_error("too many arguments: give one dataset "
-					 "or shard");
-		*path = p.arg;
-	}
-	if (!*path)
-		return cmd_error("nothing to list: name a dataset or shard");
-	return 0;
+	struct ls_args a = {0};
+	int status = cmd_parse_args(&cmd_ls_spec, argc, argv, &a);
+	*path = a.path;
+	*json = a.json;
+	*split = a.split;
+	return status;
 }
 
 int cmd_ls(int argc, char **argv)

@@ -1,8 +1,6 @@
 /*
- * main.c - the chute command: global flags, the command table, dispatch.
- *
- * Adding a command is one line in the sorted table below and one file
- * cmd/<name>.c exporting cmd_<name>().
+ * main.c - the chute command: global flags and dispatch through the
+ * command table (commands.c).
  */
 #include <errno.h>
 #include <signal.h>
@@ -11,75 +9,6 @@
 
 #include "chute/common.h"
 #include "cmd.h"
-
-static int cmd_help(int argc, char **argv);
-
-struct command {
-	const char *name;
-	int (*fn)(int argc, char **argv);
-	const char *summary; /* the man page's NAME line says the same */
-};
-
-static const struct command commands[] = {
-	{"bench", cmd_bench, "measure where the time of a stream goes"},
-	{"cat", cmd_cat, "write one field of one sample to standard output"},
-	{"check", cmd_check, "validate a dataset before training"},
-	{"diff", cmd_diff, "compare two dataset versions sample by sample"},
-	{"export", cmd_export, "write a dataset as WebDataset tar files"},
-	{"gc", cmd_gc, "remove from a remote what no kept version needs"},
-	{"help", cmd_help, "show the commands, or the options of one"},
-	{"log", cmd_log, "show the versions a dataset version comes from"},
-	{"ls", cmd_ls, "list the samples of a dataset or shard"},
-	{"manifest", cmd_manifest, "show a dataset version: its id and what it holds"},
-	{"merge", cmd_merge, "merge the parts of a dataset packed apart into one"},
-	{"pack", cmd_pack, "pack files into compressed, checksummed shards"},
-	{"preview", cmd_preview, "draw one batch of a stream as a contact sheet"},
-	{"pull", cmd_pull, "fetch a dataset version from a remote"},
-	{"push", cmd_push, "send a dataset version to a remote"},
-	{"remote", cmd_remote, "name remotes and choose the default one"},
-	{"split", cmd_split, "make deterministic train, val and test splits"},
-	{"status", cmd_status, "compare a dataset folder with its manifest"},
-	{"stream", cmd_stream, "stream shuffled batches of a dataset to a trainer"},
-	{"tags", cmd_tags, "list the tags and versions of a remote"},
-	{"verify", cmd_verify, "check the hashes of a dataset or shards"},
-};
-
-#define NCOMMANDS (sizeof commands / sizeof commands[0])
-
-static const struct command *find_command(const char *name)
-{
-	for (size_t i = 0; i < NCOMMANDS; i++)
-		if (strcmp(commands[i].name, name) == 0)
-			return &commands[i];
-	return NULL;
-}
-
-static void print_help(FILE *out)
-{
-	fputs("usage: chute [--version] [--help] COMMAND [ARGS...]\n"
-	      "   or: chute help [COMMAND]\n\ncommands:\n", out);
-	for (size_t i = 0; i < NCOMMANDS; i++)
-		fprintf(out, "   %-9s%s\n", commands[i].name,
-			commands[i].summary);
-	fputs("\nsee 'chute help COMMAND' or 'man chute-COMMAND' for the "
-	      "options of a command\n", out);
-}
-
-static int unknown_command(const char *name)
-{
-	const char *names[NCOMMANDS];
-	const char *near;
-
-	for (size_t i = 0; i < NCOMMANDS; i++)
-		names[i] = commands[i].name;
-	near = ch_closest(name, names, NCOMMANDS);
-	cmd_set_name(NULL);
-	if (near)
-		return cmd_error("'%s' is not a chute command; did you mean "
-				 "'%s'?", name, near);
-	return cmd_error("'%s' is not a chute command; see 'chute help'",
-			 name);
-}
 
 static int unknown_global_option(const char *arg)
 {
@@ -97,55 +26,6 @@ static int unknown_global_option(const char *arg)
 				 arg, near);
 	return cmd_error("unknown option '%s'; see 'chute help'", arg);
 }
-
-static const struct cmd_opt help_opts[] = {
-	CMD_HELP_OPT,
-	CMD_QUIET_OPT,
-	{0, NULL, NULL, NULL},
-};
-
-static const char *const help_usage[] = {"help [COMMAND]", NULL};
-
-static const struct cmd_spec help_spec = {
-	.name = "help",
-	.summary = "show the commands, or the options of one",
-	.usage = help_usage,
-	.opts = help_opts,
-};
-
-/* `chute help CMD` runs `chute CMD --help`, so the two cannot differ. */
-static int cmd_help(int argc, char **argv)
-{
-	struct cmd_parser p;
-	const char *topic = NULL;
-	int c, extra = 0;
-
-	cmd_parser_init(&p, &help_spec, argc, argv);
-	while ((c = cmd_next(&p)) != CMD_END) {
-		if (c == CMD_HELP)
-			return 0;
-		if (c == CMD_BAD)
-			return EXIT_USAGE;
-		if (topic)
-			extra = 1;
-		topic = p.arg;
-	}
-	if (extra)
-		return cmd_error("too many arguments: give one command");
-	if (!topic) {
-		print_help(stdout);
-		return 0;
-	}
-	const struct command *cmd = find_command(topic);
-	if (!cmd)
-		return unknown_command(topic);
-	char name[32], opt[] = "--help";
-	char *args[] = {name, opt, NULL};
-	snprintf(name, sizeof name, "%s", cmd->name);
-	cmd_set_name(cmd->name);
-	return cmd->fn(2, args);
-}
-
 static int finish(int status)
 {
 	cmd_progress_clear();
@@ -159,7 +39,7 @@ static int finish(int status)
 
 int main(int argc, char **argv)
 {
-	const struct command *cmd;
+	const struct cmd_command *cmd;
 	const char *first;
 
 	/* Write errors come back as EPIPE instead of killing us mid-line. */
@@ -167,7 +47,7 @@ int main(int argc, char **argv)
 	/* A file truncated under a mapping is an error, not a SIGBUS. */
 	cmd_catch_faults();
 	if (argc < 2) {
-		print_help(stderr);
+		cmd_print_commands(stderr);
 		return EXIT_USAGE;
 	}
 	first = argv[1];
@@ -181,9 +61,9 @@ int main(int argc, char **argv)
 	}
 	if (first[0] == '-')
 		return unknown_global_option(first);
-	cmd = find_command(first);
+	cmd = cmd_find(first);
 	if (!cmd)
-		return unknown_command(first);
+		return cmd_unknown_command(first);
 	cmd_set_name(cmd->name);
 	return finish(cmd->fn(argc - 1, argv + 1));
 }

@@ -10,8 +10,6 @@
 #include "chute/remote.h"
 #include "cmd.h"
 
-enum { OPT_JSON = CMD_LONG_ONLY };
-
 /* Class names shown before "...": ImageNet has a thousand. */
 #define CLASSES_SHOWN 10
 
@@ -20,29 +18,31 @@ static const char *const manifest_usage[] = {
 	NULL,
 };
 
-static const struct cmd_opt manifest_opts[] = {
-	CMD_HELP_OPT,
-	{OPT_JSON, "json", NULL, "print the whole manifest as chute writes it"},
-	CMD_QUIET_OPT,
-	{0, NULL, NULL, NULL},
+struct manifest_args {
+	const char *ref;
+	int json;
 };
 
-static const struct cmd_spec manifest_spec = {
+static const struct cmd_opt manifest_opts[] = {
+	CMD_HELP_OPT,
+	CMD_JSON_OPT(struct manifest_args,
+		     "print the whole manifest as chute writes it"),
+	CMD_QUIET_OPT,
+	CMD_OPT_END,
+};
+
+const struct cmd_spec cmd_manifest_spec = {
 	.name = "manifest",
 	.summary = "show a dataset version: its id and what it holds",
 	.usage = manifest_usage,
 	.opts = manifest_opts,
 	.extra = "REF: a dataset folder, a manifest file, or "
 		 "REMOTE[@TAG|@ID]\n(REMOTE: a url or a name from 'chute remote')\n",
+	CMD_OPERAND1(struct manifest_args, ref),
+	.too_many = "give one dataset",
+	.required = 1,
+	.missing = "nothing to show: name a dataset",
 };
-
-static int take(struct cmd_parser *p, int c, void *ctx)
-{
-	(void)p;
-	if (c == OPT_JSON)
-		*(int *)ctx = 1;
-	return 0;
-}
 
 static double percent(uint64_t part, uint64_t whole)
 {
@@ -156,10 +156,12 @@ int cmd_manifest(int argc, char **argv)
 	const char *text = NULL;
 	int json = 0, status;
 
-	status = cmd_parse_dataset_args(&manifest_spec, argc, argv, take,
-					&json, &text, "nothing to show");
+	struct manifest_args a = {0};
+	status = cmd_parse_args(&cmd_manifest_spec, argc, argv, &a);
 	if (status != 0)
 		return status < 0 ? 0 : status;
+	text = a.ref;
+	json = a.json;
 	if (ch_ref_parse(text, &ref, &err) < 0)
 		return cmd_fail(&err);
 	memset(&m, 0, sizeof(m));

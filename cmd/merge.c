@@ -12,43 +12,9 @@
 #include "chute/remote.h"
 #include "cmd.h"
 
-enum {
-	OPT_FORCE = CMD_LONG_ONLY,
-	OPT_JSON,
-};
-
 static const char *const merge_usage[] = {
 	"merge [OPTIONS] PART... -o DIR|REMOTE",
 	NULL,
-};
-
-static const struct cmd_opt merge_opts[] = {
-	{OPT_FORCE, "force", NULL,
-	 "replace a dataset even if its fields, labels or splits are lost"},
-	CMD_HELP_OPT,
-	{OPT_JSON, "json", NULL, "print what was written as one JSON object"},
-	{'n', "name", "NAME", "dataset and shard name (default: DIR's name)"},
-	{'o', "output", "DIR", "dataset folder to create or replace, or the "
-	 "remote the parts are on (a url or a name)"},
-	CMD_QUIET_OPT,
-	{'t', "tag", "NAME", "on a remote: also point tag NAME at the version "
-	 "(repeatable)"},
-	{0, NULL, NULL, NULL},
-};
-
-static const struct cmd_spec merge_spec = {
-	.name = "merge",
-	.summary = "merge the parts of a dataset packed apart into one",
-	.usage = merge_usage,
-	.opts = merge_opts,
-	.extra = "PART is a dataset folder written by chute pack --part I/N.\n"
-		 "All N parts must be given, each once, packed with the same\n"
-		 "options from the same sources; their shards are linked (or\n"
-		 "copied), never re-encoded, in part order whatever the order\n"
-		 "given.\n"
-		 "On a remote, each PART is REMOTE@TAG (a version chute push "
-		 "put there)\nand -o is that REMOTE: only the manifest and "
-		 "the tags are written;\nsee chute-scale(7)\n",
 };
 
 struct merge_args {
@@ -64,60 +30,85 @@ struct merge_args {
 
 /* -o NAME, a remote some config defines: the merge is on it, and its url
  * stands for it from here on (kept in a->url). */
-static int remote_output(struct merge_args *a)
+static int remote_output(struct merge_args *a, struct ch_error *err)
 {
-	struct ch_error err = {0};
-	int named = ch_remote_is_name(a->o.out_dir, NULL, &err);
+	int named = ch_remote_is_name(a->o.out_dir, NULL, err);
 	if (named == 1 && ch_remote_arg(a->o.out_dir, NULL, CH_REMOTE_READ,
-					&a->url, &err) == 0)
+					&a->url, err) == 0)
 		a->o.out_dir = a->url;
-	return named < 0 || (named == 1 && !a->url) ? cmd_fail(&err) : 0;
+	return named < 0 || (named == 1 && !a->url) ? -1 : 0;
 }
+
+static int take_part(void *args, const char *arg, struct ch_error *err)
+{
+	struct merge_args *a = args;
+	(void)err;
+	a->parts[a->nparts++] = arg;
+	return 0;
+}
+
+static int check_output(void *args, struct ch_error *err)
+{
+	struct merge_args *a = args;
+	if (!a->o.out_dir)
+		return ch_error_usage(err, "no output folder given: use -o DIR");
+	if (remote_output(a, err) != 0)
+		return -1;
+	if (a->ntags && !ch_ref_is_remote(a->o.out_dir))
+		return ch_error_usage(err, "--tag is for a merge on a remote "
+				      "(-o REMOTE)");
+	for (size_t i = 0; !ch_ref_is_remote(a->o.out_dir) && i < a->nparts;
+	     i++)
+		if (ch_ref_is_remote(a->parts[i]))
+			return ch_error_usage(err, "'%s' is on a remote: merge "
+					      "there (-o REMOTE), or pull the "
+					      "parts first", a->parts[i]);
+	return 0;
+}
+
+#define T struct merge_args
+static const struct cmd_opt merge_opts[] = {
+	CMD_OPT_FLAG(0, "force", T, o.force,
+		     "replace a dataset even if its fields, labels or splits "
+		     "are lost"),
+	CMD_HELP_OPT,
+	CMD_JSON_OPT(T, "print what was written as one JSON object"),
+	CMD_OPT_TEXT('n', "name", "NAME", T, o.name,
+		     "dataset and shard name (default: DIR's name)"),
+	CMD_OPT_TEXT('o', "output", "DIR", T, o.out_dir,
+		     "dataset folder to create or replace, or the remote the "
+		     "parts are on (a url or a name)"),
+	CMD_QUIET_OPT,
+	CMD_OPT_LIST('t', "tag", "NAME", T, tags, ntags, 16,
+		     "on a remote: also point tag NAME at the version "
+		     "(repeatable)"),
+	CMD_OPT_END,
+};
+#undef T
+
+const struct cmd_spec cmd_merge_spec = {
+	.name = "merge",
+	.summary = "merge the parts of a dataset packed apart into one",
+	.usage = merge_usage,
+	.opts = merge_opts,
+	.extra = "PART is a dataset folder written by chute pack --part I/N.\n"
+		 "All N parts must be given, each once, packed with the same\n"
+		 "options from the same sources; their shards are linked (or\n"
+		 "copied), never re-encoded, in part order whatever the order\n"
+		 "given.\n"
+		 "On a remote, each PART is REMOTE@TAG (a version chute push "
+		 "put there)\nand -o is that REMOTE: only the manifest and "
+		 "the tags are written;\nsee chute-scale(7)\n",
+	.operand = take_part,
+	.required = 1,
+	.missing = "no part given: name the folders chute pack --part wrote",
+	.check = check_output,
+};
 
 /* Returns 0 to go on, -1 after --help, or the exit status. */
 static int parse_args(struct merge_args *a, int argc, char **argv)
 {
-	struct cmd_parser p;
-	int c;
-
-	cmd_parser_init(&p, &merge_spec, argc, argv);
-	while ((c = cmd_next(&p)) != CMD_END) {
-		if (c == CMD_HELP)
-			return -1;
-		if (c == CMD_BAD)
-			return EXIT_USAGE;
-		if (c == CMD_POSITIONAL)
-			a->parts[a->nparts++] = p.arg;
-		else if (c == 'n')
-			a->o.name = p.arg;
-		else if (c == 'o')
-			a->o.out_dir = p.arg;
-		else if (c == OPT_FORCE)
-			a->o.force = 1;
-		else if (c == OPT_JSON)
-			a->json = 1;
-		else if (c == 't' && a->ntags == sizeof(a->tags) /
-						     sizeof(*a->tags))
-			return cmd_error("too many --tag options");
-		else if (c == 't')
-			a->tags[a->ntags++] = p.arg;
-	}
-	if (a->nparts == 0)
-		return cmd_error("no part given: name the folders chute pack "
-				 "--part wrote");
-	if (!a->o.out_dir)
-		return cmd_error("no output folder given: use -o DIR");
-	if (remote_output(a) != 0)
-		return EXIT_USAGE;
-	if (a->ntags && !ch_ref_is_remote(a->o.out_dir))
-		return cmd_error("--tag is for a merge on a remote (-o REMOTE)");
-	for (size_t i = 0; !ch_ref_is_remote(a->o.out_dir) && i < a->nparts;
-	     i++)
-		if (ch_ref_is_remote(a->parts[i]))
-			return cmd_error("'%s' is on a remote: merge there "
-					 "(-o REMOTE), or pull the parts "
-					 "first", a->parts[i]);
-	return 0;
+	return cmd_parse_args(&cmd_merge_spec, argc, argv, a);
 }
 
 /* "merged 4 parts: 10000 samples (47.1 MB) in 8 shards, id ID" */

@@ -6,6 +6,7 @@
  * suggestion of the closest option, so that each error is one line.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,8 @@
 
 #define HELP_COLUMN 26
 #define MAX_WORD 64
+/* The most options a command has (stream's 36 and a few). */
+#define CMD_MAX_OPTS 64
 
 static const char *current_name;
 
@@ -93,8 +96,9 @@ static void print_option(const struct cmd_opt *o, FILE *out)
 	char left[128];
 	int n;
 
-	if (o->id < CMD_LONG_ONLY)
-		n = snprintf(left, sizeof left, "  -%c, --%s", o->id, o->name);
+	if (o->letter)
+		n = snprintf(left, sizeof left, "  -%c, --%s", o->letter,
+			     o->name);
 	else
 		n = snprintf(left, sizeof left, "      --%s", o->name);
 	if (o->arg && n >= 0 && (size_t)n < sizeof left)
@@ -105,7 +109,7 @@ static void print_option(const struct cmd_opt *o, FILE *out)
 		fprintf(out, "%-*s%s\n", HELP_COLUMN, left, o->help);
 }
 
-/* Prints the usage lines, summary and option list. */
+/* Prints spec's --help on out. */
 static void cmd_usage(const struct cmd_spec *spec, FILE *out)
 {
 	for (size_t i = 0; spec->usage[i]; i++)
@@ -119,10 +123,179 @@ static void cmd_usage(const struct cmd_spec *spec, FILE *out)
 }
 
 /* ------------------------------------------------------------------ */
+/* Values                                                               */
+
+int cmd_int_value(const char *opt, const char *s, long min, long max,
+		  int *out, struct ch_error *err)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (*s == '\0' || *end != '\0' || errno || v < min || v > max)
+		return ch_error_usage(err, "invalid value '%s' for %s: expected "
+				      "a whole number from %ld to %ld", s, opt,
+				      min, max);
+	*out = (int)v;
+	return 0;
+}
+
+static int cmd_u64_value(const char *opt, const char *s, uint64_t min,
+			 uint64_t max, uint64_t *out, struct ch_error *err)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*s < '0' || *s > '9' || *end != '\0' || errno || v < min ||
+	    v > max)
+		return ch_error_usage(err, "invalid value '%s' for %s: expected "
+				      "a whole number from %llu to %llu", s,
+				      opt, (unsigned long long)min,
+				      (unsigned long long)max);
+	*out = v;
+	return 0;
+}
+
+int cmd_size_value(const char *opt, const char *s, uint64_t *out,
+		   struct ch_error *err)
+{
+	if (ch_parse_size(s, out) < 0 || *out == 0)
+		return ch_error_usage(err, "invalid size '%s' for %s: expected "
+				      "a number above 0 with an optional K, M "
+				      "or G suffix", s, opt);
+	return 0;
+}
+
+int cmd_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max,
+		  uint64_t *out)
+{
+	struct ch_error err = {0};
+	if (cmd_u64_value(opt, s, min, max, out, &err) == 0)
+		return 0;
+	cmd_error("%s", err.msg);
+	return -1;
+}
+
+/* One of names, by its index; a near miss is suggested. */
+static int name_value(const char *opt, const char *s,
+		      const char *const *names, int *out,
+		      struct ch_error *err)
+{
+	size_t n = 0;
+	while (names[n])
+		n++;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(s, names[i]) == 0) {
+			*out = (int)i;
+			return 0;
+		}
+	const char *near = ch_closest(s, names, n);
+	char list[64] = "";
+	for (size_t i = 0; i < n; i++)
+		snprintf(list + strlen(list), sizeof list - strlen(list),
+			 "%s%s", i ? ", " : "", names[i]);
+	if (near)
+		return ch_error_usage(err, "invalid value '%s' for %s; did you "
+				      "mean '%s'?", s, opt, near);
+	return ch_error_usage(err, "invalid value '%s' for %s: expected one "
+			      "of %s", s, opt, list);
+}
+
+int cmd_opt_value(const struct cmd_opt *o, const char *what, const char *arg,
+		  void *field, struct ch_error *err)
+{
+	switch (o->type) {
+	case CMD_INT:
+		return cmd_int_value(what, arg, (long)o->min, (long)o->max,
+				     field, err);
+	case CMD_U64:
+		return cmd_u64_value(what, arg, o->min, o->max, field, err);
+	case CMD_SIZE0:
+		if (strcmp(arg, "0") == 0) {
+			*(uint64_t *)field = 0;
+			return 0;
+		}
+		return cmd_size_value(what, arg, field, err);
+	case CMD_SIZE:
+		return cmd_size_value(what, arg, field, err);
+	case CMD_THREADS:
+		if (strcmp(arg, "auto") == 0) {
+			*(int *)field = CH_AUTO;
+			return 0;
+		}
+		return cmd_int_value(what, arg, (long)o->min, (long)o->max,
+				     field, err);
+	case CMD_NAME:
+		return name_value(what, arg, o->names, field, err);
+	case CMD_TEXT:
+		*(const char **)field = arg;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* Appends arg to o's list in args: an array of o->max, or (max 0) the
+ * room for argc a pointer points to. */
+static int list_add(const struct cmd_opt *o, const char *arg, void *args,
+		    struct ch_error *err)
+{
+	void *field = (char *)args + o->at;
+	size_t *n = (size_t *)((char *)args + o->count);
+	const char **v = o->max ? field : *(const char ***)field;
+
+	if (o->max && *n == o->max)
+		return ch_error_usage(err, "too many --%s options (at most "
+				      "%llu)", o->name,
+				      (unsigned long long)o->max);
+	v[(*n)++] = arg;
+	return 0;
+}
+
+/* Option o with its argument (NULL for a flag) into args. */
+static int take(const struct cmd_opt *o, const char *arg, void *args,
+		struct ch_error *err)
+{
+	void *field = (char *)args + o->at;
+	char dashed[80];
+
+	snprintf(dashed, sizeof dashed, "--%s", o->name);
+	switch (o->type) {
+	case CMD_FLAG:
+	case CMD_CLEAR:
+		*(int *)field = o->type == CMD_FLAG;
+		return 0;
+	case CMD_LIST:
+		return list_add(o, arg, args, err);
+	case CMD_CALL:
+		return o->parse(arg, args, err);
+	case CMD_SET_QUIET:
+		cmd_set_quiet(1);
+		return 0;
+	default:
+		return cmd_opt_value(o, dashed, arg, field, err);
+	}
+}
+
+/* ------------------------------------------------------------------ */
 /* Parsing                                                              */
 
-void cmd_parser_init(struct cmd_parser *p, const struct cmd_spec *spec,
-		     int argc, char **argv)
+/* Long options come back from getopt_long as LONG + their row. */
+enum { LONG = 256 };
+
+struct parser {
+	const struct cmd_spec *spec;
+	int argc;
+	char **argv;
+	struct option longopts[CMD_MAX_OPTS + 1];
+	char shortopts[3 * CMD_MAX_OPTS + 3];
+};
+
+static void parser_init(struct parser *p, const struct cmd_spec *spec,
+			int argc, char **argv)
 {
 	size_t n = 0, s = 0;
 
@@ -138,10 +311,10 @@ void cmd_parser_init(struct cmd_parser *p, const struct cmd_spec *spec,
 	     o++, n++) {
 		p->longopts[n] = (struct option){
 			o->name, o->arg ? required_argument : no_argument,
-			NULL, o->id};
-		if (o->id >= CMD_LONG_ONLY)
+			NULL, LONG + (int)n};
+		if (!o->letter)
 			continue;
-		p->shortopts[s++] = (char)o->id;
+		p->shortopts[s++] = (char)o->letter;
 		if (o->arg)
 			p->shortopts[s++] = ':';
 	}
@@ -149,42 +322,43 @@ void cmd_parser_init(struct cmd_parser *p, const struct cmd_spec *spec,
 	optind = 0; /* full reinitialisation in glibc */
 }
 
-static const struct cmd_opt *find_opt(const struct cmd_spec *spec, int id)
+/* The row of getopt's answer c: a letter, or LONG + the row. */
+static const struct cmd_opt *find_opt(const struct cmd_spec *spec, int c)
 {
-	for (const struct cmd_opt *o = spec->opts; o->name; o++)
-		if (o->id == id)
+	if (c >= LONG)
+		return &spec->opts[c - LONG];
+	for (const struct cmd_opt *o = spec->opts; c && o->name; o++)
+		if (o->letter == c)
 			return o;
 	return NULL;
 }
 
 /* How the user wrote the option: "--output" or "-o". */
-static void spelled(const struct cmd_parser *p, const struct cmd_opt *o,
+static void spelled(const struct parser *p, const struct cmd_opt *o,
 		    char *buf, size_t size)
 {
 	const char *typed = optind > 0 && optind <= p->argc ?
 				    p->argv[optind - 1] : "";
 
-	if (strncmp(typed, "--", 2) == 0 || o->id >= CMD_LONG_ONLY)
+	if (strncmp(typed, "--", 2) == 0 || !o->letter)
 		snprintf(buf, size, "--%s", o->name);
 	else
-		snprintf(buf, size, "-%c", o->id);
+		snprintf(buf, size, "-%c", o->letter);
 }
 
-static int missing_argument(struct cmd_parser *p)
+static int missing_argument(struct parser *p, struct ch_error *err)
 {
 	const struct cmd_opt *o = find_opt(p->spec, optopt);
 	char name[80];
 
-	if (!o) {
-		cmd_error("an option needs a value");
-		return CMD_BAD;
-	}
+	if (!o)
+		return ch_error_usage(err, "an option needs a value");
 	spelled(p, o, name, sizeof name);
-	cmd_error("option '%s' needs a value (%s)", name, o->arg);
-	return CMD_BAD;
+	return ch_error_usage(err, "option '%s' needs a value (%s)", name,
+			      o->arg);
 }
 
-static int unknown_long(struct cmd_parser *p)
+static int unknown_long(struct parser *p, struct ch_error *err)
 {
 	const char *names[CMD_MAX_OPTS], *match[2] = {NULL, NULL};
 	const char *typed = p->argv[optind - 1] + 2;
@@ -197,149 +371,117 @@ static int unknown_long(struct cmd_parser *p)
 		if (strncmp(o->name, word, strlen(word)) == 0 && prefixed < 2)
 			match[prefixed++] = o->name;
 	}
-	if (prefixed == 2) {
-		cmd_error("option '--%s' is ambiguous; could be '--%s' or "
-			  "'--%s'", word, match[0], match[1]);
-		return CMD_BAD;
-	}
+	if (prefixed == 2)
+		return ch_error_usage(err, "option '--%s' is ambiguous; could "
+				      "be '--%s' or '--%s'", word, match[0],
+				      match[1]);
 	const char *near = ch_closest(word, names, n);
 	if (near)
-		cmd_error("unknown option '--%s'; did you mean '--%s'?", word,
-			  near);
-	else
-		cmd_error("unknown option '--%s'; see 'chute %s --help'", word,
-			  p->spec->name);
-	return CMD_BAD;
+		return ch_error_usage(err, "unknown option '--%s'; did you "
+				      "mean '--%s'?", word, near);
+	return ch_error_usage(err, "unknown option '--%s'; see 'chute %s "
+			      "--help'", word, p->spec->name);
 }
 
-static int bad_option(struct cmd_parser *p)
+static int bad_option(struct parser *p, struct ch_error *err)
 {
 	const struct cmd_opt *o = optopt ? find_opt(p->spec, optopt) : NULL;
 
-	if (o) {
-		cmd_error("option '--%s' takes no value", o->name);
-		return CMD_BAD;
-	}
+	if (o)
+		return ch_error_usage(err, "option '--%s' takes no value",
+				      o->name);
 	if (optopt == 0 && optind > 0 &&
 	    strncmp(p->argv[optind - 1], "--", 2) == 0)
-		return unknown_long(p);
-	if (optopt > 0 && optopt < CMD_LONG_ONLY)
-		cmd_error("unknown option '-%c'; see 'chute %s --help'",
-			  optopt, p->spec->name);
-	else
-		cmd_error("unknown option; see 'chute %s --help'",
-			  p->spec->name);
-	return CMD_BAD;
+		return unknown_long(p, err);
+	if (optopt > 0 && optopt < LONG)
+		return ch_error_usage(err, "unknown option '-%c'; see 'chute %s "
+				      "--help'", optopt, p->spec->name);
+	return ch_error_usage(err, "unknown option; see 'chute %s --help'",
+			      p->spec->name);
 }
 
-int cmd_next(struct cmd_parser *p)
+/* An operand, into the next of spec's members or to its operand(). */
+static int operand(const struct cmd_spec *spec, const char *arg, void *args,
+		   size_t *n, struct ch_error *err)
 {
-	while (!p->finished) {
-		int c = getopt_long(p->argc, p->argv, p->shortopts,
-				    p->longopts, NULL);
-		p->arg = optarg;
-		switch (c) {
-		case -1:
-			p->finished = 1;
-			break;
-		case 1:
-			return CMD_POSITIONAL;
-		case '?':
-			return bad_option(p);
-		case ':':
-			return missing_argument(p);
-		case CMD_OPT_HELP:
-			cmd_usage(p->spec, stdout);
-			return CMD_HELP;
-		case 'q': /* every command's, so handled here */
-			cmd_set_quiet(1);
-			continue;
-		default:
-			return c;
-		}
-	}
-	/* what follows "--" */
-	if (optind < p->argc) {
-		p->arg = p->argv[optind++];
-		return CMD_POSITIONAL;
-	}
-	return CMD_END;
-}
-
-/* ------------------------------------------------------------------ */
-/* Values                                                               */
-
-int cmd_parse_int(const char *opt, const char *s, long min, long max,
-		  int *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (*s == '\0' || *end != '\0' || errno || v < min || v > max) {
-		cmd_error("invalid value '%s' for %s: expected a whole number "
-			  "from %ld to %ld", s, opt, min, max);
-		return -1;
-	}
-	*out = (int)v;
-	return 0;
-}
-
-int cmd_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max,
-		  uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*s < '0' || *s > '9' || *end != '\0' || errno || v < min ||
-	    v > max) {
-		cmd_error("invalid value '%s' for %s: expected a whole number "
-			  "from %llu to %llu", s, opt, (unsigned long long)min,
-			  (unsigned long long)max);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-int cmd_parse_size(const char *opt, const char *s, uint64_t *out)
-{
-	if (ch_parse_size(s, out) < 0 || *out == 0) {
-		cmd_error("invalid size '%s' for %s: expected a number above "
-			  "0 with an optional K, M or G suffix", s, opt);
-		return -1;
-	}
-	return 0;
-}
-
-int cmd_parse_dataset_args(const struct cmd_spec *spec, int argc, char **argv,
-			   int (*take)(struct cmd_parser *p, int c, void *ctx),
-			   void *ctx, const char **path, const char *what)
-{
-	struct cmd_parser p;
-	int c;
-	cmd_parser_init(&p, spec, argc, argv);
-	while ((c = cmd_next(&p)) != CMD_END) {
-		if (c == CMD_HELP)
+	if (spec->operand) {
+		if (spec->operand(args, arg, err) < 0)
 			return -1;
-		if (c == CMD_BAD)
-			return EXIT_USAGE;
-		if (c == CMD_POSITIONAL) {
-			if (*path)
-				return cmd_error("too many arguments: give one "
-						 "dataset");
-			*path = p.arg;
-		} else if (take(&p, c, ctx) < 0) {
-			return EXIT_USAGE;
-		}
+		++*n;
+		return 0;
 	}
-	if (!*path)
-		return cmd_error("%s: name a dataset", what);
+	if (*n == spec->noperands)
+		return ch_error_usage(err, "too many arguments%s%s",
+				      spec->too_many ? ": " : "",
+				      spec->too_many ? spec->too_many : "");
+	*(const char **)((char *)args + spec->operands[(*n)++]) = arg;
 	return 0;
 }
+
+/* One step: 1 for more, 0 at the end, -1 with err set; *help after
+ * --help was printed. */
+static int step(struct parser *p, void *args, size_t *n, int *help,
+		struct ch_error *err)
+{
+	const struct cmd_spec *spec = p->spec;
+	int c = getopt_long(p->argc, p->argv, p->shortopts, p->longopts,
+			    NULL);
+	const struct cmd_opt *o;
+
+	switch (c) {
+	case -1:
+		return 0;
+	case 1:
+		return operand(spec, optarg, args, n, err) < 0 ? -1 : 1;
+	case '?':
+		return bad_option(p, err);
+	case ':':
+		return missing_argument(p, err);
+	}
+	o = find_opt(spec, c);
+	if (o->type == CMD_SHOW_HELP) {
+		cmd_usage(spec, stdout);
+		*help = 1;
+		return 0;
+	}
+	if (take(o, optarg, args, err) < 0)
+		return -1;
+	if (spec->taken)
+		spec->taken(args, o);
+	return 1;
+}
+
+enum cmd_parsed cmd_parse(const struct cmd_spec *spec, int argc, char **argv,
+			  void *args, struct ch_error *err)
+{
+	struct parser p;
+	size_t n = 0, rows = 0;
+	int rc, help = 0;
+
+	while (spec->opts[rows].name)
+		rows++;
+	if (rows > CMD_MAX_OPTS) /* a table grown past the parser: a bug */
+		return ch_error_set(err, "%zu options, more than the %d the "
+				    "parser takes", rows, CMD_MAX_OPTS),
+		       CMD_FAIL;
+	parser_init(&p, spec, argc, argv);
+	while ((rc = step(&p, args, &n, &help, err)) > 0)
+		;
+	if (rc < 0)
+		return CMD_FAIL;
+	if (help)
+		return CMD_HELP;
+	/* what follows "--" */
+	while (optind < argc)
+		if (operand(spec, argv[optind++], args, &n, err) < 0)
+			return CMD_FAIL;
+	if (n < spec->required)
+		return ch_error_usage(err, "%s", spec->missing), CMD_FAIL;
+	if (spec->check && spec->check(args, err) < 0)
+		return CMD_FAIL;
+	return CMD_GO;
+}
+
 
 /* The default name: the last component of DIR. */
 int cmd_default_name(const char *dir, char **out)
@@ -374,8 +516,8 @@ int cmd_check_name(const char *name)
 			 *name ? " (give another with --name)" : "");
 }
 
-int cmd_parse_part(const char *s, int none_ok, uint64_t *part,
-		   uint64_t *parts)
+int cmd_part_value(const char *s, int none_ok, uint64_t *part,
+		   uint64_t *parts, struct ch_error *err)
 {
 	unsigned long long i, n;
 	int used = -1;
@@ -393,7 +535,8 @@ int cmd_parse_part(const char *s, int none_ok, uint64_t *part,
 		*parts = n;
 		return 0;
 	}
-	return cmd_error("invalid value '%s' for --part: expected I/N, part I "
-			 "from 0 to N-1 of N parts (N from 1 to %u)%s", s,
-			 CMD_MAX_PARTS, none_ok ? ", or none" : "");
+	return ch_error_usage(err, "invalid value '%s' for --part: expected "
+			      "I/N, part I from 0 to N-1 of N parts (N from 1 "
+			      "to %u)%s", s, CMD_MAX_PARTS,
+			      none_ok ? ", or none" : "");
 }

@@ -69,6 +69,21 @@ int cmd_fail(const struct ch_error *err)
 	return cmd_exit_status(err);
 }
 
+int cmd_parse_args(const struct cmd_spec *spec, int argc, char **argv,
+		   void *args)
+{
+	struct ch_error err = {0};
+
+	switch (cmd_parse(spec, argc, argv, args, &err)) {
+	case CMD_GO:
+		return 0;
+	case CMD_HELP:
+		return -1;
+	default:
+		return cmd_fail(&err);
+	}
+}
+
 /* ------------------------------------------------------------------ */
 /* Raw output                                                           */
 

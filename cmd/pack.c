@@ -10,74 +10,9 @@
 #include "chute/pack.h"
 #include "cmd.h"
 
-enum {
-	OPT_DICT = CMD_LONG_ONLY,
-	OPT_EXCLUDE,
-	OPT_FORCE,
-	OPT_INCLUDE,
-	OPT_JSON,
-	OPT_KEEP_ORDER,
-	OPT_LABEL_FROM,
-	OPT_MAX_SAMPLE_SIZE,
-	OPT_PART,
-	OPT_PARTS,
-};
-
-/* --part I/N and --parts N: N at most this */
-
 static const char *const pack_usage[] = {
 	"pack [OPTIONS] SRC... -o DIR",
 	NULL,
-};
-
-static const struct cmd_opt pack_opts[] = {
-	{'b', "block-size", "SIZE", "raw bytes per block (default 1M; 16K with --dict)"},
-	{OPT_DICT, "dict", NULL, "train a zstd dictionary per shard"},
-	{OPT_EXCLUDE, "exclude", "GLOB",
-	 "leave out files and folders GLOB matches (repeatable)"},
-	{OPT_FORCE, "force", NULL,
-	 "replace a dataset even if its fields, labels or splits are lost"},
-	CMD_HELP_OPT,
-	{OPT_INCLUDE, "include", "GLOB",
-	 "pack only files GLOB matches (repeatable)"},
-	{'j', "jobs", "N", "parallel workers (default: all cores)"},
-	{OPT_JSON, "json", NULL, "print what was written as one JSON object"},
-	{OPT_KEEP_ORDER, "keep-order", NULL,
-	 "keep input order instead of sorting by key"},
-	{OPT_LABEL_FROM, "label-from", "dir",
-	 "add a cls field: index of the parent folder"},
-	{'l', "level", "N", "zstd level, 1 to 19, or 0: raw (default 3)"},
-	{OPT_MAX_SAMPLE_SIZE, "max-sample-size", "SIZE",
-	 "refuse larger samples, at most 16G (default 1G)"},
-	{'m', "memory", "SIZE",
-	 "file list held in memory before spilling (default 64M)"},
-	{'n', "name", "NAME", "dataset and shard name (default: DIR's name)"},
-	{'0', "null", NULL, "the list on stdin is NUL-separated"},
-	{'o', "output", "DIR", "dataset folder to create or replace"},
-	{OPT_PART, "part", "I/N",
-	 "pack part I of N, I from 0 (default: from Slurm)"},
-	{OPT_PARTS, "parts", "N",
-	 "N parts, I from $JOB_COMPLETION_INDEX"},
-	CMD_QUIET_OPT,
-	{'s', "shard-size", "SIZE",
-	 "bytes per shard (default 256M), or samples: 10000s"},
-	{0, NULL, NULL, NULL},
-};
-
-static const struct cmd_spec pack_spec = {
-	.name = "pack",
-	.summary = "pack files into compressed, checksummed shards",
-	.usage = pack_usage,
-	.opts = pack_opts,
-	.extra = "SRC is a folder (files KEY.FIELD, searched recursively), an\n"
-		 "archive (tar, tar.gz, tar.zst, zip), the http(s):// or s3://\n"
-		 "URL of an archive or a file (read while it downloads), or -\n"
-		 "for a list of file paths on standard input.  SIZE takes K, M\n"
-		 "and G suffixes.  Hidden files and folders (.name) and the\n"
-		 "output folder are never packed.  A GLOB without / matches a\n"
-		 "file's or a folder's name, one with / the path from the\n"
-		 "source's top.  A part holds the samples whose key's XXH3-64\n"
-		 "is I modulo N; chute merge makes one dataset of the N parts.\n",
 };
 
 /* ------------------------------------------------------------------ */
@@ -95,8 +30,9 @@ struct pack_args {
 };
 
 /* "256M" is bytes (and the default sample cap), "10000s" is samples. */
-static int parse_shard_size(const char *s, struct ch_pack_opts *o)
+static int parse_shard_size(const char *s, void *args, struct ch_error *err)
 {
+	struct ch_pack_opts *o = &((struct pack_args *)args)->o;
 	size_t len = strlen(s);
 	char *end;
 
@@ -109,74 +45,112 @@ static int parse_shard_size(const char *s, struct ch_pack_opts *o)
 			o->shard_bytes = 0;
 			return 0;
 		}
-		cmd_error("invalid value '%s' for --shard-size: expected a "
-			  "sample count above 0 before the s", s);
-		return -1;
+		return ch_error_usage(err, "invalid value '%s' for --shard-size: "
+				      "expected a sample count above 0 before "
+				      "the s", s);
 	}
 	o->shard_samples = CH_SHARD_SAMPLES_DEFAULT;
-	return cmd_parse_size("--shard-size", s, &o->shard_bytes);
+	return cmd_size_value("--shard-size", s, &o->shard_bytes, err);
 }
 
-static int take_option(struct pack_args *a, int c, const char *arg)
+static int take_label_from(const char *arg, void *args,
+			   struct ch_error *err)
 {
-	switch (c) {
-	case 'b':
-		return cmd_parse_size("--block-size", arg, &a->o.block_size);
-	case 'j':
-		return cmd_parse_int("--jobs", arg, 1, 1024, &a->o.jobs);
-	case 'l':
-		return cmd_parse_int("--level", arg, 0, 19, &a->o.level);
-	case 'm':
-		return cmd_parse_size("--memory", arg, &a->o.memory);
-	case OPT_MAX_SAMPLE_SIZE:
-		return cmd_parse_size("--max-sample-size", arg,
-				      &a->o.max_sample_size);
-	case 'n':
-		a->o.name = arg;
-		return 0;
-	case 'o':
-		a->o.out_dir = arg;
-		return 0;
-	case 's':
-		return parse_shard_size(arg, &a->o);
-	case '0':
-		a->null_sep = 1;
-		return 0;
-	case OPT_DICT:
-		a->o.dict = 1;
-		return 0;
-	case OPT_EXCLUDE:
-		a->exclude[a->nexclude++] = arg;
-		return 0;
-	case OPT_INCLUDE:
-		a->include[a->ninclude++] = arg;
-		return 0;
-	case OPT_FORCE:
-		a->o.force = 1;
-		return 0;
-	case OPT_JSON:
-		a->json = 1;
-		return 0;
-	case OPT_PART:
-		a->part = arg;
-		return 0;
-	case OPT_PARTS:
-		return cmd_parse_u64("--parts", arg, 1, CMD_MAX_PARTS,
-				     &a->parts);
-	case OPT_KEEP_ORDER:
-		a->o.keep_order = 1;
-		return 0;
-	case OPT_LABEL_FROM:
-		if (strcmp(arg, "dir") == 0) {
-			a->o.label_from = "dir";
-			return 0;
-		}
-		cmd_error("invalid value '%s' for --label-from: expected 'dir'",
-			  arg);
-		return -1;
-	}
-	return -1;
+	if (strcmp(arg, "dir") != 0)
+		return ch_error_usage(err, "invalid value '%s' for --label-from: "
+				      "expected 'dir'", arg);
+	((struct pack_args *)args)->o.label_from = "dir";
+	return 0;
 }
+
+static int take_source(void *args, const char *arg, struct ch_error *err)
+{
+	struct pack_args *a = args;
+	(void)err;
+	a->sources[a->nsources++] = arg;
+	if (strcmp(arg, "-") == 0)
+		a->stdin_lists++;
+	return 0;
+}
+
+static int check_sources(void *args, struct ch_error *err)
+{
+	struct pack_args *a = args;
+	if (!a->o.out_dir)
+		return ch_error_usage(err, "no output folder given: use -o DIR");
+	if (a->stdin_lists > 1)
+		return ch_error_usage(err, "standard input (-) given more than "
+				      "once");
+	if (a->null_sep && !a->stdin_lists)
+		return ch_error_usage(err, "--null applies to a list on stdin, "
+				      "and no - was given");
+	return 0;
+}
+
+/* --part I/N and --parts N: N at most CMD_MAX_PARTS */
+#define T struct pack_args
+static const struct cmd_opt pack_opts[] = {
+	CMD_OPT_SIZE('b', "block-size", "SIZE", T, o.block_size,
+		     "raw bytes per block (default 1M; 16K with --dict)"),
+	CMD_OPT_FLAG(0, "dict", T, o.dict, "train a zstd dictionary per shard"),
+	CMD_OPT_LIST(0, "exclude", "GLOB", T, exclude, nexclude, 0,
+		     "leave out files and folders GLOB matches (repeatable)"),
+	CMD_OPT_FLAG(0, "force", T, o.force,
+		     "replace a dataset even if its fields, labels or splits "
+		     "are lost"),
+	CMD_HELP_OPT,
+	CMD_OPT_LIST(0, "include", "GLOB", T, include, ninclude, 0,
+		     "pack only files GLOB matches (repeatable)"),
+	CMD_OPT_INT('j', "jobs", "N", T, o.jobs, 1, 1024,
+		    "parallel workers (default: all cores)"),
+	CMD_JSON_OPT(T, "print what was written as one JSON object"),
+	CMD_OPT_FLAG(0, "keep-order", T, o.keep_order,
+		     "keep input order instead of sorting by key"),
+	CMD_OPT_CALL(0, "label-from", "dir", take_label_from,
+		     "add a cls field: index of the parent folder"),
+	CMD_OPT_INT('l', "level", "N", T, o.level, 0, 19,
+		    "zstd level, 1 to 19, or 0: raw (default 3)"),
+	CMD_OPT_SIZE(0, "max-sample-size", "SIZE", T, o.max_sample_size,
+		     "refuse larger samples, at most 16G (default 1G)"),
+	CMD_OPT_SIZE('m', "memory", "SIZE", T, o.memory,
+		     "file list held in memory before spilling (default 64M)"),
+	CMD_OPT_TEXT('n', "name", "NAME", T, o.name,
+		     "dataset and shard name (default: DIR's name)"),
+	CMD_OPT_FLAG('0', "null", T, null_sep,
+		     "the list on stdin is NUL-separated"),
+	CMD_OPT_TEXT('o', "output", "DIR", T, o.out_dir,
+		     "dataset folder to create or replace"),
+	CMD_OPT_TEXT(0, "part", "I/N", T, part,
+		     "pack part I of N, I from 0 (default: from Slurm)"),
+	CMD_OPT_U64(0, "parts", "N", T, parts, 1, CMD_MAX_PARTS,
+		    "N parts, I from $JOB_COMPLETION_INDEX"),
+	CMD_QUIET_OPT,
+	CMD_OPT_CALL('s', "shard-size", "SIZE", parse_shard_size,
+		     "bytes per shard (default 256M), or samples: 10000s"),
+	CMD_OPT_END,
+};
+#undef T
+
+const struct cmd_spec cmd_pack_spec = {
+	.name = "pack",
+	.summary = "pack files into compressed, checksummed shards",
+	.usage = pack_usage,
+	.opts = pack_opts,
+	.extra = "SRC is a folder (files KEY.FIELD, searched recursively), an\n"
+		 "archive (tar, tar.gz, tar.zst, zip), the http(s):// or s3://\n"
+		 "URL of an archive or a file (read while it downloads), or -\n"
+		 "for a list of file paths on standard input.  SIZE takes K, M\n"
+		 "and G suffixes.  Hidden files and folders (.name) and the\n"
+		 "output folder are never packed.  A GLOB without / matches a\n"
+		 "file's or a folder's name, one with / the path from the\n"
+		 "source's top.  A part holds the samples whose key's XXH3-64\n"
+		 "is I modulo N; chute merge makes one dataset of the N parts.\n",
+	.operand = take_source,
+	.required = 1,
+	.missing = "no source given: name a folder, an archive or - for a "
+		   "list on stdin",
+	.check = check_sources,
+};
 
 /* ------------------------------------------------------------------ */
 /* Parts: --part I/N, or the index a scheduler gives each task          */
@@ -253,8 +227,11 @@ static int resolve_part(struct pack_args *a)
 	if (a->part && a->parts)
 		return cmd_error("give either --part I/N or --parts N, not "
 				 "both");
-	if (a->part)
-		return cmd_parse_part(a->part, 1, &a->o.part, &a->o.parts);
+	if (a->part) {
+		struct ch_error err = {0};
+		return cmd_part_value(a->part, 1, &a->o.part, &a->o.parts,
+				      &err) < 0 ? cmd_fail(&err) : 0;
+	}
 	if (!a->parts && !(count && *count && getenv("SLURM_ARRAY_TASK_ID")))
 		return 0;
 	found = index_from_env(a->parts != 0, &index);
@@ -277,38 +254,11 @@ static int resolve_part(struct pack_args *a)
 	return 0;
 }
 
-/* Returns 0 to go on, or the exit status. */
+/* Returns 0 to go on, -1 after --help, or the exit status. */
 static int parse_args(struct pack_args *a, int argc, char **argv)
 {
-	struct cmd_parser p;
-	int c;
-
-	cmd_parser_init(&p, &pack_spec, argc, argv);
-	while ((c = cmd_next(&p)) != CMD_END) {
-		if (c == CMD_HELP)
-			return -1;
-		if (c == CMD_BAD)
-			return EXIT_USAGE;
-		if (c != CMD_POSITIONAL) {
-			if (take_option(a, c, p.arg) < 0)
-				return EXIT_USAGE;
-			continue;
-		}
-		a->sources[a->nsources++] = p.arg;
-		if (strcmp(p.arg, "-") == 0)
-			a->stdin_lists++;
-	}
-	if (a->nsources == 0)
-		return cmd_error("no source given: name a folder, an archive "
-				 "or - for a list on stdin");
-	if (!a->o.out_dir)
-		return cmd_error("no output folder given: use -o DIR");
-	if (a->stdin_lists > 1)
-		return cmd_error("standard input (-) given more than once");
-	if (a->null_sep && !a->stdin_lists)
-		return cmd_error("--null applies to a list on stdin, and no - "
-				 "was given");
-	return resolve_part(a);
+	int status = cmd_parse_args(&cmd_pack_spec, argc, argv, a);
+	return status != 0 ? status : resolve_part(a);
 }
 
 /* ------------------------------------------------------------------ */

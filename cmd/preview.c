@@ -11,26 +11,69 @@
 #include "cmd.h"
 #include "stream_opts.h"
 
-enum {
-	OPT_COLUMNS = CMD_LONG_ONLY + CH_STREAM_OPT_COUNT,
-	OPT_FIELD,
-	OPT_LABEL,
-};
-
 static const char *const preview_usage[] = {
 	"preview [OPTIONS] DATASET -o FILE.png",
 	NULL,
 };
 
+struct preview_args {
+	struct ch_stream_opts o;
+	struct ch_sheet_opts sheet;
+	const char *dataset, *output;
+	const char **transforms;
+	size_t ntransforms;
+};
+
+static int take_columns(const char *arg, void *args, struct ch_error *err)
+{
+	int cols;
+	if (cmd_int_value("--columns", arg, 1, 1024, &cols, err) < 0)
+		return -1;
+	((struct preview_args *)args)->sheet.columns = (uint32_t)cols;
+	return 0;
+}
+
+static int take_transform(const char *arg, void *args, struct ch_error *err)
+{
+	struct preview_args *a = args;
+	return stream_add_transform(&a->o, &a->transforms, &a->ntransforms,
+				    arg, err);
+}
+
+static int take_dataset(void *args, const char *arg, struct ch_error *err)
+{
+	struct preview_args *a = args;
+	if (a->dataset)
+		return ch_error_usage(err, "one dataset at a time: '%s' and "
+				      "'%s'", a->dataset, arg);
+	a->dataset = arg;
+	return 0;
+}
+
+static int check_output(void *args, struct ch_error *err)
+{
+	struct preview_args *a = args;
+	if (!a->dataset)
+		return ch_error_usage(err, "no dataset given");
+	if (!a->output)
+		return ch_error_usage(err, "no output given: -o FILE.png");
+	return 0;
+}
+
 /* The options of chute stream that choose the batch, with their help
  * lines; preview's own beside them, all sorted by name. */
+#define T struct preview_args
 static const struct cmd_opt own[] = {
-	{OPT_COLUMNS, "columns", "N", "tiles a row (default: a square grid)"},
-	{OPT_FIELD, "field", "NAME",
-	 "the field drawn (default: the first image)"},
-	{OPT_LABEL, "label", "NAME", "the class under each key (default cls)"},
-	{'o', "output", "FILE", "write the PNG to FILE (required)"},
+	CMD_OPT_CALL(0, "columns", "N", take_columns,
+		     "tiles a row (default: a square grid)"),
+	CMD_OPT_TEXT(0, "field", "NAME", T, sheet.image,
+		     "the field drawn (default: the first image)"),
+	CMD_OPT_TEXT(0, "label", "NAME", T, sheet.label,
+		     "the class under each key (default cls)"),
+	CMD_OPT_TEXT('o', "output", "FILE", T, output,
+		     "write the PNG to FILE (required)"),
 };
+#undef T
 static const int from_stream[] = {
 	CH_STREAM_OPT_BATCH_SIZE, CH_STREAM_OPT_HELP, CH_STREAM_OPT_MODE,
 	CH_STREAM_OPT_ON_ERROR, CH_STREAM_OPT_QUIET, CH_STREAM_OPT_RESUME,
@@ -43,7 +86,7 @@ static const int from_stream[] = {
 
 static struct cmd_opt preview_opts[NOPTS + 1];
 
-static const struct cmd_spec preview_spec = {
+const struct cmd_spec cmd_preview_spec = {
 	.name = "preview",
 	.summary = "draw one batch of a stream as a contact sheet",
 	.usage = preview_usage,
@@ -53,6 +96,8 @@ static const struct cmd_spec preview_spec = {
 		 "and class.  prints the batch's\ncursor: --resume with it "
 		 "draws the next batch.\nexit status: 0 done, 1 the data "
 		 "failed a check, 2 usage or I/O error\n",
+	.operand = take_dataset,
+	.check = check_output,
 };
 
 static int by_name(const void *a, const void *b)
@@ -61,10 +106,16 @@ static int by_name(const void *a, const void *b)
 		      ((const struct cmd_opt *)b)->name);
 }
 
-/* Where preview's words differ from chute stream's. */
-static struct cmd_opt reworded(const struct stream_option *d, int opt)
+/* chute stream's row of opt, its value into preview's args, with
+ * preview's words where they differ. */
+static struct cmd_opt reworded(int opt)
 {
-	struct cmd_opt o = { d->id, d->name, d->arg, d->help };
+	const struct stream_option *d = &stream_options[opt];
+	struct cmd_opt o = stream_cmd_opts[opt];
+	if (d->lib)
+		o.at = offsetof(struct preview_args, o) + d->field;
+	if (opt == CH_STREAM_OPT_TRANSFORM)
+		o.parse = take_transform;
 	if (opt == CH_STREAM_OPT_BATCH_SIZE)
 		o.help = "samples per batch (default 64)";
 	if (opt == CH_STREAM_OPT_QUIET)
@@ -76,82 +127,23 @@ static struct cmd_opt reworded(const struct stream_option *d, int opt)
 	return o;
 }
 
-static void make_opts(void)
+/* Before main: the table is whole wherever it is read. */
+__attribute__((constructor)) static void make_opts(void)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
 		preview_opts[n++] = own[i];
 	for (size_t i = 0; i < sizeof(from_stream) / sizeof(*from_stream);
 	     i++)
-		preview_opts[n++] = reworded(&stream_options[from_stream[i]],
-					     from_stream[i]);
+		preview_opts[n++] = reworded(from_stream[i]);
 	qsort(preview_opts, n, sizeof(*preview_opts), by_name);
-	preview_opts[n] = (struct cmd_opt){ 0, NULL, NULL, NULL };
-}
-
-struct preview_args {
-	struct ch_stream_opts o;
-	struct ch_sheet_opts sheet;
-	const char *dataset, *output;
-	const char **transforms;
-	size_t ntransforms;
-};
-
-static int add_transform(struct preview_args *a, const char *spec)
-{
-	return stream_add_transform(&a->o, &a->transforms, &a->ntransforms,
-				    spec);
-}
-
-static int take(struct preview_args *a, int c, const char *arg)
-{
-	union stream_value v;
-	int cols, opt;
-	switch (c) {
-	case OPT_COLUMNS:
-		if (cmd_parse_int("--columns", arg, 1, 1024, &cols) < 0)
-			return -1;
-		a->sheet.columns = (uint32_t)cols;
-		return 0;
-	case OPT_FIELD: a->sheet.image = arg; return 0;
-	case OPT_LABEL: a->sheet.label = arg; return 0;
-	case 'o': a->output = arg; return 0;
-	}
-	opt = stream_option_of(c);
-	if (opt < 0 || stream_parse_value(opt, NULL, arg, &v) < 0)
-		return -1;
-	if (opt == CH_STREAM_OPT_TRANSFORM)
-		return add_transform(a, v.text);
-	stream_option_set(&a->o, opt, &v);
-	return 0;
+	preview_opts[n] = (struct cmd_opt)CMD_OPT_END;
 }
 
 /* Returns 0 to go on, -1 after --help, or the exit status. */
 static int parse_args(struct preview_args *a, int argc, char **argv)
 {
-	struct cmd_parser p;
-	int c;
-	cmd_parser_init(&p, &preview_spec, argc, argv);
-	while ((c = cmd_next(&p)) != CMD_END) {
-		if (c == CMD_HELP)
-			return -1;
-		if (c == CMD_BAD)
-			return EXIT_USAGE;
-		if (c != CMD_POSITIONAL) {
-			if (take(a, c, p.arg) != 0)
-				return EXIT_USAGE;
-			continue;
-		}
-		if (a->dataset)
-			return cmd_error("one dataset at a time: '%s' and '%s'",
-					 a->dataset, p.arg);
-		a->dataset = p.arg;
-	}
-	if (!a->dataset)
-		return cmd_error("no dataset given");
-	if (!a->output)
-		return cmd_error("no output given: -o FILE.png");
-	return 0;
+	return cmd_parse_args(&cmd_preview_spec, argc, argv, a);
 }
 
 /* The first batch's sheet, then stop the stream. */
@@ -209,7 +201,6 @@ int cmd_preview(int argc, char **argv)
 	struct preview_args a = {0};
 	ch_stream_opts_init(&a.o);
 	a.o.batch_size = 64;
-	make_opts();
 	int status = parse_args(&a, argc, argv);
 	if (status == 0)
 		status = run(&a);

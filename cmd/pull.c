@@ -10,32 +10,9 @@
 #include "chute/remote.h"
 #include "cmd.h"
 
-enum { OPT_JSON = CMD_LONG_ONLY };
-
 static const char *const pull_usage[] = {
 	"pull [OPTIONS] [REMOTE[@TAG|@ID]] DIR",
 	NULL,
-};
-
-static const struct cmd_opt pull_opts[] = {
-	CMD_HELP_OPT,
-	{'j', "jobs", "N", "downloads at once (default 8)"},
-	{OPT_JSON, "json", NULL, "print what was fetched as one JSON object"},
-	CMD_QUIET_OPT,
-	CMD_RETRIES_OPT,
-	{0, NULL, NULL, NULL},
-};
-
-static const struct cmd_spec pull_spec = {
-	.name = "pull",
-	.summary = "fetch a dataset version from a remote",
-	.usage = pull_usage,
-	.opts = pull_opts,
-	.extra = "REMOTE: a folder, a url or a name from 'chute remote' "
-		 "(none: the default\nremote); without @TAG or @ID the tag "
-		 "'latest'; every file is verified\nbefore it takes its "
-		 "name, the manifest comes last; an interrupted pull\n"
-		 "continues where it stopped; see chute-remote(7)\n",
 };
 
 struct pull_args {
@@ -48,59 +25,67 @@ struct pull_args {
 /* A lone operand is the folder, pulled from the default remote: one that
  * reads as a remote instead (a url, NAME@..., a name some config
  * defines) is a folder forgotten, not a folder to make. */
-static int lone_dir(const char *dir)
+static int lone_dir(const char *dir, struct ch_error *err)
 {
-	struct ch_error err = {0};
 	int remote = ch_ref_is_remote(dir) ||
 		     (!strchr(dir, '/') && strchr(dir, '@') &&
 		      access(dir, F_OK) != 0);
-	if (!remote && (remote = ch_remote_is_name(dir, NULL, &err)) < 0)
-		return cmd_fail(&err);
+	if (!remote && (remote = ch_remote_is_name(dir, NULL, err)) < 0)
+		return -1;
 	if (remote)
-		return cmd_error("'%s' is a remote: give the folder to pull "
-				 "into after it", dir);
+		return ch_error_usage(err, "'%s' is a remote: give the folder "
+				      "to pull into after it", dir);
 	return 0;
 }
 
-static int parse_args(struct pull_args *a, int argc, char **argv)
+static int check_dir(void *args, struct ch_error *err)
 {
-	struct cmd_parser p;
-	int c;
-	cmd_parser_init(&p, &pull_spec, argc, argv);
-	while ((c = cmd_next(&p)) != CMD_END) {
-		switch (c) {
-		case CMD_HELP:
-			return -1;
-		case CMD_BAD:
-			return EXIT_USAGE;
-		case 'j':
-		case CMD_OPT_RETRIES:
-			if (cmd_transfer_option(c, p.arg, &a->store,
-						&a->xfer) < 0)
-				return EXIT_USAGE;
-			break;
-		case OPT_JSON:
-			a->json = 1;
-			break;
-		case CMD_POSITIONAL:
-			if (!a->ref)
-				a->ref = p.arg;
-			else if (!a->dir)
-				a->dir = p.arg;
-			else
-				return cmd_error("too many arguments: give a "
-						 "remote and a folder");
-			break;
-		}
-	}
-	if (!a->ref)
-		return cmd_error("give a remote and the folder to pull into");
+	struct pull_args *a = args;
 	if (!a->dir) {
 		a->dir = a->ref;
 		a->ref = NULL;
-		return lone_dir(a->dir);
+		return lone_dir(a->dir, err);
 	}
 	return 0;
+}
+
+static int take_retries(const char *arg, void *args, struct ch_error *err)
+{
+	return cmd_retries_value(arg, &((struct pull_args *)args)->store, err);
+}
+
+#define T struct pull_args
+static const struct cmd_opt pull_opts[] = {
+	CMD_HELP_OPT,
+	CMD_OPT_INT('j', "jobs", "N", T, xfer.jobs, 1, 256,
+		    "downloads at once (default 8)"),
+	CMD_JSON_OPT(T, "print what was fetched as one JSON object"),
+	CMD_QUIET_OPT,
+	CMD_RETRIES_OPT(take_retries),
+	CMD_OPT_END,
+};
+#undef T
+
+const struct cmd_spec cmd_pull_spec = {
+	.name = "pull",
+	.summary = "fetch a dataset version from a remote",
+	.usage = pull_usage,
+	.opts = pull_opts,
+	.extra = "REMOTE: a folder, a url or a name from 'chute remote' "
+		 "(none: the default\nremote); without @TAG or @ID the tag "
+		 "'latest'; every file is verified\nbefore it takes its "
+		 "name, the manifest comes last; an interrupted pull\n"
+		 "continues where it stopped; see chute-remote(7)\n",
+	CMD_OPERAND2(struct pull_args, ref, dir),
+	.too_many = "give a remote and a folder",
+	.required = 1,
+	.missing = "give a remote and the folder to pull into",
+	.check = check_dir,
+};
+
+static int parse_args(struct pull_args *a, int argc, char **argv)
+{
+	return cmd_parse_args(&cmd_pull_spec, argc, argv, a);
 }
 
 static void print_text(const struct pull_args *a,

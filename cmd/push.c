@@ -8,34 +8,9 @@
 #include "chute/remote.h"
 #include "cmd.h"
 
-enum { OPT_JSON = CMD_LONG_ONLY };
-
 static const char *const push_usage[] = {
 	"push [OPTIONS] DATASET [REMOTE]",
 	NULL,
-};
-
-static const struct cmd_opt push_opts[] = {
-	CMD_HELP_OPT,
-	{'j', "jobs", "N", "uploads at once (default 8)"},
-	{OPT_JSON, "json", NULL, "print what was sent as one JSON object"},
-	CMD_QUIET_OPT,
-	CMD_RETRIES_OPT,
-	{'t', "tag", "NAME", "also point tag NAME at the version (repeatable)"},
-	{0, NULL, NULL, NULL},
-};
-
-static const struct cmd_spec push_spec = {
-	.name = "push",
-	.summary = "send a dataset version to a remote",
-	.usage = push_usage,
-	.opts = push_opts,
-	.extra = "REMOTE: a folder, file://PATH, http(s)://HOST/PATH, "
-		 "s3://BUCKET/PREFIX\nor a name from 'chute remote' "
-		 "(none: the default remote)\n"
-		 "uploads the files the remote lacks, then the manifest, then "
-		 "the tags\n('latest' too, unless DATASET is a part of "
-		 "chute pack --part);\nsee chute-remote(7)\n",
 };
 
 struct push_args {
@@ -47,46 +22,46 @@ struct push_args {
 	struct ch_push_opts push;
 };
 
+static int take_retries(const char *arg, void *args, struct ch_error *err)
+{
+	return cmd_retries_value(arg, &((struct push_args *)args)->store, err);
+}
+
+#define T struct push_args
+static const struct cmd_opt push_opts[] = {
+	CMD_HELP_OPT,
+	CMD_OPT_INT('j', "jobs", "N", T, push.xfer.jobs, 1, 256,
+		    "uploads at once (default 8)"),
+	CMD_JSON_OPT(T, "print what was sent as one JSON object"),
+	CMD_QUIET_OPT,
+	CMD_RETRIES_OPT(take_retries),
+	CMD_OPT_LIST('t', "tag", "NAME", T, tags, ntags, 16,
+		     "also point tag NAME at the version (repeatable)"),
+	CMD_OPT_END,
+};
+#undef T
+
+const struct cmd_spec cmd_push_spec = {
+	.name = "push",
+	.summary = "send a dataset version to a remote",
+	.usage = push_usage,
+	.opts = push_opts,
+	.extra = "REMOTE: a folder, file://PATH, http(s)://HOST/PATH, "
+		 "s3://BUCKET/PREFIX\nor a name from 'chute remote' "
+		 "(none: the default remote)\n"
+		 "uploads the files the remote lacks, then the manifest, then "
+		 "the tags\n('latest' too, unless DATASET is a part of "
+		 "chute pack --part);\nsee chute-remote(7)\n",
+	CMD_OPERAND2(struct push_args, dataset, remote),
+	.too_many = "give a dataset and a remote",
+	.required = 1,
+	.missing = "give a dataset to push (and a remote, or have a default "
+		   "one)",
+};
+
 static int parse_args(struct push_args *a, int argc, char **argv)
 {
-	struct cmd_parser p;
-	int c;
-	cmd_parser_init(&p, &push_spec, argc, argv);
-	while ((c = cmd_next(&p)) != CMD_END) {
-		switch (c) {
-		case CMD_HELP:
-			return -1;
-		case CMD_BAD:
-			return EXIT_USAGE;
-		case 'j':
-		case CMD_OPT_RETRIES:
-			if (cmd_transfer_option(c, p.arg, &a->store,
-						&a->push.xfer) < 0)
-				return EXIT_USAGE;
-			break;
-		case OPT_JSON:
-			a->json = 1;
-			break;
-		case 't':
-			if (a->ntags == sizeof(a->tags) / sizeof(*a->tags))
-				return cmd_error("too many --tag options");
-			a->tags[a->ntags++] = p.arg;
-			break;
-		case CMD_POSITIONAL:
-			if (!a->dataset)
-				a->dataset = p.arg;
-			else if (!a->remote)
-				a->remote = p.arg;
-			else
-				return cmd_error("too many arguments: give a "
-						 "dataset and a remote");
-			break;
-		}
-	}
-	if (!a->dataset)
-		return cmd_error("give a dataset to push (and a remote, or "
-				 "have a default one)");
-	return 0;
+	return cmd_parse_args(&cmd_push_spec, argc, argv, a);
 }
 
 /* The store's url in both: its password hidden. */

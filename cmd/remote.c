@@ -9,8 +9,6 @@
 #include "chute/remote.h"
 #include "cmd.h"
 
-enum { OPT_JSON = CMD_LONG_ONLY, OPT_USER };
-
 static const char *const remote_usage[] = {
 	"remote [-C DIR|--user] add [--default] [--force] NAME URL",
 	"remote [-C DIR|--user] list [--json]",
@@ -19,20 +17,44 @@ static const char *const remote_usage[] = {
 	NULL,
 };
 
-static const struct cmd_opt remote_opts[] = {
-	{'C', "directory", "DIR", "the dataset folder whose config to use "
-				  "(default .)"},
-	{'d', "default", NULL, "add: also make NAME the default remote"},
-	{'f', "force", NULL, "add: replace a remote of the same name"},
-	CMD_HELP_OPT,
-	{OPT_JSON, "json", NULL, "list: one JSON document on standard output"},
-	CMD_QUIET_OPT,
-	{OPT_USER, "user", NULL, "use the user's config file, for every "
-				 "dataset"},
-	{0, NULL, NULL, NULL},
+struct remote_args {
+	const char *dir, *action, *name, *url;
+	int user, set_default, force, json;
 };
 
-static const struct cmd_spec remote_spec = {
+static int check_action(void *args, struct ch_error *err)
+{
+	struct remote_args *a = args;
+	if (a->dir && a->user)
+		return ch_error_usage(err, "give -C DIR or --user, not both");
+	if (!a->action)
+		return ch_error_usage(err, "give an action: add, list, remove or "
+				      "default");
+	if ((a->set_default || a->force) && strcmp(a->action, "add") != 0)
+		return ch_error_usage(err, "--default and --force go with add");
+	if (a->json && strcmp(a->action, "list") != 0)
+		return ch_error_usage(err, "--json goes with list");
+	return 0;
+}
+
+#define T struct remote_args
+static const struct cmd_opt remote_opts[] = {
+	CMD_OPT_TEXT('C', "directory", "DIR", T, dir,
+		     "the dataset folder whose config to use (default .)"),
+	CMD_OPT_FLAG('d', "default", T, set_default,
+		     "add: also make NAME the default remote"),
+	CMD_OPT_FLAG('f', "force", T, force,
+		     "add: replace a remote of the same name"),
+	CMD_HELP_OPT,
+	CMD_JSON_OPT(T, "list: one JSON document on standard output"),
+	CMD_QUIET_OPT,
+	CMD_OPT_FLAG(0, "user", T, user,
+		     "use the user's config file, for every dataset"),
+	CMD_OPT_END,
+};
+#undef T
+
+const struct cmd_spec cmd_remote_spec = {
 	.name = "remote",
 	.summary = "name remotes and choose the default one",
 	.usage = remote_usage,
@@ -42,67 +64,13 @@ static const struct cmd_spec remote_spec = {
 		 " then the current folder's, then\n$XDG_CONFIG_HOME/chute/"
 		 "config (~/.config/chute/config); credentials are\nnever kept "
 		 "there; see chute-remote(7)\n",
+	CMD_OPERAND3(struct remote_args, action, name, url),
+	.check = check_action,
 };
-
-struct remote_args {
-	const char *dir, *action, *name, *url;
-	int user, set_default, force, json;
-};
-
-static int take_operand(struct remote_args *a, const char *arg)
-{
-	if (!a->action)
-		a->action = arg;
-	else if (!a->name)
-		a->name = arg;
-	else if (!a->url)
-		a->url = arg;
-	else
-		return cmd_error("too many arguments");
-	return 0;
-}
 
 static int parse_args(struct remote_args *a, int argc, char **argv)
 {
-	struct cmd_parser p;
-	int c;
-	cmd_parser_init(&p, &remote_spec, argc, argv);
-	while ((c = cmd_next(&p)) != CMD_END) {
-		switch (c) {
-		case CMD_HELP:
-			return -1;
-		case CMD_BAD:
-			return EXIT_USAGE;
-		case 'C':
-			a->dir = p.arg;
-			break;
-		case 'd':
-			a->set_default = 1;
-			break;
-		case 'f':
-			a->force = 1;
-			break;
-		case OPT_JSON:
-			a->json = 1;
-			break;
-		case OPT_USER:
-			a->user = 1;
-			break;
-		case CMD_POSITIONAL:
-			if (take_operand(a, p.arg) != 0)
-				return EXIT_USAGE;
-			break;
-		}
-	}
-	if (a->dir && a->user)
-		return cmd_error("give -C DIR or --user, not both");
-	if (!a->action)
-		return cmd_error("give an action: add, list, remove or default");
-	if ((a->set_default || a->force) && strcmp(a->action, "add") != 0)
-		return cmd_error("--default and --force go with add");
-	if (a->json && strcmp(a->action, "list") != 0)
-		return cmd_error("--json goes with list");
-	return 0;
+	return cmd_parse_args(&cmd_remote_spec, argc, argv, a);
 }
 
 /* The config file an action changes: the user's, or DIR's (a dataset

@@ -9,39 +9,9 @@
 #include "chute/version.h"
 #include "cmd.h"
 
-enum {
-	OPT_GROUP = CMD_LONG_ONLY,
-	OPT_JSON,
-	OPT_SEED,
-	OPT_TEST,
-	OPT_VAL,
-};
-
 static const char *const split_usage[] = {
 	"split DATASET --val F [--test F] [--seed S] [--group REGEX] [--json]",
 	NULL,
-};
-
-static const struct cmd_opt split_opts[] = {
-	{OPT_GROUP, "group", "REGEX", "samples with the same first group stay "
-				      "together"},
-	CMD_HELP_OPT,
-	{OPT_JSON, "json", NULL, "print the summary as one JSON object"},
-	CMD_QUIET_OPT,
-	{OPT_SEED, "seed", "S", "seed of the assignment (default 0)"},
-	{OPT_TEST, "test", "F", "share of the samples for test (default 0)"},
-	{OPT_VAL, "val", "F", "share of the samples for val (required)"},
-	{0, NULL, NULL, NULL},
-};
-
-static const struct cmd_spec split_spec = {
-	.name = "split",
-	.summary = "make deterministic train, val and test splits",
-	.usage = split_usage,
-	.opts = split_opts,
-	.extra = "F is a fraction below 1 with at most 4 digits after the "
-		 "point (0.05); train\ngets the rest.  exit status: 0 done, 1 "
-		 "the data failed a check, 2 usage or\nI/O error\n",
 };
 
 struct split_args {
@@ -53,7 +23,8 @@ struct split_args {
 
 /* "0.05", ".05", "0" or "0.1250": a fraction below 1 with at most four
  * significant digits after the point, as a count of 0.0001. */
-static int parse_fraction(const char *opt, const char *s, long *units)
+static int parse_fraction(const char *opt, const char *s, long *units,
+			  struct ch_error *err)
 {
 	const char *p = s;
 	long v = 0;
@@ -72,55 +43,78 @@ static int parse_fraction(const char *opt, const char *s, long *units)
 			digits++;
 		}
 	}
-	if (!any || *p != '\0') {
-		cmd_error("invalid value '%s' for %s: expected a fraction below "
-			  "1 with at most 4 digits after the point (such as "
-			  "0.05)", s, opt);
-		return -1;
-	}
+	if (!any || *p != '\0')
+		return ch_error_usage(err, "invalid value '%s' for %s: expected "
+				      "a fraction below 1 with at most 4 digits "
+				      "after the point (such as 0.05)", s, opt);
 	for (; digits < 4; digits++)
 		v *= 10;
 	*units = v;
 	return 0;
 }
 
-static int parse_option(struct cmd_parser *p, int c, void *ctx)
+static int take_test(const char *arg, void *args, struct ch_error *err)
 {
-	struct split_args *a = ctx;
-	switch (c) {
-	case OPT_GROUP:
-		a->o.group = p->arg;
-		return 0;
-	case OPT_JSON:
-		a->json = 1;
-		return 0;
-	case OPT_SEED:
-		return cmd_parse_u64("--seed", p->arg, 0, INT64_MAX,
-				     &a->o.seed);
-	case OPT_TEST:
-		return parse_fraction("--test", p->arg, &a->test);
-	case OPT_VAL:
-		a->have_val = 1;
-		return parse_fraction("--val", p->arg, &a->val);
-	}
-	return 0;
+	struct split_args *a = args;
+	return parse_fraction("--test", arg, &a->test, err);
 }
 
-static int parse_args(int argc, char **argv, struct split_args *a)
+static int take_val(const char *arg, void *args, struct ch_error *err)
 {
-	int rc = cmd_parse_dataset_args(&split_spec, argc, argv, parse_option, a,
-					&a->path, "nothing to split");
-	if (rc != 0)
-		return rc;
+	struct split_args *a = args;
+	a->have_val = 1;
+	return parse_fraction("--val", arg, &a->val, err);
+}
+
+static int check_shares(void *args, struct ch_error *err)
+{
+	struct split_args *a = args;
 	if (!a->have_val)
-		return cmd_error("no --val given: say which share of the "
-				 "samples goes to val (0 for none)");
+		return ch_error_usage(err, "no --val given: say which share of "
+				      "the samples goes to val (0 for none)");
 	if (a->val + a->test >= 10000)
-		return cmd_error("--val and --test add up to 1 or more: "
-				 "nothing would be left for train");
+		return ch_error_usage(err, "--val and --test add up to 1 or "
+				      "more: nothing would be left for train");
 	a->o.val = (double)a->val / 10000;
 	a->o.test = (double)a->test / 10000;
 	return 0;
+}
+
+/* --seed's range is the manifest's (ch_split checks it too, for the
+ * callers of the library). */
+static const struct cmd_opt split_opts[] = {
+	CMD_OPT_TEXT(0, "group", "REGEX", struct split_args, o.group,
+		     "samples with the same first group stay together"),
+	CMD_HELP_OPT,
+	CMD_JSON_OPT(struct split_args, "print the summary as one JSON object"),
+	CMD_QUIET_OPT,
+	CMD_OPT_U64(0, "seed", "S", struct split_args, o.seed, 0, INT64_MAX,
+		    "seed of the assignment (default 0)"),
+	CMD_OPT_CALL(0, "test", "F", take_test,
+		     "share of the samples for test (default 0)"),
+	CMD_OPT_CALL(0, "val", "F", take_val,
+		     "share of the samples for val (required)"),
+	CMD_OPT_END,
+};
+
+const struct cmd_spec cmd_split_spec = {
+	.name = "split",
+	.summary = "make deterministic train, val and test splits",
+	.usage = split_usage,
+	.opts = split_opts,
+	.extra = "F is a fraction below 1 with at most 4 digits after the "
+		 "point (0.05); train\ngets the rest.  exit status: 0 done, 1 "
+		 "the data failed a check, 2 usage or\nI/O error\n",
+	CMD_OPERAND1(struct split_args, path),
+	.too_many = "give one dataset",
+	.required = 1,
+	.missing = "nothing to split: name a dataset",
+	.check = check_shares,
+};
+
+static int parse_args(int argc, char **argv, struct split_args *a)
+{
+	return cmd_parse_args(&cmd_split_spec, argc, argv, a);
 }
 
 /* ------------------------------------------------------------------ */

@@ -8,51 +8,42 @@
 #include "chute/version.h"
 #include "cmd.h"
 
-enum { OPT_HASH = CMD_LONG_ONLY, OPT_JSON };
-
 static const char *const status_usage[] = {
 	"status [--hash] [--json] DATASET",
 	NULL,
 };
 
-static const struct cmd_opt status_opts[] = {
-	{OPT_HASH, "hash", NULL, "hash every file, whatever the stat cache "
-				 "says"},
-	CMD_HELP_OPT,
-	{OPT_JSON, "json", NULL, "one JSON report on standard output"},
-	CMD_QUIET_OPT,
-	{0, NULL, NULL, NULL},
+struct status_args {
+	struct ch_status_opts o;
+	const char *path;
+	int json;
 };
 
-static const struct cmd_spec status_spec = {
+static const struct cmd_opt status_opts[] = {
+	CMD_OPT_FLAG(0, "hash", struct status_args, o.rehash,
+		     "hash every file, whatever the stat cache says"),
+	CMD_HELP_OPT,
+	CMD_JSON_OPT(struct status_args, "one JSON report on standard output"),
+	CMD_QUIET_OPT,
+	CMD_OPT_END,
+};
+
+const struct cmd_spec cmd_status_spec = {
 	.name = "status",
 	.summary = "compare a dataset folder with its manifest",
 	.usage = status_usage,
 	.opts = status_opts,
 	.extra = "exit status: 0 clean, 1 not clean, 2 could not check\n",
+	CMD_OPERAND1(struct status_args, path),
+	.too_many = "give one dataset",
+	.required = 1,
+	.missing = "nothing to compare: name a dataset",
 };
 
 /* Indexed by enum ch_status_kind. */
 static const char *const kind_names[] = {
 	"missing", "modified", "unexpected", "manifest",
 };
-
-struct status_args {
-	struct ch_status_opts o;
-	int json;
-};
-
-static int take(struct cmd_parser *p, int c, void *ctx)
-{
-	struct status_args *a = ctx;
-
-	(void)p;
-	if (c == OPT_HASH)
-		a->o.rehash = 1;
-	else if (c == OPT_JSON)
-		a->json = 1;
-	return 0;
-}
 
 static void count_kinds(const struct ch_status_result *r, uint64_t n[4])
 {
@@ -117,16 +108,16 @@ static void print_json(const struct ch_status_result *r)
 
 int cmd_status(int argc, char **argv)
 {
-	struct status_args a = {{0}, 0};
+	struct status_args a = {0};
 	struct ch_status_result r;
 	struct ch_error err = {0};
 	const char *path = NULL;
 	int status;
 
-	status = cmd_parse_dataset_args(&status_spec, argc, argv, take, &a,
-					&path, "nothing to compare");
+	status = cmd_parse_args(&cmd_status_spec, argc, argv, &a);
 	if (status != 0)
 		return status < 0 ? 0 : status;
+	path = a.path;
 	a.o.cancel = cmd_catch_signals();
 	a.o.progress = cmd_progress();
 	int rc = ch_status(path, &a.o, &r, &err);

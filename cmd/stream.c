@@ -22,16 +22,15 @@ static const char *const stream_usage[] = {
 	NULL,
 };
 
-/* Every option of chute stream, from include/chute/stream_options.h. */
-static struct cmd_opt stream_opts[CH_STREAM_OPT_COUNT + 1];
-_Static_assert(CH_STREAM_OPT_COUNT <= CMD_MAX_OPTS,
-	       "the parser would not see every option of chute stream");
 
-static const struct cmd_spec stream_spec = {
+/* Every option of chute stream, from stream_rows.h. */
+const struct cmd_spec cmd_stream_spec = {
 	.name = "stream",
 	.summary = "stream shuffled batches of a dataset to a trainer",
 	.usage = stream_usage,
-	.opts = stream_opts,
+	.opts = stream_cmd_opts,
+	.operand = stream_add_dataset,
+	.taken = stream_option_taken,
 	.extra = "DATASET is a dataset folder, a manifest, one shard, or a\n"
 		 "remote REMOTE[@TAG|@ID] (see chute-remote(7)).  With\n"
 		 "--mix, several DATASETs (DATASET:SPLIT for a split) are\n"
@@ -59,51 +58,17 @@ struct sink {
 	struct pipe_pages *pages; /* --vmsplice, or NULL */
 };
 
-static int add_transform(struct stream_args *a, const char *spec)
+/* What the run record and the checks after parsing need to know of
+ * option o, which was given. */
+void stream_option_taken(void *args, const struct cmd_opt *o)
 {
-	return stream_add_transform(&a->o, &a->transforms, &a->ntransforms,
-				    spec);
-}
-
-/* Option opt, its argument read by the table, into a: the members of
- * struct ch_stream_opts by the table too, the command's own here. */
-static int take_option(struct stream_args *a, int opt, const char *arg)
-{
-	union stream_value v;
-	if (stream_parse_value(opt, NULL, arg, &v) < 0)
-		return -1;
-	if (opt == CH_STREAM_OPT_TRANSFORM)
-		return add_transform(a, v.text);
-	if (stream_options[opt].lib) {
-		stream_option_set(&a->o, opt, &v);
-		a->rank_set |= opt == CH_STREAM_OPT_RANK;
-		a->world_set |= opt == CH_STREAM_OPT_WORLD_SIZE;
-		a->start_epoch_set |= opt == CH_STREAM_OPT_START_EPOCH;
-		a->resume_set |= opt == CH_STREAM_OPT_RESUME;
-		return 0;
-	}
-	switch (opt) {
-	case CH_STREAM_OPT_FORCE: a->force = 1; break;
-	case CH_STREAM_OPT_MIX: a->mix.text = v.text; break;
-	case CH_STREAM_OPT_MIX_EPOCH: a->mix.epoch = v.text; break;
-	case CH_STREAM_OPT_OUTPUT: a->output = v.text; break;
-	case CH_STREAM_OPT_PRINT_COUNT: a->count = 1; break;
-	case CH_STREAM_OPT_PIN: a->shm.pin = 1; break;
-	case CH_STREAM_OPT_RECORD: a->rec.record = v.text; break;
-	case CH_STREAM_OPT_REMOTE_CACHE: a->remote_cache = v.text; break;
-	case CH_STREAM_OPT_REMOTE_CACHE_SIZE:
-		a->remote_cache_size = v.u64;
-		break;
-	case CH_STREAM_OPT_REPLAY: a->rec.replay = v.text; break;
-	case CH_STREAM_OPT_SHM: a->shm.name = v.text; break;
-	case CH_STREAM_OPT_SLOT_SIZE: a->shm.slot_size = v.u64; break;
-	case CH_STREAM_OPT_SLOTS: a->shm.slots = v.u64; break;
-	case CH_STREAM_OPT_STATE: a->state = v.text; break;
-	case CH_STREAM_OPT_STATS: a->stats = 1; break;
-	case CH_STREAM_OPT_STATS_JSON: a->stats_json = v.text; break;
-	case CH_STREAM_OPT_VMSPLICE: a->vmsplice = 1; break;
-	}
-	return 0;
+	struct stream_args *a = args;
+	int opt = stream_option_named(o->name);
+	a->rank_set |= opt == CH_STREAM_OPT_RANK;
+	a->world_set |= opt == CH_STREAM_OPT_WORLD_SIZE;
+	a->start_epoch_set |= opt == CH_STREAM_OPT_START_EPOCH;
+	a->resume_set |= opt == CH_STREAM_OPT_RESUME;
+	record_note_option(&a->rec, opt);
 }
 
 /* torchrun sets RANK and WORLD_SIZE; options win over them. */
@@ -131,12 +96,13 @@ static int ranks_from_env(struct stream_args *a)
 	return 0;
 }
 
-static int add_dataset(struct stream_args *a, const char *name)
+int stream_add_dataset(void *args, const char *name, struct ch_error *err)
 {
+	struct stream_args *a = args;
 	const char **v = realloc(a->datasets, (a->ndatasets + 1) *
 						  sizeof(*v));
 	if (!v)
-		return cmd_error("out of memory"), -1;
+		return ch_error_set(err, "out of memory");
 	a->datasets = v;
 	v[a->ndatasets++] = name;
 	a->dataset = v[0];
@@ -166,26 +132,12 @@ static int parse_mix(struct stream_args *a)
 int stream_parse_args(struct stream_args *a, const struct cmd_spec *spec,
 		      int argc, char **argv)
 {
-	struct cmd_parser p;
-	int c, replay;
-	cmd_parser_init(&p, spec, argc, argv);
+	int status, replay;
 	a->rec.argc = argc;
 	a->rec.argv = argv;
-	while ((c = cmd_next(&p)) != CMD_END) {
-		if (c == CMD_HELP)
-			return -1;
-		if (c == CMD_BAD)
-			return EXIT_USAGE;
-		if (c != CMD_POSITIONAL) {
-			int opt = stream_option_of(c);
-			if (take_option(a, opt, p.arg) < 0)
-				return EXIT_USAGE;
-			record_note_option(&a->rec, opt);
-			continue;
-		}
-		if (add_dataset(a, p.arg) < 0)
-			return EXIT_USAGE;
-	}
+	status = cmd_parse_args(spec, argc, argv, a);
+	if (status != 0)
+		return status;
 	if (parse_mix(a) != 0)
 		return EXIT_USAGE;
 	if (a->start_epoch_set && a->resume_set)
@@ -699,8 +651,7 @@ int cmd_stream(int argc, char **argv)
 	struct ch_stream_stats st;
 	struct ch_fetch_stats fetch;
 	stream_args_init(&a, 0);
-	stream_cmd_opts(stream_opts, 0);
-	int status = stream_parse_args(&a, &stream_spec, argc, argv);
+	int status = stream_parse_args(&a, &cmd_stream_spec, argc, argv);
 	if (status != 0)
 		status = status < 0 ? 0 : status;
 	else

@@ -37,6 +37,12 @@ struct stream_args {
 void stream_args_init(struct stream_args *a, int bench);
 void stream_args_release(struct stream_args *a);
 
+/* The spec's operand and taken of chute stream and chute bench: a
+ * dataset (several make a mix), and what an option given changes
+ * besides its value (the run record's note of it, *_set). */
+int stream_add_dataset(void *args, const char *name, struct ch_error *err);
+void stream_option_taken(void *args, const struct cmd_opt *o);
+
 /* The command line of spec's command into a.  Returns 0 to go on, -1
  * after --help, or the exit status. */
 int stream_parse_args(struct stream_args *a, const struct cmd_spec *spec,

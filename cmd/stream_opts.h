@@ -1,9 +1,9 @@
 /*
  * stream_opts.h - the options of chute stream and chute bench as the
- * command sees them, made from their one declaration in
- * include/chute/stream_options.h: the tables that parse them and print
- * --help, reading an argument into a value, and the values of
- * struct ch_stream_opts by option (for the run record).
+ * command sees them, made from their one declaration in stream_rows.h:
+ * the option tables that cmd_parse reads and --help prints, reading an
+ * argument into a value, and the values of struct ch_stream_opts by
+ * option (for the run record).
  */
 #ifndef CHUTE_STREAM_OPTS_H
 #define CHUTE_STREAM_OPTS_H
@@ -13,17 +13,18 @@
 #include "chute/stream.h"
 #include "chute/stream_options.h"
 #include "cmd.h"
+#include "stream_rows.h"
 
 enum stream_type {
 	STREAM_U64, STREAM_SIZE, STREAM_SIZE0, STREAM_THREADS, STREAM_NAME,
 	STREAM_SET, STREAM_CLEAR, STREAM_TEXT, STREAM_LIST, STREAM_HELP,
+	STREAM_QUIET,
 };
 
-/* One row of the table; see chute/stream_options.h for the columns. */
+/* What the run record needs of a row; see stream_rows.h for the
+ * columns. */
 struct stream_option {
-	int id;			  /* the parser's: SHORT, or CMD_LONG_ONLY+n */
-	const char *name, *arg, *help;
-	const char *bench_help;	  /* NULL: not chute bench's; "": help */
+	const char *name;
 	enum stream_type type;
 	uint64_t min, max;	  /* STREAM_U64 */
 	const char *const *names; /* STREAM_NAME, NULL-terminated */
@@ -35,6 +36,15 @@ struct stream_option {
 
 extern const struct stream_option stream_options[CH_STREAM_OPT_COUNT];
 
+/* The option tables of chute stream (every row, in the order of the
+ * enum) and of chute bench (the rows marked BENCH), into struct
+ * stream_args; each ends with {0}. */
+extern const struct cmd_opt stream_cmd_opts[CH_STREAM_OPT_COUNT + 1];
+extern const struct cmd_opt bench_cmd_opts[];
+
+/* The option named name ("batch-size"), or -1. */
+int stream_option_named(const char *name);
+
 /* One option's value: u64 (U64, SIZE, SIZE0), i (THREADS, NAME, SET,
  * CLEAR), text (TEXT; LIST as read), or list (LIST in
  * struct ch_stream_opts, whose count is beside it). */
@@ -44,13 +54,6 @@ union stream_value {
 	const char *text;
 	const char *const *list;
 };
-
-/* Fills out (CH_STREAM_OPT_COUNT + 1 entries) with the options of chute
- * stream, or of chute bench, ending with {0}. */
-void stream_cmd_opts(struct cmd_opt *out, int bench);
-
-/* The option whose parser id is id (a struct cmd_opt's), or -1. */
-int stream_option_of(int id);
 
 /* Reads arg, the argument of option opt (none for a flag), into *v;
  * says why and returns -1 when it is out of bounds or unknown.  what
@@ -76,9 +79,8 @@ int stream_option_shapes(int opt);
 const char *stream_option_name(int opt, int v);
 
 /* Adds --transform spec to *list (n of them, the caller frees the list)
- * and points o's transforms at it; says why and returns EXIT_USAGE when
- * out of memory. */
+ * and points o's transforms at it; 0, or -1 with err set. */
 int stream_add_transform(struct ch_stream_opts *o, const char ***list,
-			 size_t *n, const char *spec);
+			 size_t *n, const char *spec, struct ch_error *err);
 
 #endif

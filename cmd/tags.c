@@ -11,21 +11,24 @@
 #include "chute/remote.h"
 #include "cmd.h"
 
-enum { OPT_JSON = CMD_LONG_ONLY };
-
 static const char *const tags_usage[] = {
 	"tags [--json] [REMOTE]",
 	NULL,
 };
 
-static const struct cmd_opt tags_opts[] = {
-	CMD_HELP_OPT,
-	{OPT_JSON, "json", NULL, "one JSON document on standard output"},
-	CMD_QUIET_OPT,
-	{0, NULL, NULL, NULL},
+struct tags_args {
+	const char *remote;
+	int json;
 };
 
-static const struct cmd_spec tags_spec = {
+static const struct cmd_opt tags_opts[] = {
+	CMD_HELP_OPT,
+	CMD_JSON_OPT(struct tags_args, "one JSON document on standard output"),
+	CMD_QUIET_OPT,
+	CMD_OPT_END,
+};
+
+const struct cmd_spec cmd_tags_spec = {
 	.name = "tags",
 	.summary = "list the tags and versions of a remote",
 	.usage = tags_usage,
@@ -33,27 +36,18 @@ static const struct cmd_spec tags_spec = {
 	.extra = "REMOTE: a folder, file://PATH, http(s)://HOST/PATH, "
 		 "s3://BUCKET/PREFIX\nor a name from 'chute remote' "
 		 "(none: the default remote)\n",
+	CMD_OPERAND1(struct tags_args, remote),
+	.too_many = "give one remote",
 };
 
 /* Returns 0, -1 after --help, or EXIT_USAGE. */
 static int parse_args(int argc, char **argv, const char **remote, int *json)
 {
-	struct cmd_parser p;
-	int c;
-	cmd_parser_init(&p, &tags_spec, argc, argv);
-	while ((c = cmd_next(&p)) != CMD_END) {
-		if (c == CMD_HELP)
-			return -1;
-		if (c == CMD_BAD)
-			return EXIT_USAGE;
-		if (c == OPT_JSON)
-			*json = 1;
-		else if (*remote)
-			return cmd_error("too many arguments: give one remote");
-		else
-			*remote = p.arg;
-	}
-	return 0;
+	struct tags_args a = {0};
+	int status = cmd_parse_args(&cmd_tags_spec, argc, argv, &a);
+	*remote = a.remote;
+	*json = a.json;
+	return status;
 }
 
 /* "2026-12-02T05:17:33Z" (iso) or "2026-12-02 05:17 UTC". */

@@ -22,19 +22,14 @@ int cmd_open_remote(const char *text, const char *dataset_dir,
 	return rc < 0 ? cmd_fail(&err) : 0;
 }
 
-int cmd_transfer_option(int c, const char *arg, struct ch_store_opts *so,
-			struct ch_transfer_opts *xo)
+int cmd_retries_value(const char *arg, struct ch_store_opts *so,
+		      struct ch_error *err)
 {
-	if (c == 'j')
-		return cmd_parse_int("--jobs", arg, 1, 256, &xo->jobs) < 0 ? -1
-									    : 1;
-	if (c != CMD_OPT_RETRIES)
-		return 0;
-	if (cmd_parse_int("--retries", arg, 0, 100, &so->retries) < 0)
+	if (cmd_int_value("--retries", arg, 0, 100, &so->retries, err) < 0)
 		return -1;
 	if (so->retries == 0)
 		so->retries = -1; /* in ch_store_opts, 0 means the default */
-	return 1;
+	return 0;
 }
 
 void cmd_transfer_begin(struct cmd_transfer *t, struct ch_transfer_opts *o)

@@ -10,27 +10,47 @@
 #include "chute/check.h"
 #include "cmd.h"
 
-enum { OPT_JSON = CMD_LONG_ONLY, OPT_PART };
-
-/* --part I/N: N at most this (as chute pack's) */
-
 static const char *const verify_usage[] = {
 	"verify [OPTIONS] DATASET|SHARD|REMOTE[@TAG|@ID]...",
 	NULL,
 };
 
-static const struct cmd_opt verify_opts[] = {
-	{'d', "deep", NULL, "also decode every block and hash every sample"},
-	CMD_HELP_OPT,
-	{'j', "jobs", "N", "parallel workers (default: all cores)"},
-	{OPT_JSON, "json", NULL, "one JSON report on standard output"},
-	{OPT_PART, "part", "I/N",
-	 "only part I of N, I from 0: shards I, I+N, ..."},
-	CMD_QUIET_OPT,
-	{0, NULL, NULL, NULL},
+struct verify_args {
+	struct ch_verify_opts o;
+	const char **paths; /* room for argc */
+	size_t npaths;
+	int json;
 };
 
-static const struct cmd_spec verify_spec = {
+static int take_path(void *args, const char *arg, struct ch_error *err)
+{
+	struct verify_args *a = args;
+	(void)err;
+	a->paths[a->npaths++] = arg;
+	return 0;
+}
+
+/* --part I/N: N at most CMD_MAX_PARTS (as chute pack's) */
+static int take_part(const char *arg, void *args, struct ch_error *err)
+{
+	struct verify_args *a = args;
+	return cmd_part_value(arg, 0, &a->o.part, &a->o.parts, err);
+}
+
+static const struct cmd_opt verify_opts[] = {
+	CMD_OPT_FLAG('d', "deep", struct verify_args, o.deep,
+		     "also decode every block and hash every sample"),
+	CMD_HELP_OPT,
+	CMD_OPT_INT('j', "jobs", "N", struct verify_args, o.jobs, 1, 1024,
+		    "parallel workers (default: all cores)"),
+	CMD_JSON_OPT(struct verify_args, "one JSON report on standard output"),
+	CMD_OPT_CALL(0, "part", "I/N", take_part,
+		     "only part I of N, I from 0: shards I, I+N, ..."),
+	CMD_QUIET_OPT,
+	CMD_OPT_END,
+};
+
+const struct cmd_spec cmd_verify_spec = {
 	.name = "verify",
 	.summary = "check the hashes of a dataset or shards",
 	.usage = verify_usage,
@@ -39,6 +59,9 @@ static const struct cmd_spec verify_spec = {
 		 "written locally\n(see chute-remote(7))\n"
 		 "exit status: 0 all good, 1 problems found, 2 could not "
 		 "check\n",
+	.operand = take_path,
+	.required = 1,
+	.missing = "nothing to verify: name a dataset or shard",
 };
 
 /* Indexed by enum ch_problem_kind. */
@@ -294,38 +317,12 @@ static void print_report(const struct verify_totals *t, json_t *problems)
 static int parse_args(int argc, char **argv, struct ch_verify_opts *o,
 		      const char **paths, size_t *npaths, int *json)
 {
-	struct cmd_parser p;
-	int c;
-
-	cmd_parser_init(&p, &verify_spec, argc, argv);
-	while ((c = cmd_next(&p)) != CMD_END) {
-		switch (c) {
-		case CMD_HELP:
-			return -1;
-		case CMD_BAD:
-			return EXIT_USAGE;
-		case CMD_POSITIONAL:
-			paths[(*npaths)++] = p.arg;
-			break;
-		case 'd':
-			o->deep = 1;
-			break;
-		case 'j':
-			if (cmd_parse_int("--jobs", p.arg, 1, 1024, &o->jobs))
-				return EXIT_USAGE;
-			break;
-		case OPT_JSON:
-			*json = 1;
-			break;
-		case OPT_PART:
-			if (cmd_parse_part(p.arg, 0, &o->part, &o->parts))
-				return EXIT_USAGE;
-			break;
-		}
-	}
-	if (*npaths == 0)
-		return cmd_error("nothing to verify: name a dataset or shard");
-	return 0;
+	struct verify_args a = {.o = *o, .paths = paths};
+	int status = cmd_parse_args(&cmd_verify_spec, argc, argv, &a);
+	*o = a.o;
+	*npaths = a.npaths;
+	*json = a.json;
+	return status;
 }
 
 static int exit_status(const struct verify_totals *t)

@@ -174,9 +174,7 @@ uint32_t ch_stream_options_hash(const struct ch_stream_opts *o)
 	return (uint32_t)h;
 }
 
-#define HASHED_NAME(ID, SHORT, NAME, ARG, TYPE, LIMITS, OWNER, FIELD,     \
-			DEFAULT, HASH, ...)                                 \
-	CH_SO_HASHED_NAME_##HASH(NAME)
+#define HASHED_NAME(NAME, FIELD, DEFAULT, HASH) CH_SO_HASHED_NAME_##HASH(NAME)
 #define CH_SO_HASHED_NAME_HASHED(name) "--" name,
 #define CH_SO_HASHED_NAME__(name)
 

@@ -11,10 +11,7 @@
 
 
 /* The defaults of the options, from their table (chute/stream_options.h). */
-#define DEFAULT(ID, SHORT, NAME, ARG, TYPE, LIMITS, OWNER, FIELD, VALUE, ...) \
-	CH_SO_DEFAULT_##OWNER(FIELD, VALUE)
-#define CH_SO_DEFAULT_LIB(field, value) o->field = (value);
-#define CH_SO_DEFAULT_CMD(field, value)
+#define DEFAULT(NAME, FIELD, VALUE, HASH) o->FIELD = (VALUE);
 
 void ch_stream_opts_init(struct ch_stream_opts *o)
 {

@@ -1,5 +1,5 @@
 """chute.Stream's arguments against `chute stream`'s own option table (its
---help, made from include/chute/stream_options.h): the names exist and
+--help, made from cmd/stream_rows.h): the names exist and
 the defaults agree, so that the two cannot drift apart."""
 
 import inspect

@@ -110,6 +110,18 @@ else:
 	assert_output "$(printf '%s\n' '-h, --help' '--version')"
 }
 
+# Held to the option tables themselves (tests/options_tool prints them):
+# an option in a table and not on its page, or on a page and in no
+# table, or with another letter or argument, fails.
+@test "docs: the OPTIONS of each man page are the rows of its command's option table" {
+	local tool="${CHUTE_BIN%/*}/tests/options_tool" cmd
+	[ -x "$tool" ] || fail "options_tool not found at '$tool' (run make)"
+	for cmd in $(documented_commands); do
+		run -0 man_part "$MAN/chute-$cmd.1" tags
+		assert_output "$("$tool" "$cmd")"
+	done
+}
+
 @test "docs: each man page's synopsis is the usage lines of --help" {
 	local cmd help usage
 	for cmd in $(documented_commands); do
