@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chute/stream.h"
 #include "chute/version.h"
 #include "cmd.h"
 
