@@ -65,20 +65,20 @@ struct merge_args {
 
 /* -o NAME, a remote some config defines: the merge is on it, and its url
  * stands for it from here on (kept in a->url). */
-static int remote_output(struct merge_args *a)
+static int remote_output(struct merge_args *a, struct ch_error *err)
 {
-	struct ch_error err = {0};
-	int named = ch_remote_is_name(a->o.out_dir, NULL, &err);
+	int named = ch_remote_is_name(a->o.out_dir, NULL, err);
 	if (named == 1 && ch_remote_arg(a->o.out_dir, NULL, CH_REMOTE_READ,
-					&a->url, &err) == 0)
+					&a->url, err) == 0)
 		a->o.out_dir = a->url;
-	return named < 0 || (named == 1 && !a->url) ? cmd_fail(&err) : 0;
+	return named < 0 || (named == 1 && !a->url) ? -1 : 0;
 }
 
 /* Returns 0 to go on, -1 after --help, or the exit status. */
 static int parse_args(struct merge_args *a, int argc, char **argv)
 {
 	struct cmd_parser p;
+	struct ch_error err;
 	int c;
 
 	cmd_parser_init(&p, &merge_spec, argc, argv);
@@ -108,8 +108,8 @@ static int parse_args(struct merge_args *a, int argc, char **argv)
 				 "--part wrote");
 	if (!a->o.out_dir)
 		return cmd_error("no output folder given: use -o DIR");
-	if (remote_output(a) != 0)
-		return EXIT_USAGE;
+	if (remote_output(a, &err) < 0)
+		return cmd_fail(&err);
 	if (a->ntags && !ch_ref_is_remote(a->o.out_dir))
 		return cmd_error("--tag is for a merge on a remote (-o REMOTE)");
 	for (size_t i = 0; !ch_ref_is_remote(a->o.out_dir) && i < a->nparts;
@@ -183,7 +183,7 @@ static void print_remote_text(const struct merge_args *a,
 
 /* The parts are versions on the remote -o names: one manifest and the
  * tags are written, nothing else moves. */
-static int run_remote_merge(struct merge_args *a)
+static int run_remote_merge(struct merge_args *a, struct ch_error *err)
 {
 	struct ch_remote_merge_opts o = {
 		.remote = a->o.out_dir, .name = a->o.name, .tags = a->tags,
@@ -191,16 +191,15 @@ static int run_remote_merge(struct merge_args *a)
 		.progress = cmd_progress(),
 	};
 	struct ch_remote_merge_report r;
-	struct ch_error err = {0};
 	struct ch_store *st;
 
-	if (ch_store_open(&st, a->o.out_dir, NULL, &err) < 0)
-		return cmd_fail(&err);
-	int rc = ch_remote_merge(st, a->parts, a->nparts, &o, &r, &err);
+	if (ch_store_open(&st, a->o.out_dir, NULL, err) < 0)
+		return -1;
+	int rc = ch_remote_merge(st, a->parts, a->nparts, &o, &r, err);
 	cmd_progress_clear();
 	if (rc < 0) {
 		ch_store_close(st);
-		return cmd_fail(&err);
+		return -1;
 	}
 	if (a->json)
 		print_remote_json(a, &r, ch_store_url(st));
@@ -210,19 +209,18 @@ static int run_remote_merge(struct merge_args *a)
 	return 0;
 }
 
-static int run_merge(struct merge_args *a)
+static int run_merge(struct merge_args *a, struct ch_error *err)
 {
 	struct ch_merge_result res;
-	struct ch_error err = {0};
 	int rc;
 
 	memset(&res, 0, sizeof res);
 	a->o.cancel = cmd_catch_signals();
 	a->o.progress = cmd_progress();
-	rc = ch_merge(a->parts, a->nparts, &a->o, &res, &err);
+	rc = ch_merge(a->parts, a->nparts, &a->o, &res, err);
 	cmd_progress_clear();
 	if (rc < 0)
-		return cmd_fail(&err);
+		return -1;
 	if (a->json) {
 		json_t *doc = merged_json(a, res.id, res.parent, res.parts,
 					  res.samples, res.bytes, res.shards);
@@ -245,26 +243,31 @@ static int run_merge(struct merge_args *a)
 int cmd_merge(int argc, char **argv)
 {
 	struct merge_args a;
+	struct ch_error err = {0};
 	char *name = NULL;
-	int status;
+	int status, rc = 0;
 
 	memset(&a, 0, sizeof a);
 	a.start = ch_now();
 	a.parts = calloc((size_t)argc + 1, sizeof *a.parts);
-	if (!a.parts)
-		return cmd_error("out of memory");
+	if (!a.parts) {
+		ch_error_nomem(&err);
+		return cmd_fail(&err);
+	}
 	status = parse_args(&a, argc, argv);
 	if (status == 0 && !a.o.name) {
-		status = cmd_default_name(a.o.out_dir, &name);
+		rc = cmd_default_name(a.o.out_dir, &name, &err);
 		a.o.name = name;
 	}
-	if (status == 0)
-		status = cmd_check_name(a.o.name);
-	if (status == 0)
-		status = ch_ref_is_remote(a.o.out_dir) ? run_remote_merge(&a)
-						       : run_merge(&a);
+	if (status == 0 && rc == 0)
+		rc = cmd_check_name(a.o.name, &err);
+	if (status == 0 && rc == 0)
+		rc = ch_ref_is_remote(a.o.out_dir) ? run_remote_merge(&a, &err)
+						   : run_merge(&a, &err);
 	free(name);
 	free(a.url);
 	free(a.parts);
-	return status < 0 ? 0 : status;
+	if (status != 0)
+		return cmd_parsed_status(status);
+	return rc < 0 ? cmd_fail(&err) : 0;
 }

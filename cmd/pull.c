@@ -51,23 +51,23 @@ struct pull_args {
 /* A lone operand is the folder, pulled from the default remote: one that
  * reads as a remote instead (a url, NAME@..., a name some config
  * defines) is a folder forgotten, not a folder to make. */
-static int lone_dir(const char *dir)
+static int lone_dir(const char *dir, struct ch_error *err)
 {
-	struct ch_error err = {0};
 	int remote = ch_ref_is_remote(dir) ||
 		     (!strchr(dir, '/') && strchr(dir, '@') &&
 		      access(dir, F_OK) != 0);
-	if (!remote && (remote = ch_remote_is_name(dir, NULL, &err)) < 0)
-		return cmd_fail(&err);
+	if (!remote && (remote = ch_remote_is_name(dir, NULL, err)) < 0)
+		return -1;
 	if (remote)
-		return cmd_error("'%s' is a remote: give the folder to pull "
-				 "into after it", dir);
+		return ch_error_usage(err, "'%s' is a remote: give the folder "
+				      "to pull into after it", dir);
 	return 0;
 }
 
 static int parse_args(struct pull_args *a, int argc, char **argv)
 {
 	struct cmd_parser p;
+	struct ch_error err;
 	int c;
 	cmd_parser_init(&p, &pull_spec, argc, argv);
 	while ((c = cmd_next(&p)) != CMD_END) {
@@ -101,7 +101,7 @@ static int parse_args(struct pull_args *a, int argc, char **argv)
 	if (!a->dir) {
 		a->dir = a->ref;
 		a->ref = NULL;
-		return lone_dir(a->dir);
+		return lone_dir(a->dir, &err) < 0 ? cmd_fail(&err) : 0;
 	}
 	return 0;
 }
@@ -152,7 +152,7 @@ int cmd_pull(int argc, char **argv)
 	struct ch_ref ref;
 	int status = parse_args(&a, argc, argv);
 	if (status != 0)
-		return status < 0 ? 0 : status;
+		return cmd_parsed_status(status);
 	/* a folder as a plain path, a url, or a remote name */
 	if (ch_ref_parse_remote(a.ref, a.dir, &ref, &err) < 0)
 		return cmd_fail(&err);

@@ -108,16 +108,19 @@ static int parse_option(struct cmd_parser *p, int c, void *ctx)
 
 static int parse_args(int argc, char **argv, struct split_args *a)
 {
-	int rc = cmd_parse_dataset_args(&split_spec, argc, argv, parse_option, a,
-					&a->path, "nothing to split");
-	if (rc != 0)
-		return rc;
+	return cmd_parse_dataset_args(&split_spec, argc, argv, parse_option, a,
+				      &a->path, "nothing to split");
+}
+
+/* --val and --test, parsed, into the shares of the split. */
+static int take_shares(struct split_args *a, struct ch_error *err)
+{
 	if (!a->have_val)
-		return cmd_error("no --val given: say which share of the "
-				 "samples goes to val (0 for none)");
+		return ch_error_usage(err, "no --val given: say which share of "
+				      "the samples goes to val (0 for none)");
 	if (a->val + a->test >= 10000)
-		return cmd_error("--val and --test add up to 1 or more: "
-				 "nothing would be left for train");
+		return ch_error_usage(err, "--val and --test add up to 1 or "
+				      "more: nothing would be left for train");
 	a->o.val = (double)a->val / 10000;
 	a->o.test = (double)a->test / 10000;
 	return 0;
@@ -229,7 +232,9 @@ int cmd_split(int argc, char **argv)
 
 	status = parse_args(argc, argv, &a);
 	if (status != 0)
-		return status < 0 ? 0 : status;
+		return cmd_parsed_status(status);
+	if (take_shares(&a, &err) < 0)
+		return cmd_fail(&err);
 	a.o.cancel = cmd_catch_signals();
 	a.o.progress = cmd_progress();
 	int rc = ch_split(a.path, &a.o, &res, &err);
