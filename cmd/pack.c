@@ -260,7 +260,7 @@ static int resolve_part(struct pack_args *a, struct ch_error *err)
 		return ch_error_usage(err, "give either --part I/N or --parts "
 				      "N, not both");
 	if (a->part)
-		return cmd_parse_part(a->part, 1, &a->o.part, &a->o.parts) < 0
+		return cmd_parse_part(a->part, 1, &a->o.part, &a->o.parts) != 0
 			       ? cmd_reported(err, CH_ERR_USAGE)
 			       : 0;
 	if (!a->parts && !(count && *count && getenv("SLURM_ARRAY_TASK_ID")))
