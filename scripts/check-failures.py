@@ -44,6 +44,7 @@ LIB_FLAGS = {
     'lib/pack/merge.c': 7,
     'lib/pack/pack.c': 4,
     'lib/pack/source_dir.c': 1,
+    'lib/pack/source_filter.c': 3,
     'lib/remote/names.c': 2,
     'lib/stream/mix_open.c': 3,
     'lib/stream/shm_ring.c': 2,
