@@ -114,7 +114,7 @@ int cmd_bench(int argc, char **argv)
 	stream_args_init(&a, 1);
 	int status = stream_parse_args(&a, &cmd_bench_spec, argc, argv);
 	if (status != 0) {
-		status = status < 0 ? 0 : status;
+		status = cmd_parsed_status(status);
 	} else {
 		status = stream_run(&a, &st, &fetch);
 		if (status == 0)

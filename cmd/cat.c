@@ -116,7 +116,8 @@ static void field_list(const struct cat_target *t, char *buf, size_t size)
 	}
 }
 
-static int pick_field(struct cat_target *t, const char *name)
+static int pick_field(struct cat_target *t, const char *name,
+		      struct ch_error *err)
 {
 	const struct ch_sample_info *i = &t->info;
 	char list[512];
@@ -132,48 +133,47 @@ static int pick_field(struct cat_target *t, const char *name)
 	}
 	field_list(t, list, sizeof list);
 	if (name)
-		return cmd_error("sample '%.*s' has no field '%s'; its fields: "
-				 "%s", (int)i->key_len, i->key, name, list);
-	return cmd_error("sample '%.*s' has %" PRIu32 " fields (%s): choose "
-			 "one with --field", (int)i->key_len, i->key,
-			 i->nfields, list);
+		return ch_error_usage(err, "sample '%.*s' has no field '%s'; "
+				      "its fields: %s", (int)i->key_len,
+				      i->key, name, list);
+	return ch_error_usage(err, "sample '%.*s' has %" PRIu32 " fields "
+			      "(%s): choose one with --field",
+			      (int)i->key_len, i->key, i->nfields, list);
 }
 
 /* A field that is not text is not written to a terminal, where its bytes
  * would be read as escapes; text (a label, a caption) is. */
 static int check_text(struct ch_block_reader *r, const struct cat_target *t,
-		      int force)
+		      int force, struct ch_error *err)
 {
-	struct ch_error err = {0};
 	const uint8_t *data;
 	char what[400], key[256];
 	if (force || !isatty(STDOUT_FILENO))
 		return 0;
-	if (ch_sample_read(r, t->sh, t->sample, &data, &err) < 0)
-		return cmd_fail(&err);
+	if (ch_sample_read(r, t->sh, t->sample, &data, err) < 0)
+		return -1;
 	if (cmd_is_text(data + t->field.offset, (size_t)t->field.size))
 		return 0;
 	ch_escape(key, sizeof key, t->info.key, t->info.key_len);
 	snprintf(what, sizeof what, "binary data ('%s' of sample '%s')",
 		 t->field.name, key);
 	return cmd_binary_to_terminal(0, what, "pipe it, or redirect it to "
-					       "a file");
+				      "a file", err);
 }
 
 /* Writes t's field; *stop set when the reader of the output went away. */
 static int write_field(struct ch_block_reader *r, const struct cat_target *t,
-		       int *stop)
+		       int *stop, struct ch_error *err)
 {
-	struct ch_error err = {0};
 	const uint8_t *data;
 
-	if (ch_sample_read(r, t->sh, t->sample, &data, &err) < 0)
-		return cmd_fail(&err);
+	if (ch_sample_read(r, t->sh, t->sample, &data, err) < 0)
+		return -1;
 	if (cmd_write_all(STDOUT_FILENO, data + t->field.offset,
 			  (size_t)t->field.size) < 0) {
 		if (errno != EPIPE)
-			return cmd_error("cannot write to standard output: %s",
-					 strerror(errno));
+			return ch_error_errno(err, errno, "cannot write to "
+					      "standard output");
 		*stop = 1;
 	}
 	return 0;
@@ -191,40 +191,39 @@ int cmd_cat(int argc, char **argv)
 	struct ch_block_reader *r = NULL;
 	struct ch_dataset ds;
 	struct ch_error err = {0};
-	int status, stop = 0, opened = 0;
+	int status, rc = 0, stop = 0, opened = 0;
 
 	/* at most argc operands: never more KEY|#N than that */
 	a.which = calloc((size_t)argc, sizeof *a.which);
-	if (!a.which)
-		return cmd_error("out of memory");
+	if (!a.which) {
+		ch_error_nomem(&err);
+		return cmd_fail(&err);
+	}
 	status = parse_args(argc, argv, &a);
 	if (status != 0) {
-		status = status < 0 ? 0 : status;
+		status = cmd_parsed_status(status);
 		goto done;
 	}
 	memset(&ds, 0, sizeof ds);
 	t = calloc((size_t)a.nwhich, sizeof *t);
 	r = ch_block_reader_new();
-	if (!t || !r) {
-		status = cmd_error("out of memory");
-		goto done;
-	}
-	if (ch_dataset_open(&ds, a.path, &err) < 0) {
-		status = cmd_fail(&err);
-		goto done;
-	}
-	opened = 1;
+	if (!t || !r)
+		rc = ch_error_nomem(&err);
+	else if (ch_dataset_open(&ds, a.path, &err) < 0)
+		rc = -1;
+	else
+		opened = 1;
 	/* every sample and field found before the first byte is written */
-	for (int i = 0; i < a.nwhich && status == 0; i++) {
-		if (find_sample(&ds, a.which[i], &t[i], &err) < 0)
-			status = cmd_fail(&err);
-		else if (pick_field(&t[i], a.field) != 0)
-			status = EXIT_USAGE;
+	for (int i = 0; i < a.nwhich && rc == 0; i++) {
+		rc = find_sample(&ds, a.which[i], &t[i], &err);
+		if (rc == 0)
+			rc = pick_field(&t[i], a.field, &err);
 	}
-	for (int i = 0; i < a.nwhich && status == 0; i++)
-		status = check_text(r, &t[i], a.force);
-	for (int i = 0; i < a.nwhich && status == 0 && !stop; i++)
-		status = write_field(r, &t[i], &stop);
+	for (int i = 0; i < a.nwhich && rc == 0; i++)
+		rc = check_text(r, &t[i], a.force, &err);
+	for (int i = 0; i < a.nwhich && rc == 0 && !stop; i++)
+		rc = write_field(r, &t[i], &stop, &err);
+	status = rc < 0 ? cmd_fail(&err) : 0;
 done:
 	if (opened)
 		ch_dataset_release(&ds);

@@ -94,13 +94,12 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 }
 
 /* The rules file first, then the command line, which wins. */
-static int make_opts(const struct check_args *a, struct ch_check_opts *o)
+static int make_opts(const struct check_args *a, struct ch_check_opts *o,
+		     struct ch_error *err)
 {
-	struct ch_error err = {0};
-
 	ch_check_opts_init(o);
-	if (a->rules && ch_check_rules_read(o, a->rules, &err) < 0)
-		return cmd_fail(&err);
+	if (a->rules && ch_check_rules_read(o, a->rules, err) < 0)
+		return -1;
 	o->deep |= a->deep; /* a rules file may have asked for them */
 	o->near_duplicates |= a->near;
 	o->allow_no_eval = a->allow_no_eval;
@@ -306,26 +305,25 @@ static int print_json(const struct ch_check_report *rep)
 
 /* --html FILE: the page, replacing FILE at once (nothing partial). */
 static int write_html(const struct check_args *a,
-		      const struct ch_check_report *rep)
+		      const struct ch_check_report *rep, struct ch_error *err)
 {
 	struct ch_buf page = {0};
-	struct ch_error err = {0};
-	int rc = ch_check_html(a->path, rep, 0, &page, &err);
+	int rc = ch_check_html(a->path, rep, 0, &page, err);
 	if (rc == 0)
 		rc = ch_write_file_atomic(a->html, (const char *)page.data,
-					  page.len, &err);
+					  page.len, err);
 	ch_buf_release(&page);
-	return rc < 0 ? cmd_error("cannot write the report '%s': %s",
-				  a->html, err.msg) : 0;
+	return rc < 0 ? cmd_prefix_error(err, "cannot write the report '%s'",
+					 a->html)
+		      : 0;
 }
 
 /* A report file that cannot be written is refused before the check. */
-static int html_writable(const char *path)
+static int html_writable(const char *path, struct ch_error *err)
 {
-	struct ch_error err;
-	if (!path || ch_check_file_atomic(path, &err) == 0)
+	if (!path || ch_check_file_atomic(path, err) == 0)
 		return 0;
-	return cmd_error("cannot write the report '%s': %s", path, err.msg);
+	return cmd_prefix_error(err, "cannot write the report '%s'", path);
 }
 
 int cmd_check(int argc, char **argv)
@@ -338,12 +336,12 @@ int cmd_check(int argc, char **argv)
 
 	status = parse_args(argc, argv, &a);
 	if (status != 0)
-		return status < 0 ? 0 : status;
-	if (html_writable(a.html) != 0)
-		return EXIT_USAGE;
-	if (make_opts(&a, &o) != 0) {
+		return cmd_parsed_status(status);
+	if (html_writable(a.html, &err) < 0)
+		return cmd_fail(&err);
+	if (make_opts(&a, &o, &err) < 0) {
 		ch_check_opts_release(&o);
-		return EXIT_USAGE;
+		return cmd_fail(&err);
 	}
 	int rc = ch_check(a.path, &o, &rep, &err);
 	cmd_progress_clear();
@@ -355,9 +353,11 @@ int cmd_check(int argc, char **argv)
 		print_json(&rep);
 	else
 		print_text(&rep);
-	status = rep.failed ? EXIT_CHECK : 0;
-	if (a.html && write_html(&a, &rep) != 0)
-		status = EXIT_USAGE;
+	/* the report lists what failed */
+	rc = rep.failed ? cmd_reported(&err, CH_ERR_DATA) : 0;
+	if (a.html && write_html(&a, &rep, &err) < 0)
+		rc = -1; /* the report file's failure wins */
+	status = rc < 0 ? cmd_fail(&err) : 0;
 	ch_check_report_release(&rep);
 	ch_check_opts_release(&o);
 	return status;

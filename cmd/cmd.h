@@ -215,10 +215,30 @@ const char *cmd_name(void);
  * message goes through ch_url_redact and ch_escape: no URL password and
  * no raw control byte ever reaches the terminal. */
 int cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Prints err's message, the error of a lib call, like cmd_error, and
- * returns cmd_exit_status(err). */
+/* The one path a failure takes out of a command: the body fills a struct
+ * ch_error (a lib call does, or ch_error_usage, ch_error_set,
+ * ch_error_errno, ch_error_data, ch_error_nomem of chute.h for cmd/'s own
+ * failures) and returns -1; the command then returns cmd_fail(&err), which
+ * prints err's message like cmd_error and returns cmd_exit_status(err).
+ * An empty message was reported already (verify's list of problems):
+ * cmd_fail prints nothing. */
 struct ch_error;
 int cmd_fail(const struct ch_error *err);
+/* Puts "PREFIX: " (printf-style) in front of err's message, its kind
+ * kept: where cmd/ says which file or option a lib error is about.
+ * Returns -1. */
+int cmd_prefix_error(struct ch_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Marks err as a failure of kind `kind` that was reported already (a
+ * report listed the problems): no message of its own.  Returns -1. */
+int cmd_reported(struct ch_error *err, enum ch_error_kind kind);
+/* The exit status of such a failure: cmd_fail of a struct ch_error that
+ * cmd_reported marked. */
+int cmd_fail_reported(enum ch_error_kind kind);
+/* The exit status of a command line that parsed to something else than
+ * GO: 0 after --help (parsed < 0), else that of a usage error (its
+ * message printed by the parser). */
+int cmd_parsed_status(int parsed);
 /* Text output of a key, field name, path or message: s escaped by
  * ch_escape (cmd_put: a NUL-terminated s). */
 void cmd_put_text(FILE *out, const char *s, size_t len);
@@ -245,11 +265,11 @@ int cmd_part_value(const char *s, int none_ok, uint64_t *part,
 		   uint64_t *parts, struct ch_error *err);
 
 /* The default dataset name (pack, merge): the last component of dir,
- * in *out (the caller frees).  Returns 0 or EXIT_USAGE, said why. */
-int cmd_default_name(const char *dir, char **out);
-/* 0 if name can name shard files (no '/', no control byte), else
- * EXIT_USAGE, said why. */
-int cmd_check_name(const char *name);
+ * in *out (the caller frees).  Returns 0, or -1 with err filled. */
+int cmd_default_name(const char *dir, char **out, struct ch_error *err);
+/* 0 if name can name shard files (no '/', no control byte), else -1
+ * with err filled (a usage error). */
+int cmd_check_name(const char *name, struct ch_error *err);
 
 
 /* ------------------------------------------------------------------ */
@@ -290,6 +310,9 @@ void cmd_fault_ring(const char *name);
  * kind: EXIT_CHECK for data that failed a check, EXIT_USAGE for the rest
  * (usage, I/O, memory).  The one place a kind becomes a status. */
 int cmd_exit_status(const struct ch_error *err);
+/* cmd_exit_status without the signal: the status of a failure of kind
+ * `kind` (fault.c's SIGBUS handler, which reports and exits itself). */
+int cmd_kind_status(enum ch_error_kind kind);
 
 /* Writes all of buf to fd, retrying short writes.  Returns 0, or -1 with
  * errno set (EPIPE when the reader went away). */
@@ -298,9 +321,10 @@ int cmd_write_all(int fd, const void *buf, size_t len);
  * no control character but tab, newline and carriage return. */
 int cmd_is_text(const void *buf, size_t len);
 /* Binary output is refused on a terminal, as zstd and gzip refuse it:
- * when standard output is one and force (--force) is not set, says "not
- * writing WHAT to a terminal; HOW" and returns EXIT_USAGE; else 0. */
-int cmd_binary_to_terminal(int force, const char *what, const char *how);
+ * when standard output is one and force (--force) is not set, fills err
+ * with "not writing WHAT to a terminal; HOW" and returns -1; else 0. */
+int cmd_binary_to_terminal(int force, const char *what, const char *how,
+			   struct ch_error *err);
 
 /* A JSON string from bytes that may not be UTF-8: invalid sequences
  * become U+FFFD.  Returns a new reference, or NULL when out of memory. */
@@ -375,11 +399,11 @@ void cmd_transfer_begin(struct cmd_transfer *t, struct ch_transfer_opts *o);
 void cmd_transfer_end(struct cmd_transfer *t);
 double cmd_transfer_seconds(const struct cmd_transfer *t);
 /* Opens the store a REMOTE argument names (text NULL: the default
- * remote), resolved by ch_remote_arg (chute/remote.h); 0, or the exit
- * status after reporting why not. */
+ * remote), resolved by ch_remote_arg (chute/remote.h); 0, or -1 with err
+ * filled. */
 int cmd_open_remote(const char *text, const char *dataset_dir,
 		    enum ch_remote_use use, const struct ch_store_opts *opts,
-		    struct ch_store **st);
+		    struct ch_store **st, struct ch_error *err);
 
 /* A ch_point_fn for tests (test_point.c): stops at the points
  * CHUTE_TEST_PAUSE lists, creating CHUTE_TEST_DIR/POINT and waiting for

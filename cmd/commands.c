@@ -60,16 +60,19 @@ int cmd_unknown_command(const char *name)
 {
 	const char *names[NCOMMANDS];
 	const char *near;
+	struct ch_error err;
 
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		names[i] = commands[i].name;
 	near = ch_closest(name, names, NCOMMANDS);
 	cmd_set_name(NULL);
 	if (near)
-		return cmd_error("'%s' is not a chute command; did you mean "
-				 "'%s'?", name, near);
-	return cmd_error("'%s' is not a chute command; see 'chute help'",
-			 name);
+		ch_error_usage(&err, "'%s' is not a chute command; did you "
+			       "mean '%s'?", name, near);
+	else
+		ch_error_usage(&err, "'%s' is not a chute command; see 'chute "
+			       "help'", name);
+	return cmd_fail(&err);
 }
 
 

@@ -307,7 +307,7 @@ int cmd_diff(int argc, char **argv)
 
 	status = parse_args(argc, argv, &a);
 	if (status != 0)
-		return status < 0 ? 0 : status;
+		return cmd_parsed_status(status);
 	memset(ds, 0, sizeof ds);
 	o.cancel = cmd_catch_signals();
 	o.progress = cmd_progress();
@@ -317,16 +317,17 @@ int cmd_diff(int argc, char **argv)
 	int rc = opened < 2 ? -1 : ch_diff(&ds[0], &ds[1], &o, &d, &err);
 	cmd_progress_clear();
 	if (rc < 0) {
-		status = cmd_exit_status(&err);
-		if (status <= 128) /* above: a signal, which says it all */
-			cmd_error("%s", err.msg);
+		if (cmd_exit_status(&err) > 128) /* a signal says it all */
+			cmd_reported(&err, err.kind);
+		status = cmd_fail(&err);
 		goto out;
 	}
 	if (a.json)
 		print_json(&d, &ds[0], &ds[1]);
 	else
 		print_text(&d, &ds[0], &ds[1], a.limit);
-	status = d.equal ? 0 : EXIT_CHECK;
+	/* the differences printed are the report */
+	status = d.equal ? 0 : cmd_fail_reported(CH_ERR_DATA);
 	ch_diff_release(&d);
 out:
 	while (opened-- > 0)

@@ -111,7 +111,7 @@ int cmd_export(int argc, char **argv)
 
 	status = parse_args(argc, argv, &path, &o, &json);
 	if (status != 0)
-		return status < 0 ? 0 : status;
+		return cmd_parsed_status(status);
 	memset(&ds, 0, sizeof ds);
 	if (ch_dataset_open(&ds, path, &err) < 0)
 		return cmd_fail(&err);

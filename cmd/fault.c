@@ -176,8 +176,8 @@ static void on_bus(int sig, siginfo_t *si, void *ctx)
 	static char path[PATH_MAX + 1];
 	static struct line l;
 	uint64_t offset = 0;
-	int status = EXIT_USAGE, ring = __atomic_load_n(&ring_set,
-							__ATOMIC_ACQUIRE);
+	enum ch_error_kind kind = CH_ERR_IO;
+	int ring = __atomic_load_n(&ring_set, __ATOMIC_ACQUIRE);
 	const char *name = cmd_name();
 	(void)ctx;
 
@@ -217,7 +217,7 @@ static void on_bus(int sig, siginfo_t *si, void *ctx)
 			    "overwritten): its byte ");
 		put_num(&l, offset, 10);
 		put_str(&l, " is gone; run again on whole data");
-		status = EXIT_CHECK;
+		kind = CH_ERR_DATA;
 	} else {
 		put_str(&l, "bus error (SIGBUS code ");
 		put_num(&l, (uint64_t)si->si_code, 10);
@@ -237,7 +237,7 @@ static void on_bus(int sig, siginfo_t *si, void *ctx)
 			break;
 		at += (size_t)w;
 	}
-	_exit(status);
+	_exit(cmd_kind_status(kind));
 }
 
 void cmd_catch_faults(void)

@@ -166,10 +166,10 @@ int cmd_gc(int argc, char **argv)
 	struct ch_store *st;
 	int status = parse_args(&a, argc, argv);
 	if (status != 0)
-		return status < 0 ? 0 : status;
-	status = cmd_open_remote(a.remote, NULL, CH_REMOTE_READ, NULL, &st);
-	if (status != 0)
-		return status;
+		return cmd_parsed_status(status);
+	if (cmd_open_remote(a.remote, NULL, CH_REMOTE_READ, NULL, &st,
+			    &err) < 0)
+		return cmd_fail(&err);
 	if (ch_remote_gc(st, &a.gc, &r, &err) < 0) {
 		ch_store_close(st);
 		return cmd_fail(&err);

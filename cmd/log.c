@@ -97,12 +97,12 @@ static void print_entry(json_t *o, const struct ch_manifest *v)
 	fflush(stdout);
 }
 
-/* Walks from m through its parents; takes m.  Returns 0, or EXIT_USAGE
- * when a stored parent could not be read. */
-static int walk(const struct ch_ref *ref, struct ch_manifest *m, int json)
+/* Walks from m through its parents; takes m.  Returns 0, or -1 with err
+ * filled when a stored parent could not be read. */
+static int walk(const struct ch_ref *ref, struct ch_manifest *m, int json,
+		struct ch_error *err)
 {
 	struct ch_manifest parent;
-	struct ch_error err = {0};
 	json_t *versions = json_array(), *doc = json_object();
 	const char *continues = NULL;
 	char missing[33] = "";
@@ -115,7 +115,7 @@ static int walk(const struct ch_ref *ref, struct ch_manifest *m, int json)
 	for (;;) {
 		char (*more)[33] = realloc(seen, (nseen + 1) * sizeof(*seen));
 		if (!more) {
-			rc = cmd_error("out of memory");
+			rc = ch_error_nomem(err);
 			break;
 		}
 		seen = more;
@@ -126,10 +126,10 @@ static int walk(const struct ch_ref *ref, struct ch_manifest *m, int json)
 		memset(&parent, 0, sizeof parent);
 		found = m->parent && !loops
 				? ch_ref_load_version(ref, m->parent, &parent,
-						      &err)
+						      err)
 				: 1;
 		if (found < 0) {
-			rc = cmd_fail(&err);
+			rc = -1;
 			break;
 		}
 		json_t *o = entry(m, found == 0 ? &parent : NULL);
@@ -171,7 +171,7 @@ int cmd_log(int argc, char **argv)
 
 	status = cmd_parse_args(&cmd_log_spec, argc, argv, &a);
 	if (status != 0)
-		return status < 0 ? 0 : status;
+		return cmd_parsed_status(status);
 	text = a.ref;
 	json = a.json;
 	if (ch_ref_parse(text, &ref, &err) < 0)
@@ -181,7 +181,7 @@ int cmd_log(int argc, char **argv)
 		ch_ref_release(&ref);
 		return cmd_fail(&err);
 	}
-	status = walk(&ref, &m, json);
+	status = walk(&ref, &m, json, &err) < 0 ? cmd_fail(&err) : 0;
 	ch_ref_release(&ref);
 	return status;
 }

@@ -167,7 +167,7 @@ int cmd_ls(int argc, char **argv)
 
 	status = parse_args(argc, argv, &path, &json, &split);
 	if (status != 0)
-		return status < 0 ? 0 : status;
+		return cmd_parsed_status(status);
 	memset(&ds, 0, sizeof ds);
 	if (ch_dataset_open(&ds, path, &err) < 0)
 		return cmd_fail(&err);

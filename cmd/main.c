@@ -15,6 +15,7 @@ static int unknown_global_option(const char *arg)
 	static const char *const names[] = {"help", "version"};
 	char word[64];
 	const char *near = NULL;
+	struct ch_error err;
 
 	if (strncmp(arg, "--", 2) == 0) {
 		snprintf(word, sizeof word, "%.*s", (int)strcspn(arg + 2, "="),
@@ -22,18 +23,24 @@ static int unknown_global_option(const char *arg)
 		near = ch_closest(word, names, 2);
 	}
 	if (near)
-		return cmd_error("unknown option '%s'; did you mean '--%s'?",
-				 arg, near);
-	return cmd_error("unknown option '%s'; see 'chute help'", arg);
+		ch_error_usage(&err, "unknown option '%s'; did you mean "
+			       "'--%s'?", arg, near);
+	else
+		ch_error_usage(&err, "unknown option '%s'; see 'chute help'",
+			       arg);
+	return cmd_fail(&err);
 }
 static int finish(int status)
 {
+	struct ch_error err;
+
 	cmd_progress_clear();
 	/* A reader that went away is the reader's business (head, less). */
 	if ((fflush(stdout) == EOF || ferror(stdout)) && errno != EPIPE &&
-	    status == 0)
-		return cmd_error("cannot write to standard output: %s",
-				 strerror(errno));
+	    status == 0) {
+		ch_error_errno(&err, errno, "cannot write to standard output");
+		return cmd_fail(&err);
+	}
 	return status;
 }
 
@@ -47,8 +54,8 @@ int main(int argc, char **argv)
 	/* A file truncated under a mapping is an error, not a SIGBUS. */
 	cmd_catch_faults();
 	if (argc < 2) {
-		cmd_print_commands(stderr);
-		return EXIT_USAGE;
+		cmd_print_commands(stderr); /* the usage is the message */
+		return cmd_fail_reported(CH_ERR_USAGE);
 	}
 	first = argv[1];
 	if (strcmp(first, "--version") == 0) {

@@ -133,19 +133,19 @@ static void print_summary(const struct ch_manifest *m)
 	printf("chute:     %s\n", m->chute_version);
 }
 
-static int print_json(struct ch_manifest *m)
+static int print_json(struct ch_manifest *m, struct ch_error *err)
 {
-	struct ch_error err = {0};
 	char *text;
 	size_t len;
 	int rc;
 
-	if (ch_manifest_format(m, &text, &len, &err) < 0)
-		return cmd_fail(&err);
+	if (ch_manifest_format(m, &text, &len, err) < 0)
+		return -1;
 	/* as chute writes it: the id is computed, whatever was stored */
 	rc = fwrite(text, 1, len, stdout) == len ? 0 : -1;
 	free(text);
-	return rc < 0 ? cmd_error("cannot write to standard output") : 0;
+	return rc < 0 ? ch_error_set(err, "cannot write to standard output")
+		      : 0;
 }
 
 int cmd_manifest(int argc, char **argv)
@@ -159,7 +159,7 @@ int cmd_manifest(int argc, char **argv)
 	struct manifest_args a = {0};
 	status = cmd_parse_args(&cmd_manifest_spec, argc, argv, &a);
 	if (status != 0)
-		return status < 0 ? 0 : status;
+		return cmd_parsed_status(status);
 	text = a.ref;
 	json = a.json;
 	if (ch_ref_parse(text, &ref, &err) < 0)
@@ -169,9 +169,9 @@ int cmd_manifest(int argc, char **argv)
 		ch_ref_release(&ref);
 		return cmd_fail(&err);
 	}
-	if (json)
-		status = print_json(&m);
-	else
+	if (json && print_json(&m, &err) < 0)
+		status = cmd_fail(&err);
+	else if (!json)
 		print_summary(&m);
 	ch_manifest_release(&m);
 	ch_ref_release(&ref);

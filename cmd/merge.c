@@ -173,7 +173,7 @@ static void print_remote_text(const struct merge_args *a,
 
 /* The parts are versions on the remote -o names: one manifest and the
  * tags are written, nothing else moves. */
-static int run_remote_merge(struct merge_args *a)
+static int run_remote_merge(struct merge_args *a, struct ch_error *err)
 {
 	struct ch_remote_merge_opts o = {
 		.remote = a->o.out_dir, .name = a->o.name, .tags = a->tags,
@@ -181,16 +181,15 @@ static int run_remote_merge(struct merge_args *a)
 		.progress = cmd_progress(),
 	};
 	struct ch_remote_merge_report r;
-	struct ch_error err = {0};
 	struct ch_store *st;
 
-	if (ch_store_open(&st, a->o.out_dir, NULL, &err) < 0)
-		return cmd_fail(&err);
-	int rc = ch_remote_merge(st, a->parts, a->nparts, &o, &r, &err);
+	if (ch_store_open(&st, a->o.out_dir, NULL, err) < 0)
+		return -1;
+	int rc = ch_remote_merge(st, a->parts, a->nparts, &o, &r, err);
 	cmd_progress_clear();
 	if (rc < 0) {
 		ch_store_close(st);
-		return cmd_fail(&err);
+		return -1;
 	}
 	if (a->json)
 		print_remote_json(a, &r, ch_store_url(st));
@@ -200,19 +199,18 @@ static int run_remote_merge(struct merge_args *a)
 	return 0;
 }
 
-static int run_merge(struct merge_args *a)
+static int run_merge(struct merge_args *a, struct ch_error *err)
 {
 	struct ch_merge_result res;
-	struct ch_error err = {0};
 	int rc;
 
 	memset(&res, 0, sizeof res);
 	a->o.cancel = cmd_catch_signals();
 	a->o.progress = cmd_progress();
-	rc = ch_merge(a->parts, a->nparts, &a->o, &res, &err);
+	rc = ch_merge(a->parts, a->nparts, &a->o, &res, err);
 	cmd_progress_clear();
 	if (rc < 0)
-		return cmd_fail(&err);
+		return -1;
 	if (a->json) {
 		json_t *doc = merged_json(a, res.id, res.parent, res.parts,
 					  res.samples, res.bytes, res.shards);
@@ -235,26 +233,31 @@ static int run_merge(struct merge_args *a)
 int cmd_merge(int argc, char **argv)
 {
 	struct merge_args a;
+	struct ch_error err = {0};
 	char *name = NULL;
-	int status;
+	int status, rc = 0;
 
 	memset(&a, 0, sizeof a);
 	a.start = ch_now();
 	a.parts = calloc((size_t)argc + 1, sizeof *a.parts);
-	if (!a.parts)
-		return cmd_error("out of memory");
+	if (!a.parts) {
+		ch_error_nomem(&err);
+		return cmd_fail(&err);
+	}
 	status = parse_args(&a, argc, argv);
 	if (status == 0 && !a.o.name) {
-		status = cmd_default_name(a.o.out_dir, &name);
+		rc = cmd_default_name(a.o.out_dir, &name, &err);
 		a.o.name = name;
 	}
-	if (status == 0)
-		status = cmd_check_name(a.o.name);
-	if (status == 0)
-		status = ch_ref_is_remote(a.o.out_dir) ? run_remote_merge(&a)
-						       : run_merge(&a);
+	if (status == 0 && rc == 0)
+		rc = cmd_check_name(a.o.name, &err);
+	if (status == 0 && rc == 0)
+		rc = ch_ref_is_remote(a.o.out_dir) ? run_remote_merge(&a, &err)
+						   : run_merge(&a, &err);
 	free(name);
 	free(a.url);
 	free(a.parts);
-	return status < 0 ? 0 : status;
+	if (status != 0)
+		return cmd_parsed_status(status);
+	return rc < 0 ? cmd_fail(&err) : 0;
 }

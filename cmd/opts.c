@@ -85,7 +85,7 @@ int cmd_error(const char *fmt, ...)
 	fputc('\n', stderr);
 	free(msg);
 	free(shown);
-	return EXIT_USAGE;
+	return cmd_kind_status(CH_ERR_USAGE);
 }
 
 
@@ -485,7 +485,7 @@ enum cmd_parsed cmd_parse(const struct cmd_spec *spec, int argc, char **argv,
 
 
 /* The default name: the last component of DIR. */
-int cmd_default_name(const char *dir, char **out)
+int cmd_default_name(const char *dir, char **out, struct ch_error *err)
 {
 	size_t len = strlen(dir);
 	const char *base;
@@ -497,24 +497,22 @@ int cmd_default_name(const char *dir, char **out)
 	len -= (size_t)(base - dir);
 	if (len == 0 || (len == 1 && base[0] == '.') ||
 	    (len == 2 && base[0] == '.' && base[1] == '.'))
-		return cmd_error("cannot name the dataset after '%s': give a "
-				 "name with --name", dir);
+		return ch_error_usage(err, "cannot name the dataset after "
+				      "'%s': give a name with --name", dir);
 	*out = strndup(base, len);
-	if (!*out)
-		return cmd_error("out of memory");
-	return 0;
+	return *out ? 0 : ch_error_nomem(err);
 }
 
 /* The name is in every shard's file name, shards/NAME-NNNNNN.chs
  * (chute-manifest(5), SHARD PATHS): ch_dataset_name_check's rule, the
  * one a manifest read keeps too. */
-int cmd_check_name(const char *name)
+int cmd_check_name(const char *name, struct ch_error *err)
 {
-	struct ch_error err;
-	if (ch_dataset_name_check(name, &err) == 0)
+	struct ch_error why;
+	if (ch_dataset_name_check(name, &why) == 0)
 		return 0;
-	return cmd_error("%s%s", err.msg,
-			 *name ? " (give another with --name)" : "");
+	return ch_error_usage(err, "%s%s", why.msg,
+			      *name ? " (give another with --name)" : "");
 }
 
 int cmd_part_value(const char *s, int none_ok, uint64_t *part,

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -47,11 +48,11 @@ volatile sig_atomic_t *cmd_catch_signals(void)
 	return &caught;
 }
 
-int cmd_exit_status(const struct ch_error *err)
+/* The map from a failure's kind to the exit status: chute(1), EXIT
+ * STATUS.  fault.c's SIGBUS handler reads it too. */
+int cmd_kind_status(enum ch_error_kind kind)
 {
-	if (caught)
-		return 128 + caught;
-	switch (err->kind) {
+	switch (kind) {
 	case CH_ERR_DATA:
 		return EXIT_CHECK;
 	case CH_ERR_USAGE:
@@ -63,9 +64,17 @@ int cmd_exit_status(const struct ch_error *err)
 	return EXIT_USAGE;
 }
 
+int cmd_exit_status(const struct ch_error *err)
+{
+	if (caught)
+		return 128 + caught;
+	return cmd_kind_status(err->kind);
+}
+
 int cmd_fail(const struct ch_error *err)
 {
-	cmd_error("%s", err->msg);
+	if (err->msg[0])
+		cmd_error("%s", err->msg);
 	return cmd_exit_status(err);
 }
 
@@ -82,6 +91,44 @@ int cmd_parse_args(const struct cmd_spec *spec, int argc, char **argv,
 	default:
 		return cmd_fail(&err);
 	}
+}
+
+int cmd_prefix_error(struct ch_error *err, const char *fmt, ...)
+{
+	char prefix[sizeof err->msg], msg[sizeof err->msg];
+	va_list ap;
+
+	memcpy(msg, err->msg, sizeof msg);
+	msg[sizeof msg - 1] = '\0';
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof prefix, fmt, ap);
+	va_end(ap);
+	/* cut short when too long, as ch_error_set cuts */
+	if (snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, msg) < 0)
+		err->msg[0] = '\0';
+	return -1;
+}
+
+int cmd_reported(struct ch_error *err, enum ch_error_kind kind)
+{
+	err->msg[0] = '\0';
+	err->kind = kind;
+	return -1;
+}
+
+int cmd_fail_reported(enum ch_error_kind kind)
+{
+	struct ch_error err;
+
+	cmd_reported(&err, kind);
+	return cmd_fail(&err);
+}
+
+int cmd_parsed_status(int parsed)
+{
+	if (parsed < 0)
+		return 0; /* --help */
+	return cmd_fail_reported(CH_ERR_USAGE);
 }
 
 /* ------------------------------------------------------------------ */
@@ -119,12 +166,13 @@ int cmd_is_text(const void *buf, size_t len)
 	return 1;
 }
 
-int cmd_binary_to_terminal(int force, const char *what, const char *how)
+int cmd_binary_to_terminal(int force, const char *what, const char *how,
+			   struct ch_error *err)
 {
 	if (force || !isatty(STDOUT_FILENO))
 		return 0;
-	return cmd_error("not writing %s to a terminal; %s (--force writes "
-			 "anyway)", what, how);
+	return ch_error_usage(err, "not writing %s to a terminal; %s (--force "
+			      "writes anyway)", what, how);
 }
 
 /* ------------------------------------------------------------------ */

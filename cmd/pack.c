@@ -158,7 +158,7 @@ const struct cmd_spec cmd_pack_spec = {
 /* A Slurm array whose ids are not first, first+1, ... (--array=0-15:2,
  * --array=0,3,9) would pack parts that overlap or leave samples out
  * (ID - MIN is no part's index): refused before anything is read. */
-static int check_slurm_dense(void)
+static int check_slurm_dense(struct ch_error *err)
 {
 	const char *step = getenv("SLURM_ARRAY_TASK_STEP");
 	const char *min = getenv("SLURM_ARRAY_TASK_MIN");
@@ -167,23 +167,25 @@ static int check_slurm_dense(void)
 	uint64_t lo, hi, n;
 
 	if (step && *step && strcmp(step, "1") != 0)
-		return cmd_error("a Slurm array with a step "
-				 "(SLURM_ARRAY_TASK_STEP=%s) leaves parts "
-				 "without a task: use --array=FIRST-LAST with "
-				 "no step, or give --part I/N", step);
+		return ch_error_usage(err, "a Slurm array with a step "
+				      "(SLURM_ARRAY_TASK_STEP=%s) leaves parts "
+				      "without a task: use --array=FIRST-LAST "
+				      "with no step, or give --part I/N", step);
 	if (!min || !*min || !max || !*max || !count || !*count)
 		return 0;
 	if (cmd_parse_u64("SLURM_ARRAY_TASK_MIN", min, 0, UINT32_MAX, &lo) < 0 ||
 	    cmd_parse_u64("SLURM_ARRAY_TASK_MAX", max, lo, UINT32_MAX, &hi) < 0 ||
 	    cmd_parse_u64("SLURM_ARRAY_TASK_COUNT", count, 1, UINT32_MAX,
 			  &n) < 0)
-		return -1;
+		return cmd_reported(err, CH_ERR_USAGE);
 	if (hi - lo + 1 != n)
-		return cmd_error("a Slurm array with gaps (%llu tasks from %llu "
-				 "to %llu) leaves parts without a task: use "
-				 "--array=FIRST-LAST, or give --part I/N",
-				 (unsigned long long)n, (unsigned long long)lo,
-				 (unsigned long long)hi);
+		return ch_error_usage(err, "a Slurm array with gaps (%llu "
+				      "tasks from %llu to %llu) leaves parts "
+				      "without a task: use "
+				      "--array=FIRST-LAST, or give --part I/N",
+				      (unsigned long long)n,
+				      (unsigned long long)lo,
+				      (unsigned long long)hi);
 	return 0;
 }
 
@@ -191,26 +193,30 @@ static int check_slurm_dense(void)
  * Indexed Job (JOB_COMPLETION_INDEX, which says no count: --parts does),
  * else a Slurm array's task id counted from the array's first
  * (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN), the array contiguous.
- * Returns 1 with *index set, 0 if neither is there, -1 if bad. */
-static int index_from_env(int k8s_too, uint64_t *index)
+ * Returns 1 with *index set, 0 if neither is there, -1 with err filled
+ * if bad. */
+static int index_from_env(int k8s_too, uint64_t *index, struct ch_error *err)
 {
 	const char *k8s = getenv("JOB_COMPLETION_INDEX");
 	const char *id = getenv("SLURM_ARRAY_TASK_ID");
 	const char *min = getenv("SLURM_ARRAY_TASK_MIN");
 	uint64_t first = 0;
 
+	/* cmd_parse_u64 says what is wrong with a variable itself */
 	if (k8s_too && k8s && *k8s)
 		return cmd_parse_u64("JOB_COMPLETION_INDEX", k8s, 0,
-				     CMD_MAX_PARTS - 1, index) < 0 ? -1 : 1;
+				     CMD_MAX_PARTS - 1, index) < 0
+			       ? cmd_reported(err, CH_ERR_USAGE)
+			       : 1;
 	if (!id || !*id)
 		return 0;
-	if (check_slurm_dense() != 0)
+	if (check_slurm_dense(err) < 0)
 		return -1;
 	if (cmd_parse_u64("SLURM_ARRAY_TASK_ID", id, 0, UINT32_MAX,
 			  index) < 0 ||
 	    (min && *min && cmd_parse_u64("SLURM_ARRAY_TASK_MIN", min, 0,
 					  *index, &first) < 0))
-		return -1;
+		return cmd_reported(err, CH_ERR_USAGE);
 	*index -= first;
 	return 1;
 }
@@ -218,37 +224,37 @@ static int index_from_env(int k8s_too, uint64_t *index)
 /* --part wins; then --parts N with the index from the environment; then
  * a Slurm array, whole (SLURM_ARRAY_TASK_COUNT parts).  Else the whole
  * dataset. */
-static int resolve_part(struct pack_args *a)
+static int resolve_part(struct pack_args *a, struct ch_error *err)
 {
 	const char *count = getenv("SLURM_ARRAY_TASK_COUNT");
 	uint64_t index = 0, n = a->parts;
 	int found;
 
 	if (a->part && a->parts)
-		return cmd_error("give either --part I/N or --parts N, not "
-				 "both");
-	if (a->part) {
-		struct ch_error err = {0};
+		return ch_error_usage(err, "give either --part I/N or --parts "
+				      "N, not both");
+	if (a->part)
 		return cmd_part_value(a->part, 1, &a->o.part, &a->o.parts,
-				      &err) < 0 ? cmd_fail(&err) : 0;
-	}
+				      err);
 	if (!a->parts && !(count && *count && getenv("SLURM_ARRAY_TASK_ID")))
 		return 0;
-	found = index_from_env(a->parts != 0, &index);
+	found = index_from_env(a->parts != 0, &index, err);
 	if (found < 0)
-		return EXIT_USAGE;
+		return -1;
 	if (!found)
-		return cmd_error("--parts %llu needs the index of the part: "
-				 "set $JOB_COMPLETION_INDEX, or give --part I/N",
-				 (unsigned long long)n);
+		return ch_error_usage(err, "--parts %llu needs the index of "
+				      "the part: set $JOB_COMPLETION_INDEX, "
+				      "or give --part I/N",
+				      (unsigned long long)n);
 	if (!n && cmd_parse_u64("SLURM_ARRAY_TASK_COUNT", count, 1,
 				CMD_MAX_PARTS, &n) < 0)
-		return EXIT_USAGE;
+		return cmd_reported(err, CH_ERR_USAGE);
 	if (index >= n)
-		return cmd_error("part %llu of %llu: parts are numbered from 0 "
-				 "to %llu", (unsigned long long)index,
-				 (unsigned long long)n,
-				 (unsigned long long)n - 1);
+		return ch_error_usage(err, "part %llu of %llu: parts are "
+				      "numbered from 0 to %llu",
+				      (unsigned long long)index,
+				      (unsigned long long)n,
+				      (unsigned long long)n - 1);
 	a->o.part = index;
 	a->o.parts = n;
 	return 0;
@@ -257,8 +263,12 @@ static int resolve_part(struct pack_args *a)
 /* Returns 0 to go on, -1 after --help, or the exit status. */
 static int parse_args(struct pack_args *a, int argc, char **argv)
 {
+	struct ch_error err = {0};
 	int status = cmd_parse_args(&cmd_pack_spec, argc, argv, a);
-	return status != 0 ? status : resolve_part(a);
+
+	if (status != 0)
+		return status;
+	return resolve_part(a, &err) < 0 ? cmd_fail(&err) : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -301,22 +311,31 @@ static void print_json(const struct pack_args *a,
 	cmd_json_emit(doc);
 }
 
-static int run_pack(struct pack_args *a)
+/* name: where the default name goes (the caller frees it). */
+static int run_pack(struct pack_args *a, char **name, struct ch_error *err)
 {
 	struct ch_pack_result res;
-	struct ch_error err = {0};
 	double start = ch_now();
 	int rc;
 
+	if (!a->o.name) {
+		if (cmd_default_name(a->o.out_dir, name, err) < 0)
+			return -1;
+		a->o.name = *name;
+	}
+	a->o.nexclude = a->nexclude;
+	a->o.ninclude = a->ninclude;
+	if (cmd_check_name(a->o.name, err) < 0)
+		return -1;
 	a->o.progress = cmd_progress();
 	a->o.list_fd = STDIN_FILENO;
 	a->o.list_sep = a->null_sep ? 0 : '\n';
 	a->o.cancel = cmd_catch_signals();
 	memset(&res, 0, sizeof res);
-	rc = ch_pack(a->sources, a->nsources, &a->o, &res, &err);
+	rc = ch_pack(a->sources, a->nsources, &a->o, &res, err);
 	cmd_progress_clear();
 	if (rc < 0)
-		return cmd_fail(&err);
+		return -1;
 	if (a->json)
 		print_json(a, &res, ch_now() - start);
 	else
@@ -327,8 +346,9 @@ static int run_pack(struct pack_args *a)
 int cmd_pack(int argc, char **argv)
 {
 	struct pack_args a;
+	struct ch_error err = {0};
 	char *name = NULL;
-	int status;
+	int status = 0, rc = 0;
 
 	memset(&a, 0, sizeof a);
 	ch_pack_opts_init(&a.o);
@@ -336,29 +356,19 @@ int cmd_pack(int argc, char **argv)
 	a.exclude = calloc((size_t)argc + 1, sizeof *a.exclude);
 	a.include = calloc((size_t)argc + 1, sizeof *a.include);
 	if (!a.sources || !a.exclude || !a.include) {
-		status = cmd_error("out of memory");
-		goto done;
+		rc = ch_error_nomem(&err);
+	} else {
+		a.o.exclude = a.exclude;
+		a.o.include = a.include;
+		status = parse_args(&a, argc, argv);
+		if (status == 0)
+			rc = run_pack(&a, &name, &err);
 	}
-	a.o.exclude = a.exclude;
-	a.o.include = a.include;
-	status = parse_args(&a, argc, argv);
-	if (status != 0)
-		goto done;
-	if (!a.o.name) {
-		status = cmd_default_name(a.o.out_dir, &name);
-		if (status != 0)
-			goto done;
-		a.o.name = name;
-	}
-	a.o.nexclude = a.nexclude;
-	a.o.ninclude = a.ninclude;
-	status = cmd_check_name(a.o.name);
-	if (status == 0)
-		status = run_pack(&a);
-done:
 	free(name);
 	free(a.sources);
 	free(a.exclude);
 	free(a.include);
-	return status < 0 ? 0 : status;
+	if (status != 0)
+		return cmd_parsed_status(status);
+	return rc < 0 ? cmd_fail(&err) : 0;
 }

@@ -164,36 +164,35 @@ static int draw(const struct ch_batch_out *b, void *arg, struct ch_error *err)
 	return 1;
 }
 
-static int run(struct preview_args *a)
+static int run(struct preview_args *a, struct ch_error *err)
 {
 	struct ch_dataset ds;
 	struct ch_ref ref;
-	struct ch_error err = {0};
 	struct first f = { .o = &a->sheet };
 	struct ch_stream_stats st;
-	int status = 0;
-	if (ch_check_file_atomic(a->output, &err) < 0)
-		return cmd_error("cannot write '%s': %s", a->output, err.msg);
-	if (ch_ref_parse(a->dataset, &ref, &err) < 0)
-		return cmd_fail(&err);
-	int rc = ch_ref_open_dataset(&ref, NULL, 0, &ds, &err);
+	int rc;
+	if (ch_check_file_atomic(a->output, err) < 0)
+		return cmd_prefix_error(err, "cannot write '%s'", a->output);
+	if (ch_ref_parse(a->dataset, &ref, err) < 0)
+		return -1;
+	rc = ch_ref_open_dataset(&ref, NULL, 0, &ds, err);
 	ch_ref_release(&ref);
 	if (rc < 0)
-		return cmd_fail(&err);
+		return -1;
 	a->o.cancel = cmd_catch_signals();
-	if (ch_stream(&ds, &a->o, draw, &f, &st, &err) < 0)
-		status = cmd_fail(&err);
-	else if (!f.done)
-		status = cmd_error("the stream holds no batch");
-	else if (ch_write_file_atomic(a->output, (const char *)f.png.data,
-				      f.png.len, &err) < 0)
-		status = cmd_error("cannot write '%s': %s", a->output, err.msg);
-	else if (!cmd_quiet())
+	rc = ch_stream(&ds, &a->o, draw, &f, &st, err);
+	if (rc == 0 && !f.done)
+		rc = ch_error_usage(err, "the stream holds no batch");
+	else if (rc == 0 &&
+		 ch_write_file_atomic(a->output, (const char *)f.png.data,
+				      f.png.len, err) < 0)
+		rc = cmd_prefix_error(err, "cannot write '%s'", a->output);
+	else if (rc == 0 && !cmd_quiet())
 		printf("%s\n", f.cursor ? f.cursor : "");
 	ch_buf_release(&f.png);
 	free(f.cursor);
 	ch_dataset_release(&ds);
-	return status;
+	return rc;
 }
 
 int cmd_preview(int argc, char **argv)
@@ -201,11 +200,12 @@ int cmd_preview(int argc, char **argv)
 	struct preview_args a = {0};
 	ch_stream_opts_init(&a.o);
 	a.o.batch_size = 64;
+	struct ch_error err = {0};
 	int status = parse_args(&a, argc, argv);
-	if (status == 0)
-		status = run(&a);
-	else if (status < 0)
-		status = 0;
+	if (status != 0)
+		status = cmd_parsed_status(status);
+	else if (run(&a, &err) < 0)
+		status = cmd_fail(&err);
 	free(a.transforms);
 	return status;
 }

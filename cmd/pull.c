@@ -134,7 +134,7 @@ int cmd_pull(int argc, char **argv)
 	struct ch_ref ref;
 	int status = parse_args(&a, argc, argv);
 	if (status != 0)
-		return status < 0 ? 0 : status;
+		return cmd_parsed_status(status);
 	/* a folder as a plain path, a url, or a remote name */
 	if (ch_ref_parse_remote(a.ref, a.dir, &ref, &err) < 0)
 		return cmd_fail(&err);

@@ -122,14 +122,13 @@ int cmd_push(int argc, char **argv)
 	struct ch_store *st;
 	int status = parse_args(&a, argc, argv);
 	if (status != 0)
-		return status < 0 ? 0 : status;
+		return cmd_parsed_status(status);
 	a.push.tags = a.tags;
 	a.push.ntags = a.ntags;
 	a.push.point = cmd_test_point;
-	status = cmd_open_remote(a.remote, a.dataset, CH_REMOTE_WRITE,
-				 &a.store, &st);
-	if (status != 0)
-		return status;
+	if (cmd_open_remote(a.remote, a.dataset, CH_REMOTE_WRITE, &a.store,
+			    &st, &err) < 0)
+		return cmd_fail(&err);
 	cmd_transfer_begin(&t, &a.push.xfer);
 	status = ch_remote_push(a.dataset, st, &a.push, &r, &err);
 	cmd_transfer_end(&t);

@@ -75,66 +75,62 @@ static int parse_args(struct remote_args *a, int argc, char **argv)
 
 /* The config file an action changes: the user's, or DIR's (a dataset
  * folder). */
-static int open_target(const struct remote_args *a, struct ch_config *cfg)
+static int open_target(const struct remote_args *a, struct ch_config *cfg,
+		       struct ch_error *err)
 {
 	const char *dir = a->dir ? a->dir : ".";
-	struct ch_error err = {0};
 	char *path;
 	if (!a->user && !ch_config_is_dataset(dir))
-		return cmd_error("'%s' is not a dataset folder (no manifest.json"
-				 ", no .chute/): give -C DIR, or --user for "
-				 "the user's config", dir);
+		return ch_error_usage(err, "'%s' is not a dataset folder (no "
+				      "manifest.json, no .chute/): give -C "
+				      "DIR, or --user for the user's config",
+				      dir);
 	path = a->user ? ch_config_user_path() : ch_config_dataset_path(dir);
+	if (!path && a->user)
+		return ch_error_usage(err, "no user config file: neither "
+				      "XDG_CONFIG_HOME nor HOME is set");
 	if (!path)
-		return cmd_error(a->user ? "no user config file: neither "
-					   "XDG_CONFIG_HOME nor HOME is set"
-					 : "out of memory");
-	int rc = ch_config_load(cfg, path, &err);
+		return ch_error_nomem(err);
+	int rc = ch_config_load(cfg, path, err);
 	free(path);
-	return rc < 0 ? cmd_fail(&err) : 0;
+	return rc;
 }
 
 /* Fails with the names cfg defines listed. */
-static int unknown_in(struct ch_config *cfg, const char *name)
+static int unknown_in(struct ch_config *cfg, const char *name,
+		      struct ch_error *err)
 {
 	struct ch_remotes one = {.n = 1};
-	struct ch_error err = {0};
 	one.files[0] = *cfg;
-	ch_remotes_unknown(&one, name, &err);
-	return cmd_fail(&err);
+	return ch_remotes_unknown(&one, name, err);
 }
 
-static int save(struct ch_config *cfg)
+static int do_add(const struct remote_args *a, struct ch_config *cfg,
+		  struct ch_error *err)
 {
-	struct ch_error err = {0};
-	return ch_config_save(cfg, &err) < 0 ? cmd_fail(&err) : 0;
-}
-
-static int do_add(const struct remote_args *a, struct ch_config *cfg)
-{
-	struct ch_error err = {0};
 	const char *old;
 	char *url;
 	if (!a->url)
-		return cmd_error("give a name and a url: remote add NAME URL");
-	if (ch_remote_name_check(a->name, &err) < 0 ||
-	    ch_remote_url_check(a->url, &url, &err) < 0)
-		return cmd_fail(&err);
+		return ch_error_usage(err, "give a name and a url: remote add "
+				      "NAME URL");
+	if (ch_remote_name_check(a->name, err) < 0 ||
+	    ch_remote_url_check(a->url, &url, err) < 0)
+		return -1;
 	if ((old = ch_config_get(cfg, "remote", a->name, "url")) && !a->force) {
-		cmd_error("remote '%s' is already in '%s' (%s): give --force to "
-			  "replace it, or 'chute remote remove %s' first",
-			  a->name, cfg->path, old, a->name);
+		ch_error_usage(err, "remote '%s' is already in '%s' (%s): give "
+			       "--force to replace it, or 'chute remote remove "
+			       "%s' first", a->name, cfg->path, old, a->name);
 		free(url);
-		return EXIT_USAGE;
+		return -1;
 	}
-	int rc = ch_config_set(cfg, "remote", a->name, "url", url, &err);
+	int rc = ch_config_set(cfg, "remote", a->name, "url", url, err);
 	if (rc == 0 && a->set_default)
-		rc = ch_config_set(cfg, "core", NULL, "remote", a->name, &err);
+		rc = ch_config_set(cfg, "core", NULL, "remote", a->name, err);
 	if (rc < 0) {
 		free(url);
-		return cmd_fail(&err);
+		return -1;
 	}
-	if ((rc = save(cfg)) == 0)
+	if ((rc = ch_config_save(cfg, err)) == 0)
 		cmd_print("%s remote %s = %s in %s%s", old ? "replaced" : "added",
 			  a->name, url, cfg->path,
 			  a->set_default ? " (the default)" : "");
@@ -144,20 +140,21 @@ static int do_add(const struct remote_args *a, struct ch_config *cfg)
 	return rc;
 }
 
-static int do_remove(const struct remote_args *a, struct ch_config *cfg)
+static int do_remove(const struct remote_args *a, struct ch_config *cfg,
+		     struct ch_error *err)
 {
 	const char *dflt = ch_config_get(cfg, "core", NULL, "remote");
-	struct ch_error err = {0};
 	int rc;
 	if (a->url)
-		return cmd_error("too many arguments: remote remove NAME");
+		return ch_error_usage(err, "too many arguments: remote remove "
+				      "NAME");
 	if (!ch_config_get(cfg, "remote", a->name, "url"))
-		return unknown_in(cfg, a->name);
+		return unknown_in(cfg, a->name, err);
 	ch_config_remove_section(cfg, "remote", a->name);
 	if (dflt && strcmp(dflt, a->name) == 0 &&
-	    ch_config_set(cfg, "core", NULL, "remote", NULL, &err) < 0)
-		return cmd_fail(&err);
-	if ((rc = save(cfg)) == 0) {
+	    ch_config_set(cfg, "core", NULL, "remote", NULL, err) < 0)
+		return -1;
+	if ((rc = ch_config_save(cfg, err)) == 0) {
 		cmd_print("removed remote %s from %s", a->name, cfg->path);
 		printf("\n");
 	}
@@ -165,21 +162,21 @@ static int do_remove(const struct remote_args *a, struct ch_config *cfg)
 }
 
 /* `default NAME`: NAME must be known where the file is read from. */
-static int do_set_default(const struct remote_args *a, struct ch_config *cfg)
+static int do_set_default(const struct remote_args *a, struct ch_config *cfg,
+			  struct ch_error *err)
 {
 	struct ch_remotes r;
-	struct ch_error err = {0};
 	int rc;
-	if (ch_remotes_load(&r, a->user ? NULL : a->dir, &err) < 0)
-		return cmd_fail(&err);
+	if (ch_remotes_load(&r, a->user ? NULL : a->dir, err) < 0)
+		return -1;
 	int known = ch_config_get(cfg, "remote", a->name, "url") ||
 		    (!a->user && ch_remotes_url(&r, a->name, NULL));
-	rc = known ? 0 : ch_remotes_unknown(&r, a->name, &err);
+	rc = known ? 0 : ch_remotes_unknown(&r, a->name, err);
 	ch_remotes_release(&r);
 	if (rc < 0 ||
-	    ch_config_set(cfg, "core", NULL, "remote", a->name, &err) < 0)
-		return cmd_fail(&err);
-	if ((rc = save(cfg)) == 0) {
+	    ch_config_set(cfg, "core", NULL, "remote", a->name, err) < 0)
+		return -1;
+	if ((rc = ch_config_save(cfg, err)) == 0) {
 		cmd_print("default remote %s in %s", a->name, cfg->path);
 		printf("\n");
 	}
@@ -187,24 +184,25 @@ static int do_set_default(const struct remote_args *a, struct ch_config *cfg)
 }
 
 /* The remotes a command concerning DIR (or the current folder) sees. */
-static int load_view(const struct remote_args *a, struct ch_remotes *r)
+static int load_view(const struct remote_args *a, struct ch_remotes *r,
+		     struct ch_error *err)
 {
-	struct ch_error err = {0};
 	if (a->dir && !ch_config_is_dataset(a->dir))
-		return cmd_error("'%s' is not a dataset folder (no manifest.json"
-				 ", no .chute/)", a->dir);
+		return ch_error_usage(err, "'%s' is not a dataset folder (no "
+				      "manifest.json, no .chute/)", a->dir);
 	if (a->user) {
 		char *path = ch_config_user_path();
 		memset(r, 0, sizeof(*r));
 		if (!path)
-			return cmd_error("no user config file: neither "
-					 "XDG_CONFIG_HOME nor HOME is set");
-		int rc = ch_config_load(&r->files[0], path, &err);
+			return ch_error_usage(err, "no user config file: "
+					      "neither XDG_CONFIG_HOME nor "
+					      "HOME is set");
+		int rc = ch_config_load(&r->files[0], path, err);
 		free(path);
 		r->n = rc == 0;
-		return rc < 0 ? cmd_fail(&err) : 0;
+		return rc;
 	}
-	return ch_remotes_load(r, a->dir, &err) < 0 ? cmd_fail(&err) : 0;
+	return ch_remotes_load(r, a->dir, err);
 }
 
 /* One line of text output: NAME, URL and a mark, tab separated. */
@@ -220,19 +218,16 @@ static void put_fields(const char *name, const char *url, const char *mark)
 	putchar('\n');
 }
 
-static int do_show_default(const struct remote_args *a)
+static int do_show_default(const struct remote_args *a,
+			   struct ch_error *err)
 {
 	struct ch_remotes r;
-	struct ch_error err = {0};
 	const char *name, *url;
-	int rc = load_view(a, &r);
-	if (rc != 0)
-		return rc;
-	if (ch_remotes_default(&r, &name, &url, &err) < 0) {
-		rc = cmd_fail(&err);
-	} else {
+	if (load_view(a, &r, err) < 0)
+		return -1;
+	int rc = ch_remotes_default(&r, &name, &url, err);
+	if (rc == 0)
 		put_fields(name, url, NULL);
-	}
 	ch_remotes_release(&r);
 	return rc;
 }
@@ -249,19 +244,20 @@ static json_t *remote_json(const char *name, const char *url,
 }
 
 /* Every name once, as a command would find it, the default marked. */
-static int list_remotes(const struct ch_remotes *r, int json)
+static int list_remotes(const struct ch_remotes *r, int json,
+			struct ch_error *err)
 {
-	struct ch_error err = {0};
+	struct ch_error no_default;
 	const char *dflt, *dflt_url;
 	json_t *list = json_array();
-	if (ch_remotes_default(r, &dflt, &dflt_url, &err) < 0)
+	if (ch_remotes_default(r, &dflt, &dflt_url, &no_default) < 0)
 		dflt = NULL;
 	for (size_t i = 0; i < r->n; i++) {
 		const char **names;
 		size_t n;
-		if (ch_config_remote_names(&r->files[i], &names, &n, &err) < 0) {
+		if (ch_config_remote_names(&r->files[i], &names, &n, err) < 0) {
 			json_decref(list);
-			return cmd_fail(&err);
+			return -1;
 		}
 		for (size_t k = 0; k < n; k++) {
 			const struct ch_config *from;
@@ -291,59 +287,64 @@ static int list_remotes(const struct ch_remotes *r, int json)
 	return 0;
 }
 
-static int do_list(const struct remote_args *a)
+static int do_list(const struct remote_args *a, struct ch_error *err)
 {
 	struct ch_remotes r;
-	int rc;
 	if (a->name)
-		return cmd_error("too many arguments: remote list [--json]");
-	if ((rc = load_view(a, &r)) != 0)
-		return rc;
-	rc = list_remotes(&r, a->json);
+		return ch_error_usage(err, "too many arguments: remote list "
+				      "[--json]");
+	if (load_view(a, &r, err) < 0)
+		return -1;
+	int rc = list_remotes(&r, a->json, err);
 	ch_remotes_release(&r);
 	return rc;
 }
 
 /* add, remove and default NAME change one file. */
-static int change_file(const struct remote_args *a)
+static int change_file(const struct remote_args *a, struct ch_error *err)
 {
 	struct ch_config cfg;
-	int rc;
+	int rc, add = strcmp(a->action, "add") == 0;
 	if (!a->name)
-		return cmd_error("give a remote name: remote %s NAME%s",
-				 a->action,
-				 strcmp(a->action, "add") == 0 ? " URL" : "");
-	if ((rc = open_target(a, &cfg)) != 0)
-		return rc;
-	if (strcmp(a->action, "add") == 0)
-		rc = do_add(a, &cfg);
+		return ch_error_usage(err, "give a remote name: remote %s "
+				      "NAME%s", a->action, add ? " URL" : "");
+	if (open_target(a, &cfg, err) < 0)
+		return -1;
+	if (add)
+		rc = do_add(a, &cfg, err);
 	else if (strcmp(a->action, "remove") == 0)
-		rc = do_remove(a, &cfg);
+		rc = do_remove(a, &cfg, err);
 	else
-		rc = do_set_default(a, &cfg);
+		rc = do_set_default(a, &cfg, err);
 	ch_config_release(&cfg);
 	return rc;
 }
 
-int cmd_remote(int argc, char **argv)
+static int run(const struct remote_args *a, struct ch_error *err)
 {
 	static const char *const actions[] = {"add", "default", "list",
 					      "remove"};
+	if (strcmp(a->action, "list") == 0)
+		return do_list(a, err);
+	if (strcmp(a->action, "default") == 0 && !a->name)
+		return do_show_default(a, err);
+	for (size_t i = 0; i < sizeof(actions) / sizeof(*actions); i++)
+		if (strcmp(a->action, actions[i]) == 0)
+			return change_file(a, err);
+	const char *near = ch_closest(a->action, actions, 4);
+	if (near)
+		return ch_error_usage(err, "'%s' is not an action; did you "
+				      "mean '%s'?", a->action, near);
+	return ch_error_usage(err, "'%s' is not an action: add, list, remove "
+			      "or default", a->action);
+}
+
+int cmd_remote(int argc, char **argv)
+{
 	struct remote_args a = {0};
+	struct ch_error err = {0};
 	int status = parse_args(&a, argc, argv);
 	if (status != 0)
-		return status < 0 ? 0 : status;
-	if (strcmp(a.action, "list") == 0)
-		return do_list(&a);
-	if (strcmp(a.action, "default") == 0 && !a.name)
-		return do_show_default(&a);
-	for (size_t i = 0; i < sizeof(actions) / sizeof(*actions); i++)
-		if (strcmp(a.action, actions[i]) == 0)
-			return change_file(&a);
-	const char *near = ch_closest(a.action, actions, 4);
-	if (near)
-		return cmd_error("'%s' is not an action; did you mean '%s'?",
-				 a.action, near);
-	return cmd_error("'%s' is not an action: add, list, remove or "
-			 "default", a.action);
+		return cmd_parsed_status(status);
+	return run(&a, &err) < 0 ? cmd_fail(&err) : 0;
 }

@@ -223,7 +223,7 @@ int cmd_split(int argc, char **argv)
 
 	status = parse_args(argc, argv, &a);
 	if (status != 0)
-		return status < 0 ? 0 : status;
+		return cmd_parsed_status(status);
 	a.o.cancel = cmd_catch_signals();
 	a.o.progress = cmd_progress();
 	int rc = ch_split(a.path, &a.o, &res, &err);

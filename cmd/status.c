@@ -116,23 +116,23 @@ int cmd_status(int argc, char **argv)
 
 	status = cmd_parse_args(&cmd_status_spec, argc, argv, &a);
 	if (status != 0)
-		return status < 0 ? 0 : status;
+		return cmd_parsed_status(status);
 	path = a.path;
 	a.o.cancel = cmd_catch_signals();
 	a.o.progress = cmd_progress();
 	int rc = ch_status(path, &a.o, &r, &err);
 	cmd_progress_clear();
 	if (rc < 0) {
-		status = cmd_exit_status(&err);
-		if (status <= 128) /* above: a signal, which says it all */
-			cmd_error("%s", err.msg);
-		return status;
+		if (cmd_exit_status(&err) > 128) /* a signal says it all */
+			cmd_reported(&err, err.kind);
+		return cmd_fail(&err);
 	}
 	if (a.json)
 		print_json(&r);
 	else
 		print_text(&r);
-	status = r.nitems ? EXIT_CHECK : 0;
+	/* the items printed are the report */
+	status = r.nitems ? cmd_fail_reported(CH_ERR_DATA) : 0;
 	ch_status_result_release(&r);
 	return status;
 }

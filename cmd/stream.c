@@ -102,7 +102,7 @@ int stream_add_dataset(void *args, const char *name, struct ch_error *err)
 	const char **v = realloc(a->datasets, (a->ndatasets + 1) *
 						  sizeof(*v));
 	if (!v)
-		return ch_error_set(err, "out of memory");
+		return ch_error_nomem(err);
 	a->datasets = v;
 	v[a->ndatasets++] = name;
 	a->dataset = v[0];
@@ -110,52 +110,63 @@ int stream_add_dataset(void *args, const char *name, struct ch_error *err)
 }
 
 /* Several datasets: a mix, with --mix saying in what proportions. */
-static int parse_mix(struct stream_args *a)
+static int parse_mix(struct stream_args *a, struct ch_error *err)
 {
 	if (a->rec.replay && (a->mix.text || a->mix.epoch))
-		return cmd_error("--mix%s cannot go with --replay: the mix comes "
-				 "from '%s'", a->mix.text ? "" : "-epoch",
-				 a->rec.replay);
+		return ch_error_usage(err, "--mix%s cannot go with --replay: "
+				      "the mix comes from '%s'",
+				      a->mix.text ? "" : "-epoch",
+				      a->rec.replay);
 	if (a->ndatasets > 1 && !a->mix.text)
-		return cmd_error("%zu datasets given ('%s', '%s'%s): to mix "
-				 "them, say in what proportions with --mix "
-				 "'%s=W,...'", a->ndatasets, a->datasets[0],
-				 a->datasets[1], a->ndatasets > 2 ? ", ..." : "",
-				 a->datasets[0]);
+		return ch_error_usage(err, "%zu datasets given ('%s', '%s'%s): "
+				      "to mix them, say in what proportions "
+				      "with --mix '%s=W,...'", a->ndatasets,
+				      a->datasets[0], a->datasets[1],
+				      a->ndatasets > 2 ? ", ..." : "",
+				      a->datasets[0]);
 	if (a->mix.epoch && !a->mix.text)
-		return cmd_error("--mix-epoch goes with --mix");
+		return ch_error_usage(err, "--mix-epoch goes with --mix");
 	if (!a->mix.text || a->ndatasets == 0)
 		return 0;
-	return stream_mix_parse(&a->mix, a->datasets, a->ndatasets);
+	return stream_mix_parse(&a->mix, a->datasets, a->ndatasets, err);
 }
 
 int stream_parse_args(struct stream_args *a, const struct cmd_spec *spec,
 		      int argc, char **argv)
 {
+	struct ch_error err;
 	int status, replay;
 	a->rec.argc = argc;
 	a->rec.argv = argv;
 	status = cmd_parse_args(spec, argc, argv, a);
 	if (status != 0)
 		return status;
-	if (parse_mix(a) != 0)
-		return EXIT_USAGE;
-	if (a->start_epoch_set && a->resume_set)
-		return cmd_error("--start-epoch and --resume both say where to "
-				 "begin: a cursor knows its epoch; give one");
-	if ((replay = record_parsed(&a->rec, &a->o, &a->dataset)) < 0)
-		return EXIT_USAGE;
-	if (a->o.epochs && a->o.start_epoch >= a->o.epochs)
-		return cmd_error("--start-epoch %llu is not below --epochs %llu "
-				 "(epochs count from 0: --epochs is where the "
-				 "stream ends)",
-				 (unsigned long long)a->o.start_epoch,
-				 (unsigned long long)a->o.epochs);
+	if (parse_mix(a, &err) < 0)
+		return cmd_fail(&err);
+	if (a->start_epoch_set && a->resume_set) {
+		ch_error_usage(&err, "--start-epoch and --resume both say "
+			       "where to begin: a cursor knows its epoch; "
+			       "give one");
+		return cmd_fail(&err);
+	}
+	if ((replay = record_parsed(&a->rec, &a->o, &a->dataset, &err)) < 0)
+		return cmd_fail(&err);
+	if (a->o.epochs && a->o.start_epoch >= a->o.epochs) {
+		ch_error_usage(&err, "--start-epoch %llu is not below --epochs "
+			       "%llu (epochs count from 0: --epochs is where "
+			       "the stream ends)",
+			       (unsigned long long)a->o.start_epoch,
+			       (unsigned long long)a->o.epochs);
+		return cmd_fail(&err);
+	}
 	a->rank_set |= replay; /* the record's rank and world size, */
 	a->world_set |= replay; /* not the environment's */
-	if (!a->dataset)
-		return cmd_error("no dataset given");
-	return ranks_from_env(a) < 0 ? EXIT_USAGE : 0;
+	if (!a->dataset) {
+		ch_error_usage(&err, "no dataset given");
+		return cmd_fail(&err);
+	}
+	/* ranks_from_env has said why */
+	return ranks_from_env(a) < 0 ? cmd_fail_reported(CH_ERR_USAGE) : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -281,9 +292,12 @@ static void write_stats_json(struct stream_args *a,
 	} else {
 		ch_error_set(&err, "out of memory");
 	}
-	if (rc < 0 && !a->stats_json_failed)
-		cmd_error("cannot write --stats-json '%s': %s", a->stats_json,
-			  err.msg);
+	if (rc < 0 && !a->stats_json_failed) {
+		cmd_prefix_error(&err, "cannot write --stats-json '%s'",
+				 a->stats_json);
+		cmd_fail(&err);
+		cmd_reported(&a->stats_json_err, err.kind);
+	}
 	a->stats_json_failed |= rc < 0;
 	free(text);
 	json_decref(doc);
@@ -382,8 +396,9 @@ static void print_fetch(const struct ch_fetch_stats *f)
 /* -o FILE goes to a temporary beside FILE, renamed into place when the
  * stream succeeds: a stream that fails (a full disk, a corrupt sample, a
  * signal) leaves FILE as it was.  A device or a FIFO is written in place.
- * Returns the fd, or -1 having said why. */
-static int open_output(struct sink *s, const char *path)
+ * Returns the fd, or -1 with err filled. */
+static int open_output(struct sink *s, const char *path,
+		       struct ch_error *err)
 {
 	struct stat st;
 	if (!path) {
@@ -397,17 +412,16 @@ static int open_output(struct sink *s, const char *path)
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
 		int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
 		if (fd < 0)
-			cmd_error("cannot open '%s': %s", path, strerror(errno));
+			ch_error_errno(err, errno, "cannot open '%s'", path);
 		return fd;
 	}
 	if (asprintf(&s->tmp, "%s.tmp-%ld", path, (long)getpid()) < 0) {
 		s->tmp = NULL;
-		cmd_error("out of memory");
-		return -1;
+		return ch_error_nomem(err);
 	}
 	int fd = open(s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0) {
-		cmd_error("cannot create '%s': %s", s->tmp, strerror(errno));
+		ch_error_errno(err, errno, "cannot create '%s'", s->tmp);
 		free(s->tmp);
 		s->tmp = NULL; /* not ours to remove */
 	}
@@ -415,19 +429,20 @@ static int open_output(struct sink *s, const char *path)
 }
 
 /* Closes -o FILE: renamed into place if status is 0, else removed.
- * Returns status, or EXIT_USAGE when FILE cannot be written. */
+ * Returns status, or the status of the failure (reported) when FILE
+ * cannot be written. */
 static int close_output(struct sink *s, int status)
 {
-	int failed = s->tmp && status == 0 && fsync(s->fd) < 0;
-	if (close(s->fd) < 0 || failed) {
-		if (status == 0)
-			status = cmd_error("cannot write '%s': %s",
-					   s->tmp ? s->tmp : s->path,
-					   strerror(errno));
-	}
-	if (s->tmp && status == 0 && rename(s->tmp, s->path) < 0)
-		status = cmd_error("cannot rename '%s' to '%s': %s", s->tmp,
-				   s->path, strerror(errno));
+	struct ch_error err;
+	int failed = s->tmp && status == 0 && fsync(s->fd) < 0, rc = 0;
+	if ((close(s->fd) < 0 || failed) && status == 0)
+		rc = ch_error_errno(&err, errno, "cannot write '%s'",
+				    s->tmp ? s->tmp : s->path);
+	if (s->tmp && status == 0 && rc == 0 && rename(s->tmp, s->path) < 0)
+		rc = ch_error_errno(&err, errno, "cannot rename '%s' to '%s'",
+				    s->tmp, s->path);
+	if (rc < 0)
+		status = cmd_fail(&err);
 	if (s->tmp && status != 0)
 		unlink(s->tmp);
 	free(s->tmp);
@@ -455,12 +470,12 @@ static int open_dataset(const struct stream_args *a, struct ch_dataset *ds,
 /* A file an option replaces as the stream goes (ch_write_file_atomic)
  * that could not be written is refused before the first batch, not
  * after it. */
-static int check_replaceable(const char *opt, const char *path)
+static int check_replaceable(const char *opt, const char *path,
+			     struct ch_error *err)
 {
-	struct ch_error err;
-	if (!path || ch_check_file_atomic(path, &err) == 0)
+	if (!path || ch_check_file_atomic(path, err) == 0)
 		return 0;
-	return cmd_error("cannot write %s '%s': %s", opt, path, err.msg);
+	return cmd_prefix_error(err, "cannot write %s '%s'", opt, path);
 }
 
 /* The progress line of a stream into -o FILE (or of chute bench), on a
@@ -511,29 +526,53 @@ static void progress_wrap(const struct stream_args *a,
 }
 
 /* --count: one JSON line, what an epoch of these options holds. */
-static int print_count(const struct stream_args *a)
+static int print_count(const struct stream_args *a, struct ch_error *err)
 {
 	struct ch_dataset ds;
 	struct ch_stream_count c;
-	struct ch_error err = {0};
 	if (a->output || a->shm.name || a->state || a->rec.record ||
 	    a->stats_json)
-		return cmd_error("--count prints one line and streams nothing: "
-				 "it takes no -o, --shm, --state, --record or "
-				 "--stats-json");
-	if (open_dataset(a, &ds, &err) < 0)
-		return cmd_fail(&err);
-	int rc = ch_stream_count(&ds, &a->o, &c, &err);
+		return ch_error_usage(err, "--count prints one line and "
+				      "streams nothing: it takes no -o, "
+				      "--shm, --state, --record or "
+				      "--stats-json");
+	if (open_dataset(a, &ds, err) < 0)
+		return -1;
+	int rc = ch_stream_count(&ds, &a->o, &c, err);
 	ch_dataset_release(&ds);
 	if (rc < 0)
-		return cmd_fail(&err);
+		return -1;
 	printf("{\"id\":\"%s\",\"samples\":%llu,\"batches\":%llu,"
 	       "\"epoch\":%llu,\"batches_left\":%llu}\n", c.id,
 	       (unsigned long long)c.samples, (unsigned long long)c.batches,
 	       (unsigned long long)c.epoch,
 	       (unsigned long long)c.batches_left);
-	return fflush(stdout) == 0 ? 0 : cmd_error("cannot write: %s",
-						   strerror(errno));
+	return fflush(stdout) == 0 ? 0 : ch_error_errno(err, errno,
+							"cannot write");
+}
+
+/* What the options ask that cannot be done, refused before the dataset
+ * is opened. */
+static int check_run(const struct stream_args *a, struct ch_error *err)
+{
+	if (check_replaceable("--state", a->state, err) < 0 ||
+	    check_replaceable("--stats-json", a->stats_json, err) < 0 ||
+	    check_replaceable("--record", a->rec.record, err) < 0 ||
+	    shm_sink_check(&a->shm, a->output, a->o.format, err) < 0)
+		return -1;
+	/* jsonl is text; batch and tar frames would garble a terminal */
+	if (!a->bench && !a->output && !a->shm.name &&
+	    a->o.format != CH_FORMAT_JSONL &&
+	    cmd_binary_to_terminal(a->force, a->o.format == CH_FORMAT_TAR
+						   ? "a binary tar stream"
+						   : "binary frames",
+				   "pipe it, or -o FILE", err) < 0)
+		return -1;
+	if (a->vmsplice && a->shm.name)
+		return ch_error_usage(err, "--vmsplice lends pages to a pipe; "
+				      "--shm writes into shared memory: one or "
+				      "the other");
+	return 0;
 }
 
 int stream_run(struct stream_args *a, struct ch_stream_stats *st,
@@ -549,31 +588,15 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 	struct progress_sink progress;
 	int status = 0;
 	if (a->count)
-		return print_count(a);
-	if (check_replaceable("--state", a->state) ||
-	    check_replaceable("--stats-json", a->stats_json) ||
-	    check_replaceable("--record", a->rec.record))
-		return EXIT_USAGE;
-	if (shm_sink_check(&a->shm, a->output, a->o.format) != 0)
-		return EXIT_USAGE;
-	/* jsonl is text; batch and tar frames would garble a terminal */
-	if (!a->bench && !a->output && !a->shm.name &&
-	    a->o.format != CH_FORMAT_JSONL &&
-	    cmd_binary_to_terminal(a->force, a->o.format == CH_FORMAT_TAR
-						   ? "a binary tar stream"
-						   : "binary frames",
-				   "pipe it, or -o FILE") != 0)
-		return EXIT_USAGE;
-	if (a->vmsplice && a->shm.name)
-		return cmd_error("--vmsplice lends pages to a pipe; --shm "
-				 "writes into shared memory: one or the other");
-	if (open_dataset(a, &ds, &err) < 0)
+		return print_count(a, &err) < 0 ? cmd_fail(&err) : 0;
+	if (check_run(a, &err) < 0 || open_dataset(a, &ds, &err) < 0)
 		return cmd_fail(&err);
-	status = record_begin(&a->rec, &ds, a->dataset, &a->o);
-	sink.fd = a->bench || status ? -1 : open_output(&sink, a->output);
-	if (status || (sink.fd < 0 && !a->bench)) {
+	sink.fd = -1;
+	if (record_begin(&a->rec, &ds, a->dataset, &a->o, &err) < 0 ||
+	    (!a->bench &&
+	     (sink.fd = open_output(&sink, a->output, &err)) < 0)) {
 		ch_dataset_release(&ds);
-		return record_end(&a->rec, status ? status : EXIT_USAGE);
+		return record_end(&a->rec, cmd_fail(&err));
 	}
 	/* cold: the pipe's reader copies each frame out, on its own CPU */
 	struct ch_frame_memory lend = { pipe_pages_reserve, &pages, 1 };
@@ -622,7 +645,7 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 		status = close_output(&sink, status);
 	/* the stream itself went through: FILE is in place */
 	if (a->stats_json_failed && status == 0)
-		status = EXIT_USAGE;
+		status = cmd_fail(&a->stats_json_err);
 	ch_dataset_release(&ds);
 	return record_end(&a->rec, status);
 }
@@ -653,7 +676,7 @@ int cmd_stream(int argc, char **argv)
 	stream_args_init(&a, 0);
 	int status = stream_parse_args(&a, &cmd_stream_spec, argc, argv);
 	if (status != 0)
-		status = status < 0 ? 0 : status;
+		status = cmd_parsed_status(status);
 	else
 		status = stream_run(&a, &st, &fetch);
 	stream_args_release(&a);

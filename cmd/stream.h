@@ -18,6 +18,7 @@ struct stream_args {
 	int stats, rank_set, world_set;
 	int vmsplice; /* --vmsplice: frames' pages lent to the pipe */
 	int stats_json_failed; /* said once; the exit status is 2 */
+	struct ch_error stats_json_err; /* its kind, the message said */
 	int bench; /* chute bench: no output, a table at the end */
 	int count; /* --count: an epoch's figures as JSON, no stream */
 	int force; /* --force: binary frames even to a terminal */

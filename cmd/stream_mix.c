@@ -14,7 +14,7 @@
 
 /* "DATASET:SPLIT" names a split of DATASET, unless the whole text is a
  * path that exists or what follows the last ':' holds a '/' (a url). */
-static int take_split(struct stream_mix_source *s)
+static int take_split(struct stream_mix_source *s, struct ch_error *err)
 {
 	struct stat st;
 	const char *colon = strrchr(s->name, ':');
@@ -22,13 +22,13 @@ static int take_split(struct stream_mix_source *s)
 	    colon[1] && !strchr(colon + 1, '/')) {
 		s->ref = strndup(s->name, (size_t)(colon - s->name));
 		s->split = strdup(colon + 1);
-		return s->ref && s->split ? 0 : cmd_error("out of memory");
+		return s->ref && s->split ? 0 : ch_error_nomem(err);
 	}
 	s->ref = strdup(s->name);
-	return s->ref ? 0 : cmd_error("out of memory");
+	return s->ref ? 0 : ch_error_nomem(err);
 }
 
-static int check_epoch(const struct stream_mix *m)
+static int check_epoch(const struct stream_mix *m, struct ch_error *err)
 {
 	const char *e = m->epoch;
 	if (!e || !strcmp(e, "shortest"))
@@ -38,88 +38,96 @@ static int check_epoch(const struct stream_mix *m)
 	for (size_t i = 0; i < m->n; i++)
 		if (!strcmp(e, m->src[i].name))
 			return 0;
-	return cmd_error("--mix-epoch '%s' is not shortest, a number of "
-			 "samples above 0, or one of the datasets given", e);
+	return ch_error_usage(err, "--mix-epoch '%s' is not shortest, a "
+			      "number of samples above 0, or one of the "
+			      "datasets given", e);
 }
 
 /* One "NAME=WEIGHT" of --mix into its source's weight. */
-static int take_weight(struct stream_mix *m, const char *item)
+static int take_weight(struct stream_mix *m, const char *item,
+		       struct ch_error *err)
 {
 	const char *eq = strrchr(item, '=');
 	char name[4096];
 	uint64_t w;
 	size_t i = 0, len = eq ? (size_t)(eq - item) : 0;
 	if (!eq || len == 0 || len >= sizeof name)
-		return cmd_error("--mix: '%s' is not NAME=WEIGHT", item);
+		return ch_error_usage(err, "--mix: '%s' is not NAME=WEIGHT",
+				      item);
 	memcpy(name, item, len);
 	name[len] = '\0';
 	while (i < m->n && strcmp(m->src[i].name, name))
 		i++;
 	if (i == m->n)
-		return cmd_error("--mix names '%s', which is not one of the "
-				 "datasets given", name);
+		return ch_error_usage(err, "--mix names '%s', which is not one "
+				      "of the datasets given", name);
 	if (m->src[i].weight)
-		return cmd_error("--mix gives '%s' twice", name);
+		return ch_error_usage(err, "--mix gives '%s' twice", name);
 	if (eq[1] == '-')
-		return cmd_error("--mix: the weight of '%s' is negative (%s): "
-				 "weights are above 0", name, eq + 1);
+		return ch_error_usage(err, "--mix: the weight of '%s' is "
+				      "negative (%s): weights are above 0",
+				      name, eq + 1);
 	if (ch_weight_parse(eq + 1, &w) < 0)
-		return cmd_error("--mix: the weight of '%s' is '%s', not a "
-				 "number (at most 6 decimals)", name, eq + 1);
+		return ch_error_usage(err, "--mix: the weight of '%s' is '%s', "
+				      "not a number (at most 6 decimals)", name,
+				      eq + 1);
 	if (w == 0)
-		return cmd_error("--mix: the weight of '%s' is 0: leave the "
-				 "source out instead", name);
+		return ch_error_usage(err, "--mix: the weight of '%s' is 0: "
+				      "leave the source out instead", name);
 	m->src[i].weight = w;
 	return 0;
 }
 
 int stream_mix_parse(struct stream_mix *m, const char *const *names,
-		     size_t n)
+		     size_t n, struct ch_error *err)
 {
 	if (n == 1)
-		return cmd_error("--mix with one dataset, '%s': a mix takes two "
-				 "or more (stream one alone without --mix)",
-				 names[0]);
+		return ch_error_usage(err, "--mix with one dataset, '%s': a "
+				      "mix takes two or more (stream one alone "
+				      "without --mix)", names[0]);
 	if (n > CH_MIX_MAX)
-		return cmd_error("a mix of %zu datasets: at most %d", n,
-				 CH_MIX_MAX);
+		return ch_error_usage(err, "a mix of %zu datasets: at most %d",
+				      n, CH_MIX_MAX);
 	if (!(m->src = calloc(n, sizeof(*m->src))))
-		return cmd_error("out of memory");
+		return ch_error_nomem(err);
 	m->n = n;
 	for (size_t i = 0; i < n; i++) {
 		for (size_t k = 0; k < i; k++)
 			if (!strcmp(names[k], names[i]))
-				return cmd_error("'%s' is given twice: each "
-						 "source once", names[i]);
+				return ch_error_usage(err, "'%s' is given "
+						      "twice: each source once",
+						      names[i]);
 		m->src[i].name = names[i];
-		if (take_split(&m->src[i]) != 0)
-			return EXIT_USAGE;
+		if (take_split(&m->src[i], err) < 0)
+			return -1;
 	}
 	char *text = strdup(m->text), *save = NULL;
-	int rc = text ? 0 : cmd_error("out of memory");
+	int rc = text ? 0 : ch_error_nomem(err);
 	for (char *it = text ? strtok_r(text, ",", &save) : NULL;
 	     it && rc == 0; it = strtok_r(NULL, ",", &save))
-		rc = take_weight(m, it);
+		rc = take_weight(m, it, err);
 	free(text);
 	for (size_t i = 0; i < n && rc == 0; i++)
 		if (!m->src[i].weight)
-			rc = cmd_error("--mix gives no weight to '%s'",
-				       m->src[i].name);
-	return rc ? EXIT_USAGE : check_epoch(m);
+			rc = ch_error_usage(err, "--mix gives no weight to "
+					    "'%s'", m->src[i].name);
+	return rc < 0 ? -1 : check_epoch(m, err);
 }
 
 /* ------------------------------------------------------------------ */
 /* A run record's mix                                                   */
 
-static int bad(const char *path, size_t i, const char *key, const char *want)
+static int bad(const char *path, size_t i, const char *key, const char *want,
+	       struct ch_error *err)
 {
-	cmd_error("cannot replay '%s': \"dataset\".\"mix\"[%zu].\"%s\" is "
-		  "missing or not %s", path, i, key, want);
-	return -1;
+	return ch_error_usage(err, "cannot replay '%s': \"dataset\".\"mix\""
+			      "[%zu].\"%s\" is missing or not %s", path, i,
+			      key, want);
 }
 
 static int source_from_record(struct stream_mix_source *s, json_t *j,
-			      size_t i, const char *path)
+			      size_t i, const char *path,
+			      struct ch_error *err)
 {
 	const char *id = json_string_value(json_object_get(j, "id"));
 	const char *local = json_string_value(json_object_get(j, "path"));
@@ -128,48 +136,48 @@ static int source_from_record(struct stream_mix_source *s, json_t *j,
 	json_t *split = json_object_get(j, "split");
 	s->name = json_string_value(json_object_get(j, "source"));
 	if (!s->name)
-		return bad(path, i, "source", "a string");
+		return bad(path, i, "source", "a string", err);
 	if (!id || strlen(id) != 32 || strspn(id, "0123456789abcdef") != 32)
-		return bad(path, i, "id", "a version id");
+		return bad(path, i, "id", "a version id", err);
 	if (!local && !remote)
-		return bad(path, i, "path", "a path (or \"remote\" a url)");
+		return bad(path, i, "path", "a path (or \"remote\" a url)",
+			   err);
 	if (!weight || ch_weight_parse(weight, &s->weight) < 0 || !s->weight)
-		return bad(path, i, "weight", "a weight above 0");
+		return bad(path, i, "weight", "a weight above 0", err);
 	if (!json_is_null(split) && !json_is_string(split))
-		return bad(path, i, "split", "a string or null");
+		return bad(path, i, "split", "a string or null", err);
 	s->want_id = id;
 	if (json_is_string(split) &&
 	    !(s->split = strdup(json_string_value(split))))
-		return cmd_error("out of memory"), -1;
+		return ch_error_nomem(err);
 	if (remote ? record_remote_ref(remote, id, &s->ref) < 0
 		   : !(s->ref = strdup(local))) {
 		s->ref = NULL;
-		return cmd_error("out of memory"), -1;
+		return ch_error_nomem(err);
 	}
 	return 0;
 }
 
 int stream_mix_from_record(struct stream_mix *m, json_t *dataset,
-			   const char *path)
+			   const char *path, struct ch_error *err)
 {
 	json_t *mix = json_object_get(dataset, "mix");
 	json_t *epoch = json_object_get(dataset, "mix_epoch");
 	size_t n = json_array_size(mix);
-	if (n < 2 || n > CH_MIX_MAX || !json_is_string(epoch)) {
-		cmd_error("cannot replay '%s': \"dataset\".\"mix\" is not an "
-			  "array of 2 to %d sources with \"mix_epoch\"", path,
-			  CH_MIX_MAX);
-		return -1;
-	}
+	if (n < 2 || n > CH_MIX_MAX || !json_is_string(epoch))
+		return ch_error_usage(err, "cannot replay '%s': \"dataset\"."
+				      "\"mix\" is not an array of 2 to %d "
+				      "sources with \"mix_epoch\"", path,
+				      CH_MIX_MAX);
 	if (!(m->src = calloc(n, sizeof(*m->src))))
-		return cmd_error("out of memory"), -1;
+		return ch_error_nomem(err);
 	m->n = n;
 	m->epoch = json_string_value(epoch);
 	for (size_t i = 0; i < n; i++)
 		if (source_from_record(&m->src[i], json_array_get(mix, i), i,
-				       path) < 0)
+				       path, err) < 0)
 			return -1;
-	return check_epoch(m) ? -1 : 0;
+	return check_epoch(m, err);
 }
 
 /* ------------------------------------------------------------------ */
@@ -234,18 +242,19 @@ int stream_mix_open(const struct stream_mix *m, const char *cache_dir,
 }
 
 int stream_mix_check(const struct stream_mix *m, const struct ch_dataset *ds,
-		     const char *record)
+		     const char *record, struct ch_error *err)
 {
 	for (size_t i = 0; i < m->n; i++) {
 		struct ch_mix_info mi;
 		ch_mix_source_info(ds, i, &mi);
 		if (m->src[i].want_id && strcmp(mi.id, m->src[i].want_id))
-			return cmd_error("'%s' (source %zu of the mix) is not "
-					 "the dataset of the run record '%s': "
-					 "its id is %s, the record's %s "
-					 "(repacked or changed since the run)",
-					 m->src[i].ref, i + 1, record, mi.id,
-					 m->src[i].want_id) ? EXIT_CHECK : 0;
+			return ch_error_data(err, "'%s' (source %zu of the "
+					     "mix) is not the dataset of the "
+					     "run record '%s': its id is %s, "
+					     "the record's %s (repacked or "
+					     "changed since the run)",
+					     m->src[i].ref, i + 1, record,
+					     mi.id, m->src[i].want_id);
 	}
 	return 0;
 }

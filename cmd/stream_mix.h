@@ -26,16 +26,16 @@ struct stream_mix {
 };
 
 /* Checks --mix against the datasets given (names[n]) and fills m:
- * every dataset a weight above 0, none twice.  Returns 0, or EXIT_USAGE
- * having said why. */
+ * every dataset a weight above 0, none twice.  Returns 0, or -1 with err
+ * filled (a usage error). */
 int stream_mix_parse(struct stream_mix *m, const char *const *names,
-		     size_t n);
+		     size_t n, struct ch_error *err);
 
 /* --replay: the mix of a record's "dataset" object (its "mix" array,
  * "mix_epoch"); path names the record in messages.  Returns 0, or -1
- * having said why. */
+ * with err filled. */
 int stream_mix_from_record(struct stream_mix *m, json_t *dataset,
-			   const char *path);
+			   const char *path, struct ch_error *err);
 
 /* Opens the sources and the mix as ds.  cache_dir, cache_bytes: the
  * remote cache's, for remote sources. */
@@ -43,10 +43,10 @@ int stream_mix_open(const struct stream_mix *m, const char *cache_dir,
 		    uint64_t cache_bytes, struct ch_dataset *ds,
 		    struct ch_error *err);
 
-/* A replayed mix's sources against the record's ids: EXIT_CHECK naming
- * the first that changed, else 0. */
+/* A replayed mix's sources against the record's ids: -1 with err (data
+ * that failed a check) naming the first that changed, else 0. */
 int stream_mix_check(const struct stream_mix *m, const struct ch_dataset *ds,
-		     const char *record);
+		     const char *record, struct ch_error *err);
 
 /* The record's "dataset" object of an open mix. */
 json_t *stream_mix_json(const struct ch_dataset *ds,

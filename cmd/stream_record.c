@@ -84,13 +84,15 @@ struct reading {
 	const char *path, *section;
 	json_t *obj;
 	int bad;
+	struct ch_error *err; /* the first bad key's */
 };
 
 static int refuse(struct reading *rd, const char *key, const char *want)
 {
 	if (!rd->bad)
-		cmd_error("cannot replay '%s': \"%s\".\"%s\" is missing or "
-			  "not %s", rd->path, rd->section, key, want);
+		ch_error_usage(rd->err, "cannot replay '%s': \"%s\".\"%s\" is "
+			       "missing or not %s", rd->path, rd->section, key,
+			       want);
 	rd->bad = 1;
 	return -1;
 }
@@ -147,7 +149,7 @@ static int read_transforms(struct reading *rd, struct stream_record *r,
 	r->transforms = calloc(n ? n : 1, sizeof(*r->transforms));
 	if (!r->transforms) {
 		rd->bad = 1;
-		return cmd_error("out of memory");
+		return ch_error_nomem(rd->err);
 	}
 	for (size_t i = 0; i < n; i++) {
 		r->transforms[i] = json_string_value(json_array_get(t, i));
@@ -215,11 +217,11 @@ static int read_dataset(struct reading *rd, struct stream_record *r)
 		if (rd->bad || !is_version_id(id))
 			return refuse(rd, "id", "a version id");
 		memcpy(r->want_id, id, sizeof(r->want_id));
-		if (stream_mix_from_record(r->mix, rd->obj, rd->path) < 0 ||
-		    !(r->source = strdup("the mix"))) {
-			rd->bad = 1;
-			return -1;
-		}
+		if (stream_mix_from_record(r->mix, rd->obj, rd->path,
+					   rd->err) < 0)
+			return rd->bad = 1, -1;
+		if (!(r->source = strdup("the mix")))
+			return rd->bad = 1, ch_error_nomem(rd->err);
 		return 0;
 	}
 	const char *id = read_str(rd, "id", 0);
@@ -236,40 +238,44 @@ static int read_dataset(struct reading *rd, struct stream_record *r)
 		   : !(r->source = strdup(path))) {
 		r->source = NULL;
 		rd->bad = 1;
-		return cmd_error("out of memory");
+		return ch_error_nomem(rd->err);
 	}
 	return 0;
 }
 
-static int check_header(const char *path, json_t *doc)
+static int check_header(const char *path, json_t *doc, struct ch_error *err)
 {
 	json_t *v = json_object_get(doc, "format_version");
 	const char *fmt = json_string_value(json_object_get(doc, "format"));
 	if (!fmt || strcmp(fmt, RECORD_FORMAT) != 0)
-		return cmd_error("cannot replay '%s': not a chute run record "
-				 "(\"format\" is not \"%s\")", path,
-				 RECORD_FORMAT);
+		return ch_error_usage(err, "cannot replay '%s': not a chute "
+				      "run record (\"format\" is not \"%s\")",
+				      path, RECORD_FORMAT);
 	if (!json_is_integer(v) || json_integer_value(v) < 1)
-		return cmd_error("cannot replay '%s': \"format_version\" is "
-				 "missing or not a positive whole number", path);
+		return ch_error_usage(err, "cannot replay '%s': "
+				      "\"format_version\" is missing or not a "
+				      "positive whole number", path);
 	if (json_integer_value(v) > RECORD_VERSION)
-		return cmd_error("cannot replay '%s': format_version %lld is "
-				 "newer than this chute reads (%d)", path,
-				 (long long)json_integer_value(v),
-				 RECORD_VERSION);
+		return ch_error_usage(err, "cannot replay '%s': "
+				      "format_version %lld is newer than this "
+				      "chute reads (%d)", path,
+				      (long long)json_integer_value(v),
+				      RECORD_VERSION);
 	return 0;
 }
 
 /* "resume" is where the recorded run started (null: at the beginning),
  * "cursor" where it got to (null: before its first batch). */
-static int read_resume(struct stream_record *r, struct ch_stream_opts *o)
+static int read_resume(struct stream_record *r, struct ch_stream_opts *o,
+		       struct ch_error *err)
 {
 	json_t *start = json_object_get(r->replayed, "resume");
 	json_t *cursor = json_object_get(r->replayed, "cursor");
 	if ((!json_is_null(start) && !json_is_string(start)) ||
 	    (!json_is_null(cursor) && !json_is_string(cursor)))
-		return cmd_error("cannot replay '%s': \"resume\" and \"cursor\" "
-				 "must be cursors or null", r->replay);
+		return ch_error_usage(err, "cannot replay '%s': \"resume\" "
+				      "and \"cursor\" must be cursors or null",
+				      r->replay);
 	if (o->resume && strcmp(o->resume, "last") == 0)
 		o->resume = json_is_string(cursor) ? json_string_value(cursor)
 						   : json_string_value(start);
@@ -278,49 +284,47 @@ static int read_resume(struct stream_record *r, struct ch_stream_opts *o)
 	return 0;
 }
 
-static int load_replay(struct stream_record *r, struct ch_stream_opts *o)
+static int load_replay(struct stream_record *r, struct ch_stream_opts *o,
+		       struct ch_error *err)
 {
 	json_error_t je;
 	r->replayed = json_load_file(r->replay, JSON_REJECT_DUPLICATES, &je);
 	if (!r->replayed && je.line < 1) /* not read at all */
-		return cmd_error("cannot replay '%s': %s", r->replay, je.text);
+		return ch_error_set(err, "cannot replay '%s': %s", r->replay,
+				    je.text);
 	if (!r->replayed)
-		return cmd_error("cannot replay '%s': %s (line %d, column %d)",
-				 r->replay, je.text, je.line, je.column);
-	if (check_header(r->replay, r->replayed) != 0)
+		return ch_error_usage(err, "cannot replay '%s': %s (line %d, "
+				      "column %d)", r->replay, je.text, je.line,
+				      je.column);
+	if (check_header(r->replay, r->replayed, err) < 0)
 		return -1;
 	struct reading rd = { .path = r->replay, .section = "dataset",
-			      .obj = json_object_get(r->replayed, "dataset") };
+			      .obj = json_object_get(r->replayed, "dataset"),
+			      .err = err };
 	read_dataset(&rd, r);
 	rd.section = "options";
 	rd.obj = json_object_get(r->replayed, "options");
 	read_options(&rd, r, o);
-	return rd.bad ? -1 : read_resume(r, o);
+	return rd.bad ? -1 : read_resume(r, o, err);
 }
 
 int record_parsed(struct stream_record *r, struct ch_stream_opts *o,
-		  const char **dataset)
+		  const char **dataset, struct ch_error *err)
 {
 	int last = o->resume && strcmp(o->resume, "last") == 0;
-	if (!r->replay) {
-		if (last) {
-			cmd_error("--resume last continues the run of --replay "
-				  "RUN; without it, give a cursor");
-			return -1;
-		}
-		return 0;
-	}
-	if (*dataset) {
-		cmd_error("--replay takes the dataset from '%s': drop '%s'",
-			  r->replay, *dataset);
-		return -1;
-	}
-	if (r->shaping) {
-		cmd_error("--%s cannot go with --replay: the options that shape "
-			  "the stream come from '%s'", r->shaping, r->replay);
-		return -1;
-	}
-	if (load_replay(r, o) != 0)
+	if (!r->replay)
+		return last ? ch_error_usage(err, "--resume last continues the "
+					     "run of --replay RUN; without it, "
+					     "give a cursor")
+			    : 0;
+	if (*dataset)
+		return ch_error_usage(err, "--replay takes the dataset from "
+				      "'%s': drop '%s'", r->replay, *dataset);
+	if (r->shaping)
+		return ch_error_usage(err, "--%s cannot go with --replay: the "
+				      "options that shape the stream come "
+				      "from '%s'", r->shaping, r->replay);
+	if (load_replay(r, o, err) < 0)
 		return -1;
 	*dataset = r->source;
 	return 1;
@@ -469,33 +473,30 @@ out:
 }
 
 int record_begin(struct stream_record *r, const struct ch_dataset *ds,
-		 const char *dataset, const struct ch_stream_opts *o)
+		 const char *dataset, const struct ch_stream_opts *o,
+		 struct ch_error *err)
 {
-	struct ch_error err;
-	int changed = r->replay && r->mix && r->mix->n
-			      ? stream_mix_check(r->mix, ds, r->replay)
-			      : 0;
-	if (changed)
-		return changed;
-	if (r->replay && strcmp(ds->manifest.id, r->want_id) != 0) {
-		cmd_error("'%s' is not the dataset of the run record '%s': its "
-			  "id is %s, the record's %s (repacked or changed "
-			  "since the run)", dataset, r->replay,
-			  ds->manifest.id, r->want_id);
-		return EXIT_CHECK;
-	}
+	if (r->replay && r->mix && r->mix->n &&
+	    stream_mix_check(r->mix, ds, r->replay, err) < 0)
+		return -1;
+	if (r->replay && strcmp(ds->manifest.id, r->want_id) != 0)
+		return ch_error_data(err, "'%s' is not the dataset of the run "
+				     "record '%s': its id is %s, the record's "
+				     "%s (repacked or changed since the run)",
+				     dataset, r->replay, ds->manifest.id,
+				     r->want_id);
 	if (!r->record)
 		return 0;
 	r->doc = record_doc(r, ds, dataset, o);
 	if (!r->doc)
-		return cmd_error("cannot make the run record '%s': a path or "
-				 "option that is not UTF-8, or out of memory",
-				 r->record);
+		return ch_error_usage(err, "cannot make the run record '%s': a "
+				      "path or option that is not UTF-8, or "
+				      "out of memory", r->record);
 	r->saved = ch_now();
-	if (save(r, "running", &err) < 0) {
+	if (save(r, "running", err) < 0) {
 		json_decref(r->doc); /* nothing more to say in it */
 		r->doc = NULL;
-		return cmd_error("cannot write the run record: %s", err.msg);
+		return cmd_prefix_error(err, "cannot write the run record");
 	}
 	return 0;
 }
@@ -538,7 +539,7 @@ static int record_sink(const struct ch_batch_out *b, void *arg,
 
 int record_end(struct stream_record *r, int status)
 {
-	struct ch_error err = { "out of memory", 0 };
+	struct ch_error err;
 	char ended[32];
 	if (!r->doc)
 		return status;
@@ -546,11 +547,14 @@ int record_end(struct stream_record *r, int status)
 			      : status > 128 ? "interrupted"
 					     : "failed";
 	utc_now(ended);
-	if (json_object_set_new(r->doc, "ended", json_string(ended)) < 0 ||
-	    save(r, outcome, &err) < 0) {
-		cmd_error("cannot write the run record '%s': %s", r->record,
-			  err.msg);
-		return status ? status : EXIT_USAGE;
+	int rc = json_object_set_new(r->doc, "ended", json_string(ended)) < 0
+			 ? ch_error_nomem(&err)
+			 : save(r, outcome, &err);
+	if (rc < 0) {
+		cmd_prefix_error(&err, "cannot write the run record '%s'",
+				 r->record);
+		int failed = cmd_fail(&err); /* said even after a failure */
+		return status ? status : failed;
 	}
 	return status;
 }

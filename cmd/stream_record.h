@@ -46,25 +46,27 @@ void record_note_option(struct stream_record *r, int opt);
 
 /* After the command line: loads --replay's record into o and *dataset
  * (refusing a dataset or a shaping option also given) and resolves
- * "--resume last".  Returns 1 when replaying, 0 when not, or -1 after
- * saying why. */
+ * "--resume last".  Returns 1 when replaying, 0 when not, or -1 with
+ * err filled. */
 int record_parsed(struct stream_record *r, struct ch_stream_opts *o,
-		  const char **dataset);
+		  const char **dataset, struct ch_error *err);
 
 /* Once the dataset is open, before the first batch: checks a replayed
- * dataset's id against the record's (EXIT_CHECK when they differ) and
- * writes the record with no cursor yet.  dataset is the reference the
- * dataset was opened by (chute/remote.h): a path, or REMOTE[@TAG|@ID].  Returns 0
- * or the exit status, having said why. */
+ * dataset's id against the record's (data that failed a check when they
+ * differ) and writes the record with no cursor yet.  dataset is the
+ * reference the dataset was opened by (chute/remote.h): a path, or
+ * REMOTE[@TAG|@ID].  Returns 0, or -1 with err filled. */
 int record_begin(struct stream_record *r, const struct ch_dataset *ds,
-		 const char *dataset, const struct ch_stream_opts *o);
+		 const char *dataset, const struct ch_stream_opts *o,
+		 struct ch_error *err);
 
 /* With --record, puts record_sink in front of *sink (which it calls
  * first), and r as its argument. */
 void record_wrap(struct stream_record *r, ch_batch_sink *sink, void **arg);
 
-/* Writes the record a last time with the outcome of the stream.  Returns
- * status, or EXIT_USAGE when it was 0 and the record cannot be written. */
+/* Writes the record a last time with the outcome of the stream (status:
+ * the exit status so far).  Returns status; when it was 0 and the record
+ * cannot be written, the status of that failure, reported. */
 int record_end(struct stream_record *r, int status);
 
 void record_release(struct stream_record *r);

@@ -16,25 +16,24 @@
 #define MIN_SLOT (64u << 10)
 
 int shm_sink_check(const struct shm_sink *s, const char *output,
-		   enum ch_format format)
+		   enum ch_format format, struct ch_error *err)
 {
-	struct ch_error err;
 	if (!s->name) {
 		if (s->pin || s->slot_size || s->slots)
-			return cmd_error("--slots, --slot-size and --pin go "
-					 "with --shm NAME");
+			return ch_error_usage(err, "--slots, --slot-size and "
+					      "--pin go with --shm NAME");
 		return 0;
 	}
-	if (ch_shm_ring_check_name(s->name, &err) < 0)
-		return cmd_error("--shm: %s", err.msg);
+	if (ch_shm_ring_check_name(s->name, err) < 0)
+		return cmd_prefix_error(err, "--shm");
 	if (output)
-		return cmd_error("--shm and --output: the batches go to one "
-				 "place");
+		return ch_error_usage(err, "--shm and --output: the batches go "
+				      "to one place");
 	if (format != CH_FORMAT_BATCH)
-		return cmd_error("--shm carries batch frames: --format %s "
-				 "cannot go with it",
-				 stream_option_name(CH_STREAM_OPT_FORMAT,
-						    (int)format));
+		return ch_error_usage(err, "--shm carries batch frames: "
+				      "--format %s cannot go with it",
+				      stream_option_name(CH_STREAM_OPT_FORMAT,
+							 (int)format));
 	return 0;
 }
 

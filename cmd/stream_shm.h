@@ -24,10 +24,10 @@ struct shm_sink {
 	struct ch_frame_memory memory; /* shm_sink_reserve, for ch_stream */
 };
 
-/* Options that cannot go with --shm; says why and returns EXIT_USAGE,
- * else 0. */
+/* Options that cannot go with --shm: -1 with err filled (a usage
+ * error), else 0. */
 int shm_sink_check(const struct shm_sink *s, const char *output,
-		   enum ch_format format);
+		   enum ch_format format, struct ch_error *err);
 
 /* The next slot, once free, for a frame of size bytes encoded in place
  * (ch_frame_memory): NULL before the ring is made (at the first frame),

@@ -142,10 +142,9 @@ int cmd_tags(int argc, char **argv)
 	int json = 0;
 	int status = parse_args(argc, argv, &remote, &json);
 	if (status != 0)
-		return status < 0 ? 0 : status;
-	status = cmd_open_remote(remote, NULL, CH_REMOTE_READ, NULL, &st);
-	if (status != 0)
-		return status;
+		return cmd_parsed_status(status);
+	if (cmd_open_remote(remote, NULL, CH_REMOTE_READ, NULL, &st, &err) < 0)
+		return cmd_fail(&err);
 	if (ch_remote_inventory(st, &inv, &err) < 0) {
 		ch_store_close(st);
 		return cmd_fail(&err);

@@ -11,15 +11,14 @@
 
 int cmd_open_remote(const char *text, const char *dataset_dir,
 		    enum ch_remote_use use, const struct ch_store_opts *opts,
-		    struct ch_store **st)
+		    struct ch_store **st, struct ch_error *err)
 {
-	struct ch_error err = {0};
 	char *url;
-	if (ch_remote_arg(text, dataset_dir, use, &url, &err) < 0)
-		return cmd_fail(&err);
-	int rc = ch_store_open(st, url, opts, &err);
+	if (ch_remote_arg(text, dataset_dir, use, &url, err) < 0)
+		return -1;
+	int rc = ch_store_open(st, url, opts, err);
 	free(url);
-	return rc < 0 ? cmd_fail(&err) : 0;
+	return rc;
 }
 
 int cmd_retries_value(const char *arg, struct ch_store_opts *so,

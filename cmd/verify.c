@@ -325,11 +325,14 @@ static int parse_args(int argc, char **argv, struct ch_verify_opts *o,
 	return status;
 }
 
+/* Both reported already: a path that could not be checked, whatever
+ * the reason, makes it a failure to check (as an I/O error), and wins
+ * over the problems found in the others. */
 static int exit_status(const struct verify_totals *t)
 {
 	if (t->failed)
-		return EXIT_USAGE;
-	return t->sum.problems ? EXIT_CHECK : 0;
+		return cmd_fail_reported(CH_ERR_IO);
+	return t->sum.problems ? cmd_fail_reported(CH_ERR_DATA) : 0;
 }
 
 int cmd_verify(int argc, char **argv)
@@ -342,11 +345,16 @@ int cmd_verify(int argc, char **argv)
 	int json = 0, status;
 
 	memset(&t, 0, sizeof t);
-	if (!paths)
-		return cmd_error("out of memory");
+	if (!paths) {
+		struct ch_error err;
+		ch_error_nomem(&err);
+		return cmd_fail(&err);
+	}
 	status = parse_args(argc, argv, &o, paths, &npaths, &json);
-	if (status != 0)
+	if (status != 0) {
+		status = cmd_parsed_status(status);
 		goto done;
+	}
 	if (json) {
 		v.problems = json_array();
 		t.errors = json_array();
@@ -370,5 +378,5 @@ done:
 	json_decref(t.errors);
 	free(v.bad);
 	free(paths);
-	return status < 0 ? 0 : status;
+	return status;
 }

@@ -525,8 +525,8 @@ static int open_parts(struct ch_merge_part *p, struct ch_dataset *ds,
 		p[i] = (struct ch_merge_part){paths[i], &ds[i]};
 		if (ds[i].lone_shard || ds[i].source)
 			return ch_error_set(err, "'%s' is not a dataset folder: "
-					    "merge takes the folders chute "
-					    "pack --part wrote", paths[i]);
+					    "merge takes the folders of the "
+					    "parts pack wrote", paths[i]);
 		if (check_part(&one, err) < 0)
 			return -1;
 	}

@@ -135,7 +135,7 @@ static int class_add(struct classes *cl, const char *key, const char *origin,
 	const char *p;
 	size_t len, at;
 	if (parent_name(key, &p, &len) < 0)
-		return ch_error_set(err, "--label-from dir: '%s' is not inside "
+		return ch_error_set(err, "labels from folders: '%s' is not inside "
 				    "a class folder", origin);
 	if (class_find(cl, p, len, &at) >= 0)
 		return 0;
@@ -816,7 +816,7 @@ int ch_pack(const char *const *sources, size_t nsources,
 		return ch_error_usage(err, "compression level %d is outside "
 				      "0..19", eff.level);
 	if (eff.level == 0 && eff.dict)
-		return ch_error_usage(err, "--dict needs compression: level 0 "
+		return ch_error_usage(err, "a dictionary needs compression: level 0 "
 				      "stores blocks raw");
 	if (eff.max_sample_size > CH_MAX_SAMPLE_LIMIT)
 		return ch_error_usage(err, "--max-sample-size is over %llu "

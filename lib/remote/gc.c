@@ -80,8 +80,8 @@ static int mark_kept(struct ch_store *st, const struct ch_remote_inventory *inv,
 		if (ch_remote_resolve(st, o->keep[i], id, err) != 0)
 			return -1;
 		if (!ch_remote_inventory_find(inv, id))
-			return ch_error_usage(err, "no version %s on %s (--keep "
-					      "%s)", id, ch_store_url(st),
+			return ch_error_usage(err, "no version %s on %s (kept "
+					      "as '%s')", id, ch_store_url(st),
 					      o->keep[i]);
 		keep(inv, kept, id);
 	}

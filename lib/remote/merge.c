@@ -43,8 +43,8 @@ static int open_part(struct parts *ps, size_t i, const char *text,
 		return -1;
 	if (!ref->remote)
 		return ch_error_usage(err, "'%s' is not on %s: push each part "
-				      "there first (chute push PART REMOTE "
-				      "--tag part-I) and name it REMOTE@TAG",
+				      "there first, tagged, and name it "
+				      "REMOTE@TAG",
 				      text, remote);
 	if (!same_remote(ref->remote, remote))
 		return ch_error_usage(err, "'%s' is on another remote than %s: "

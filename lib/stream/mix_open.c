@@ -256,7 +256,7 @@ static int check_source_field(const struct ch_dataset *ds,
 	const char *has = having(mix, "source");
 	if (has)
 		return ch_error_usage(err, "'%s' has a field 'source' of its "
-				      "own, which --source-field would hide",
+				      "own, which the source field would hide",
 				      has);
 	(void)ds;
 	return 0;
@@ -291,17 +291,17 @@ static size_t split_fields(const struct ch_dataset *ds,
 	     f = strtok_r(NULL, ",", &save)) {
 		for (size_t k = 0; k < n; k++)
 			if (!strcmp(out[k].name, f))
-				return ch_error_usage(err, "--fields names "
-						      "'%s' twice", f), 0;
+				return ch_error_usage(err, "field '%s' "
+						      "chosen twice", f), 0;
 		const char *no = mix ? lacking(mix, f)
 				     : has_field(ds, f) ? NULL : "the dataset";
 		if (no)
-			return ch_error_usage(err, "--fields: '%s' has no "
-					      "field '%s'", no, f), 0;
+			return ch_error_usage(err, "fields chosen: '%s' has "
+					      "no field '%s'", no, f), 0;
 		out[n++].name = f;
 	}
 	if (!n)
-		ch_error_usage(err, "--fields '%s' names no field", text);
+		ch_error_usage(err, "fields chosen '%s': none named", text);
 	return n;
 }
 

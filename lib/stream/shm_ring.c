@@ -78,8 +78,8 @@ static int check_room(const struct ch_shm_ring *r, uint64_t size,
 	if (room >= size)
 		return 0;
 	return ch_error_set(err, "not enough room in %s for ring '%s': it "
-			    "needs %.1f MB, %.1f MB are free (fewer --slots "
-			    "or a smaller --slot-size)", CHUTE_SHM_DIR, r->name,
+			    "needs %.1f MB, %.1f MB are free (fewer slots "
+			    "or smaller ones)", CHUTE_SHM_DIR, r->name,
 			    (double)size / 1e6, (double)room / 1e6);
 }
 
@@ -114,7 +114,7 @@ static int open_segment(struct ch_shm_ring *r, struct ch_error *err)
 		if (!remove_stale(r, &owner))
 			return ch_error_set(err, "ring '%s' (%s%s) is in use by "
 					    "chute stream pid %u: choose "
-					    "another --shm name", r->name,
+					    "another ring name", r->name,
 					    CHUTE_SHM_DIR, r->path, owner);
 	}
 	return ch_error_errno(err, errno, "cannot create ring '%s' in %s",
@@ -137,7 +137,7 @@ static int pin(struct ch_shm_ring *r, struct ch_error *err)
 				    "limits.conf, or give chute CAP_IPC_LOCK)",
 				    r->name, (double)r->size / 1e6,
 				    (unsigned long long)rl.rlim_cur / 1024);
-	return ch_error_errno(err, e, "cannot lock ring '%s' in memory (--pin)",
+	return ch_error_errno(err, e, "cannot lock ring '%s' in memory",
 			      r->name);
 }
 

@@ -188,7 +188,7 @@ static int check_mix_cursor(const struct planner *p,
 	if (strncmp(c->id, p->m->id, 16) != 0)
 		return ch_error_usage(err, "cursor '%s' is from another mix of "
 				      "these sources (another split or "
-				      "--mix-epoch)", text);
+				      "mix epoch)", text);
 	return 0;
 }
 
@@ -207,7 +207,7 @@ static int planner_init(struct planner *p, const struct ch_dataset *ds,
 	p->opt_hash = ch_stream_options_hash(o);
 	p->mix = ch_mix_of(ds);
 	if (p->mix && o->split)
-		return ch_error_usage(err, "--split with several datasets: "
+		return ch_error_usage(err, "one split for several datasets: "
 				      "name each source's split as "
 				      "DATASET:SPLIT");
 	p->n = p->mix ? p->mix->total : m->samples;

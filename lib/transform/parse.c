@@ -485,8 +485,8 @@ int ch_transforms_parse(const char *const *specs, size_t n, int eval,
 			goto fail;
 		for (size_t j = 0; j < i; j++)
 			if (!strcmp(t->p[j].field, t->p[i].field)) {
-				ch_error_usage(err, "--transform: two "
-					       "transforms for field '%s'",
+				ch_error_usage(err, "two transforms "
+					       "for field '%s'",
 					       t->p[i].field);
 				goto fail;
 			}

@@ -104,7 +104,7 @@ static int compile_group(struct splitter *sp, struct ch_error *err)
 	if (!sp->o->group)
 		return 0;
 	if (!*sp->o->group)
-		return ch_error_usage(err, "empty --group regex");
+		return ch_error_usage(err, "empty group regex");
 	rc = regcomp(&sp->re, sp->o->group, REG_EXTENDED);
 	if (rc != 0) {
 		regerror(rc, NULL, why, sizeof(why));
@@ -113,7 +113,7 @@ static int compile_group(struct splitter *sp, struct ch_error *err)
 	}
 	sp->have_re = 1;
 	if (sp->re.re_nsub < 1)
-		return ch_error_usage(err, "--group regex '%s' has no "
+		return ch_error_usage(err, "group regex '%s' has no "
 				      "parenthesised group to name a sample's "
 				      "group", sp->o->group);
 	return 0;
@@ -127,19 +127,19 @@ static int check_opts(struct splitter *sp, struct ch_error *err)
 	long test = share_units(o->test), val = share_units(o->val);
 
 	if (test < 0)
-		return ch_error_usage(err, "--test %g: expected a fraction "
+		return ch_error_usage(err, "test share %g: expected a fraction "
 				      "from 0 to below 1 in steps of 0.0001",
 				      o->test);
 	if (val < 0)
-		return ch_error_usage(err, "--val %g: expected a fraction "
+		return ch_error_usage(err, "val share %g: expected a fraction "
 				      "from 0 to below 1 in steps of 0.0001",
 				      o->val);
 	if (test + val >= FRACTION_UNITS)
-		return ch_error_usage(err, "--val %g and --test %g leave "
+		return ch_error_usage(err, "val %g and test %g leave "
 				      "nothing for train: together they must "
 				      "stay below 1", o->val, o->test);
 	if (o->seed > (uint64_t)INT64_MAX)
-		return ch_error_usage(err, "--seed %" PRIu64 ": at most 2^63-1",
+		return ch_error_usage(err, "seed %" PRIu64 ": at most 2^63-1",
 				      o->seed);
 	sp->sets[SET_TEST].units = test;
 	sp->sets[SET_VAL].units = val;

@@ -96,8 +96,8 @@ static int choose_picture(struct sheet *s, const char *want,
 					      want);
 	}
 	return ch_error_usage(err, "no picture in the batch: no u8 or f32 "
-			      "image array, no jpg, jpeg or png field (see "
-			      "--field)");
+			      "image array, no jpg, jpeg or png field (name "
+			      "the field to draw)");
 }
 
 static int choose_label(struct sheet *s, const char *want,

@@ -204,3 +204,74 @@ layout() {
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"run make first"* ]]
 }
+
+# scripts/check-failures.py (issue 34, item 3): a failure leaves a
+# command as a struct ch_error whose kind cmd_exit_status alone turns into
+# an exit status, and lib/ messages name no command-line flag.
+FAILURES="$REPO_ROOT/scripts/check-failures.py"
+
+failures() {
+	run "$PYTHON" "$FAILURES" --root root
+	echo "$output"
+}
+
+# A cmd/ and lib/ that keep the rules: an option loop may still return
+# cmd_error (the parsers are left as they are), a body may not.
+plant_failures() {
+	mkdir -p root/cmd root/lib/a
+	cat >root/cmd/x.c <<'C'
+static int parse(int argc)
+{
+	while (cmd_next(argc))
+		return cmd_error("unknown option");
+	return 0;
+}
+
+int cmd_x(int argc)
+{
+	struct ch_error err;
+	int status = parse(argc);
+	if (status != 0)
+		return cmd_parsed_status(status);
+	if (argc > 3)
+		return cmd_fail((ch_error_usage(&err, "too many"), &err));
+	return 0;
+}
+C
+	printf 'int a_f(struct ch_error *e)\n{\n\treturn ch_error_usage(e, "seed: at most 2^63-1");\n}\n' \
+		>root/lib/a/a.c
+}
+
+@test "failures: the real tree reports failures one way, and lib/ names no flag" {
+	run "$PYTHON" "$FAILURES"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == "failures ok: "* ]]
+}
+
+@test "failures: an exit status made in a command body, or a flag in lib/, fails naming the line" {
+	plant_failures
+	failures
+	[ "$status" -eq 0 ]
+	# the options loop's return cmd_error is left; a body's is not
+	sed -i 's/return cmd_fail((ch_error_usage(&err, "too many"), &err));/return cmd_error("too many");/' root/cmd/x.c
+	failures
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"cmd/x.c:15: return cmd_error(...) outside the option parsers"* ]]
+	plant_failures
+	sed -i 's/return cmd_parsed_status(status);/return status < 0 ? 0 : status;/' root/cmd/x.c
+	failures
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"cmd/x.c:13: an exit status made by hand (< 0 ? 0)"* ]]
+	plant_failures
+	sed -i 's/\treturn 0;\n}$//; s/^\treturn 0;$/\treturn argc ? EXIT_CHECK : 0;/' root/cmd/x.c
+	failures
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"cmd/x.c:16: an exit status outside cmd_exit_status"* ]]
+	[[ "$output" != *"cmd/x.c:5:"* ]]
+	plant_failures
+	sed -i 's/"seed: /"--seed /' root/lib/a/a.c
+	failures
+	[ "$status" -eq 1 ]
+	[[ "$output" == *'lib/a/a.c:3: a message names a command-line flag: "--seed at most 2^63-1"'* ]]
+}
