@@ -85,7 +85,8 @@ int cmd_error(const char *fmt, ...)
 	fputc('\n', stderr);
 	free(msg);
 	free(shown);
-	return cmd_kind_status(CH_ERR_USAGE);
+	/* cmd_kind_status's usage code: out.c calls this file, not back */
+	return EXIT_USAGE;
 }
 
 
