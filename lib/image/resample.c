@@ -63,11 +63,13 @@ struct buf {
  * where an RGB window starts in the pixels read, [lo, hi) (padded to a
  * multiple of 4 with the last).  The SIMD paths also keep the weights as
  * they load them: `pairs` (SSE2, and the vertical AVX2 pass) and `slots`
- * (the horizontal AVX2 pass), see pair_up and slot_up. */
+ * (the horizontal AVX2 pass), see pair_up and slot_up; and where every
+ * window has 2 taps (enlarging), `two`, see two_up. */
 struct axis {
-	struct buf mem, pairs, slots;
+	struct buf mem, pairs, slots, two;
 	int32_t *first, *off;
-	int16_t *k;
+	int16_t *k, *mul; /* mul, and base: in two */
+	uint8_t *base;
 	uint32_t size;
 	int32_t n, bits, lo, hi, np, nq;
 	struct key {
@@ -119,6 +121,7 @@ static void axis_release(struct axis *a)
 	free(a->mem.p);
 	free(a->pairs.p);
 	free(a->slots.p);
+	free(a->two.p);
 }
 
 void ch_resampler_free(struct ch_resampler *r)
@@ -221,6 +224,8 @@ static int32_t quantize(const double *w, int32_t n, int32_t bits,
 		lo++;
 	while (n > lo && k[n - 1] == 0)
 		n--;
+	if (lo == 0)
+		return n;
 	for (int32_t i = lo; i < n; i++)
 		k[m++] = k[i];
 	*first += lo;
@@ -258,20 +263,23 @@ static double weigh_all(struct ch_resampler *r, uint32_t size, float f0,
 
 /* Copies the rounded windows into a's rows of n taps, widened to the
  * longest and kept inside the axis: a window at the far edge starts
- * earlier, its weights moved right, and zeros fill the rest. */
+ * earlier, its weights moved right, and zeros fill the rest (each tap
+ * written once: rows are a few taps, a memset call a row costs more). */
 static void pad(struct axis *a, const int32_t *first, const int32_t *count,
 		const int32_t *k, uint32_t ksize, uint32_t out)
 {
 	for (uint32_t i = 0; i < out; i++) {
 		int16_t *row = a->k + (size_t)i * a->n;
+		const int32_t *ki = k + (size_t)i * ksize;
 		int32_t start = first[i], shift;
 
 		if (start + a->n > (int32_t)a->size)
 			start = (int32_t)a->size - a->n;
 		shift = first[i] - start;
-		memset(row, 0, (size_t)a->n * sizeof(int16_t));
-		for (int32_t t = 0; t < count[i]; t++)
-			row[shift + t] = (int16_t)k[(size_t)i * ksize + t];
+		for (int32_t t = 0; t < a->n; t++)
+			row[t] = (int16_t)(t >= shift && t - shift < count[i]
+						   ? ki[t - shift]
+						   : 0);
 		a->first[i] = start;
 	}
 }
@@ -318,21 +326,22 @@ static int pair_up(struct axis *a, uint32_t out)
  * weights are [ka kb ka kb ka kb 0 0], for 2 pixels side by side (a
  * 256-bit register): pixels 4b and 4b + 2, then 4b + 1 and 4b + 3, per
  * block b of 4 (those past the end weigh 0). */
-static void slot(const struct axis *a, uint32_t x, uint32_t out, int32_t q,
-		 int16_t *v)
+static inline void slot(const struct axis *a, uint32_t x, uint32_t out,
+			int32_t ta, int32_t tb, int16_t *v)
 {
-	int32_t ta = 5 * (q / 3) + 2 * (q % 3);
-	int32_t tb = q % 3 < 2 ? ta + 1 : a->n;
-	const int16_t *k;
+	int16_t ka = 0, kb = 0;
 
-	memset(v, 0, 16);
-	if (x >= out)
-		return;
-	k = a->k + (size_t)x * a->n;
-	for (int l = 0; l < 6; l += 2) {
-		v[l] = ta < a->n ? k[ta] : 0;
-		v[l + 1] = tb < a->n ? k[tb] : 0;
+	if (x < out) {
+		const int16_t *k = a->k + (size_t)x * a->n;
+
+		ka = ta < a->n ? k[ta] : 0;
+		kb = tb < a->n ? k[tb] : 0;
 	}
+	for (int l = 0; l < 6; l += 2) {
+		v[l] = ka;
+		v[l + 1] = kb;
+	}
+	v[6] = v[7] = 0;
 }
 
 static int slot_up(struct axis *a, uint32_t out)
@@ -348,9 +357,40 @@ static int slot_up(struct axis *a, uint32_t out)
 	for (uint32_t x = 0; x < nb * 4; x += 4)
 		for (uint32_t odd = 0; odd < 2; odd++)
 			for (int32_t q = 0; q < a->nq; q++, v += 16) {
-				slot(a, x + odd, out, q, v);
-				slot(a, x + odd + 2, out, q, v + 8);
+				int32_t ta = 5 * (q / 3) + 2 * (q % 3);
+				int32_t tb = q % 3 < 2 ? ta + 1 : a->n;
+
+				slot(a, x + odd, out, ta, tb, v);
+				slot(a, x + odd + 2, out, ta, tb, v + 8);
 			}
+	return 0;
+}
+
+/* Output i's 2 taps, for the vertical AVX2 pass (see vchunk2_avx2): the
+ * tap of the larger weight (0 or 1) in base[i], the smaller weight,
+ * shifted up to 15 fractional bits, in mul[i].  2 taps sum to 1 << bits
+ * with bits <= 15 (bits_for leaves 15 at most where the larger is 1/2 or
+ * more), so the smaller shifted is 1 << 14 at most. */
+static int two_taps(const struct axis *a)
+{
+	return a->n == 2 && a->bits <= 15;
+}
+
+static int two_up(struct axis *a, uint32_t out)
+{
+	if (!two_taps(a))
+		return 0;
+	if (reserve(&a->two, (size_t)out * 3 + 2) < 0)
+		return -1;
+	a->base = a->two.p;
+	a->mul = (int16_t *)(void *)(a->base + (out + 1) / 2 * 2);
+	for (uint32_t i = 0; i < out; i++) {
+		const int16_t *k = a->k + (size_t)i * 2;
+		int b = k[1] > k[0];
+
+		a->base[i] = (uint8_t)b;
+		a->mul[i] = (int16_t)(k[1 - b] << (15 - a->bits));
+	}
 	return 0;
 }
 
@@ -402,7 +442,7 @@ static int plan(struct ch_resampler *r, struct axis *a, uint32_t size,
 	a->k = (int16_t *)(a->off + nout4);
 	pad(a, first, count, k, ksize, out);
 	span(a, out);
-	if ((layout == PAIRS && pair_up(a, out) < 0) ||
+	if ((layout == PAIRS && (pair_up(a, out) < 0 || two_up(a, out) < 0)) ||
 	    (layout == SLOTS && slot_up(a, out) < 0))
 		return -1;
 	a->key = key;
@@ -660,21 +700,24 @@ INLINE AVX2 __m256i hpix3x2(const uint8_t *p0, const uint8_t *p1,
 	return acc;
 }
 
+/* Byte shuffles of 4 pixels, [R G B -] each, into R G B R G B ... and
+ * into R R R R G G G G B B B B. */
+static const int8_t to_rgb[16] = {0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14,
+				  -1, -1, -1, -1};
+static const int8_t to_planes[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10,
+				     14, -1, -1, -1, -1};
+
 /* 4 pixels from x on, of which `live` are in the row. */
 INLINE AVX2 void put3x4(const struct row_out *o, uint32_t x, uint32_t live,
 			uint32_t out, __m128i b)
 {
-	static const int8_t rgb[16] = {0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14,
-				       -1, -1, -1, -1};
-	static const int8_t planes[16] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10,
-					  14, -1, -1, -1, -1};
 	uint8_t v[16];
 
 	if (live == 4 && o->step == 3 && x + 6 <= out) {
-		b = _mm_shuffle_epi8(b, LD16(rgb));
+		b = _mm_shuffle_epi8(b, LD16(to_rgb));
 		ST16(o->d[0] + 3 * (size_t)x, b);
 	} else if (live == 4 && o->step == 1) {
-		b = _mm_shuffle_epi8(b, LD16(planes));
+		b = _mm_shuffle_epi8(b, LD16(to_planes));
 		ST16(v, b);
 		memcpy(o->d[0] + x, v, 4);
 		memcpy(o->d[1] + x, v + 4, 4);
@@ -692,6 +735,22 @@ INLINE AVX2 void put3x4(const struct row_out *o, uint32_t x, uint32_t live,
  * 256-bit sums, of pixels x and x + 2 and of x + 1 and x + 3, which
  * packing puts in order.  The 16-byte stores write 4 bytes past the
  * pixels, which the next step overwrites. */
+INLINE AVX2 __m128i hpix3x4(const uint8_t *s, const int32_t *off,
+			     const __m256i *kq, int32_t nq,
+			     const __m256i *mask, __m256i half, __m128i sh)
+{
+	__m256i ev = hpix3x2(s + off[0], s + off[2], kq, nq, mask, half);
+	__m256i od = hpix3x2(s + off[1], s + off[3], kq + nq, nq, mask, half);
+	__m256i w = _mm256_packs_epi32(_mm256_sra_epi32(ev, sh),
+				       _mm256_sra_epi32(od, sh));
+
+	w = _mm256_permute4x64_epi64(_mm256_packus_epi16(w, w), 0x08);
+	return _mm256_castsi256_si128(w);
+}
+
+/* The steps of 4 whole pixels first, planar (4 bytes a plane) or
+ * interleaved (16 bytes, while the row has room for the 4 past the
+ * pixels), with the row's pointers in registers; the rest by put3x4. */
 INLINE AVX2 void hrow3_avx2_n(const uint8_t *s, const struct axis *a,
 			      const struct row_out *o, uint32_t out,
 			      int32_t nq)
@@ -701,22 +760,39 @@ INLINE AVX2 void hrow3_avx2_n(const uint8_t *s, const struct axis *a,
 	__m256i mask[3];
 	const __m256i *kq = a->slots.p;
 	const int32_t *off = a->off;
+	uint8_t *d0 = o->d[0], *d1 = o->d[1], *d2 = o->d[2];
+	uint32_t x = 0;
 
 	for (int i = 0; i < 3; i++)
 		mask[i] = _mm256_broadcastsi128_si256(
 			LD16(spread[i]));
-	for (uint32_t x = 0; x < out; x += 4, kq += 2 * nq, off += 4) {
-		__m256i ev = hpix3x2(s + off[0], s + off[2], kq, nq, mask,
-				     half);
-		__m256i od = hpix3x2(s + off[1], s + off[3], kq + nq, nq, mask,
-				     half);
-		__m256i w = _mm256_packs_epi32(_mm256_sra_epi32(ev, sh),
-					       _mm256_sra_epi32(od, sh));
+	if (o->step == 1) {
+		__m128i planes = LD16(to_planes);
 
-		w = _mm256_permute4x64_epi64(_mm256_packus_epi16(w, w), 0x08);
-		put3x4(o, x, out - x < 4 ? out - x : 4, out,
-		       _mm256_castsi256_si128(w));
+		for (; x + 4 <= out; x += 4, kq += 2 * nq, off += 4) {
+			__m128i b = _mm_shuffle_epi8(
+				hpix3x4(s, off, kq, nq, mask, half, sh),
+				planes);
+			uint32_t r = (uint32_t)_mm_cvtsi128_si32(b);
+			uint32_t g = (uint32_t)_mm_extract_epi32(b, 1);
+			uint32_t bl = (uint32_t)_mm_extract_epi32(b, 2);
+
+			memcpy(d0 + x, &r, 4);
+			memcpy(d1 + x, &g, 4);
+			memcpy(d2 + x, &bl, 4);
+		}
+	} else {
+		__m128i rgb = LD16(to_rgb);
+
+		for (; x + 6 <= out; x += 4, kq += 2 * nq, off += 4)
+			ST16(d0 + 3 * (size_t)x,
+			     _mm_shuffle_epi8(
+				     hpix3x4(s, off, kq, nq, mask, half, sh),
+				     rgb));
 	}
+	for (; x < out; x += 4, kq += 2 * nq, off += 4)
+		put3x4(o, x, out - x < 4 ? out - x : 4, out,
+		       hpix3x4(s, off, kq, nq, mask, half, sh));
 }
 
 /* Reads whole 16 bytes at most 13 past the last window's end: straight
@@ -936,10 +1012,52 @@ INLINE AVX2 void vrow_avx2_n(const uint8_t *top, size_t stride,
 			    d + len - 32);
 }
 
+/* 32 bytes of an output row of 2 taps, rows b (the larger weight) and
+ * o: b + (o - b) * k / 2^bits, rounded, is the pair's weighted sum
+ * exactly (the weights sum to 2^bits), and pmulhrsw gives the product's
+ * rounded (x + 2^14) >> 15 in 16 bits, the weight shifted to 15 bits:
+ * the bytes of vchunk_avx2, in half the work. */
+INLINE AVX2 void vchunk2_avx2(const uint8_t *b, const uint8_t *o, __m256i k,
+			      uint8_t *d)
+{
+	const __m256i z = _mm256_setzero_si256();
+	__m256i p = LD32(b), q = LD32(o);
+	__m256i plo = _mm256_unpacklo_epi8(p, z);
+	__m256i phi = _mm256_unpackhi_epi8(p, z);
+	__m256i qlo = _mm256_unpacklo_epi8(q, z);
+	__m256i qhi = _mm256_unpackhi_epi8(q, z);
+
+	plo = _mm256_add_epi16(
+		plo, _mm256_mulhrs_epi16(_mm256_sub_epi16(qlo, plo), k));
+	phi = _mm256_add_epi16(
+		phi, _mm256_mulhrs_epi16(_mm256_sub_epi16(qhi, phi), k));
+	ST32(d, _mm256_packus_epi16(plo, phi));
+}
+
+/* vrow_avx2_n for 2 taps (two_taps), rows of 32 bytes or more. */
+static AVX2 void vrow2_avx2(const uint8_t *top, size_t stride,
+			    const struct axis *a, uint32_t y, uint8_t *d,
+			    size_t len)
+{
+	const uint8_t *b = top + a->base[y] * stride;
+	const uint8_t *o = top + (1 - a->base[y]) * stride;
+	__m256i k = _mm256_set1_epi16(a->mul[y]);
+	size_t j = 0;
+
+	for (; j + 32 <= len; j += 32)
+		vchunk2_avx2(b + j, o + j, k, d + j);
+	if (j < len)
+		vchunk2_avx2(b + len - 32, o + len - 32, k, d + len - 32);
+}
+
 static AVX2 void vrow_avx2(const uint8_t *top, size_t stride,
 			   const struct axis *a, uint32_t y, uint8_t *d,
 			   size_t len)
 {
+	if (len >= 32 && two_taps(a)) {
+		vrow2_avx2(top, stride, a, y, d, len);
+		return;
+	}
 	switch (a->np) {
 	case 1: vrow_avx2_n(top, stride, a, y, d, len, 1); return;
 	case 2: vrow_avx2_n(top, stride, a, y, d, len, 2); return;

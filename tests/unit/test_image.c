@@ -1169,13 +1169,11 @@ static const char *case_name(const struct rcase *rc)
 	return s;
 }
 
-/* Every path this CPU runs (SSE2 and AVX2 here on x86-64) gives the
- * plain C path's bytes, and the planar output the same bytes
- * rearranged, on every path. */
-static void paths_and_layouts_give_the_same_bytes(void)
+/* A resampler on every path this CPU runs, plain C first, into r;
+ * returns how many. */
+static int open_paths(struct ch_resampler *r[3])
 {
-	struct ch_resampler *r[3];
-	int paths = 0, bad = 0;
+	int paths = 0;
 
 	for (int isa = CH_RESAMPLE_PLAIN; isa <= CH_RESAMPLE_AVX2; isa++) {
 		r[paths] = ch_resampler_new();
@@ -1185,6 +1183,17 @@ static void paths_and_layouts_give_the_same_bytes(void)
 		else
 			ch_resampler_free(r[paths]);
 	}
+	return paths;
+}
+
+/* Every path this CPU runs (SSE2 and AVX2 here on x86-64) gives the
+ * plain C path's bytes, and the planar output the same bytes
+ * rearranged, on every path. */
+static void paths_and_layouts_give_the_same_bytes(void)
+{
+	struct ch_resampler *r[3];
+	int paths = open_paths(r), bad = 0;
+
 	CHECK(paths >= 1);
 	rng_state = 17;
 	for (int k = 0; k < 300 && bad < 3; k++) {
@@ -1235,6 +1244,52 @@ static void planar_identity_copies(void)
 	CHECK(same);
 	free(s.px);
 	ch_resampler_free(r);
+}
+
+/* Enlarging rows 2 taps at a time: pairs of bytes (a, b), every a with
+ * 32 b, against the weights of 4 source rows to 2 ... 24, 61, 137 and 300
+ * rows: the source's rows 0 and 1 hold a, rows 2 and 3 b, and the box
+ * from row 1 to 3 (no window cut short: 15 fractional bits) or from row
+ * 0 to 4 (some windows of 1 tap: 14).  Every path gives the plain C
+ * path's bytes. */
+static void two_tap_rows_give_the_same_bytes(void)
+{
+	static const struct { double by, bh; } box[2] = {{1, 2}, {0, 4}};
+	static const uint32_t big[3] = {61, 137, 300};
+	struct ch_resampler *r[3];
+	enum { W = 8192 };
+	struct ch_image s = {malloc(4 * W), W, 4, 1, W};
+	uint8_t *want = malloc(300 * W), *got = malloc(300 * W);
+	struct ch_error err;
+	int paths = open_paths(r), bad = 0;
+
+	for (uint32_t x = 0; x < W; x++) {
+		s.px[x] = s.px[W + x] = (uint8_t)(x >> 5);
+		s.px[2 * W + x] = s.px[3 * W + x] = (uint8_t)(x * 37);
+	}
+	for (int i = 0; i < 2 * 26 && bad < 3; i++) {
+		uint32_t j = (uint32_t)i % 26, oh = j < 23 ? 2 + j : big[j - 23];
+		double by = box[i / 26].by, bh = box[i / 26].bh;
+		struct ch_image d = {want, W, oh, 1, W};
+
+		CHECK(ch_image_resample(r[0], &s, 0, by, W, bh, 0, &d, &err) ==
+		      0);
+		d.px = got;
+		for (int p = 1; p < paths; p++) {
+			CHECK(ch_image_resample(r[p], &s, 0, by, W, bh, 0, &d,
+						&err) == 0);
+			if (!CHECK(memcmp(got, want, (size_t)oh * W) == 0)) {
+				unit_note("path %d, box %d, %u rows", p, i / 26,
+					  oh);
+				bad++;
+			}
+		}
+	}
+	for (int i = 0; i < paths; i++)
+		ch_resampler_free(r[i]);
+	free(s.px);
+	free(want);
+	free(got);
 }
 
 /* The resampler plans an axis once for a run of the same box and size:
@@ -1315,6 +1370,7 @@ int main(void)
 		UNIT(bad_boxes_are_errors),
 		UNIT(paths_and_layouts_give_the_same_bytes),
 		UNIT(planar_identity_copies),
+		UNIT(two_tap_rows_give_the_same_bytes),
 		UNIT(plans_are_reused_only_for_the_same_box),
 		UNIT(planar_bad_layouts_are_errors),
 	};
