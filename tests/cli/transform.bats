@@ -127,7 +127,7 @@ import chute_batch
 print(next(chute_batch.frames(open("full", "rb"))).cursor)' "$REPO_ROOT/scripts")
 	run -2 chute stream "$BATS_FILE_TMPDIR/ds" -b 5 --resume "$cursor" -o rest
 	assert_one_line_error stream
-	assert_output "chute stream: cursor '$cursor' was made with other stream options (--batch-size, --drop-last, --fields, --mode, --seed, --shuffle, --source-field, --split, --transform or --window differ)"
+	assert_output "chute stream: cursor '$cursor' was made with other values of the settings that shape the stream (--batch-size, --drop-last, --fields, --mode, --seed, --shuffle, --source-field, --split, --transform, --window)"
 }
 
 @test "transform: eval mode is deterministic and flips nothing" {
