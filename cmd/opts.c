@@ -5,6 +5,7 @@
  * printed here instead (opterr = 0), in our own words and with a
  * suggestion of the closest option, so that each error is one line.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -48,6 +49,19 @@ static int has_option(const struct cmd_spec *spec, const char *key,
 	return 0;
 }
 
+/* The spec whose table has option key: the running command's, else the
+ * one its spec names as `also`; NULL if neither. */
+static const struct cmd_spec *option_owner(const char *key, size_t len)
+{
+	const struct cmd_spec *spec = current_spec;
+
+	if (has_option(spec, key, len))
+		return spec;
+	if (spec && has_option(spec->also, key, len))
+		return spec->also;
+	return NULL;
+}
+
 /* The usage line of spec that shows option key, or NULL. */
 static const char *usage_showing(const struct cmd_spec *spec,
 				 const char *key, size_t len)
@@ -57,8 +71,8 @@ static const char *usage_showing(const struct cmd_spec *spec,
 	snprintf(opt, sizeof opt, "--%.*s", (int)len, key);
 	for (size_t i = 0; spec->usage[i]; i++) {
 		const char *at = strstr(spec->usage[i], opt);
-		if (at && !(at[strlen(opt)] == '-' ||
-			    (at[strlen(opt)] >= 'a' && at[strlen(opt)] <= 'z')))
+		char next = at ? at[strlen(opt)] : '\0';
+		if (at && next != '-' && !islower((unsigned char)next))
 			return spec->usage[i];
 	}
 	return NULL;
@@ -72,26 +86,20 @@ static const char *usage_showing(const struct cmd_spec *spec,
  * are left out. */
 static void options_text(const char *keys, char *buf, size_t size)
 {
-	const struct cmd_spec *spec = current_spec;
 	size_t used = 0;
 
 	buf[0] = '\0';
 	for (size_t len; *keys && used < size; keys += len + !!keys[len]) {
 		len = strcspn(keys, " ");
-		const struct cmd_spec *in =
-			has_option(spec, keys, len)	    ? spec
-			: has_option(spec ? spec->also : NULL, keys, len)
-				? spec->also
-				: NULL;
+		const struct cmd_spec *in = option_owner(keys, len);
 		if (!in)
 			continue;
-		const char *line = in != spec ? usage_showing(in, keys, len)
-					      : NULL;
-		if (line && !used) {
+		int other = !used && in != current_spec; /* named first */
+		const char *line = other ? usage_showing(in, keys, len) : NULL;
+		if (line) {
 			snprintf(buf, size, "chute %s", line);
 			return;
 		}
-		int other = !used && in != spec; /* "chute pack " first */
 		int n = snprintf(buf + used, size - used, "%s%s%s%s--%.*s",
 				 used ? ", " : "", other ? "chute " : "",
 				 other ? in->name : "", other ? " " : "",

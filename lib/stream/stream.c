@@ -240,9 +240,8 @@ static int planner_init(struct planner *p, const struct ch_dataset *ds,
 				      "dataset (id %s..., this one is "
 				      "%.16s...)", o->resume, c.id, m->id);
 	if (c.opt_hash != p->opt_hash) {
-		ch_error_usage(err, "cursor '%s' was made with other values "
-			       "of the settings that shape the stream",
-			       o->resume);
+		ch_error_usage(err, "cursor '%s' was made with other stream "
+			       "options", o->resume);
 		return ch_error_remedy(err, ch_stream_options_hashed());
 	}
 	if (c.pos > p->n)
