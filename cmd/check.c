@@ -164,6 +164,16 @@ static void print_example(int rule, const struct ch_check_example *ex)
 	putchar('\n');
 }
 
+/* What the report adds to a rule's message: for a missing eval split,
+ * the command line that makes one (the library names no command's
+ * options).  NULL: nothing. */
+static const char *rule_advice(int r, const struct ch_check_rule_result *rr)
+{
+	if (r == CH_RULE_EVAL_SPLIT && rr->status != CH_STATUS_PASS)
+		return "chute split --val 0.05";
+	return NULL;
+}
+
 /* The rules that failed, then those that warned, then those that
  * passed, each in the rules' order: a CI log shows what failed first. */
 static void print_text(const struct ch_check_report *rep)
@@ -179,6 +189,8 @@ static void print_text(const struct ch_check_report *rep)
 			cmd_print("%s %s: %s", status_word(rr->status),
 				  ch_check_rule_name(r),
 				  rr->message ? rr->message : "");
+			if (rule_advice(r, rr))
+				cmd_print(" (%s)", rule_advice(r, rr));
 			putchar('\n');
 			for (size_t i = 0; i < rr->nexamples; i++)
 				print_example(r, &rr->examples[i]);
@@ -251,7 +263,12 @@ static json_t *rule_json(int r, const struct ch_check_rule_result *rr)
 	json_object_set_new(o, "count", json_integer((json_int_t)rr->count));
 	json_object_set_new(o, "unexamined",
 			    json_integer((json_int_t)rr->unexamined));
-	json_object_set_new(o, "message", str_or_null(rr->message));
+	if (rr->message && rule_advice(r, rr))
+		json_object_set_new(o, "message",
+				    json_sprintf("%s (%s)", rr->message,
+						 rule_advice(r, rr)));
+	else
+		json_object_set_new(o, "message", str_or_null(rr->message));
 	for (size_t i = 0; i < rr->nexamples; i++)
 		json_array_append_new(ex, example_json(r, &rr->examples[i]));
 	json_object_set_new(o, "examples", ex);

@@ -148,6 +148,11 @@ struct cmd_spec {
 	int (*check)(void *args, struct ch_error *err);
 	/* Called after each option is taken (chute stream's run record). */
 	void (*taken)(void *args, const struct cmd_opt *o);
+	/* Another command whose options this one's failures may name: a
+	 * setting a lib error is about (struct ch_error) that this table
+	 * lacks is that command's ("chute pack --level": merge's parts
+	 * were packed with different ones).  NULL: none. */
+	const struct cmd_spec *also;
 };
 
 /* The operand members of a spec: CMD_OPERANDS(T, first, second). */
@@ -211,19 +216,23 @@ int cmd_opt_value(const struct cmd_opt *o, const char *what, const char *arg,
 void cmd_set_name(const char *name);
 const char *cmd_name(void);
 
-/* Prints "chute CMD: MESSAGE" on stderr and returns EXIT_USAGE.  The
- * message goes through ch_url_redact and ch_escape: no URL password and
- * no raw control byte ever reaches the terminal. */
-int cmd_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The one path a failure takes out of a command: the body fills a struct
  * ch_error (a lib call does, or ch_error_usage, ch_error_set,
  * ch_error_errno, ch_error_data, ch_error_nomem of chute.h for cmd/'s own
  * failures) and returns -1; the command then returns cmd_fail(&err), which
- * prints err's message like cmd_error and returns cmd_exit_status(err).
- * An empty message was reported already (verify's list of problems):
- * cmd_fail prints nothing. */
+ * names in err's message the options its settings are (cmd_name_settings),
+ * prints "chute CMD: MESSAGE" on stderr and returns cmd_exit_status(err).
+ * The message goes through ch_url_redact and ch_escape: no URL password
+ * and no raw control byte ever reaches the terminal.  An empty message
+ * was reported already (verify's list of problems): cmd_fail prints
+ * nothing. */
 struct ch_error;
-int cmd_fail(const struct ch_error *err);
+int cmd_fail(struct ch_error *err);
+/* Names in err's message the options that set the settings it concerns
+ * (struct ch_error's setting and remedy, looked up in the running
+ * command's table, then in its spec's `also`): "--seed: MESSAGE",
+ * "MESSAGE (--force)", "MESSAGE (chute pack --part)"; clears them. */
+void cmd_name_settings(struct ch_error *err);
 /* Puts "PREFIX: " (printf-style) in front of err's message, its kind
  * kept: where cmd/ says which file or option a lib error is about.
  * Returns -1. */
@@ -254,9 +263,10 @@ int cmd_int_value(const char *opt, const char *s, long min, long max,
 /* Reads a size (K, M, G suffixes) > 0 given to option `opt`. */
 int cmd_size_value(const char *opt, const char *s, uint64_t *out,
 		   struct ch_error *err);
-/* The same for a uint64_t, printing the error and returning -1. */
-int cmd_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max,
-		  uint64_t *out);
+/* Reads a whole number in [min, max] given to opt (an option or an
+ * environment variable) into a uint64_t (0), or sets err (-1). */
+int cmd_u64_value(const char *opt, const char *s, uint64_t min, uint64_t max,
+		  uint64_t *out, struct ch_error *err);
 /* The most parts a dataset is packed or verified in (--part, --parts). */
 #define CMD_MAX_PARTS (1u << 20)
 /* Reads --part's "I/N" (part I, from 0 to N-1, of N parts), or "none"
@@ -374,7 +384,7 @@ struct ch_progress;
  * is not a terminal or -q was given. */
 void (*cmd_progress(void))(const struct ch_progress *p, void *arg);
 /* Wipes the line, if one is drawn: before any other text on stderr
- * (cmd_error does it) and when the long call is over. */
+ * (cmd_fail does it) and when the long call is over. */
 void cmd_progress_clear(void);
 
 /* ------------------------------------------------------------------ */

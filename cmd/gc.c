@@ -84,6 +84,7 @@ const struct cmd_spec cmd_gc_spec = {
 	CMD_OPERAND1(struct gc_args, remote),
 	.too_many = "give one remote",
 	.check = finish,
+	.also = &cmd_remote_spec, /* the default remote */
 };
 
 /* Returns 0, -1 after --help, or EXIT_USAGE. */

@@ -103,6 +103,7 @@ const struct cmd_spec cmd_merge_spec = {
 	.required = 1,
 	.missing = "no part given: name the folders chute pack --part wrote",
 	.check = check_output,
+	.also = &cmd_pack_spec, /* how the parts were packed */
 };
 
 /* Returns 0 to go on, -1 after --help, or the exit status. */

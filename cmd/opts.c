@@ -5,6 +5,7 @@
  * printed here instead (opterr = 0), in our own words and with a
  * suggestion of the closest option, so that each error is one line.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -30,6 +31,100 @@ void cmd_set_name(const char *name)
 const char *cmd_name(void)
 {
 	return current_name;
+}
+
+/* ------------------------------------------------------------------ */
+/* The settings a failure concerns, as options                          */
+
+/* The spec cmd_parse read last: the running command's. */
+static const struct cmd_spec *current_spec;
+
+static int has_option(const struct cmd_spec *spec, const char *key,
+		      size_t len)
+{
+	for (const struct cmd_opt *o = spec ? spec->opts : NULL; o && o->name;
+	     o++)
+		if (strlen(o->name) == len && strncmp(o->name, key, len) == 0)
+			return 1;
+	return 0;
+}
+
+/* The spec whose table has option key: the running command's, else the
+ * one its spec names as `also`; NULL if neither. */
+static const struct cmd_spec *option_owner(const char *key, size_t len)
+{
+	const struct cmd_spec *spec = current_spec;
+
+	if (has_option(spec, key, len))
+		return spec;
+	if (spec && has_option(spec->also, key, len))
+		return spec->also;
+	return NULL;
+}
+
+/* The usage line of spec that shows option key, or NULL. */
+static const char *usage_showing(const struct cmd_spec *spec,
+				 const char *key, size_t len)
+{
+	char opt[MAX_WORD + 3];
+
+	snprintf(opt, sizeof opt, "--%.*s", (int)len, key);
+	for (size_t i = 0; spec->usage[i]; i++) {
+		const char *at = strstr(spec->usage[i], opt);
+		char next = at ? at[strlen(opt)] : '\0';
+		if (at && next != '-' && !islower((unsigned char)next))
+			return spec->usage[i];
+	}
+	return NULL;
+}
+
+/* keys ("exclude include", struct ch_error's) as the options that set
+ * them, from the tables: "--exclude, --include" when the running
+ * command has them; when the command its spec names as `also` has
+ * them, that command's usage line that shows the first ("chute remote
+ * add [--default] NAME URL"), or "chute pack --level"; keys neither has
+ * are left out. */
+static void options_text(const char *keys, char *buf, size_t size)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t len; *keys && used < size; keys += len + !!keys[len]) {
+		len = strcspn(keys, " ");
+		const struct cmd_spec *in = option_owner(keys, len);
+		if (!in)
+			continue;
+		int other = !used && in != current_spec; /* named first */
+		const char *line = other ? usage_showing(in, keys, len) : NULL;
+		if (line) {
+			snprintf(buf, size, "chute %s", line);
+			return;
+		}
+		int n = snprintf(buf + used, size - used, "%s%s%s%s--%.*s",
+				 used ? ", " : "", other ? "chute " : "",
+				 other ? in->name : "", other ? " " : "",
+				 (int)len, keys);
+		used += n > 0 ? (size_t)n : 0;
+	}
+}
+
+void cmd_name_settings(struct ch_error *err)
+{
+	char setting[160] = "", remedy[160] = "", msg[sizeof err->msg];
+
+	if (err->setting)
+		options_text(err->setting, setting, sizeof setting);
+	if (err->remedy)
+		options_text(err->remedy, remedy, sizeof remedy);
+	err->setting = err->remedy = NULL;
+	if (!err->msg[0] || (!setting[0] && !remedy[0]))
+		return;
+	/* cut short when too long, as ch_error_set cuts */
+	if (snprintf(msg, sizeof msg, "%s%s%s%s%s%s", setting,
+		     setting[0] ? ": " : "", err->msg, remedy[0] ? " (" : "",
+		     remedy, remedy[0] ? ")" : "") < 0)
+		return;
+	memcpy(err->msg, msg, sizeof msg);
 }
 
 void cmd_put_text(FILE *out, const char *s, size_t len)
@@ -64,31 +159,6 @@ void cmd_print(const char *fmt, ...)
 		cmd_put_text(stdout, text, (size_t)n);
 	free(text);
 }
-
-int cmd_error(const char *fmt, ...)
-{
-	char *msg = NULL, *shown = NULL;
-	va_list ap;
-
-	cmd_progress_clear(); /* the message starts on a line of its own */
-	fflush(stdout);
-	if (current_name)
-		fprintf(stderr, "chute %s: ", current_name);
-	else
-		fputs("chute: ", stderr);
-	va_start(ap, fmt);
-	if (vasprintf(&msg, fmt, ap) < 0)
-		msg = NULL;
-	va_end(ap);
-	shown = msg ? ch_url_redact(msg) : NULL;
-	cmd_put(stderr, shown ? shown : "out of memory");
-	fputc('\n', stderr);
-	free(msg);
-	free(shown);
-	/* cmd_kind_status's usage code: out.c calls this file, not back */
-	return EXIT_USAGE;
-}
-
 
 /* ------------------------------------------------------------------ */
 /* --help                                                               */
@@ -143,8 +213,8 @@ int cmd_int_value(const char *opt, const char *s, long min, long max,
 	return 0;
 }
 
-static int cmd_u64_value(const char *opt, const char *s, uint64_t min,
-			 uint64_t max, uint64_t *out, struct ch_error *err)
+int cmd_u64_value(const char *opt, const char *s, uint64_t min, uint64_t max,
+		  uint64_t *out, struct ch_error *err)
 {
 	char *end;
 	unsigned long long v;
@@ -169,16 +239,6 @@ int cmd_size_value(const char *opt, const char *s, uint64_t *out,
 				      "a number above 0 with an optional K, M "
 				      "or G suffix", s, opt);
 	return 0;
-}
-
-int cmd_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max,
-		  uint64_t *out)
-{
-	struct ch_error err = {0};
-	if (cmd_u64_value(opt, s, min, max, out, &err) == 0)
-		return 0;
-	cmd_error("%s", err.msg);
-	return -1;
 }
 
 /* One of names, by its index; a near miss is suggested. */
@@ -466,6 +526,7 @@ enum cmd_parsed cmd_parse(const struct cmd_spec *spec, int argc, char **argv,
 		return ch_error_set(err, "%zu options, more than the %d the "
 				    "parser takes", rows, CMD_MAX_OPTS),
 		       CMD_FAIL;
+	current_spec = spec;
 	parser_init(&p, spec, argc, argv);
 	while ((rc = step(&p, args, &n, &help, err)) > 0)
 		;

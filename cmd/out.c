@@ -50,18 +50,19 @@ volatile sig_atomic_t *cmd_catch_signals(void)
 
 /* The map from a failure's kind to the exit status: chute(1), EXIT
  * STATUS.  fault.c's SIGBUS handler reads it too. */
+static const int kind_status[] = {
+	[CH_ERR_IO] = EXIT_USAGE,
+	[CH_ERR_USAGE] = EXIT_USAGE,
+	[CH_ERR_DATA] = EXIT_CHECK,
+	[CH_ERR_MEMORY] = EXIT_USAGE,
+	[CH_ERR_INTERRUPTED] = EXIT_USAGE, /* a flag no signal of ours set */
+};
+#define NKINDS (sizeof kind_status / sizeof kind_status[0])
+
 int cmd_kind_status(enum ch_error_kind kind)
 {
-	switch (kind) {
-	case CH_ERR_DATA:
-		return EXIT_CHECK;
-	case CH_ERR_USAGE:
-	case CH_ERR_IO:
-	case CH_ERR_MEMORY:
-	case CH_ERR_INTERRUPTED: /* a flag that no signal of ours set */
-		break;
-	}
-	return EXIT_USAGE;
+	/* a kind past the table (a struct never filled) is no data check */
+	return kind_status[(size_t)kind < NKINDS ? kind : CH_ERR_IO];
 }
 
 int cmd_exit_status(const struct ch_error *err)
@@ -71,10 +72,28 @@ int cmd_exit_status(const struct ch_error *err)
 	return cmd_kind_status(err->kind);
 }
 
-int cmd_fail(const struct ch_error *err)
+/* "chute CMD: MESSAGE" on stderr, through ch_url_redact and ch_escape:
+ * no URL password and no raw control byte reaches the terminal. */
+static void print_error(const char *msg)
 {
+	char *shown = ch_url_redact(msg);
+
+	cmd_progress_clear(); /* the message starts on a line of its own */
+	fflush(stdout);
+	if (cmd_name())
+		fprintf(stderr, "chute %s: ", cmd_name());
+	else
+		fputs("chute: ", stderr);
+	cmd_put(stderr, shown ? shown : "out of memory");
+	fputc('\n', stderr);
+	free(shown);
+}
+
+int cmd_fail(struct ch_error *err)
+{
+	cmd_name_settings(err);
 	if (err->msg[0])
-		cmd_error("%s", err->msg);
+		print_error(err->msg);
 	return cmd_exit_status(err);
 }
 
@@ -113,6 +132,7 @@ int cmd_reported(struct ch_error *err, enum ch_error_kind kind)
 {
 	err->msg[0] = '\0';
 	err->kind = kind;
+	err->setting = err->remedy = NULL;
 	return -1;
 }
 

@@ -173,11 +173,13 @@ static int check_slurm_dense(struct ch_error *err)
 				      "with no step, or give --part I/N", step);
 	if (!min || !*min || !max || !*max || !count || !*count)
 		return 0;
-	if (cmd_parse_u64("SLURM_ARRAY_TASK_MIN", min, 0, UINT32_MAX, &lo) < 0 ||
-	    cmd_parse_u64("SLURM_ARRAY_TASK_MAX", max, lo, UINT32_MAX, &hi) < 0 ||
-	    cmd_parse_u64("SLURM_ARRAY_TASK_COUNT", count, 1, UINT32_MAX,
-			  &n) < 0)
-		return cmd_reported(err, CH_ERR_USAGE);
+	if (cmd_u64_value("SLURM_ARRAY_TASK_MIN", min, 0, UINT32_MAX, &lo,
+			  err) < 0 ||
+	    cmd_u64_value("SLURM_ARRAY_TASK_MAX", max, lo, UINT32_MAX, &hi,
+			  err) < 0 ||
+	    cmd_u64_value("SLURM_ARRAY_TASK_COUNT", count, 1, UINT32_MAX, &n,
+			  err) < 0)
+		return -1;
 	if (hi - lo + 1 != n)
 		return ch_error_usage(err, "a Slurm array with gaps (%llu "
 				      "tasks from %llu to %llu) leaves parts "
@@ -202,21 +204,19 @@ static int index_from_env(int k8s_too, uint64_t *index, struct ch_error *err)
 	const char *min = getenv("SLURM_ARRAY_TASK_MIN");
 	uint64_t first = 0;
 
-	/* cmd_parse_u64 says what is wrong with a variable itself */
 	if (k8s_too && k8s && *k8s)
-		return cmd_parse_u64("JOB_COMPLETION_INDEX", k8s, 0,
-				     CMD_MAX_PARTS - 1, index) < 0
-			       ? cmd_reported(err, CH_ERR_USAGE)
-			       : 1;
+		return cmd_u64_value("JOB_COMPLETION_INDEX", k8s, 0,
+				     CMD_MAX_PARTS - 1, index, err) < 0 ? -1
+									: 1;
 	if (!id || !*id)
 		return 0;
 	if (check_slurm_dense(err) < 0)
 		return -1;
-	if (cmd_parse_u64("SLURM_ARRAY_TASK_ID", id, 0, UINT32_MAX,
-			  index) < 0 ||
-	    (min && *min && cmd_parse_u64("SLURM_ARRAY_TASK_MIN", min, 0,
-					  *index, &first) < 0))
-		return cmd_reported(err, CH_ERR_USAGE);
+	if (cmd_u64_value("SLURM_ARRAY_TASK_ID", id, 0, UINT32_MAX, index,
+			  err) < 0 ||
+	    (min && *min && cmd_u64_value("SLURM_ARRAY_TASK_MIN", min, 0,
+					  *index, &first, err) < 0))
+		return -1;
 	*index -= first;
 	return 1;
 }
@@ -246,9 +246,9 @@ static int resolve_part(struct pack_args *a, struct ch_error *err)
 				      "the part: set $JOB_COMPLETION_INDEX, "
 				      "or give --part I/N",
 				      (unsigned long long)n);
-	if (!n && cmd_parse_u64("SLURM_ARRAY_TASK_COUNT", count, 1,
-				CMD_MAX_PARTS, &n) < 0)
-		return cmd_reported(err, CH_ERR_USAGE);
+	if (!n && cmd_u64_value("SLURM_ARRAY_TASK_COUNT", count, 1,
+				CMD_MAX_PARTS, &n, err) < 0)
+		return -1;
 	if (index >= n)
 		return ch_error_usage(err, "part %llu of %llu: parts are "
 				      "numbered from 0 to %llu",

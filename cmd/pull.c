@@ -81,6 +81,7 @@ const struct cmd_spec cmd_pull_spec = {
 	.required = 1,
 	.missing = "give a remote and the folder to pull into",
 	.check = check_dir,
+	.also = &cmd_remote_spec, /* the default remote */
 };
 
 static int parse_args(struct pull_args *a, int argc, char **argv)

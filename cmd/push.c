@@ -57,6 +57,7 @@ const struct cmd_spec cmd_push_spec = {
 	.required = 1,
 	.missing = "give a dataset to push (and a remote, or have a default "
 		   "one)",
+	.also = &cmd_remote_spec, /* the default remote */
 };
 
 static int parse_args(struct push_args *a, int argc, char **argv)

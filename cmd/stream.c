@@ -72,27 +72,27 @@ void stream_option_taken(void *args, const struct cmd_opt *o)
 }
 
 /* torchrun sets RANK and WORLD_SIZE; options win over them. */
-static int ranks_from_env(struct stream_args *a)
+static int ranks_from_env(struct stream_args *a, struct ch_error *err)
 {
 	const char *r = getenv("RANK"), *w = getenv("WORLD_SIZE");
 	union stream_value v;
 	if (!a->rank_set && r && *r) {
-		if (stream_parse_value(CH_STREAM_OPT_RANK, "RANK", r, &v) < 0)
+		if (stream_parse_value(CH_STREAM_OPT_RANK, "RANK", r, &v,
+				       err) < 0)
 			return -1;
 		a->o.rank = v.u64;
 	}
 	if (!a->world_set && w && *w) {
 		if (stream_parse_value(CH_STREAM_OPT_WORLD_SIZE, "WORLD_SIZE",
-				       w, &v) < 0)
+				       w, &v, err) < 0)
 			return -1;
 		a->o.world = v.u64;
 	}
-	if (a->o.rank >= a->o.world) {
-		cmd_error("rank %llu is not below the world size %llu",
-			  (unsigned long long)a->o.rank,
-			  (unsigned long long)a->o.world);
-		return -1;
-	}
+	if (a->o.rank >= a->o.world)
+		return ch_error_usage(err, "rank %llu is not below the world "
+				      "size %llu",
+				      (unsigned long long)a->o.rank,
+				      (unsigned long long)a->o.world);
 	return 0;
 }
 
@@ -165,8 +165,7 @@ int stream_parse_args(struct stream_args *a, const struct cmd_spec *spec,
 		ch_error_usage(&err, "no dataset given");
 		return cmd_fail(&err);
 	}
-	/* ranks_from_env has said why */
-	return ranks_from_env(a) < 0 ? cmd_fail_reported(CH_ERR_USAGE) : 0;
+	return ranks_from_env(a, &err) < 0 ? cmd_fail(&err) : 0;
 }
 
 /* ------------------------------------------------------------------ */

@@ -184,10 +184,9 @@ const char *stream_option_name(int opt, int v)
 /* Reading an argument                                                  */
 
 int stream_parse_value(int opt, const char *what, const char *arg,
-		       union stream_value *v)
+		       union stream_value *v, struct ch_error *err)
 {
 	const struct cmd_opt *o = &stream_cmd_opts[opt];
-	struct ch_error err = {0};
 	char dashed[64];
 	if (!what) {
 		snprintf(dashed, sizeof dashed, "--%s", o->name);
@@ -203,11 +202,7 @@ int stream_parse_value(int opt, const char *what, const char *arg,
 		return 0;
 	default:
 		/* the union's members start where it does */
-		if (cmd_opt_value(o, what, arg, v, &err) < 0) {
-			cmd_fail(&err);
-			return -1;
-		}
-		return 0;
+		return cmd_opt_value(o, what, arg, v, err);
 	}
 }
 

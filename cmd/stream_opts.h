@@ -56,10 +56,10 @@ union stream_value {
 };
 
 /* Reads arg, the argument of option opt (none for a flag), into *v;
- * says why and returns -1 when it is out of bounds or unknown.  what
+ * fills err and returns -1 when it is out of bounds or unknown.  what
  * names it in the message ("--rank", "RANK"). */
 int stream_parse_value(int opt, const char *what, const char *arg,
-		       union stream_value *v);
+		       union stream_value *v, struct ch_error *err);
 
 /* Option opt's member of o (a LIB option; --transform's count is the
  * caller's). */

@@ -38,6 +38,7 @@ const struct cmd_spec cmd_tags_spec = {
 		 "(none: the default remote)\n",
 	CMD_OPERAND1(struct tags_args, remote),
 	.too_many = "give one remote",
+	.also = &cmd_remote_spec, /* the default remote */
 };
 
 /* Returns 0, -1 after --help, or EXIT_USAGE. */

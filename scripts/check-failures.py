@@ -2,18 +2,18 @@
 """How failures leave chute (issue 34, item 3), checked on the sources.
 
 cmd/: a command's failure is a struct ch_error with its kind, reported by
-cmd_fail; cmd_exit_status (cmd/out.c) is the one place a kind becomes an
-exit status.  So no cmd/ file writes `status < 0 ? 0 : status`, and
-`return EXIT_...`, `return cmd_error(...)` and the EXIT_ constants appear
-only in cmd/out.c and in the option parsers: the functions that run
-cmd_next's loop, and the few option-value helpers they call (OPTION_HELPERS,
-which the table-driven parser replaces).
+cmd_fail; cmd_exit_status (cmd/out.c, a table indexed by kind) is the one
+place a kind becomes an exit status.  So no cmd/ file writes
+`return EXIT_...`, `return cmd_error(...)` or `status < 0 ? 0 : status`
+(the issue's grep finds nothing), and the EXIT_ constants appear in no .c
+file but cmd/out.c.
 
 lib/: a message says what is wrong in the library's own terms; which
 command-line flag set it is for cmd/ to say.  So no string literal in lib/
-names a flag ("--seed", "use --force").  LIB_FLAGS lists the literals not
-yet reworded, file by file, with how many each holds: the check fails on
-any other, and on a file that holds more than its count.
+names a flag ("--seed", "use --force"); a failure about a setting names
+it by key (ch_error_setting, ch_error_remedy: "seed"), which cmd_fail
+turns into the option of the running command's table.  So every such key
+is the long name of an option in some table of cmd/.
 
 Usage: check-failures.py [--root DIR]; exit 0, or 1 naming each breach.
 """
@@ -21,37 +21,6 @@ import argparse
 import os
 import re
 import sys
-
-# (file, function): option-value helpers of the option loops, left for
-# the table-driven parser (issue 34, item 1) to replace.
-OPTION_HELPERS = {
-    ('cmd/opts.c', 'cmd_error'),  # the parsers' own reporting
-    ('cmd/opts.c', 'cmd_parse_part'),
-    ('cmd/gc.c', 'add_name'),
-    ('cmd/remote.c', 'take_operand'),
-    ('cmd/stream_opts.c', 'stream_add_transform'),
-}
-
-# file: how many string literals of it still name a flag.  These are
-# words the CLI tests hold (tests/cli greps them, e.g. "(--level)",
-# "--transform 'x': ...", "--index-memory") or a report's text that must
-# stay byte-identical (check's "make one with chute split --val 0.05"):
-# rewording them needs cmd/ to learn which setting a lib error is about,
-# which the library does not say yet.  Lower a count as a file is
-# reworded; never raise one.
-LIB_FLAGS = {
-    'lib/check/check.c': 1,
-    'lib/pack/merge.c': 7,
-    'lib/pack/pack.c': 4,
-    'lib/pack/source_dir.c': 1,
-    'lib/pack/source_filter.c': 3,
-    'lib/remote/names.c': 2,
-    'lib/stream/mix_open.c': 3,
-    'lib/stream/shm_ring.c': 2,
-    'lib/stream/stream.c': 2,
-    'lib/transform/parse.c': 3,
-    'lib/version/split.c': 2,
-}
 
 EXIT_MAP = 'cmd/out.c'
 
@@ -83,70 +52,66 @@ def strip_comments(text):
     return ''.join(out)
 
 
-def functions(lines):
-    """(name, first, last) of each top-level function body, 0-based."""
-    found, header, start, name = [], '', None, None
-    for k, line in enumerate(lines):
-        if start is None:
-            if line.startswith('{'):
-                m = re.search(r'(\w+)\s*\(', header)
-                start, name = k, m.group(1) if m else '?'
-            elif line.startswith('}') or line.rstrip().endswith(';') \
-                    or line.startswith('#') or not line.strip():
-                header = '' if line.startswith('}') or \
-                    line.rstrip().endswith(';') else header
-            else:
-                header += line
-        elif line.startswith('}'):
-            found.append((name, start, k))
-            start, header = None, ''
-    return found
+HAND_MADE = (
+    (re.compile(r'<\s*0\s*\?\s*0\b'),
+     'an exit status made by hand (< 0 ? 0): cmd_fail says it'),
+    (re.compile(r'\breturn\s+cmd_error\s*\('),
+     'return cmd_error(...): fill a struct ch_error, report it with '
+     'cmd_fail'),
+    (re.compile(r'\breturn\s+EXIT_[A-Z]+\b'),
+     f'return EXIT_...: give the failure its kind ({EXIT_MAP} maps it)'),
+)
 
 
 def check_cmd(root, rel, bad):
     text = strip_comments(open(os.path.join(root, rel)).read())
-    lines = text.split('\n')
-    for k, line in enumerate(lines):
-        if re.search(r'<\s*0\s*\?\s*0\b', line):
-            bad.append(f'{rel}:{k + 1}: an exit status made by hand '
-                       f'(< 0 ? 0): cmd_parsed_status says it')
-    if not rel.endswith('.c') or rel == EXIT_MAP:
-        return
-    parser = set()
-    for name, first, last in functions(lines):
-        body = '\n'.join(lines[first:last + 1])
-        if 'cmd_next(' in body or (rel, name) in OPTION_HELPERS:
-            parser.update(range(first, last + 1))
-    for k, line in enumerate(lines):
-        if k in parser:
-            continue
-        if re.search(r'\breturn\s+cmd_error\s*\(', line):
-            bad.append(f'{rel}:{k + 1}: return cmd_error(...) outside the '
-                       f'option parsers: fill a struct ch_error, report '
-                       f'it with cmd_fail')
-        elif re.search(r'\bEXIT_[A-Z]+\b', line):
-            bad.append(f'{rel}:{k + 1}: an exit status outside '
-                       f'cmd_exit_status ({EXIT_MAP}): give the failure '
-                       f'its kind')
+    for k, line in enumerate(text.split('\n')):
+        for pattern, why in HAND_MADE:
+            if pattern.search(line):
+                bad.append(f'{rel}:{k + 1}: {why}')
+                break
+        else:
+            if rel.endswith('.c') and rel != EXIT_MAP and \
+                    re.search(r'\bEXIT_[A-Z]+\b', line):
+                bad.append(f'{rel}:{k + 1}: an exit status outside '
+                           f'cmd_exit_status ({EXIT_MAP}): give the '
+                           f'failure its kind')
+
+
+# The long names of cmd/'s options: the rows of the tables (CMD_OPT_*
+# and cmd/stream_rows.h's X) and the options every command takes.
+OPTION_ROW = re.compile(r'(?:\bCMD_OPT_[A-Z0-9]+|\bX)\(\s*(?:[A-Z_0-9]+\s*,'
+                        r'\s*)?(?:\'.\'|0)\s*,\s*"([a-z0-9-]+)"')
+
+
+def option_names(root):
+    names = set()
+    for rel in sources(root, 'cmd', ('.c', '.h')):
+        names.update(OPTION_ROW.findall(open(os.path.join(root, rel))
+                                        .read()))
+    return names
+
+
+SETTING = re.compile(r'\bch_error_(?:setting|remedy)\s*\(([^;]*)')
+LITERAL = re.compile(r'"([^"\\\n]*)"')
 
 
 FLAG = re.compile(r'"(?:[^"\\\n]|\\.)*?(?<![\w-])--[a-z](?:[^"\\\n]|\\.)*"')
 
 
-def check_lib(root, rel, bad):
+def check_lib(root, rel, bad, options):
     text = strip_comments(open(os.path.join(root, rel)).read())
-    hits = []
     for k, line in enumerate(text.split('\n')):
-        hits += [(k + 1, m.group(0)) for m in FLAG.finditer(line)]
-    allowed = LIB_FLAGS.get(rel, 0)
-    if len(hits) > allowed:
-        for k, lit in hits:
-            bad.append(f'{rel}:{k}: a message names a command-line flag: '
-                       f'{lit} (say it in the library\'s terms; cmd/ adds '
-                       f'the flag)')
-        if allowed:
-            bad.append(f'{rel}: {len(hits)} literals name a flag, '
-                       f'{allowed} allowed')
+        for m in FLAG.finditer(line):
+            bad.append(f'{rel}:{k + 1}: a message names a command-line '
+                       f'flag: {m.group(0)} (say it in the library\'s '
+                       f'terms; name the setting with ch_error_setting)')
+        for call in SETTING.findall(line):
+            for key in ' '.join(LITERAL.findall(call)).split():
+                if key not in options:
+                    bad.append(f'{rel}:{k + 1}: setting \'{key}\' is no '
+                               f'option of cmd/\'s tables: cmd_fail '
+                               f'could not name it')
 
 
 def sources(root, top, exts):
@@ -166,8 +131,9 @@ def main():
     for rel in sorted(sources(args.root, 'cmd', ('.c', '.h'))):
         check_cmd(args.root, rel, bad)
         ncmd += 1
+    options = option_names(args.root)
     for rel in sorted(sources(args.root, 'lib', ('.c', '.h'))):
-        check_lib(args.root, rel, bad)
+        check_lib(args.root, rel, bad, options)
         nlib += 1
     for line in bad:
         print(line)

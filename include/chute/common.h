@@ -46,6 +46,15 @@ enum ch_error_kind {
 struct ch_error {
 	char msg[1024];
 	enum ch_error_kind kind; /* 0, CH_ERR_IO, in a zeroed struct */
+	/* The caller's settings the failure concerns, or NULL: keys of
+	 * static storage, each the name of a setting as chute's long
+	 * option spells it ("seed", "index-memory"; several apart by a
+	 * space).  setting: the one whose value is wrong; remedy: the one
+	 * whose change would let the call through.  The message says what
+	 * is wrong in the library's terms; the front end that reports it
+	 * names the setting in its own (chute: "--seed: ...", "... (see
+	 * --force)").  Every ch_error_* below clears both. */
+	const char *setting, *remedy;
 };
 
 /* Formats a message into err (if not NULL), kind CH_ERR_IO (the most
@@ -69,6 +78,13 @@ int ch_error_usage(struct ch_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int ch_error_interrupted(struct ch_error *err);	/* "interrupted" */
 int ch_error_nomem(struct ch_error *err);	/* "out of memory" */
+
+/* Name the setting err is about, or the one that would remedy it (the
+ * keys of struct ch_error), on an error just filled; return -1:
+ *	ch_error_usage(err, "%" PRIu64 " is above 2^63-1", seed);
+ *	return ch_error_setting(err, "seed"); */
+int ch_error_setting(struct ch_error *err, const char *key);
+int ch_error_remedy(struct ch_error *err, const char *key);
 
 /* ------------------------------------------------------------------ */
 /* Hashes (XXH3)                                                        */

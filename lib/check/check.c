@@ -543,7 +543,7 @@ static void check_eval_split(struct checker *c)
 	}
 	c->rep->rules[CH_RULE_EVAL_SPLIT].count = 1;
 	check_settle(c, CH_RULE_EVAL_SPLIT, "no val, valid, validation, test "
-		     "or eval split: make one with chute split --val 0.05");
+		     "or eval split: hold some samples out in one");
 	if (c->o->allow_no_eval)
 		c->rep->rules[CH_RULE_EVAL_SPLIT].status = CH_STATUS_WARN;
 }

@@ -13,6 +13,7 @@ static void set(struct ch_error *err, enum ch_error_kind kind,
 		return;
 	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	err->kind = kind;
+	err->setting = err->remedy = NULL; /* a reused error's are stale */
 }
 
 int ch_error_set(struct ch_error *err, const char *fmt, ...)
@@ -47,6 +48,7 @@ int ch_error_interrupted(struct ch_error *err)
 	if (err) {
 		snprintf(err->msg, sizeof(err->msg), "interrupted");
 		err->kind = CH_ERR_INTERRUPTED;
+		err->setting = err->remedy = NULL;
 	}
 	return -1;
 }
@@ -56,7 +58,22 @@ int ch_error_nomem(struct ch_error *err)
 	if (err) {
 		snprintf(err->msg, sizeof(err->msg), "out of memory");
 		err->kind = CH_ERR_MEMORY;
+		err->setting = err->remedy = NULL;
 	}
+	return -1;
+}
+
+int ch_error_setting(struct ch_error *err, const char *key)
+{
+	if (err)
+		err->setting = key;
+	return -1;
+}
+
+int ch_error_remedy(struct ch_error *err, const char *key)
+{
+	if (err)
+		err->remedy = key;
 	return -1;
 }
 

@@ -45,9 +45,11 @@ static int check_part(const struct part *p, struct ch_error *err)
 	if (!man(p)->id_ok)
 		return ch_error_data(err, "'%s': its manifest's id does not "
 				     "match its content (edited?)", p->path);
-	if (!man(p)->options.parts)
-		return ch_error_set(err, "'%s' is not a part: it was packed "
-				    "without --part", p->path);
+	if (!man(p)->options.parts) {
+		ch_error_set(err, "'%s' is not a part: it was packed whole",
+			     p->path);
+		return ch_error_remedy(err, "part");
+	}
 	if (man(p)->nsplits)
 		return ch_error_set(err, "'%s' has splits: merge the parts as "
 				    "pack wrote them, and split the merged "
@@ -119,23 +121,33 @@ static int same_strings(char *const *a, size_t na, char *const *b, size_t nb)
 	return 1;
 }
 
+/* A pack option: its words in a message, its setting's key. */
+struct option_name {
+	const char *what, *key;
+};
+
 /* The first pack option that differs between a and b, or NULL. */
-static const char *option_difference(const struct ch_manifest_options *a,
-				     const struct ch_manifest_options *b)
+static const struct option_name *
+option_difference(const struct ch_manifest_options *a,
+		  const struct ch_manifest_options *b)
 {
-	if (a->shard_bytes != b->shard_bytes ||
-	    a->shard_samples != b->shard_samples)
-		return "--shard-size";
-	if (a->block_size != b->block_size)
-		return "--block-size";
-	if (a->level != b->level)
-		return "--level";
-	if (a->dict != b->dict)
-		return "--dict";
-	if (a->keep_order != b->keep_order)
-		return "--keep-order";
-	if (!same_str(a->label_from, b->label_from))
-		return "--label-from";
+	static const struct option_name names[] = {
+		{"shard sizes", "shard-size"},	 {"block sizes", "block-size"},
+		{"compression levels", "level"}, {"dictionary choices", "dict"},
+		{"sample orders", "keep-order"}, {"label sources", "label-from"},
+	};
+	const int differs[] = {
+		a->shard_bytes != b->shard_bytes ||
+			a->shard_samples != b->shard_samples,
+		a->block_size != b->block_size,
+		a->level != b->level,
+		a->dict != b->dict,
+		a->keep_order != b->keep_order,
+		!same_str(a->label_from, b->label_from),
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (differs[i])
+			return &names[i];
 	return NULL;
 }
 
@@ -145,11 +157,13 @@ static int check_alike(const struct part *first, const struct part *p,
 		       struct ch_error *err)
 {
 	const struct ch_manifest *a = man(first), *b = man(p);
-	const char *option = option_difference(&a->options, &b->options);
-	if (option)
-		return ch_error_set(err, "'%s' and '%s' were packed with "
-				    "different options (%s)", first->path,
-				    p->path, option);
+	const struct option_name *option =
+		option_difference(&a->options, &b->options);
+	if (option) {
+		ch_error_set(err, "'%s' and '%s' were packed with different "
+			     "%s", first->path, p->path, option->what);
+		return ch_error_remedy(err, option->key);
+	}
 	if (!same_str(a->chute_version, b->chute_version) ||
 	    a->format_version != b->format_version)
 		return ch_error_set(err, "'%s' and '%s' were packed by "

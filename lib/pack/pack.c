@@ -134,9 +134,11 @@ static int class_add(struct classes *cl, const char *key, const char *origin,
 {
 	const char *p;
 	size_t len, at;
-	if (parent_name(key, &p, &len) < 0)
-		return ch_error_set(err, "labels from folders: '%s' is not inside "
-				    "a class folder", origin);
+	if (parent_name(key, &p, &len) < 0) {
+		ch_error_set(err, "labels from folders: '%s' is not inside a "
+			     "class folder", origin);
+		return ch_error_setting(err, "label-from");
+	}
 	if (class_find(cl, p, len, &at) >= 0)
 		return 0;
 	if (cl->n == cl->cap) {
@@ -200,11 +202,12 @@ static int survey(struct ch_sorted_entries *st, const struct ch_pack_opts *o,
 		 * and all parts number the classes alike */
 		sv->sample_bytes = (same_key ? sv->sample_bytes : 0) + e->size;
 		if (sv->sample_bytes > o->max_sample_size) {
-			ch_error_set(err, "sample '%s' is larger than "
-				     "--max-sample-size (%llu bytes) with '%s' "
-				     "(%llu bytes)", e->key,
+			ch_error_set(err, "sample '%s' is over the size "
+				     "limit of %llu bytes with '%s' (%llu "
+				     "bytes)", e->key,
 				     (unsigned long long)o->max_sample_size,
 				     e->origin, (unsigned long long)e->size);
+			ch_error_setting(err, "max-sample-size");
 			goto out;
 		}
 		int counted = in_part(o, e->key);
@@ -383,7 +386,7 @@ static int finish_sample(struct builder *b, struct ch_error *err)
 		int tl = snprintf(text, sizeof(text), "%zd", idx);
 		struct ch_entry e = {
 			.key = first->key, .field = "cls",
-			.origin = "--label-from dir", .size = (uint64_t)tl,
+			.origin = "labels from folders", .size = (uint64_t)tl,
 			.seq = first->seq, .inline_data = (uint8_t *)text,
 		};
 		if (ch_catalog_add(c, &e, err) < 0)
@@ -748,10 +751,10 @@ int ch_pack_refuse_losses(const char *verb, int force, const char *out_dir,
 	if (force || !old->id[0] ||
 	    !ch_version_losses(old, v, lost, sizeof(lost)))
 		return 0;
-	return ch_error_set(err, "refusing to replace '%s' (version %.12s): "
-			    "the new version would lose %s; %s with "
-			    "--force to replace it anyway",
-			    out_dir, old->id, lost, verb);
+	ch_error_set(err, "refusing to replace '%s' (version %.12s): the new "
+		     "version would lose %s; force the %s to replace it "
+		     "anyway", out_dir, old->id, lost, verb);
+	return ch_error_remedy(err, "force");
 }
 
 /* Before the scan: pack writes no splits, and labels only with
@@ -812,16 +815,22 @@ int ch_pack(const char *const *sources, size_t nsources,
 	int exists, rc = -1;
 	if (!eff.block_size)
 		eff.block_size = eff.dict ? BLOCK_DEFAULT_DICT : BLOCK_DEFAULT;
-	if (eff.level < 0 || eff.level > 19)
-		return ch_error_usage(err, "compression level %d is outside "
-				      "0..19", eff.level);
-	if (eff.level == 0 && eff.dict)
-		return ch_error_usage(err, "a dictionary needs compression: level 0 "
-				      "stores blocks raw");
-	if (eff.max_sample_size > CH_MAX_SAMPLE_LIMIT)
-		return ch_error_usage(err, "--max-sample-size is over %llu "
-				      "bytes, the most a shard's block may "
-				      "hold", CH_MAX_SAMPLE_LIMIT);
+	if (eff.level < 0 || eff.level > 19) {
+		ch_error_usage(err, "compression level %d is outside 0..19",
+			       eff.level);
+		return ch_error_setting(err, "level");
+	}
+	if (eff.level == 0 && eff.dict) {
+		ch_error_usage(err, "a dictionary needs compression: level 0 "
+			       "stores blocks raw");
+		return ch_error_setting(err, "dict");
+	}
+	if (eff.max_sample_size > CH_MAX_SAMPLE_LIMIT) {
+		ch_error_usage(err, "the sample size limit is over %llu "
+			       "bytes, the most a shard's block may hold",
+			       CH_MAX_SAMPLE_LIMIT);
+		return ch_error_setting(err, "max-sample-size");
+	}
 	if (eff.parts && eff.part >= eff.parts)
 		return ch_error_usage(err, "part %llu of %llu: parts are "
 				      "numbered from 0 to %llu",

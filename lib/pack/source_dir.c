@@ -168,12 +168,14 @@ int ch_source_dir_scan(struct ch_catalog *c, const char *root,
 	uint64_t before = c->added;
 	if (scan(c, root, strlen(root), err) < 0)
 		return -1;
-	if (c->added == before && !(c->filter && c->filter->nstrays))
-		return ch_error_set(err, "no files to pack in '%s'%s", root,
-				    c->filter && (c->filter->nexclude ||
-						  c->filter->ninclude)
-					    ? " (after --exclude and --include)"
-					    : "");
+	if (c->added == before && !(c->filter && c->filter->nstrays)) {
+		int filtered = c->filter && (c->filter->nexclude ||
+					     c->filter->ninclude);
+		ch_error_set(err, "no files to pack in '%s'%s", root,
+			     filtered ? " after the exclude and include "
+					"patterns" : "");
+		return filtered ? ch_error_remedy(err, "exclude include") : -1;
+	}
 	return 0;
 }
 

@@ -115,13 +115,12 @@ int ch_source_filter_check(const struct ch_source_filter *f,
 	base = base ? base + 1 : f->strays[0];
 	const char *colon = strrchr(base, ':'); /* archive:member */
 	base = colon ? colon + 1 : base;
-	return ch_error_set(err,
-			    "%llu file%s ha%s no KEY.FIELD name: %s%s; leave "
-			    "them out with --exclude GLOB (for example "
-			    "--exclude '%s') or name the ones to pack with "
-			    "--include GLOB",
-			    (unsigned long long)f->nstrays,
-			    f->nstrays == 1 ? "" : "s",
-			    f->nstrays == 1 ? "s" : "ve", names,
-			    f->nstrays > shown ? ", ..." : "", base);
+	ch_error_set(err,
+		     "%llu file%s ha%s no KEY.FIELD name: %s%s; leave them out "
+		     "with an exclude pattern (for example '%s') or name the "
+		     "ones to pack with an include pattern",
+		     (unsigned long long)f->nstrays, f->nstrays == 1 ? "" : "s",
+		     f->nstrays == 1 ? "s" : "ve", names,
+		     f->nstrays > shown ? ", ..." : "", base);
+	return ch_error_remedy(err, "exclude include");
 }

@@ -79,10 +79,12 @@ static int mark_kept(struct ch_store *st, const struct ch_remote_inventory *inv,
 	for (size_t i = 0; i < o->nkeep; i++) {
 		if (ch_remote_resolve(st, o->keep[i], id, err) != 0)
 			return -1;
-		if (!ch_remote_inventory_find(inv, id))
-			return ch_error_usage(err, "no version %s on %s (kept "
-					      "as '%s')", id, ch_store_url(st),
-					      o->keep[i]);
+		if (!ch_remote_inventory_find(inv, id)) {
+			ch_error_usage(err, "no version %s on %s (kept as "
+				       "'%s')", id, ch_store_url(st),
+				       o->keep[i]);
+			return ch_error_setting(err, "keep");
+		}
 		keep(inv, kept, id);
 	}
 	/* a manifest just written may be a push's whose tags are on the way */

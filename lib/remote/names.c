@@ -148,11 +148,12 @@ int ch_remotes_default(const struct ch_remotes *r, const char **name,
 	*name = *url = NULL;
 	for (size_t i = 0; i < r->n && !*name; i++)
 		*name = ch_config_get(&r->files[i], "core", NULL, "remote");
-	if (!*name)
-		return ch_error_usage(err, "no remote given and no default "
-				      "remote: add one with 'chute remote add "
-				      "--default NAME URL' (in the dataset "
-				      "folder, or with --user for all)");
+	if (!*name) {
+		ch_error_usage(err, "no remote given and no default remote: "
+			       "add one as the default, for the dataset "
+			       "folder or for all of the user's");
+		return ch_error_remedy(err, "default user");
+	}
 	if (!(*url = ch_remotes_url(r, *name, NULL)))
 		return ch_remotes_unknown(r, *name, err);
 	return 0;

@@ -121,7 +121,8 @@ static int add_sample(struct ch_shard_writer *w, const struct ch_sample_desc *s,
 	if (w->keys.len + s->key_len > UINT32_MAX ||
 	    w->nfields + s->nfields > UINT32_MAX || w->nsamples >= UINT32_MAX)
 		return ch_error_set(err, "shard '%s' is too large: make "
-				    "smaller shards", w->path);
+				    "smaller shards", w->path),
+		       ch_error_remedy(err, "shard-size");
 	uint8_t e[CHS_SAMPLE_ENTRY_SIZE] = { 0 };
 	st64(e, s->hash);
 	st64(e + 8, s->offset);

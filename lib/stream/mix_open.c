@@ -249,10 +249,13 @@ static int check_source_field(const struct ch_dataset *ds,
 {
 	if (!o->source_field)
 		return 0;
-	if (!mix)
-		return ch_error_usage(err, "--source-field names each sample's "
-				      "source in a mix: give several "
-				      "datasets and --mix");
+	if (!mix) {
+		ch_error_usage(err, "a sample's source is named in a mix "
+			       "only: give several datasets and their "
+			       "proportions");
+		ch_error_setting(err, "source-field");
+		return ch_error_remedy(err, "mix");
+	}
 	const char *has = having(mix, "source");
 	if (has)
 		return ch_error_usage(err, "'%s' has a field 'source' of its "
@@ -269,11 +272,12 @@ static int check_common(const struct ch_dataset *ds, const struct ch_mix *mix,
 	const struct ch_manifest *m = &ds->manifest;
 	for (size_t f = 0; mix && f < m->nfields; f++) {
 		const char *name = m->fields[f].name, *no = lacking(mix, name);
-		if (no)
-			return ch_error_usage(err, "field '%s' is in '%s' but "
-					      "not in '%s': pick fields every "
-					      "source has with --fields",
-					      name, having(mix, name), no);
+		if (no) {
+			ch_error_usage(err, "field '%s' is in '%s' but not in "
+				       "'%s': pick fields every source has",
+				       name, having(mix, name), no);
+			return ch_error_remedy(err, "fields");
+		}
 	}
 	return 0;
 }
@@ -292,16 +296,20 @@ static size_t split_fields(const struct ch_dataset *ds,
 		for (size_t k = 0; k < n; k++)
 			if (!strcmp(out[k].name, f))
 				return ch_error_usage(err, "field '%s' "
-						      "chosen twice", f), 0;
+						      "chosen twice", f),
+				       ch_error_setting(err, "fields"), 0;
 		const char *no = mix ? lacking(mix, f)
 				     : has_field(ds, f) ? NULL : "the dataset";
 		if (no)
 			return ch_error_usage(err, "fields chosen: '%s' has "
-					      "no field '%s'", no, f), 0;
+					      "no field '%s'", no, f),
+			       ch_error_setting(err, "fields"), 0;
 		out[n++].name = f;
 	}
-	if (!n)
+	if (!n) {
 		ch_error_usage(err, "fields chosen '%s': none named", text);
+		ch_error_setting(err, "fields");
+	}
 	return n;
 }
 

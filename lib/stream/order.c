@@ -175,19 +175,13 @@ uint32_t ch_stream_options_hash(const struct ch_stream_opts *o)
 }
 
 #define HASHED_NAME(NAME, FIELD, DEFAULT, HASH) CH_SO_HASHED_NAME_##HASH(NAME)
-#define CH_SO_HASHED_NAME_HASHED(name) "--" name,
+#define CH_SO_HASHED_NAME_HASHED(name) " " name
 #define CH_SO_HASHED_NAME__(name)
 
-void ch_stream_options_hashed(char *out, size_t size)
+const char *ch_stream_options_hashed(void)
 {
-	static const char *const names[] = { CH_STREAM_OPTIONS(HASHED_NAME) };
-	size_t n = sizeof(names) / sizeof(*names), len = 0;
-	out[0] = '\0';
-	for (size_t i = 0; i < n && len < size; i++) {
-		const char *sep = i == 0 ? "" : i + 1 < n ? ", " : " or ";
-		int k = snprintf(out + len, size - len, "%s%s", sep, names[i]);
-		len += k > 0 ? (size_t)k : 0;
-	}
+	/* one literal, of static storage; past its leading space */
+	return &(CH_STREAM_OPTIONS(HASHED_NAME))[1];
 }
 
 void ch_cursor_format(char *out, size_t size, const char *dataset_id,

@@ -219,8 +219,9 @@ struct ch_cursor {
 };
 
 uint32_t ch_stream_options_hash(const struct ch_stream_opts *o);
-/* "--a, --b or --c": the options that enter the hash, for a message. */
-void ch_stream_options_hashed(char *out, size_t size);
+/* "a b c": the keys of the settings that enter the hash (struct
+ * ch_error's), for an error about a cursor made with other ones. */
+const char *ch_stream_options_hashed(void);
 void ch_cursor_format(char *out, size_t size, const char *dataset_id,
 		      uint32_t opt_hash, uint64_t epoch, uint64_t batch,
 		      uint64_t pos);

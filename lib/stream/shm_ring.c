@@ -77,10 +77,11 @@ static int check_room(const struct ch_shm_ring *r, uint64_t size,
 	uint64_t room = (uint64_t)vfs.f_bavail * vfs.f_frsize;
 	if (room >= size)
 		return 0;
-	return ch_error_set(err, "not enough room in %s for ring '%s': it "
-			    "needs %.1f MB, %.1f MB are free (fewer slots "
-			    "or smaller ones)", CHUTE_SHM_DIR, r->name,
-			    (double)size / 1e6, (double)room / 1e6);
+	ch_error_set(err, "not enough room in %s for ring '%s': it needs %.1f "
+		     "MB, %.1f MB are free: fewer slots or smaller ones",
+		     CHUTE_SHM_DIR, r->name, (double)size / 1e6,
+		     (double)room / 1e6);
+	return ch_error_remedy(err, "slots slot-size");
 }
 
 /* A segment of that name exists: 1 if it was left by a chute stream that
@@ -111,11 +112,12 @@ static int open_segment(struct ch_shm_ring *r, struct ch_error *err)
 		if (errno != EEXIST)
 			break;
 		uint32_t owner = 0;
-		if (!remove_stale(r, &owner))
-			return ch_error_set(err, "ring '%s' (%s%s) is in use by "
-					    "chute stream pid %u: choose "
-					    "another ring name", r->name,
-					    CHUTE_SHM_DIR, r->path, owner);
+		if (!remove_stale(r, &owner)) {
+			ch_error_set(err, "ring '%s' (%s%s) is in use by chute "
+				     "stream pid %u: choose another ring name",
+				     r->name, CHUTE_SHM_DIR, r->path, owner);
+			return ch_error_remedy(err, "shm");
+		}
 	}
 	return ch_error_errno(err, errno, "cannot create ring '%s' in %s",
 			      r->name, CHUTE_SHM_DIR);
@@ -131,14 +133,15 @@ static int pin(struct ch_shm_ring *r, struct ch_error *err)
 	struct rlimit rl;
 	if ((e == ENOMEM || e == EPERM) && getrlimit(RLIMIT_MEMLOCK, &rl) == 0 &&
 	    rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < r->size)
-		return ch_error_set(err, "cannot lock ring '%s' in memory "
-				    "(--pin): its %.1f MB exceed RLIMIT_MEMLOCK"
-				    " (%llu KB; raise it with ulimit -l or "
-				    "limits.conf, or give chute CAP_IPC_LOCK)",
-				    r->name, (double)r->size / 1e6,
-				    (unsigned long long)rl.rlim_cur / 1024);
-	return ch_error_errno(err, e, "cannot lock ring '%s' in memory",
-			      r->name);
+		ch_error_set(err, "cannot lock ring '%s' in memory: its %.1f "
+			     "MB exceed RLIMIT_MEMLOCK (%llu KB; raise it with "
+			     "ulimit -l or limits.conf, or give chute "
+			     "CAP_IPC_LOCK)", r->name, (double)r->size / 1e6,
+			     (unsigned long long)rl.rlim_cur / 1024);
+	else
+		ch_error_errno(err, e, "cannot lock ring '%s' in memory",
+			       r->name);
+	return ch_error_setting(err, "pin");
 }
 
 /* The header from chute's copy, the magic last: a consumer that maps the
@@ -379,12 +382,13 @@ int ch_shm_ring_reserve(struct ch_shm_ring *r, size_t size, uint8_t **slot,
 {
 	const struct chute_shm_header *own = &r->published;
 	uint32_t i = (uint32_t)(r->seq % own->nslots);
-	if (size > own->slot_size)
-		return ch_error_usage(err, "a frame of %zu bytes does not fit "
-				      "the slots of ring '%s' (%llu bytes): "
-				      "give a larger --slot-size", size,
-				      r->name,
-				      (unsigned long long)own->slot_size);
+	if (size > own->slot_size) {
+		ch_error_usage(err, "a frame of %zu bytes does not fit the "
+			       "slots of ring '%s' (%llu bytes): give larger "
+			       "slots", size, r->name,
+			       (unsigned long long)own->slot_size);
+		return ch_error_remedy(err, "slot-size");
+	}
 	int rc = wait_free(r, i, err);
 	if (rc != 0)
 		return rc;

@@ -206,10 +206,11 @@ static int planner_init(struct planner *p, const struct ch_dataset *ds,
 	p->o = o;
 	p->opt_hash = ch_stream_options_hash(o);
 	p->mix = ch_mix_of(ds);
-	if (p->mix && o->split)
-		return ch_error_usage(err, "one split for several datasets: "
-				      "name each source's split as "
-				      "DATASET:SPLIT");
+	if (p->mix && o->split) {
+		ch_error_usage(err, "one split for several datasets: name "
+			       "each source's split as DATASET:SPLIT");
+		return ch_error_setting(err, "split");
+	}
 	p->n = p->mix ? p->mix->total : m->samples;
 	if (p->mix) {
 		mix_tail(p, ds);
@@ -239,11 +240,9 @@ static int planner_init(struct planner *p, const struct ch_dataset *ds,
 				      "dataset (id %s..., this one is "
 				      "%.16s...)", o->resume, c.id, m->id);
 	if (c.opt_hash != p->opt_hash) {
-		char hashed[256];
-		ch_stream_options_hashed(hashed, sizeof(hashed));
-		return ch_error_usage(err, "cursor '%s' was made with other "
-				      "stream options (%s differ)",
-				      o->resume, hashed);
+		ch_error_usage(err, "cursor '%s' was made with other stream "
+			       "options", o->resume);
+		return ch_error_remedy(err, ch_stream_options_hashed());
 	}
 	if (c.pos > p->n)
 		return ch_error_usage(err, "cursor '%s' is past the end of the "
@@ -705,12 +704,12 @@ static int check_index_memory(const struct ch_dataset *ds,
 	}
 	if (total <= o->index_memory)
 		return 0;
-	return ch_error_set(err, "a global shuffle keeps every shard's index "
-			    "open: %.1fM for this dataset, more than "
-			    "--index-memory (%.1fM); raise --index-memory "
-			    "or use --shuffle window, which holds only a "
-			    "window's shards", (double)total / 1048576,
-			    (double)o->index_memory / 1048576);
+	ch_error_set(err, "a global shuffle keeps every shard's index open: "
+		     "%.1fM for this dataset, more than the index memory "
+		     "allowed (%.1fM); allow more, or shuffle by window, which holds "
+		     "only a window's shards", (double)total / 1048576,
+		     (double)o->index_memory / 1048576);
+	return ch_error_remedy(err, "index-memory shuffle");
 }
 
 /* Threads and job slots: what was asked for, or for auto the most that

@@ -29,9 +29,9 @@ struct op_text {
 static int bad(struct ch_error *err, const struct op_text *t,
 	       const char *why)
 {
-	return ch_error_usage(err, "--transform '%s': %s%s%s", t->spec,
-			      t->name ? t->name : "",
-			      t->name ? ": " : "", why);
+	ch_error_usage(err, "'%s': %s%s%s", t->spec, t->name ? t->name : "",
+		       t->name ? ": " : "", why);
+	return ch_error_setting(err, "transform");
 }
 
 static int parse_uint(const char *s, uint32_t *out)
@@ -393,13 +393,18 @@ static int no_such_op(const struct op_text *t, struct ch_error *err)
 	for (size_t k = 0; k < NOPS; k++)
 		names[k] = op_table[k].name;
 	const char *near = ch_closest(t->name, names, NOPS);
-	char why[160];
-	if (near)
+	char why[256];
+	if (near) {
 		snprintf(why, sizeof(why), "no such op; did you mean '%s'?",
 			 near);
-	else
-		snprintf(why, sizeof(why), "no such op (see chute stream "
-			 "--help)");
+		return bad(err, t, why);
+	}
+	size_t used = (size_t)snprintf(why, sizeof(why), "no such op (ops:");
+	for (size_t k = 0; k < NOPS && used < sizeof(why); k++)
+		used += (size_t)snprintf(why + used, sizeof(why) - used,
+					 "%s %s", k ? "," : "", names[k]);
+	if (used < sizeof(why))
+		snprintf(why + used, sizeof(why) - used, ")");
 	return bad(err, t, why);
 }
 
@@ -488,6 +493,7 @@ int ch_transforms_parse(const char *const *specs, size_t n, int eval,
 				ch_error_usage(err, "two transforms "
 					       "for field '%s'",
 					       t->p[i].field);
+				ch_error_setting(err, "transform");
 				goto fail;
 			}
 	}
@@ -546,8 +552,9 @@ static int no_field(const char *field, const struct ch_manifest_field *fields,
 			best = fields[i].name;
 	if (best)
 		snprintf(near, sizeof(near), "; did you mean '%.120s'?", best);
-	return ch_error_usage(err, "--transform: no field '%.200s' in the "
-			      "dataset (fields: %s)%s", field, list, near);
+	ch_error_usage(err, "no field '%.200s' in the dataset (fields: %s)%s",
+		       field, list, near);
+	return ch_error_setting(err, "transform");
 }
 
 int ch_transforms_check_fields(const struct ch_transforms *t,

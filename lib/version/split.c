@@ -103,19 +103,23 @@ static int compile_group(struct splitter *sp, struct ch_error *err)
 
 	if (!sp->o->group)
 		return 0;
-	if (!*sp->o->group)
-		return ch_error_usage(err, "empty group regex");
+	if (!*sp->o->group) {
+		ch_error_usage(err, "empty group regex");
+		return ch_error_setting(err, "group");
+	}
 	rc = regcomp(&sp->re, sp->o->group, REG_EXTENDED);
 	if (rc != 0) {
 		regerror(rc, NULL, why, sizeof(why));
-		return ch_error_usage(err, "invalid --group regex '%s': %s",
-				      sp->o->group, why);
+		ch_error_usage(err, "invalid group regex '%s': %s",
+			       sp->o->group, why);
+		return ch_error_setting(err, "group");
 	}
 	sp->have_re = 1;
-	if (sp->re.re_nsub < 1)
-		return ch_error_usage(err, "group regex '%s' has no "
-				      "parenthesised group to name a sample's "
-				      "group", sp->o->group);
+	if (sp->re.re_nsub < 1) {
+		ch_error_usage(err, "group regex '%s' has no parenthesised "
+			       "group to name a sample's group", sp->o->group);
+		return ch_error_setting(err, "group");
+	}
 	return 0;
 }
 
@@ -126,21 +130,24 @@ static int check_opts(struct splitter *sp, struct ch_error *err)
 	const struct ch_split_opts *o = sp->o;
 	long test = share_units(o->test), val = share_units(o->val);
 
-	if (test < 0)
-		return ch_error_usage(err, "test share %g: expected a fraction "
-				      "from 0 to below 1 in steps of 0.0001",
-				      o->test);
-	if (val < 0)
-		return ch_error_usage(err, "val share %g: expected a fraction "
-				      "from 0 to below 1 in steps of 0.0001",
-				      o->val);
-	if (test + val >= FRACTION_UNITS)
-		return ch_error_usage(err, "val %g and test %g leave "
-				      "nothing for train: together they must "
-				      "stay below 1", o->val, o->test);
-	if (o->seed > (uint64_t)INT64_MAX)
-		return ch_error_usage(err, "seed %" PRIu64 ": at most 2^63-1",
-				      o->seed);
+	if (test < 0 || val < 0) {
+		ch_error_usage(err, "%s share %g: expected a fraction from 0 "
+			       "to below 1 in steps of 0.0001",
+			       test < 0 ? "test" : "val",
+			       test < 0 ? o->test : o->val);
+		return ch_error_setting(err, test < 0 ? "test" : "val");
+	}
+	if (test + val >= FRACTION_UNITS) {
+		ch_error_usage(err, "val %g and test %g leave nothing for "
+			       "train: together they must stay below 1",
+			       o->val, o->test);
+		return ch_error_setting(err, "val test");
+	}
+	if (o->seed > (uint64_t)INT64_MAX) {
+		ch_error_usage(err, "seed %" PRIu64 ": at most 2^63-1",
+			       o->seed);
+		return ch_error_setting(err, "seed");
+	}
 	sp->sets[SET_TEST].units = test;
 	sp->sets[SET_VAL].units = val;
 	sp->sets[SET_TRAIN].units = FRACTION_UNITS - test - val;
@@ -172,13 +179,14 @@ static int group_of(struct splitter *sp, const char *key, size_t len,
 	    ch_buf_append(&sp->key, "", 1, err) < 0)
 		return -1;
 	k = (const char *)sp->key.data;
-	if (regexec(&sp->re, k, 2, mt, 0) != 0 || mt[1].rm_so < 0)
-		return ch_error_data(err, "key '%.*s%s' does not match --group "
-				     "'%s' (or its first group takes no part "
-				     "in the match)",
-				     (int)(len > KEY_SHOWN ? KEY_SHOWN : len),
-				     key, len > KEY_SHOWN ? "..." : "",
-				     sp->o->group);
+	if (regexec(&sp->re, k, 2, mt, 0) != 0 || mt[1].rm_so < 0) {
+		ch_error_data(err, "key '%.*s%s' does not match the group "
+			      "regex '%s' (or its first group takes no part "
+			      "in the match)",
+			      (int)(len > KEY_SHOWN ? KEY_SHOWN : len), key,
+			      len > KEY_SHOWN ? "..." : "", sp->o->group);
+		return ch_error_setting(err, "group");
+	}
 	*g = k + mt[1].rm_so;
 	*glen = (size_t)(mt[1].rm_eo - mt[1].rm_so);
 	return 0;

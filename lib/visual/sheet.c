@@ -95,9 +95,10 @@ static int choose_picture(struct sheet *s, const char *want,
 			return ch_error_usage(err, "no field '%s' in the batch",
 					      want);
 	}
-	return ch_error_usage(err, "no picture in the batch: no u8 or f32 "
-			      "image array, no jpg, jpeg or png field (name "
-			      "the field to draw)");
+	ch_error_usage(err, "no picture in the batch: no u8 or f32 image "
+		       "array, no jpg, jpeg or png field: name the field to "
+		       "draw");
+	return ch_error_remedy(err, "field");
 }
 
 static int choose_label(struct sheet *s, const char *want,

@@ -770,9 +770,12 @@ EOF
 	pack_ds ds src --label-from dir
 	check 1 ds
 	assert_rule FAIL eval-split
+	# the library's words, and the command line that makes one
+	assert_line "FAIL eval-split: no val, valid, validation, test or eval split: hold some samples out in one (chute split --val 0.05)"
 	assert_summary 10 9 0 1
 	check 1 ds --json
 	json_rule eval-split fail
+	jq_ok 'by["eval-split"]["message"].endswith("hold some samples out in one (chute split --val 0.05)")'
 	check 0 ds --allow-no-eval
 	assert_rule WARN eval-split
 	assert_summary 10 9 1 0

@@ -215,22 +215,20 @@ failures() {
 	echo "$output"
 }
 
-# A cmd/ and lib/ that keep the rules: an option loop may still return
-# cmd_error (the parsers are left as they are), a body may not.
+# A cmd/ and lib/ that keep the rules: the body fails through cmd_fail,
+# out.c maps kinds by a table, lib/ names its setting by key.
 plant_failures() {
 	mkdir -p root/cmd root/lib/a
 	cat >root/cmd/x.c <<'C'
-static int parse(int argc)
-{
-	while (cmd_next(argc))
-		return cmd_error("unknown option");
-	return 0;
-}
+static const struct cmd_opt x_opts[] = {
+	CMD_OPT_U64(0, "seed", "N", T, seed, 0, UINT64_MAX, "the seed"),
+	CMD_OPT_END,
+};
 
 int cmd_x(int argc)
 {
 	struct ch_error err;
-	int status = parse(argc);
+	int status = cmd_parse_args(&x_spec, argc, argv, &a);
 	if (status != 0)
 		return cmd_parsed_status(status);
 	if (argc > 3)
@@ -238,7 +236,9 @@ int cmd_x(int argc)
 	return 0;
 }
 C
-	printf 'int a_f(struct ch_error *e)\n{\n\treturn ch_error_usage(e, "seed: at most 2^63-1");\n}\n' \
+	printf 'static const int kind_status[] = {[CH_ERR_DATA] = EXIT_CHECK};\n' \
+		>root/cmd/out.c
+	printf 'int a_f(struct ch_error *e)\n{\n\tch_error_usage(e, "seed: at most 2^63-1");\n\treturn ch_error_setting(e, "seed");\n}\n' \
 		>root/lib/a/a.c
 }
 
@@ -247,31 +247,52 @@ C
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == "failures ok: "* ]]
+	# the issue's own grep
+	run grep -rnE 'return EXIT_|return cmd_error|< 0 \? 0' "$REPO_ROOT/cmd"
+	[ "$status" -eq 1 ]
 }
 
-@test "failures: an exit status made in a command body, or a flag in lib/, fails naming the line" {
+@test "failures: an exit status made in cmd/, or a flag in lib/, fails naming the line" {
 	plant_failures
 	failures
 	[ "$status" -eq 0 ]
-	# the options loop's return cmd_error is left; a body's is not
 	sed -i 's/return cmd_fail((ch_error_usage(&err, "too many"), &err));/return cmd_error("too many");/' root/cmd/x.c
 	failures
 	[ "$status" -eq 1 ]
-	[[ "$output" == *"cmd/x.c:15: return cmd_error(...) outside the option parsers"* ]]
+	[[ "$output" == *"cmd/x.c:13: return cmd_error(...)"* ]]
 	plant_failures
 	sed -i 's/return cmd_parsed_status(status);/return status < 0 ? 0 : status;/' root/cmd/x.c
 	failures
 	[ "$status" -eq 1 ]
-	[[ "$output" == *"cmd/x.c:13: an exit status made by hand (< 0 ? 0)"* ]]
+	[[ "$output" == *"cmd/x.c:11: an exit status made by hand (< 0 ? 0)"* ]]
 	plant_failures
-	sed -i 's/\treturn 0;\n}$//; s/^\treturn 0;$/\treturn argc ? EXIT_CHECK : 0;/' root/cmd/x.c
+	sed -i 's/^\treturn 0;$/\treturn argc ? EXIT_CHECK : 0;/' root/cmd/x.c
 	failures
 	[ "$status" -eq 1 ]
-	[[ "$output" == *"cmd/x.c:16: an exit status outside cmd_exit_status"* ]]
-	[[ "$output" != *"cmd/x.c:5:"* ]]
+	[[ "$output" == *"cmd/x.c:14: an exit status outside cmd_exit_status"* ]]
+	# the map itself is a table: a switch returning codes is not
+	plant_failures
+	printf 'int cmd_kind_status(int kind)\n{\n\treturn EXIT_USAGE;\n}\n' >>root/cmd/out.c
+	failures
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"cmd/out.c:4: return EXIT_...: give the failure its kind"* ]]
+	[[ "$output" != *"cmd/out.c:1:"* ]]
 	plant_failures
 	sed -i 's/"seed: /"--seed /' root/lib/a/a.c
 	failures
 	[ "$status" -eq 1 ]
 	[[ "$output" == *'lib/a/a.c:3: a message names a command-line flag: "--seed at most 2^63-1"'* ]]
+}
+
+@test "failures: a lib/ setting that no option of cmd/ sets fails" {
+	plant_failures
+	sed -i 's/ch_error_setting(e, "seed")/ch_error_setting(e, "sed")/' root/lib/a/a.c
+	failures
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"lib/a/a.c:4: setting 'sed' is no option of cmd/'s tables"* ]]
+	plant_failures
+	sed -i 's/ch_error_setting(e, "seed")/ch_error_remedy(e, "seed sed")/' root/lib/a/a.c
+	failures
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"setting 'sed' is no option"* ]]
 }

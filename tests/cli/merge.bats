@@ -150,10 +150,10 @@ refused() {
 @test "merge: parts packed with other options are refused, naming the option" {
 	pack_parts parts 2
 	chute pack -q -s 20s -l 9 --part 1/2 -o other src >/dev/null
-	refused "'parts/0' and 'other' were packed with different options (--level)" \
+	refused "'parts/0' and 'other' were packed with different compression levels (chute pack --level)" \
 		parts/0 other
 	chute pack -q -s 30s --part 1/2 -o other src >/dev/null
-	refused "(--shard-size)" parts/0 other
+	refused "different shard sizes (chute pack --shard-size)" parts/0 other
 }
 
 @test "merge: parts packed by another chute version or from other sources are refused" {
@@ -178,7 +178,7 @@ refused() {
 
 @test "merge: a dataset that is not a part is refused, an edited part is damaged (1)" {
 	pack_parts parts 2
-	refused "'out' is not a part: it was packed without --part" parts/0 out
+	refused "'out' is not a part: it was packed whole (chute pack --part)" parts/0 out
 	edit_manifest parts/1 'm["options"]["level"] = 4'
 	local before
 	before=$(snapshot out)
@@ -260,7 +260,7 @@ reid = True'
 	before=$(snapshot ds)
 	pack_parts parts 2
 	run -2 chute merge parts/0 parts/1 -o ds
-	assert_output --partial "would lose split train, split val; merge with --force"
+	assert_output --partial "would lose split train, split val; force the merge to replace it anyway (--force)"
 	assert_equal "$(snapshot ds)" "$before"
 	run -0 chute merge --force parts/0 parts/1 -o ds
 	run -0 chute log ds

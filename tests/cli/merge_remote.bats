@@ -180,7 +180,7 @@ refused() {
 		"$R@part-0" "$R@three"
 	chute pack -q -s 20s -l 9 --part 1/2 -o other src >/dev/null
 	chute push other "$R" --tag other >/dev/null
-	refused "'$R@part-0' and '$R@other' were packed with different options (--level)" \
+	refused "'$R@part-0' and '$R@other' were packed with different compression levels (chute pack --level)" \
 		"$R@part-0" "$R@other"
 }
 

@@ -158,9 +158,9 @@ print(d["mix_epoch"], [(s["source"], s["split"], s["weight"],
 
 @test "mix: sources with other fields are refused, unless --fields picks common ones" {
 	run -2 chute stream a d --mix 'a=1,d=1' -f jsonl
-	assert_output "chute stream: field 'extra' is in 'd' but not in 'a': pick fields every source has with --fields"
+	assert_output "chute stream: field 'extra' is in 'd' but not in 'a': pick fields every source has (--fields)"
 	run -2 chute stream a d --mix 'a=1,d=1' --fields txt,extra
-	assert_output --partial "'a' has no field 'extra'"
+	assert_output "chute stream: --fields: fields chosen: 'a' has no field 'extra'"
 	run -0 bash -c "chute stream a d --mix 'a=1,d=1' --fields cls,txt -f jsonl |
 		grep -c '\"fields\":{\"cls\":2,\"txt\":[0-9]*},'"
 	assert_output 8
@@ -174,7 +174,7 @@ print(d["mix_epoch"], [(s["source"], s["split"], s["weight"],
 		-f jsonl --shuffle none | head -2 | grep -o '\"source\":\"[01]\"'"
 	assert_output "$(printf '%s\n' '"source":"0"' '"source":"1"')"
 	run -2 chute stream a --source-field index
-	assert_output --partial "--source-field names each sample's source in a mix"
+	assert_output "chute stream: --source-field: a sample's source is named in a mix only: give several datasets and their proportions (--mix)"
 }
 
 @test "mix: bad weights, a source twice or alone exit 2 naming it, nothing written" {

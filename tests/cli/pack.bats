@@ -338,12 +338,12 @@ assert struct.unpack_from("<I", open(sys.argv[1], "rb").read(64), 12)[0] & 1 == 
 	head -c 700 /dev/zero >src/b.bin
 	head -c 700 /dev/zero >src/b.txt
 	run -2 chute pack -q --max-sample-size 1K src -o ds
-	assert_output "chute pack: sample 'b' is larger than --max-sample-size (1024 bytes) with 'src/b.txt' (700 bytes)"
+	assert_output "chute pack: --max-sample-size: sample 'b' is over the size limit of 1024 bytes with 'src/b.txt' (700 bytes)"
 	assert_not_exist ds
 	run -0 ls -A
 	assert_output src
 	run -2 chute pack -q --max-sample-size 17G src -o ds
-	assert_output --partial "--max-sample-size is over 17179869184 bytes"
+	assert_output --partial "--max-sample-size: the sample size limit is over 17179869184 bytes"
 	run -0 chute pack -q --max-sample-size 2K src -o ds
 }
 

@@ -41,7 +41,7 @@ photos() {
 	done
 	run -2 chute pack -q photos -o ds
 	assert_output --partial "6 files have no KEY.FIELD name: 'photos/AUTHORS', 'photos/COPYING', 'photos/INSTALL', 'photos/LICENSE', 'photos/NOTES', ..."
-	assert_output --partial "--exclude 'AUTHORS'"
+	assert_output --partial "leave them out with an exclude pattern (for example 'AUTHORS') or name the ones to pack with an include pattern (--exclude, --include)"
 	assert_file_not_exist ds
 	run -0 chute pack -q photos -o ds --exclude '[A-Z]*'
 	run -0 chute ls ds
@@ -67,7 +67,7 @@ photos() {
 	run -0 chute ls d
 	assert_equal "${#lines[@]}" 3
 	run -2 chute pack -q photos -o e --include '*.png'
-	assert_output --partial "no files to pack in 'photos' (after --exclude and --include)"
+	assert_output --partial "no files to pack in 'photos' after the exclude and include patterns (--exclude, --include)"
 }
 
 @test "pack: hidden files are skipped alike in a folder and in a tar" {
@@ -156,7 +156,7 @@ z.close()'
 	split=$(id ds)
 	# without --label-from the labels and the splits would go
 	run -2 chute pack -q photos -o ds
-	assert_output --partial "refusing to replace 'ds' (version ${split:0:12}): the new version would lose the labels (2 classes), split train, split val; pack with --force"
+	assert_output --partial "refusing to replace 'ds' (version ${split:0:12}): the new version would lose the labels (2 classes), split train, split val; force the pack to replace it anyway (--force)"
 	assert_equal "$(id ds)" "$split"
 	# a field that goes away is found after the scan
 	for i in 1 2 3; do echo j >"photos/cat/c$i.json"; done

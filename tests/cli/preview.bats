@@ -109,7 +109,7 @@ EOF2
 	mkdir text && printf 'hello\n' >text/a.txt && printf 'world\n' >text/b.txt
 	chute pack -q -o tds text >/dev/null
 	run -2 chute preview tds -o x.png
-	assert_output --partial "no picture in the batch"
+	assert_output "chute preview: no picture in the batch: no u8 or f32 image array, no jpg, jpeg or png field: name the field to draw (--field)"
 	touch afile
 	run -2 chute preview ds -o afile/x.png
 	assert_output --partial "cannot write 'afile/x.png'"

@@ -323,7 +323,7 @@ for kw in ({'ds': 'missing'}, {'transforms': {'txt': 'frobnicate 3'}}, {'split':
         print('MissingDependency', e)
 assert not children()"
 	assert_line --index 0 "StreamError 2 chute stream failed (exit 2): chute stream: cannot open 'missing': No such file or directory"
-	assert_line --index 1 --regexp "^StreamError 2 chute stream failed \(exit 2\): chute stream: --transform 'txt: frobnicate 3'"
+	assert_line --index 1 --regexp "^StreamError 2 chute stream failed \(exit 2\): chute stream: --transform: 'txt: frobnicate 3'"
 	assert_line --index 2 "StreamError 2 chute stream failed (exit 2): chute stream: 'ds' has no splits: make them with chute split"
 	assert_line --index 3 --regexp "^MissingDependency cannot run the chute binary './no-such-chute': No such file or directory; .*chute="
 	run -0 py "

@@ -142,7 +142,7 @@ assert [(r["name"], r["url"], r["file"], r["default"]) for r in d["remotes"]] ==
 	packed ds
 	run -2 chute push ds
 	assert_output --partial "no default remote"
-	assert_output --partial "chute remote add --default NAME URL"
+	assert_output --partial "add one as the default, for the dataset folder or for all of the user's (chute remote [-C DIR|--user] add [--default] [--force] NAME URL)"
 	# without names, a new folder as before
 	run -0 chute push ds newfolder
 	[ -f newfolder/tags/latest ]

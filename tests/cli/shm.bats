@@ -436,7 +436,7 @@ with chute_batch.ShmRing(os.environ["RING"], 20) as ring:
 	! grep -q __asan_init "$CHUTE_BIN" || skip "ASan makes mlock a no-op"
 	run -2 capsh --drop=cap_ipc_lock -- -c \
 		"ulimit -l 64; exec chute stream -b 3 --shm '$RING' --pin --slot-size 1M ds"
-	assert_output --regexp "cannot lock ring '$RING' in memory \(--pin\): its [0-9.]+ MB exceed RLIMIT_MEMLOCK \(64 KB"
+	assert_output --regexp "chute stream: --pin: cannot lock ring '$RING' in memory: its [0-9.]+ MB exceed RLIMIT_MEMLOCK \(64 KB"
 	assert_no_segment
 }
 

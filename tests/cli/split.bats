@@ -318,7 +318,7 @@ for line in open("groups.txt"):
 	cp ds/manifest.json before.json
 	run -1 chute split ds --val 0.5 --group '^([a-z]+)/'
 	assert_one_line_error split
-	assert_output --partial "key 'loose' does not match --group '^([a-z]+)/'"
+	assert_output --partial "chute split: --group: key 'loose' does not match the group regex '^([a-z]+)/'"
 	cmp before.json ds/manifest.json
 	assert_not_exist ds/splits
 }
@@ -417,7 +417,7 @@ for line in open("groups.txt"):
 	run -2 chute split ds
 	assert_output --partial "no --val given"
 	run -2 chute split ds --val 0.1 --group '(a'
-	assert_output --partial "invalid --group regex '(a'"
+	assert_output --partial "chute split: --group: invalid group regex '(a'"
 	run -2 chute split ds --val 0.1 --group 'c0'
 	assert_output --partial "has no parenthesised group"
 	run -2 chute split --val 0.1

@@ -809,7 +809,7 @@ s = json.load(open("st.big"))
 assert s["shard_opens"] == 5 and 0 < s["index_peak_bytes"] < 1e6, s
 '
 	run -2 chute stream --index-memory 1K ds
-	assert_output --regexp "^chute stream: a global shuffle keeps every shard's index open: 0\.[0-9]M for this dataset, more than --index-memory \(0\.0M\); raise --index-memory or use --shuffle window"
+	assert_output --regexp "^chute stream: a global shuffle keeps every shard's index open: 0\.[0-9]M for this dataset, more than the index memory allowed \(0\.0M\); allow more, or shuffle by window, which holds only a window's shards \(--index-memory, --shuffle\)$"
 	run -0 chute stream --mode eval --index-memory 1 -b 4 -o eval.out ds
 	# a shard reopened at a closed one's address gets no stale block or
 	# dictionary (zstd dictionaries are per shard)

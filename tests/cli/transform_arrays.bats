@@ -101,23 +101,23 @@ EOF
 @test "arrays: an op given what it cannot take is a usage error saying what it got and what it takes" {
 	local ds="$BATS_FILE_TMPDIR/ds"
 	run -2 chute stream "$ds" --transform 'img: bytes u8 | flip'
-	assert_output "chute stream: --transform 'img: bytes u8 | flip': flip: takes an image or an H x W or H x W x C array, not a 1-D u8 array: give bytes or npy the array's shape, such as 28x28"
+	assert_output "chute stream: --transform: 'img: bytes u8 | flip': flip: takes an image or an H x W or H x W x C array, not a 1-D u8 array: give bytes or npy the array's shape, such as 28x28"
 	run -2 chute stream "$ds" --transform 'img: bytes u8 784 | center-crop 20'
-	assert_output "chute stream: --transform 'img: bytes u8 784 | center-crop 20': center-crop: takes an image or an H x W or H x W x C array, not a 1-D array of 784 u8: give bytes or npy the array's shape, such as 28x28"
+	assert_output "chute stream: --transform: 'img: bytes u8 784 | center-crop 20': center-crop: takes an image or an H x W or H x W x C array, not a 1-D array of 784 u8: give bytes or npy the array's shape, such as 28x28"
 	run -2 chute stream "$ds" --transform 'img: bytes u8 28x28 | pad 1 | center-crop 31'
-	assert_output "chute stream: --transform 'img: bytes u8 28x28 | pad 1 | center-crop 31': center-crop: a 31x31 window does not fit in a 30x30 u8 array (pad first)"
+	assert_output "chute stream: --transform: 'img: bytes u8 28x28 | pad 1 | center-crop 31': center-crop: a 31x31 window does not fit in a 30x30 u8 array (pad first)"
 	run -2 chute stream "$ds" --transform 'img: bytes u8 28x28 | random-crop 20x30'
-	assert_output "chute stream: --transform 'img: bytes u8 28x28 | random-crop 20x30': random-crop: a window 20 wide and 30 high does not fit in a 28x28 u8 array (pad first)"
+	assert_output "chute stream: --transform: 'img: bytes u8 28x28 | random-crop 20x30': random-crop: a window 20 wide and 30 high does not fit in a 28x28 u8 array (pad first)"
 	run -2 chute stream "$ds" --transform 'cls: int | pad 3'
-	assert_output "chute stream: --transform 'cls: int | pad 3': pad: takes a 1-D, H x W or H x W x C array, not a scalar (i64)"
+	assert_output "chute stream: --transform: 'cls: int | pad 3': pad: takes a 1-D, H x W or H x W x C array, not a scalar (i64)"
 	run -2 chute stream "$ds" --transform 'img: bytes u8 2x2x2x98 | flip'
-	assert_output "chute stream: --transform 'img: bytes u8 2x2x2x98 | flip': flip: takes an image or an H x W or H x W x C array, not a 2x2x2x98 (4-D) u8 array"
+	assert_output "chute stream: --transform: 'img: bytes u8 2x2x2x98 | flip': flip: takes an image or an H x W or H x W x C array, not a 2x2x2x98 (4-D) u8 array"
 	run -2 chute stream "$ds" --transform 'img: bytes u8 784 | random-crop 28x28'
-	assert_output "chute stream: --transform 'img: bytes u8 784 | random-crop 28x28': random-crop: takes N, not WxH, on a 1-D array"
+	assert_output "chute stream: --transform: 'img: bytes u8 784 | random-crop 28x28': random-crop: takes N, not WxH, on a 1-D array"
 	run -2 chute stream "$ds" --transform 'img: bytes u8 28x28 | resize 14'
-	assert_output "chute stream: --transform 'img: bytes u8 28x28 | resize 14': resize: needs an image (from decode); of the geometric ops, arrays take flip, center-crop, random-crop and pad"
+	assert_output "chute stream: --transform: 'img: bytes u8 28x28 | resize 14': resize: needs an image (from decode); of the geometric ops, arrays take flip, center-crop, random-crop and pad"
 	run -2 chute stream "$ds" --transform 'img: decode | pad 4'
-	assert_output "chute stream: --transform 'img: decode | pad 4': pad: takes an array (from bytes, npy or int), not an image: images take center-crop and random-resized-crop"
+	assert_output "chute stream: --transform: 'img: decode | pad 4': pad: takes an array (from bytes, npy or int), not an image: images take center-crop and random-resized-crop"
 }
 
 @test "arrays: an npy array of a shape the op cannot take exits 1 naming the sample" {
@@ -134,11 +134,11 @@ for i in range(3):
 @test "arrays: a mistyped op or field is a usage error with 'did you mean'" {
 	local ds="$BATS_FILE_TMPDIR/ds"
 	run -2 chute stream "$ds" --transform 'img: bytes u8 28x28 | filp'
-	assert_output "chute stream: --transform 'img: bytes u8 28x28 | filp': filp: no such op; did you mean 'flip'?"
+	assert_output "chute stream: --transform: 'img: bytes u8 28x28 | filp': filp: no such op; did you mean 'flip'?"
 	run -2 chute stream "$ds" --transform 'img: decod'
-	assert_output "chute stream: --transform 'img: decod': decod: no such op; did you mean 'decode'?"
+	assert_output "chute stream: --transform: 'img: decod': decod: no such op; did you mean 'decode'?"
 	run -2 chute stream "$ds" --transform 'img: sharpen'
-	assert_output "chute stream: --transform 'img: sharpen': sharpen: no such op (see chute stream --help)"
+	assert_output "chute stream: --transform: 'img: sharpen': sharpen: no such op (ops: decode, resize, center-crop, random-resized-crop, flip, normalize, layout, dtype, int, npy, bytes, random-crop, pad)"
 	run -2 chute stream "$ds" --transform 'imgg: bytes u8 28x28'
 	assert_output "chute stream: --transform: no field 'imgg' in the dataset (fields: cls, f, img, rgb); did you mean 'img'?"
 	run -2 chute stream "$ds" --transform 'label: int'

@@ -124,16 +124,16 @@ True
 @test "bytes: bad specs are usage errors that say what is wrong" {
 	local ds="$BATS_FILE_TMPDIR/ds" spec
 	run -2 chute stream "$ds" --transform 'img: bytes u9 28x28'
-	assert_output "chute stream: --transform 'img: bytes u9 28x28': bytes: the dtype is u8, i64, f16 or f32"
+	assert_output "chute stream: --transform: 'img: bytes u9 28x28': bytes: the dtype is u8, i64, f16 or f32"
 	for spec in 'bytes u8 0' 'bytes u8 28x0' 'bytes u8 28x' 'bytes u8 x28' \
 		'bytes u8 -784' 'bytes u8 1x2x3x4x5' 'bytes u8 28*28' \
 		'bytes f32 4294967296x4294967296'; do
 		run -2 chute stream "$ds" --transform "img: $spec"
-		assert_output "chute stream: --transform 'img: $spec': bytes: the shape is 1 to 4 sizes of at least 1 joined by x, such as 784 or 28x28"
+		assert_output "chute stream: --transform: 'img: $spec': bytes: the shape is 1 to 4 sizes of at least 1 joined by x, such as 784 or 28x28"
 	done
 	for spec in 'bytes' 'bytes u8 28 28'; do
 		run -2 chute stream "$ds" --transform "img: $spec"
-		assert_output "chute stream: --transform 'img: $spec': bytes: takes DTYPE [SHAPE], such as u8 28x28"
+		assert_output "chute stream: --transform: 'img: $spec': bytes: takes DTYPE [SHAPE], such as u8 28x28"
 	done
 	run -2 chute stream "$ds" --transform 'img: int | bytes u8'
 	assert_output --partial "bytes: must come first"

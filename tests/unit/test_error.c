@@ -24,7 +24,7 @@ static int gives(int rc, const struct ch_error *err, enum ch_error_kind kind,
 
 static void setters_give_their_kind(void)
 {
-	struct ch_error err = { "", CH_ERR_DATA };
+	struct ch_error err = { .kind = CH_ERR_DATA };
 
 	gives(ch_error_set(&err, "cannot open '%s'", "x"), &err, CH_ERR_IO,
 	      "cannot open 'x'");
@@ -41,9 +41,33 @@ static void setters_give_their_kind(void)
 	      "cannot write");
 }
 
+/* The setting a failure concerns travels with it; the next setter, which
+ * may be about anything, clears it. */
+static void setting_and_remedy_are_named_and_cleared(void)
+{
+	struct ch_error err = { 0 };
+
+	ch_error_usage(&err, "seed %d: at most 2^63-1", 2);
+	CHECK(ch_error_setting(&err, "seed") == -1);
+	CHECK(ch_error_remedy(&err, "force") == -1);
+	struct ch_error copy = err; /* passed up through a layer */
+	CHECK_STR(copy.setting, "seed");
+	CHECK_STR(copy.remedy, "force");
+	CHECK_STR(copy.msg, "seed 2: at most 2^63-1");
+	ch_error_set(&err, "cannot write");
+	CHECK(!err.setting && !err.remedy);
+	ch_error_setting(&err, "seed");
+	ch_error_nomem(&err);
+	CHECK(!err.setting && !err.remedy);
+	ch_error_setting(&err, "seed");
+	ch_error_interrupted(&err);
+	CHECK(!err.setting);
+	CHECK(ch_error_setting(NULL, "seed") == -1);
+}
+
 static void errno_gives_io_or_memory(void)
 {
-	struct ch_error err = { "", CH_ERR_DATA };
+	struct ch_error err = { .kind = CH_ERR_DATA };
 	char want[256];
 
 	snprintf(want, sizeof want, "cannot read 'f': %s", strerror(ENOENT));
@@ -68,7 +92,7 @@ static void null_error_is_fine(void)
 /* How workers hand their error to the consumer: a plain copy. */
 static void kind_survives_a_copy(void)
 {
-	struct ch_error worker, consumer = { "", CH_ERR_IO };
+	struct ch_error worker, consumer = { .kind = CH_ERR_IO };
 
 	ch_error_data(&worker, "checksum mismatch in block %u", 3u);
 	consumer = worker;
@@ -86,7 +110,7 @@ static void corrupt_lone_shard(void)
 	char path[] = "/tmp/chute-test-error-XXXXXX";
 	int fd = mkstemp(path);
 	struct ch_dataset ds;
-	struct ch_error err = { "", CH_ERR_IO };
+	struct ch_error err = { .kind = CH_ERR_IO };
 
 	if (!CHECK(fd >= 0))
 		return;
@@ -110,7 +134,7 @@ static void lone_chs_with_a_bad_magic(void)
 	char path[] = "/tmp/chute-test-error-XXXXXX.chs";
 	int fd = mkstemps(path, 4);
 	struct ch_dataset ds;
-	struct ch_error err = { "", CH_ERR_IO };
+	struct ch_error err = { .kind = CH_ERR_IO };
 	char text[256];
 
 	if (!CHECK(fd >= 0))
@@ -131,6 +155,7 @@ int main(void)
 {
 	static const struct unit_test tests[] = {
 		UNIT(setters_give_their_kind),
+		UNIT(setting_and_remedy_are_named_and_cleared),
 		UNIT(errno_gives_io_or_memory),
 		UNIT(null_error_is_fine),
 		UNIT(kind_survives_a_copy),

@@ -522,7 +522,7 @@ static void expect_error(const char *text, const char *needle,
 			 const char *what)
 {
 	struct ch_manifest m;
-	struct ch_error err = { "", 0 };
+	struct ch_error err = { .kind = 0 };
 
 	if (!CHECK(text != NULL)) {
 		unit_note("%s: no text to parse", what);
@@ -868,7 +868,7 @@ static void id_changes_with_any_split_field(void)
 static void write_refuses_invalid_manifest(void)
 {
 	struct ch_manifest m;
-	struct ch_error err = { "", 0 };
+	struct ch_error err = { .kind = 0 };
 
 	clear_dir();
 	sample_manifest(&m);
@@ -927,7 +927,7 @@ static void write_refuses_invalid_manifest(void)
 static void read_errors_name_the_file(void)
 {
 	struct ch_manifest m;
-	struct ch_error err = { "", 0 };
+	struct ch_error err = { .kind = 0 };
 
 	CHECK(ch_manifest_read(&m, tmp_path("absent.json"), &err) == -1);
 	CHECK(strstr(err.msg, "absent.json") != NULL);

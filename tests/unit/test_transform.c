@@ -87,7 +87,9 @@ static void bad_specs_are_refused(void)
 		struct ch_transforms *t = parse1(bad[i], 0, &err);
 		if (!CHECK(!t))
 			unit_note("accepted: %s", bad[i]);
-		else if (!CHECK(strstr(err.msg, "--transform")))
+		/* the spec quoted, the setting named for cmd/ to show */
+		else if (!CHECK(strstr(err.msg, bad[i]) && err.setting &&
+				!strcmp(err.setting, "transform")))
 			unit_note("%s", err.msg);
 		ch_transforms_free(t);
 	}
@@ -96,6 +98,7 @@ static void bad_specs_are_refused(void)
 	struct ch_transforms *t = NULL;
 	CHECK(ch_transforms_parse(two, 2, 0, &t, &err) < 0);
 	CHECK(strstr(err.msg, "two transforms"));
+	CHECK(err.setting && !strcmp(err.setting, "transform"));
 }
 
 static void rng_is_keyed_and_uniform(void)
