@@ -18,7 +18,7 @@
 #include "common/internal.h"
 #include "common/pool.h"
 #include "common/xxh.h"
-#include "check/read_range.h"
+#include "common/read_range.h"
 
 #define TASK_BYTES (64u << 20) /* stored bytes per block task */
 #define DEEP_BLOCKS_PER_TASK 16

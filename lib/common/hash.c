@@ -3,12 +3,14 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 
 #include "common/bytes.h"
 #include "common/xxh.h"
 #include "common/internal.h"
+#include "common/read_range.h"
 
 uint64_t ch_hash64(const void *data, size_t size)
 {
@@ -60,46 +62,59 @@ int ch_hash128_parse(const char *hex, struct ch_hash128 *out)
 	return 0;
 }
 
+/* The file's bytes hashed so far (size: how many). */
+struct file_hash {
+	XXH3_state_t st;
+	uint64_t size;
+};
+
+static void hash_piece(const uint8_t *p, uint64_t off, size_t n, void *arg)
+{
+	struct file_hash *h = arg;
+	XXH3_128bits_update(&h->st, p, n);
+	h->size = off + n;
+}
+
+/* Why reading path stopped at byte at (errno from ch_read_range). */
+static void read_failed(const char *path, uint64_t at, struct ch_error *err)
+{
+	if (errno == ENOMEM)
+		ch_error_set(err, "out of memory hashing '%s'", path);
+	else if (errno)
+		ch_error_errno(err, errno, "cannot read '%s' at byte %llu", path,
+			       (unsigned long long)at);
+	else
+		ch_error_set(err, "'%s' ended at byte %llu while read: it shrank",
+			     path, (unsigned long long)at);
+}
+
+/* Read by pread into a 256 KiB buffer (common/read_range.c), not 1 MiB
+ * by read(2): a chunk still in the core's cache when hashed. */
 int ch_hash128_file(const char *path, struct ch_hash128 *out,
 		    uint64_t *size_out, struct ch_error *err)
 {
-	enum { CHUNK = 1 << 20 };
+	struct ch_read_buf buf = { 0 };
+	struct file_hash h = { .size = 0 };
+	struct stat st;
 	int rc = -1;
-	uint64_t total = 0;
-	uint8_t *buf = malloc(CHUNK);
-	XXH3_state_t *st = XXH3_createState();
 	int fd = ch_open_regular(path, err);
-	if (!buf || !st) {
-		ch_error_set(err, "out of memory hashing '%s'", path);
-		goto out;
-	}
 	if (fd < 0)
+		return -1;
+	XXH3_128bits_reset(&h.st);
+	if (fstat(fd, &st) < 0 ||
+	    ch_read_range(fd, 0, (uint64_t)st.st_size, hash_piece, &h, &buf,
+			  NULL) < 0) {
+		read_failed(path, h.size, err);
 		goto out;
-	XXH3_128bits_reset(st);
-	for (;;) {
-		ssize_t n = read(fd, buf, CHUNK);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			ch_error_errno(err, errno, "cannot read '%s' at byte %llu",
-				       path, (unsigned long long)total);
-			goto out;
-		}
-		if (n == 0)
-			break;
-		XXH3_128bits_update(st, buf, (size_t)n);
-		total += (uint64_t)n;
 	}
-	XXH128_hash_t h = XXH3_128bits_digest(st);
-	*out = (struct ch_hash128){ h.high64, h.low64 };
+	XXH128_hash_t d = XXH3_128bits_digest(&h.st);
+	*out = (struct ch_hash128){ d.high64, d.low64 };
 	if (size_out)
-		*size_out = total;
+		*size_out = h.size;
 	rc = 0;
 out:
-	if (fd >= 0)
-		close(fd);
-	XXH3_freeState(st);
-	free(buf);
+	close(fd);
+	ch_read_buf_release(&buf);
 	return rc;
 }
 

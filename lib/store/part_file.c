@@ -10,9 +10,10 @@
 #include <unistd.h>
 
 #include "common/internal.h"
+#include "common/read_range.h"
 #include "store/backend.h"
 
-enum { CHUNK = 1 << 20, WRITEBACK = 4 << 20 };
+enum { WRITEBACK = 4 << 20 };
 
 static int make_parent(const char *path, struct ch_error *err)
 {
@@ -27,31 +28,31 @@ static int make_parent(const char *path, struct ch_error *err)
 	return rc;
 }
 
+/* The .part's bytes hashed so far (done: how many). */
+struct part_hash {
+	XXH3_state_t *xs;
+	uint64_t done;
+};
+
+static void hash_piece(const uint8_t *data, uint64_t off, size_t n,
+		       void *arg)
+{
+	struct part_hash *h = arg;
+	XXH3_128bits_update(h->xs, data, n);
+	h->done = off + n;
+}
+
 /* Hashes the first p->have bytes already in the .part. */
 static int hash_existing(struct ch_part *p, struct ch_error *err)
 {
-	uint8_t *buf = malloc(CHUNK);
-	if (!buf)
-		return ch_error_nomem(err);
-	uint64_t done = 0;
+	struct ch_read_buf buf = { 0 };
+	struct part_hash h = { p->xs, 0 };
 	int rc = 0;
-	while (done < p->have) {
-		size_t want = p->have - done < CHUNK ? (size_t)(p->have - done)
-						     : CHUNK;
-		ssize_t n = pread(p->fd, buf, want, (off_t)done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			rc = ch_error_errno(err, n < 0 ? errno : EIO,
-					    "cannot read '%s' at byte %llu",
-					    p->part_path,
-					    (unsigned long long)done);
-			break;
-		}
-		XXH3_128bits_update(p->xs, buf, (size_t)n);
-		done += (uint64_t)n;
-	}
-	free(buf);
+	if (ch_read_range(p->fd, 0, p->have, hash_piece, &h, &buf, NULL) < 0)
+		rc = ch_error_errno(err, errno ? errno : EIO, "cannot read '%s' "
+				    "at byte %llu", p->part_path,
+				    (unsigned long long)h.done);
+	ch_read_buf_release(&buf);
 	return rc;
 }
 
