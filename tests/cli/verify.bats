@@ -191,6 +191,18 @@ assert [(p["kind"], p["shard"], p["message"]) for p in r["problems"]] == [
 	assert_equal "$(sort <<<"$output")" "$(sort <<<"$one")"
 }
 
+@test "verify: --deep hashes files beside the blocks: the same problems for --jobs 1 and 4, file hashes and blocks alike" {
+	flip_byte "$S0" "$(block_middle "$S0" 0)"
+	flip_byte "$S1" -40
+	run -1 chute verify --deep -j 1 ds
+	local one=$output
+	assert_output --partial "${S0##*/}: file hash"
+	assert_output --regexp "${S0##*/}.*block 0"
+	assert_output --partial "${S1##*/}"
+	run -1 chute verify --deep -j 4 ds
+	assert_equal "$(sort <<<"$output")" "$(sort <<<"$one")"
+}
+
 @test "verify: damage at the edges of a 256 KiB read is found in its blocks alone, alike for --jobs 1 and 2" {
 	# shards are read 256 KiB at a time (common/read_range.c): byte 262144
 	# begins the second read, byte 524287 ends it
