@@ -62,17 +62,32 @@ int ch_hash128_parse(const char *hex, struct ch_hash128 *out)
 	return 0;
 }
 
-/* The file's bytes hashed so far (size: how many). */
-struct file_hash {
-	XXH3_state_t st;
-	uint64_t size;
+/* The bytes fed so far (done: how many). */
+struct fd_hash {
+	XXH3_state_t *st;
+	uint64_t done;
 };
 
 static void hash_piece(const uint8_t *p, uint64_t off, size_t n, void *arg)
 {
-	struct file_hash *h = arg;
-	XXH3_128bits_update(&h->st, p, n);
-	h->size = off + n;
+	struct fd_hash *h = arg;
+	XXH3_128bits_update(h->st, p, n);
+	h->done = off + n;
+}
+
+/* By pread into a 256 KiB buffer, not 1 MiB by read(2): a chunk still
+ * in the core's cache when hashed. */
+int ch_hash128_update_fd(XXH3_state_t *st, int fd, uint64_t size,
+			 uint64_t *done)
+{
+	struct ch_read_buf buf = { 0 };
+	struct fd_hash h = { st, 0 };
+	int rc = ch_read_range(fd, 0, size, hash_piece, &h, &buf, NULL);
+	int saved = errno;
+	ch_read_buf_release(&buf);
+	errno = saved;
+	*done = h.done;
+	return rc;
 }
 
 /* Why reading path stopped at byte at (errno from ch_read_range). */
@@ -88,34 +103,28 @@ static void read_failed(const char *path, uint64_t at, struct ch_error *err)
 			     path, (unsigned long long)at);
 }
 
-/* Read by pread into a 256 KiB buffer (common/read_range.c), not 1 MiB
- * by read(2): a chunk still in the core's cache when hashed. */
 int ch_hash128_file(const char *path, struct ch_hash128 *out,
 		    uint64_t *size_out, struct ch_error *err)
 {
-	struct ch_read_buf buf = { 0 };
-	struct file_hash h = { .size = 0 };
-	struct stat st;
-	int rc = -1;
+	XXH3_state_t st;
+	struct stat sb;
+	uint64_t size = 0;
 	int fd = ch_open_regular(path, err);
 	if (fd < 0)
 		return -1;
-	XXH3_128bits_reset(&h.st);
-	if (fstat(fd, &st) < 0 ||
-	    ch_read_range(fd, 0, (uint64_t)st.st_size, hash_piece, &h, &buf,
-			  NULL) < 0) {
-		read_failed(path, h.size, err);
-		goto out;
+	XXH3_128bits_reset(&st);
+	if (fstat(fd, &sb) < 0 ||
+	    ch_hash128_update_fd(&st, fd, (uint64_t)sb.st_size, &size) < 0) {
+		read_failed(path, size, err);
+		close(fd);
+		return -1;
 	}
-	XXH128_hash_t d = XXH3_128bits_digest(&h.st);
+	close(fd);
+	XXH128_hash_t d = XXH3_128bits_digest(&st);
 	*out = (struct ch_hash128){ d.high64, d.low64 };
 	if (size_out)
-		*size_out = h.size;
-	rc = 0;
-out:
-	close(fd);
-	ch_read_buf_release(&buf);
-	return rc;
+		*size_out = size;
+	return 0;
 }
 
 _Static_assert(sizeof(XXH3_state_t) <= sizeof(((struct ch_content_hash *)0)

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "common/internal.h"
-#include "common/read_range.h"
 #include "store/backend.h"
 
 enum { WRITEBACK = 4 << 20 };
@@ -28,32 +27,15 @@ static int make_parent(const char *path, struct ch_error *err)
 	return rc;
 }
 
-/* The .part's bytes hashed so far (done: how many). */
-struct part_hash {
-	XXH3_state_t *xs;
-	uint64_t done;
-};
-
-static void hash_piece(const uint8_t *data, uint64_t off, size_t n,
-		       void *arg)
-{
-	struct part_hash *h = arg;
-	XXH3_128bits_update(h->xs, data, n);
-	h->done = off + n;
-}
-
 /* Hashes the first p->have bytes already in the .part. */
 static int hash_existing(struct ch_part *p, struct ch_error *err)
 {
-	struct ch_read_buf buf = { 0 };
-	struct part_hash h = { p->xs, 0 };
-	int rc = 0;
-	if (ch_read_range(p->fd, 0, p->have, hash_piece, &h, &buf, NULL) < 0)
-		rc = ch_error_errno(err, errno ? errno : EIO, "cannot read '%s' "
-				    "at byte %llu", p->part_path,
-				    (unsigned long long)h.done);
-	ch_read_buf_release(&buf);
-	return rc;
+	uint64_t done;
+	if (ch_hash128_update_fd(p->xs, p->fd, p->have, &done) < 0)
+		return ch_error_errno(err, errno ? errno : EIO, "cannot read "
+				      "'%s' at byte %llu", p->part_path,
+				      (unsigned long long)done);
+	return 0;
 }
 
 int ch_part_open(struct ch_part *p, struct ch_store_job *job,
