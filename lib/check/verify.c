@@ -18,7 +18,7 @@
 #include "common/internal.h"
 #include "common/pool.h"
 #include "common/xxh.h"
-#include "check/read_range.h"
+#include "common/read_range.h"
 
 #define TASK_BYTES (64u << 20) /* stored bytes per block task */
 #define DEEP_BLOCKS_PER_TASK 16
@@ -544,7 +544,10 @@ static int add_block_tasks(struct verifier *v, size_t s, size_t *cap,
 
 /* Phases: open every shard and hash every file (independent tasks, run
  * side by side); then hash blocks where the file hash cannot vouch for
- * them.  A file whose XXH3-128 matches the
+ * them (--deep: the file hashes move to this phase, beside the blocks,
+ * each worker reading its own; one large shard then keeps every core
+ * busy instead of one hashing while the others wait).  A file whose
+ * XXH3-128 matches the
  * manifest holds exactly the bytes the writer hashed, blocks and index
  * included, so its block hashes hold too and rehashing them would only
  * double the work; they are rehashed to locate the damage when the file
@@ -564,8 +567,9 @@ static int cmp_cost(const void *a, const void *b)
 	return x->kind < y->kind ? -1 : x->kind > y->kind;
 }
 
-/* Files: shards and their bytes; blocks: blocks (a phase with no task
- * shows nothing). */
+/* Files: shards and their bytes; blocks: blocks, and with --deep a
+ * shard's file hash as one (a phase with nothing to count, such as
+ * --deep's opening of the shards, shows nothing). */
 static void start_phase(struct verifier *v, enum phase phase)
 {
 	uint64_t n = 0, bytes = 0;
@@ -573,13 +577,14 @@ static void start_phase(struct verifier *v, enum phase phase)
 		const struct vtask *t = &v->tasks[i];
 		if (t->kind == TASK_FILE) {
 			n++;
-			bytes += v->ds.manifest.shards[t->shard].bytes;
+			if (phase == PHASE_FILES)
+				bytes += v->ds.manifest.shards[t->shard].bytes;
 		} else {
 			n += t->count;
 		}
 	}
 	ch_counter_end(&v->progress);
-	if (v->ntasks)
+	if (n)
 		ch_counter_phase(&v->progress, phase == PHASE_FILES ?
 				 "hashing" : "checking blocks",
 				 phase == PHASE_FILES ? "shards" : "blocks",
@@ -602,14 +607,18 @@ static int plan_tasks(struct verifier *v, enum phase phase,
 		struct vtask open = { TASK_OPEN, s, 0, 0, ms->samples * 200 };
 		struct vtask file = { TASK_FILE, s, 0, 0, ms->bytes / 7 };
 		struct vtask tally = { TASK_TALLY, s, 0, 0, open.cost };
+		/* --deep decodes every block whatever the file hash says:
+		 * the file hash runs on one worker beside the blocks */
+		enum phase file_phase = v->o->deep ? PHASE_BLOCKS : PHASE_FILES;
 		if (phase == PHASE_FILES && vs->usable)
-			rc = add_task(v, open, &cap, err) ||
-			     add_task(v, file, &cap, err);
+			rc = add_task(v, open, &cap, err);
 		else if (phase == PHASE_FILES && !in_part(v->o, s) &&
 			 in_part(v->o, 0) && !v->ds.lone_shard)
 			rc = add_task(v, tally, &cap, err);
-		else if (phase == PHASE_BLOCKS && vs->sh &&
-			 (v->o->deep || !vs->file_ok))
+		if (rc == 0 && phase == file_phase && vs->usable)
+			rc = add_task(v, file, &cap, err);
+		if (rc == 0 && phase == PHASE_BLOCKS && vs->sh &&
+		    (v->o->deep || !vs->file_ok))
 			rc = add_block_tasks(v, s, &cap, err);
 		if (rc < 0)
 			return -1;

@@ -3,12 +3,14 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 
 #include "common/bytes.h"
 #include "common/xxh.h"
 #include "common/internal.h"
+#include "common/read_range.h"
 
 uint64_t ch_hash64(const void *data, size_t size)
 {
@@ -60,47 +62,69 @@ int ch_hash128_parse(const char *hex, struct ch_hash128 *out)
 	return 0;
 }
 
+/* The bytes fed so far (done: how many). */
+struct fd_hash {
+	XXH3_state_t *st;
+	uint64_t done;
+};
+
+static void hash_piece(const uint8_t *p, uint64_t off, size_t n, void *arg)
+{
+	struct fd_hash *h = arg;
+	XXH3_128bits_update(h->st, p, n);
+	h->done = off + n;
+}
+
+/* By pread into a 256 KiB buffer, not 1 MiB by read(2): a chunk still
+ * in the core's cache when hashed. */
+int ch_hash128_update_fd(XXH3_state_t *st, int fd, uint64_t size,
+			 uint64_t *done)
+{
+	struct ch_read_buf buf = { 0 };
+	struct fd_hash h = { st, 0 };
+	int rc = ch_read_range(fd, 0, size, hash_piece, &h, &buf, NULL);
+	int saved = errno;
+	ch_read_buf_release(&buf);
+	errno = saved;
+	*done = h.done;
+	return rc;
+}
+
+/* Why reading path stopped at byte at (errno from ch_read_range). */
+static void read_failed(const char *path, uint64_t at, struct ch_error *err)
+{
+	if (errno == ENOMEM)
+		ch_error_set(err, "out of memory hashing '%s'", path);
+	else if (errno)
+		ch_error_errno(err, errno, "cannot read '%s' at byte %llu", path,
+			       (unsigned long long)at);
+	else
+		ch_error_set(err, "'%s' ended at byte %llu while read: it shrank",
+			     path, (unsigned long long)at);
+}
+
 int ch_hash128_file(const char *path, struct ch_hash128 *out,
 		    uint64_t *size_out, struct ch_error *err)
 {
-	enum { CHUNK = 1 << 20 };
-	int rc = -1;
-	uint64_t total = 0;
-	uint8_t *buf = malloc(CHUNK);
-	XXH3_state_t *st = XXH3_createState();
+	XXH3_state_t st;
+	struct stat sb;
+	uint64_t size = 0;
 	int fd = ch_open_regular(path, err);
-	if (!buf || !st) {
-		ch_error_set(err, "out of memory hashing '%s'", path);
-		goto out;
-	}
 	if (fd < 0)
-		goto out;
-	XXH3_128bits_reset(st);
-	for (;;) {
-		ssize_t n = read(fd, buf, CHUNK);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			ch_error_errno(err, errno, "cannot read '%s' at byte %llu",
-				       path, (unsigned long long)total);
-			goto out;
-		}
-		if (n == 0)
-			break;
-		XXH3_128bits_update(st, buf, (size_t)n);
-		total += (uint64_t)n;
-	}
-	XXH128_hash_t h = XXH3_128bits_digest(st);
-	*out = (struct ch_hash128){ h.high64, h.low64 };
-	if (size_out)
-		*size_out = total;
-	rc = 0;
-out:
-	if (fd >= 0)
+		return -1;
+	XXH3_128bits_reset(&st);
+	if (fstat(fd, &sb) < 0 ||
+	    ch_hash128_update_fd(&st, fd, (uint64_t)sb.st_size, &size) < 0) {
+		read_failed(path, size, err);
 		close(fd);
-	XXH3_freeState(st);
-	free(buf);
-	return rc;
+		return -1;
+	}
+	close(fd);
+	XXH128_hash_t d = XXH3_128bits_digest(&st);
+	*out = (struct ch_hash128){ d.high64, d.low64 };
+	if (size_out)
+		*size_out = size;
+	return 0;
 }
 
 _Static_assert(sizeof(XXH3_state_t) <= sizeof(((struct ch_content_hash *)0)

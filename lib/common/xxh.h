@@ -11,4 +11,12 @@
 #include <xxhash.h>
 #endif
 
+#include <stdint.h>
+
+/* Feeds the first size bytes of fd to st (XXH3-128), read by pread into
+ * a buffer of its own (common/read_range.c).  0, or -1 with errno set
+ * (0: the file ended first) and *done the bytes fed. */
+int ch_hash128_update_fd(XXH3_state_t *st, int fd, uint64_t size,
+			 uint64_t *done);
+
 #endif

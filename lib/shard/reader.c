@@ -13,6 +13,7 @@
 #include "chute/shard.h"
 #include "common/bytes.h"
 #include "common/internal.h"
+#include "common/read_range.h"
 #include "shard/format.h"
 #include "shard/index.h"
 
@@ -54,24 +55,13 @@ struct ch_shard {
 static int pread_all(int fd, void *buf, size_t n, uint64_t off,
 		     const char *path, struct ch_error *err)
 {
-	uint8_t *p = buf;
-	while (n) {
-		ssize_t k = pread(fd, p, n, (off_t)off);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return ch_error_errno(err, errno,
-					      "cannot read '%s' at byte %llu",
-					      path, (unsigned long long)off);
-		if (k == 0)
-			return ch_error_data(err, "unexpected end of '%s' at "
-					     "byte %llu", path,
-					     (unsigned long long)off);
-		p += k;
-		n -= (size_t)k;
-		off += (uint64_t)k;
-	}
-	return 0;
+	if (ch_pread_full(fd, buf, n, off, &off) == 0)
+		return 0;
+	if (errno)
+		return ch_error_errno(err, errno, "cannot read '%s' at byte %llu",
+				      path, (unsigned long long)off);
+	return ch_error_data(err, "unexpected end of '%s' at byte %llu", path,
+			     (unsigned long long)off);
 }
 
 /* n bytes at off, from the file or the byte source. */

@@ -13,6 +13,7 @@
 
 #include "common/internal.h"
 #include "common/pool.h"
+#include "common/read_range.h"
 #include "store/backend.h"
 
 enum { CHUNK = 1 << 20 };
@@ -73,27 +74,15 @@ static int open_object(const char *path, int *fd, struct ch_error *err)
 static int read_at(int fd, const char *path, uint64_t off, size_t len,
 		   uint8_t *dst, struct ch_error *err)
 {
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = pread(fd, dst + done, len - done,
-				  (off_t)(off + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return ch_error_errno(err, errno,
-					      "cannot read '%s' at byte %llu",
-					      path,
-					      (unsigned long long)(off + done));
-		if (n == 0)
-			return ch_error_set(err,
-					    "'%s' ends at byte %llu, before "
-					    "%zu bytes at offset %llu",
-					    path,
-					    (unsigned long long)(off + done),
-					    len, (unsigned long long)off);
-		done += (size_t)n;
-	}
-	return 0;
+	uint64_t at;
+	if (ch_pread_full(fd, dst, len, off, &at) == 0)
+		return 0;
+	if (errno)
+		return ch_error_errno(err, errno, "cannot read '%s' at byte %llu",
+				      path, (unsigned long long)at);
+	return ch_error_set(err, "'%s' ends at byte %llu, before %zu bytes at "
+			    "offset %llu", path, (unsigned long long)at, len,
+			    (unsigned long long)off);
 }
 
 static int file_get(struct ch_store *st, const char *key, size_t max,

@@ -12,7 +12,7 @@
 #include "common/internal.h"
 #include "store/backend.h"
 
-enum { CHUNK = 1 << 20, WRITEBACK = 4 << 20 };
+enum { WRITEBACK = 4 << 20 };
 
 static int make_parent(const char *path, struct ch_error *err)
 {
@@ -30,29 +30,12 @@ static int make_parent(const char *path, struct ch_error *err)
 /* Hashes the first p->have bytes already in the .part. */
 static int hash_existing(struct ch_part *p, struct ch_error *err)
 {
-	uint8_t *buf = malloc(CHUNK);
-	if (!buf)
-		return ch_error_nomem(err);
-	uint64_t done = 0;
-	int rc = 0;
-	while (done < p->have) {
-		size_t want = p->have - done < CHUNK ? (size_t)(p->have - done)
-						     : CHUNK;
-		ssize_t n = pread(p->fd, buf, want, (off_t)done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			rc = ch_error_errno(err, n < 0 ? errno : EIO,
-					    "cannot read '%s' at byte %llu",
-					    p->part_path,
-					    (unsigned long long)done);
-			break;
-		}
-		XXH3_128bits_update(p->xs, buf, (size_t)n);
-		done += (uint64_t)n;
-	}
-	free(buf);
-	return rc;
+	uint64_t done;
+	if (ch_hash128_update_fd(p->xs, p->fd, p->have, &done) < 0)
+		return ch_error_errno(err, errno ? errno : EIO, "cannot read "
+				      "'%s' at byte %llu", p->part_path,
+				      (unsigned long long)done);
+	return 0;
 }
 
 int ch_part_open(struct ch_part *p, struct ch_store_job *job,

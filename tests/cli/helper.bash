@@ -155,6 +155,19 @@ with open(path, "r+b") as f:
 EOF
 }
 
+# random_files DIR N SIZE SEED: files DIR/s0.bin ... of SIZE seeded random
+# bytes (incompressible: packed into raw blocks).
+random_files() {
+	mkdir -p "$1"
+	"$PYTHON" - "$@" <<'EOF' || fail "cannot write random files in $1"
+import random, sys
+d, n, size, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+r = random.Random(seed)
+for i in range(n):
+    open("%s/s%d.bin" % (d, i), "wb").write(r.randbytes(size))
+EOF
+}
+
 # shard_of DS [N]: path of shard N (default the first) of dataset folder DS.
 shard_of() {
 	local n=${2:-0}

@@ -221,6 +221,28 @@ EOF
 	cmp got src/a.txt
 }
 
+@test "cat: from a raw block only the sample is read: damage elsewhere in its block leaves it readable, at its first or last byte exits 1" {
+	random_files raw 3 3000 5
+	chute pack -q -l 0 raw -o rawds >/dev/null
+	local s first last
+	s=$(shard_of rawds 0)
+	run -0 shard_layout "$s"
+	[ "$(grep -c '^block' <<<"$output")" = 1 ] || fail "not one block: $output"
+	# where s0 and s2 lie in the file (random bytes: found once)
+	read -r first last < <("$PYTHON" -c 'import sys
+d = open(sys.argv[1], "rb").read()
+print(d.find(open("raw/s0.bin", "rb").read()),
+      d.find(open("raw/s2.bin", "rb").read()) + 2999)' "$s")
+	flip_byte "$s" "$first"
+	flip_byte "$s" "$last"
+	chute cat rawds s1 >got
+	cmp got raw/s1.bin
+	run -1 chute cat rawds s0
+	assert_output "chute cat: content hash mismatch in sample 's0' of block 0 ('$s', byte $first)"
+	run -1 chute cat rawds s2
+	assert_output --regexp "^chute cat: content hash mismatch in sample 's2' of block 0 "
+}
+
 @test "cat: exits 0 when the reader stops early" {
 	# bigger than a pipe holds, so that chute is still writing when head goes
 	mkdir big

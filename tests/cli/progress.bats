@@ -39,6 +39,14 @@ setup() {
 	assert_output --regexp $'eta [^\r]*\r +\rok: 1 shard,'
 }
 
+@test "progress: verify --deep draws one phase, its blocks and file hashes counted together" {
+	need_pty
+	on_pty verify --deep ds
+	assert_success
+	assert_output --regexp "$(drawn 'checking blocks' blocks)"
+	refute_output --partial "hashing"
+}
+
 @test "progress: each command that works long shows its phases on a terminal" {
 	need_pty
 	on_pty pack src -o ds2

@@ -129,6 +129,25 @@ round_trip() {
 	[ ! -e "remote/versions/$(mid ds).json" ]
 }
 
+@test "remote: a shard in place damaged at the edges of a 256 KiB read or at its end is fetched again, and not pushed" {
+	# files are hashed 256 KiB at a time (common/read_range.c): byte
+	# 262143 ends the first read, 262144 begins the second
+	random_files big 6 100000 6
+	chute pack -q -l 0 big -o ds >/dev/null
+	chute push -q ds remote >/dev/null
+	chute pull -q remote back >/dev/null
+	local s off
+	s=$(shard_of back 0)
+	for off in 262143 262144 -1; do
+		flip_byte "$s" "$off"
+		run -1 chute push back remote2
+		assert_output --partial "does not match the manifest"
+		run -0 chute pull --json remote back
+		assert_output --partial '"downloaded":1,'
+		same_files ds back
+	done
+}
+
 @test "remote: a corrupted object is refused by pull and named" {
 	packed ds 60
 	chute push ds remote >/dev/null

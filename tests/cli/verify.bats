@@ -191,14 +191,22 @@ assert [(p["kind"], p["shard"], p["message"]) for p in r["problems"]] == [
 	assert_equal "$(sort <<<"$output")" "$(sort <<<"$one")"
 }
 
+@test "verify: --deep hashes files beside the blocks: the same problems for --jobs 1 and 4, file hashes and blocks alike" {
+	flip_byte "$S0" "$(block_middle "$S0" 0)"
+	flip_byte "$S1" -40
+	run -1 chute verify --deep -j 1 ds
+	local one=$output
+	assert_output --partial "${S0##*/}: file hash"
+	assert_output --regexp "${S0##*/}.*block 0"
+	assert_output --partial "${S1##*/}"
+	run -1 chute verify --deep -j 4 ds
+	assert_equal "$(sort <<<"$output")" "$(sort <<<"$one")"
+}
+
 @test "verify: damage at the edges of a 256 KiB read is found in its blocks alone, alike for --jobs 1 and 2" {
-	# shards are read 256 KiB at a time (check/read_range.c): byte 262144
+	# shards are read 256 KiB at a time (common/read_range.c): byte 262144
 	# begins the second read, byte 524287 ends it
-	mkdir big
-	"$PYTHON" -c 'import random, sys
-r = random.Random(3)
-for i in range(8):
-    open("big/s%d.bin" % i, "wb").write(r.randbytes(100000))'
+	random_files big 8 100000 3
 	chute pack -q -l 0 -b 64K big -o bigds >/dev/null
 	local s b1 b2 one
 	s=$(shard_of bigds 0)

@@ -1,10 +1,10 @@
-/* check/read_range.c - a file's byte range fed to a function by pread(2)
- * into a reused buffer. */
+/* common/read_range.c - a file read by pread(2): whole, or a byte range
+ * fed to a function through a reused buffer (read_range.h says why). */
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "check/read_range.h"
+#include "common/read_range.h"
 
 /* Small enough that what was just read is still in a core's 1 MiB L2
  * when it is hashed; measured against 1 and 4 MiB on the bench's data. */
@@ -16,9 +16,10 @@ void ch_read_buf_release(struct ch_read_buf *b)
 	b->p = NULL;
 }
 
-/* Reads n bytes at off whole; 0, or -1 (errno 0 at the end of file). */
-static int read_full(int fd, uint8_t *p, size_t n, uint64_t off)
+int ch_pread_full(int fd, void *buf, size_t n, uint64_t off,
+		  uint64_t *failed_at)
 {
+	uint8_t *p = buf;
 	while (n > 0) {
 		ssize_t got = pread(fd, p, n, (off_t)off);
 		if (got < 0 && errno == EINTR)
@@ -26,6 +27,8 @@ static int read_full(int fd, uint8_t *p, size_t n, uint64_t off)
 		if (got <= 0) {
 			if (got == 0)
 				errno = 0;
+			if (failed_at)
+				*failed_at = off;
 			return -1;
 		}
 		p += got;
@@ -44,11 +47,13 @@ int ch_read_range(int fd, uint64_t start, uint64_t end, ch_piece_fn *fn,
 		  void *arg, struct ch_read_buf *buf,
 		  const volatile sig_atomic_t *cancel)
 {
-	if (!buf->p && !(buf->p = malloc(CHUNK)))
+	if (!buf->p && !(buf->p = malloc(CHUNK))) {
+		errno = ENOMEM;
 		return -1;
+	}
 	for (uint64_t off = start; off < end && !(cancel && *cancel);) {
 		size_t n = chunk_at(off, end);
-		if (read_full(fd, buf->p, n, off) < 0)
+		if (ch_pread_full(fd, buf->p, n, off, NULL) < 0)
 			return -1;
 		fn(buf->p, off, n, arg);
 		off += n;
