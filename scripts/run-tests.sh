@@ -227,7 +227,8 @@ run_bats() {
 	if [ "$pass" = cli-san ]; then
 		export ASAN_OPTIONS=$SAN_ASAN UBSAN_OPTIONS=$SAN_UBSAN
 	fi
-	"${cmd[@]}" >"$(job_log "$pass" "$file")" 2>&1
+	# the tests' normal_pass_only (tests/cli/helper.bash) reads it
+	CHUTE_TEST_PASS=$pass "${cmd[@]}" >"$(job_log "$pass" "$file")" 2>&1
 	report "$pass" "$file" $? $((SECONDS - start))
 }
 
