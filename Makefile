@@ -65,6 +65,9 @@ LDFLAGS += -static-libasan
 endif
 endif
 LDFLAGS += -no-pie
+# Prefaults the zero page under the globals LeakSanitizer reads at exit
+# (tests/san_prefault.c): ~10 ms less CPU a sanitized start.
+SAN_OBJ := $(BUILD)/tests/san_prefault.o
 endif
 
 ifeq ($(V),1)
@@ -105,19 +108,23 @@ $(BUILD)/cmd/%.o: cmd/%.c $(HEADERS)
 $(BUILD)/libchute.a: $(LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/chute: $(CMD_OBJ) $(BUILD)/libchute.a
+$(BUILD)/chute: $(CMD_OBJ) $(BUILD)/libchute.a $(SAN_OBJ)
 	$(need_pkgs)@$(if $(Q),echo "  LD      $@")
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(BUILD)/libchute.a $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(SAN_OBJ) $(BUILD)/libchute.a $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h tests/jpeg_compare.h $(BUILD)/libchute.a
+$(BUILD)/tests/san_prefault.o: tests/san_prefault.c
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -Ilib -Itests/unit $(LDFLAGS) -o $@ $< $(BUILD)/libchute.a $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h tests/jpeg_compare.h $(BUILD)/libchute.a $(SAN_OBJ)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) -Ilib -Itests/unit $(LDFLAGS) -o $@ $< $(SAN_OBJ) $(BUILD)/libchute.a $(LDLIBS)
 
 # The store's test driver (tests/cli/store.bats); not installed.  -Ilib:
 # it calls store/testing.h.
-$(BUILD)/tests/store_tool: tests/store_tool.c $(BUILD)/libchute.a
+$(BUILD)/tests/store_tool: tests/store_tool.c $(BUILD)/libchute.a $(SAN_OBJ)
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CFLAGS) -Ilib $(LDFLAGS) -o $@ $< $(BUILD)/libchute.a $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -Ilib $(LDFLAGS) -o $@ $< $(SAN_OBJ) $(BUILD)/libchute.a $(LDLIBS)
 
 # The option tables' test driver (tests/cli/docs.bats); not installed.
 $(BUILD)/tests/options_tool: tests/options_tool.c $(filter-out $(BUILD)/cmd/main.o,$(CMD_OBJ)) $(BUILD)/libchute.a

@@ -44,6 +44,7 @@ trap 'rm -rf "$LOGDIR"' EXIT
 PASSED=0
 FAILED=0
 SUMMARY=()
+CPU_SUMMARY=() # each pass's CPU seconds, after the counts
 
 # note NAME PASSED FAILED [SECONDS]: records one suite's result.
 note() {
@@ -187,16 +188,36 @@ job_log() {
 	echo "$LOGDIR/$1-${2##*/}.log"
 }
 
-# report PASS FILE STATUS SECONDS: leaves the status and seconds of a job
-# next to its log for count_pass, then shows the log whole (the lock keeps
-# jobs that end together apart).
+# cpu_cs FILE: writes to FILE the CPU time (user and system), in
+# hundredths of a second, of the children this shell has waited for; not
+# in a $(...), whose subshell has no children yet.  A job's wall seconds
+# grow with whatever else runs; its CPU seconds are what it costs the
+# pool.  Daemons a test file started and stopped (nginx) are not its
+# children: their time is left out.
+cpu_cs() {
+	local -a t
+	times >"$1"
+	# the second line: the children's "XmY.YYYs XmY.YYYs"
+	read -ra t < <(sed -n '2s/[ms]/ /gp' "$1")
+	awk -v a="${t[0]}" -v b="${t[1]}" -v c="${t[2]}" -v d="${t[3]}" \
+		'BEGIN { printf "%d\n", (a * 60 + b + c * 60 + d) * 100 + 0.5 }' >"$1"
+}
+CPU_BASE=0 # cpu_cs at the end of this shell's last job (report)
+
+# report PASS FILE STATUS SECONDS: leaves the status, seconds and CPU
+# seconds of a job next to its log for count_pass, then shows the log
+# whole (the lock keeps jobs that end together apart).
 report() {
-	local log
+	local log now cpu
 	log=$(job_log "$1" "$2")
-	echo "$3 $4" >"$log.status"
+	cpu_cs "$log.cpu"
+	read -r now <"$log.cpu"
+	cpu=$(((now - CPU_BASE + 50) / 100))
+	CPU_BASE=$now
+	echo "$3 $4 $cpu" >"$log.status"
 	# shellcheck disable=SC2016 # the arguments of sh -c
-	flock "$LOGDIR/print.lock" sh -c 'echo "== $1: $2 (exit $3, $4s)"; cat "$5"' \
-		- "$1" "${2##*/}" "$3" "$4" "$log"
+	flock "$LOGDIR/print.lock" sh -c 'echo "== $1: $2 (exit $3, $4s, CPU $5s)"; cat "$6"' \
+		- "$1" "${2##*/}" "$3" "$4" "$cpu" "$log"
 }
 
 # run_bats PASS CHUTE_BIN FILE: the CLI tests of FILE against one binary.
@@ -206,7 +227,8 @@ run_bats() {
 	if [ "$pass" = cli-san ]; then
 		export ASAN_OPTIONS=$SAN_ASAN UBSAN_OPTIONS=$SAN_UBSAN
 	fi
-	"${cmd[@]}" >"$(job_log "$pass" "$file")" 2>&1
+	# the tests' normal_pass_only (tests/cli/helper.bash) reads it
+	CHUTE_TEST_PASS=$pass "${cmd[@]}" >"$(job_log "$pass" "$file")" 2>&1
 	report "$pass" "$file" $? $((SECONDS - start))
 }
 
@@ -231,7 +253,7 @@ count_units() {
 			broken "$label" "it did not run"
 			continue
 		fi
-		read -r status secs <"$log.status"
+		read -r status secs _ <"$log.status"
 		count_tap "$label" "$log" "$status"
 		note "$label" "$TAP_OK" "$TAP_FAILED" "$secs"
 	done
@@ -292,7 +314,7 @@ pool() {
 # count_pass NAME FILE...: the counts of one pass, added up over its files,
 # each checked against its own plan and exit status (count_tap).
 count_pass() {
-	local name=$1 f log status secs ok=0 failed=0 took=0
+	local name=$1 f log status secs cpu ok=0 failed=0 took=0 cpus=0
 	shift
 	for f; do
 		log=$(job_log "$name" "$f")
@@ -301,14 +323,16 @@ count_pass() {
 			failed=$((failed + 1))
 			continue
 		fi
-		read -r status secs <"$log.status"
+		read -r status secs cpu <"$log.status"
 		count_tap "$name/${f##*/}" "$log" "$status"
 		ok=$((ok + TAP_OK))
 		failed=$((failed + TAP_FAILED))
 		took=$((took + secs))
-		echo "$secs $name/${f##*/}" >>"$LOGDIR/seconds"
+		cpus=$((cpus + cpu))
+		printf '%5d %5d  %s\n' "$cpu" "$secs" "$name/${f##*/}" >>"$LOGDIR/seconds"
 	done
 	note "$name (seconds of its files)" "$ok" "$failed" "$took"
+	CPU_SUMMARY+=("$(printf '%-32s %26s  %4ss' "$name (CPU seconds)" "" "$cpus")")
 }
 
 if [ "$DEPS" = 1 ]; then
@@ -397,11 +421,11 @@ in_list cli-san "$PASSES" && count_pass cli-san "${SAN_FILES[@]}"
 [ $PYTEST = 1 ] && count_pass pytest python-tests
 SUMMARY+=("$(printf '%-32s %26s  %4ss' "(the above, side by side)" "" "$POOL_SECS")")
 if [ -s "$LOGDIR/seconds" ]; then
-	echo "== the slowest test files (seconds)"
-	sort -rn "$LOGDIR/seconds" | head -n 10
+	echo "== the costliest test files (CPU seconds, wall seconds)"
+	sort -rn "$LOGDIR/seconds" | head -n 15
 fi
 
 echo "== summary"
-printf '%s\n' "${SUMMARY[@]}"
+printf '%s\n' "${SUMMARY[@]}" "${CPU_SUMMARY[@]}"
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]

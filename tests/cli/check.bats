@@ -174,7 +174,7 @@ assert_text_shape() {
 # other.key); the report's counts agree with its rules.
 json_rule() {
 	printf '%s\n' "$output" >report.json
-	"$PYTHON" - "$@" <<'EOF' || fail "bad JSON report: $(cat report.json)"
+	"$PYTHON" -S - "$@" <<'EOF' || fail "bad JSON report: $(cat report.json)"
 import json, sys
 rule, status, keys = sys.argv[1], sys.argv[2], sys.argv[3:]
 r = json.load(open("report.json"))
@@ -203,7 +203,7 @@ jq_ok() {
 	local bad
 	printf '%s\n' "$output" >report.json
 	bad=$(
-		"$PYTHON" - "$@" <<'EOF'
+		"$PYTHON" -S - "$@" <<'EOF'
 import json, os, sys
 r = json.load(open("report.json"))
 m = json.load(open("ds/manifest.json")) if os.path.exists("ds/manifest.json") else None

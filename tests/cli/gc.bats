@@ -10,6 +10,10 @@ teardown() {
 	stop_servers
 }
 
+teardown_file() {
+	stop_shared_s3rver
+}
+
 # remote KIND: starts what KIND needs; sets URL and ROOT (where the
 # objects lie on disk).
 remote() {
@@ -24,9 +28,11 @@ remote() {
 		ROOT=$BATS_TEST_TMPDIR/www/repo
 		;;
 	s3)
-		start_s3rver "$BATS_TEST_TMPDIR/s3" bkt
-		URL=s3://bkt/repo
-		ROOT=$BATS_TEST_TMPDIR/s3/bkt/repo
+		# one s3rver for the file (a start is a second of CPU), a
+		# folder of its bucket a test
+		shared_s3rver bkt
+		URL=s3://bkt/$S3_PREFIX/repo
+		ROOT=$BATS_FILE_TMPDIR/s3rver/data/bkt/$S3_PREFIX/repo
 		;;
 	esac
 }
@@ -65,6 +71,15 @@ only_in() {
 	comm -23 <(sort <<<"$1") <(sort <<<"$2")
 }
 
+# In the sanitizer pass the nginx and s3rver repeats of a case skip (all
+# but one: gc's removals through s3rver): gc, push and pull reach a remote
+# through the store's calls alone (include/chute/store.h), whose code for
+# each kind of remote runs there in store.bats (put, get, stat, list,
+# delete, getmany), remote.bats (push and pull over nginx and s3rver) and
+# here in "tags: nginx and s3rver list the same" and the s3rver case of
+# "an untagged version's own shards go with --yes".
+GC_ELSEWHERE="the folder case, and the remotes' in store.bats and remote.bats"
+
 # ------------------------------------------------------------------
 
 gc_between_pushes() {
@@ -96,10 +111,12 @@ gc_between_pushes() {
 }
 
 @test "gc: a gc between two pushes loses nothing tagged (nginx)" {
+	normal_pass_only "$GC_ELSEWHERE"
 	gc_between_pushes nginx
 }
 
 @test "gc: a gc between two pushes loses nothing tagged (s3rver)" {
+	normal_pass_only "$GC_ELSEWHERE"
 	gc_between_pushes s3
 }
 
@@ -222,6 +239,7 @@ linked_tags() {
 }
 
 @test "gc: a tag that is a symbolic link keeps its version (nginx)" {
+	normal_pass_only "$GC_ELSEWHERE"
 	linked_tags nginx
 }
 
@@ -434,9 +452,11 @@ interleave() {
 }
 
 @test "gc: a push running meanwhile, each stopped at every point of the other, leaves its version whole (nginx)" {
+	normal_pass_only "$GC_ELSEWHERE"
 	interleave nginx
 }
 
 @test "gc: a push running meanwhile, each stopped at every point of the other, leaves its version whole (s3rver)" {
+	normal_pass_only "$GC_ELSEWHERE"
 	interleave s3
 }

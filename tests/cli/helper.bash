@@ -44,6 +44,9 @@ if [ -z "${PYTHON:-}" ]; then
 	fi
 fi
 export PYTHON
+# A helper whose Python needs only the standard library runs `$PYTHON -S`:
+# without the site module (Debian's dist-packages and their .pth files) a
+# start costs ~45 ms of CPU instead of ~65, and the tests start thousands.
 
 # chute pack packs one part when it runs in a Slurm array or a Kubernetes
 # Indexed Job: tests run there too must see a plain machine.
@@ -128,6 +131,15 @@ pyfork_stop() {
 	return 0
 }
 
+# normal_pass_only WHERE: skips the rest of this test in the sanitizer pass
+# of scripts/run-tests.sh (CHUTE_TEST_PASS=cli-san), for a test that
+# repeats, with another remote, C that the sanitizer pass runs elsewhere:
+# WHERE names the tests that run it.  The normal pass runs it whole.
+normal_pass_only() {
+	[ "${CHUTE_TEST_PASS:-}" != cli-san ] ||
+		skip "in the sanitizer pass its C runs in $1"
+}
+
 # mkfixture DIR: a small deterministic folder of samples (20 samples of 1-3
 # fields, nested folders, dotted field names), from scripts/gen-data.py.
 mkfixture() {
@@ -140,7 +152,7 @@ _mkfixture() {
 
 # flip_byte FILE OFFSET: xor one byte with 0x01 (OFFSET < 0 counts from the end).
 flip_byte() {
-	"$PYTHON" - "$1" "$2" <<'EOF' || fail "cannot flip byte $2 of $1"
+	"$PYTHON" -S - "$1" "$2" <<'EOF' || fail "cannot flip byte $2 of $1"
 import os, sys
 path, off = sys.argv[1], int(sys.argv[2])
 size = os.path.getsize(path)
@@ -178,7 +190,7 @@ shard_of() {
 
 # mjson DS EXPR: prints a Python expression over the parsed manifest `m`.
 mjson() {
-	"$PYTHON" -c '
+	"$PYTHON" -S -c '
 import json, sys
 m = json.load(open(sys.argv[1] + "/manifest.json"))
 r = eval(sys.argv[2])
@@ -188,7 +200,7 @@ print(r if not isinstance(r, (list, dict)) else json.dumps(r, sort_keys=True))
 
 # sample_hashes DS: "KEY HASH" per sample, sorted, from `chute ls --json`.
 sample_hashes() {
-	chute ls --json "$1" | "$PYTHON" -c '
+	chute ls --json "$1" | "$PYTHON" -S -c '
 import json, sys
 rows = sorted((o["key"], o["hash"]) for o in map(json.loads, sys.stdin))
 for k, h in rows:
@@ -198,7 +210,7 @@ for k, h in rows:
 
 # content_hashes DS: the sorted per-sample hashes alone (keys may differ).
 content_hashes() {
-	chute ls --json "$1" | "$PYTHON" -c '
+	chute ls --json "$1" | "$PYTHON" -S -c '
 import json, sys
 for h in sorted(json.loads(l)["hash"] for l in sys.stdin):
     print(h)
@@ -209,7 +221,7 @@ for h in sorted(json.loads(l)["hash"] for l in sys.stdin):
 # reader of man/chute-shard.5), lines "index OFFSET SIZE", "page P OFFSET
 # STORED_SIZE" for a paged index, and "block B OFFSET STORED_SIZE".
 shard_layout() {
-	PYTHONPATH="$BATS_TEST_DIRNAME" "$PYTHON" - "$1" <<'EOF' || fail "cannot read the layout of $1"
+	PYTHONPATH="$BATS_TEST_DIRNAME" "$PYTHON" -S - "$1" <<'EOF' || fail "cannot read the layout of $1"
 import struct, sys
 from shard_index import footer, pages, decoded_index
 data = open(sys.argv[1], "rb").read()

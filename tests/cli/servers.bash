@@ -26,7 +26,7 @@
 
 # free_port: a TCP port nobody listens on now.
 free_port() {
-	"$PYTHON" -c '
+	"$PYTHON" -S -c '
 import socket
 s = socket.socket()
 s.bind(("127.0.0.1", 0))

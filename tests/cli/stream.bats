@@ -38,7 +38,7 @@ EOF
 # END the byte offset just past the frame, KEYS comma-separated ("-" for
 # none).  Fails unless FILE is whole frames back to back.
 frames() {
-	"$PYTHON" - "$1" <<'EOF' || fail "cannot read the frames of $1"
+	"$PYTHON" -S - "$1" <<'EOF' || fail "cannot read the frames of $1"
 import struct, sys
 data = open(sys.argv[1], "rb").read()
 at = 0
