@@ -183,11 +183,6 @@ static int write_field(struct ch_block_reader *r, const struct cat_target *t,
 	return 0;
 }
 
-static int parse_args(int argc, char **argv, struct cat_args *a)
-{
-	return cmd_parse_args(&cmd_cat_spec, argc, argv, a);
-}
-
 int cmd_cat(int argc, char **argv)
 {
 	struct cat_args a = {0};
@@ -203,7 +198,7 @@ int cmd_cat(int argc, char **argv)
 		ch_error_nomem(&err);
 		return cmd_fail(&err);
 	}
-	status = parse_args(argc, argv, &a);
+	status = cmd_parse_args(&cmd_cat_spec, argc, argv, &a);
 	if (status != 0) {
 		status = cmd_parsed_status(status);
 		goto done;

@@ -88,11 +88,6 @@ const struct cmd_spec cmd_check_spec = {
 	.missing = "nothing to check: name a dataset",
 };
 
-static int parse_args(int argc, char **argv, struct check_args *a)
-{
-	return cmd_parse_args(&cmd_check_spec, argc, argv, a);
-}
-
 /* The rules file first, then the command line, which wins. */
 static int make_opts(const struct check_args *a, struct ch_check_opts *o,
 		     struct ch_error *err)
@@ -351,7 +346,7 @@ int cmd_check(int argc, char **argv)
 	struct ch_error err = {0};
 	int status;
 
-	status = parse_args(argc, argv, &a);
+	status = cmd_parse_args(&cmd_check_spec, argc, argv, &a);
 	if (status != 0)
 		return cmd_parsed_status(status);
 	if (html_writable(a.html, &err) < 0)

@@ -44,11 +44,6 @@ const struct cmd_spec cmd_diff_spec = {
 	.missing = "nothing to compare: give two versions, A and B",
 };
 
-static int parse_args(int argc, char **argv, struct diff_args *a)
-{
-	return cmd_parse_args(&cmd_diff_spec, argc, argv, a);
-}
-
 /* ------------------------------------------------------------------ */
 /* Text                                                                 */
 
@@ -305,7 +300,7 @@ int cmd_diff(int argc, char **argv)
 	struct ch_error err = {0};
 	int status, opened = 0;
 
-	status = parse_args(argc, argv, &a);
+	status = cmd_parse_args(&cmd_diff_spec, argc, argv, &a);
 	if (status != 0)
 		return cmd_parsed_status(status);
 	memset(ds, 0, sizeof ds);

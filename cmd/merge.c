@@ -106,12 +106,6 @@ const struct cmd_spec cmd_merge_spec = {
 	.also = &cmd_pack_spec, /* how the parts were packed */
 };
 
-/* Returns 0 to go on, -1 after --help, or the exit status. */
-static int parse_args(struct merge_args *a, int argc, char **argv)
-{
-	return cmd_parse_args(&cmd_merge_spec, argc, argv, a);
-}
-
 /* "merged 4 parts: 10000 samples (47.1 MB) in 8 shards, id ID" */
 static void print_merged(size_t parts, uint64_t samples, uint64_t bytes,
 			 size_t shards, const char *id)
@@ -245,7 +239,7 @@ int cmd_merge(int argc, char **argv)
 		ch_error_nomem(&err);
 		return cmd_fail(&err);
 	}
-	status = parse_args(&a, argc, argv);
+	status = cmd_parse_args(&cmd_merge_spec, argc, argv, &a);
 	if (status == 0 && !a.o.name) {
 		rc = cmd_default_name(a.o.out_dir, &name, &err);
 		a.o.name = name;

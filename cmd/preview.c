@@ -140,12 +140,6 @@ __attribute__((constructor)) static void make_opts(void)
 	preview_opts[n] = (struct cmd_opt)CMD_OPT_END;
 }
 
-/* Returns 0 to go on, -1 after --help, or the exit status. */
-static int parse_args(struct preview_args *a, int argc, char **argv)
-{
-	return cmd_parse_args(&cmd_preview_spec, argc, argv, a);
-}
-
 /* The first batch's sheet, then stop the stream. */
 struct first {
 	const struct ch_sheet_opts *o;
@@ -201,7 +195,7 @@ int cmd_preview(int argc, char **argv)
 	ch_stream_opts_init(&a.o);
 	a.o.batch_size = 64;
 	struct ch_error err = {0};
-	int status = parse_args(&a, argc, argv);
+	int status = cmd_parse_args(&cmd_preview_spec, argc, argv, &a);
 	if (status != 0)
 		status = cmd_parsed_status(status);
 	else if (run(&a, &err) < 0)

@@ -84,11 +84,6 @@ const struct cmd_spec cmd_pull_spec = {
 	.also = &cmd_remote_spec, /* the default remote */
 };
 
-static int parse_args(struct pull_args *a, int argc, char **argv)
-{
-	return cmd_parse_args(&cmd_pull_spec, argc, argv, a);
-}
-
 static void print_text(const struct pull_args *a,
 		       const struct ch_pull_report *r)
 {
@@ -133,7 +128,7 @@ int cmd_pull(int argc, char **argv)
 	struct cmd_transfer t;
 	struct ch_store *st;
 	struct ch_ref ref;
-	int status = parse_args(&a, argc, argv);
+	int status = cmd_parse_args(&cmd_pull_spec, argc, argv, &a);
 	if (status != 0)
 		return cmd_parsed_status(status);
 	/* a folder as a plain path, a url, or a remote name */

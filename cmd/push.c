@@ -60,11 +60,6 @@ const struct cmd_spec cmd_push_spec = {
 	.also = &cmd_remote_spec, /* the default remote */
 };
 
-static int parse_args(struct push_args *a, int argc, char **argv)
-{
-	return cmd_parse_args(&cmd_push_spec, argc, argv, a);
-}
-
 /* The store's url in both: its password hidden. */
 static void print_text(const struct push_args *a,
 		       const struct ch_push_report *r, const char *url)
@@ -121,7 +116,7 @@ int cmd_push(int argc, char **argv)
 	struct ch_push_report r;
 	struct cmd_transfer t;
 	struct ch_store *st;
-	int status = parse_args(&a, argc, argv);
+	int status = cmd_parse_args(&cmd_push_spec, argc, argv, &a);
 	if (status != 0)
 		return cmd_parsed_status(status);
 	a.push.tags = a.tags;

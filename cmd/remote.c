@@ -68,11 +68,6 @@ const struct cmd_spec cmd_remote_spec = {
 	.check = check_action,
 };
 
-static int parse_args(struct remote_args *a, int argc, char **argv)
-{
-	return cmd_parse_args(&cmd_remote_spec, argc, argv, a);
-}
-
 /* The config file an action changes: the user's, or DIR's (a dataset
  * folder). */
 static int open_target(const struct remote_args *a, struct ch_config *cfg,
@@ -343,7 +338,7 @@ int cmd_remote(int argc, char **argv)
 {
 	struct remote_args a = {0};
 	struct ch_error err = {0};
-	int status = parse_args(&a, argc, argv);
+	int status = cmd_parse_args(&cmd_remote_spec, argc, argv, &a);
 	if (status != 0)
 		return cmd_parsed_status(status);
 	return run(&a, &err) < 0 ? cmd_fail(&err) : 0;

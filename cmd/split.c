@@ -112,11 +112,6 @@ const struct cmd_spec cmd_split_spec = {
 	.check = check_shares,
 };
 
-static int parse_args(int argc, char **argv, struct split_args *a)
-{
-	return cmd_parse_args(&cmd_split_spec, argc, argv, a);
-}
-
 /* ------------------------------------------------------------------ */
 /* The summary                                                          */
 
@@ -221,7 +216,7 @@ int cmd_split(int argc, char **argv)
 	double start = ch_now();
 	int status;
 
-	status = parse_args(argc, argv, &a);
+	status = cmd_parse_args(&cmd_split_spec, argc, argv, &a);
 	if (status != 0)
 		return cmd_parsed_status(status);
 	a.o.cancel = cmd_catch_signals();
