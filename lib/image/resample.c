@@ -86,6 +86,7 @@ struct ch_resampler {
 	struct buf tmp;	 /* the rows of the horizontal pass */
 	struct buf wide; /* a source row, widened (SSE2) or copied (AVX2) */
 	enum ch_resample_isa isa;
+	int general; /* plan by the general loops only (tests) */
 };
 
 static enum ch_resample_isa best_isa(void)
@@ -114,6 +115,12 @@ enum ch_resample_isa ch_resampler_limit(struct ch_resampler *r,
 
 	r->isa = most < best ? most : best;
 	return r->isa;
+}
+
+void ch_resampler_plan_general(struct ch_resampler *r, int general)
+{
+	r->general = general;
+	r->h.key.out = r->v.key.out = 0; /* plan again */
 }
 
 static void axis_release(struct axis *a)
@@ -156,20 +163,26 @@ static int reserve(struct buf *b, size_t n)
 /* ------------------------------------------------------------------ */
 /* Weights                                                             */
 
-static double triangle(double x)
+INLINE double triangle(double x)
 {
 	if (x < 0.0)
 		x = -x;
 	return x < 1.0 ? 1.0 - x : 0.0;
 }
 
+/* The planning loops below take the most taps a window may have, K, as
+ * an argument that plan makes a constant for enlarging (3: the triangle
+ * reaches 1 either side), so that they unroll into straight code; their
+ * operations are the same either way, so are the weights. */
+
 /* The weights of the output pixel centred at `center`, normalised to sum
- * 1: Pillow's operations in Pillow's order, so the same doubles.  Returns
- * how many, from source pixel *first on. */
-static int32_t weigh(double center, double support, double filterscale,
-		     uint32_t size, double *w, int32_t *first)
+ * 1: Pillow's operations in Pillow's order, so the same doubles (ss is
+ * 1 / filterscale).  Returns how many, from source pixel *first on: at
+ * most K. */
+INLINE int32_t weigh(double center, double support, double ss,
+		     uint32_t size, int32_t K, double *w, int32_t *first)
 {
-	double ss = 1.0 / filterscale, sum = 0.0;
+	double sum = 0.0;
 	int32_t lo = (int32_t)(center - support + 0.5);
 	int32_t hi = (int32_t)(center + support + 0.5);
 	int32_t n;
@@ -179,12 +192,14 @@ static int32_t weigh(double center, double support, double filterscale,
 	if (hi > (int32_t)size)
 		hi = (int32_t)size;
 	n = hi > lo ? hi - lo : 0;
-	for (int32_t i = 0; i < n; i++) {
+#pragma GCC unroll 4
+	for (int32_t i = 0; i < K && i < n; i++) {
 		w[i] = triangle((i + lo - center + 0.5) * ss);
 		sum += w[i];
 	}
 	if (sum != 0.0)
-		for (int32_t i = 0; i < n; i++)
+#pragma GCC unroll 4
+		for (int32_t i = 0; i < K && i < n; i++)
 			w[i] /= sum;
 	*first = lo;
 	return n;
@@ -205,13 +220,14 @@ static int32_t bits_for(double wmax)
  * is within 1 of its exact value and never negative, and a flat image
  * stays flat.  Then drops the zero taps at either end (*first moves);
  * returns how many are left. */
-static int32_t quantize(const double *w, int32_t n, int32_t bits,
+INLINE int32_t quantize(const double *w, int32_t n, int32_t bits, int32_t K,
 			int32_t *k, int32_t *first)
 {
 	int32_t one = 1 << bits, prev = 0, lo = 0, m = 0;
 	double run = 0.0;
 
-	for (int32_t i = 0; i < n; i++) {
+#pragma GCC unroll 4
+	for (int32_t i = 0; i < K && i < n; i++) {
 		int32_t at;
 
 		run += w[i];
@@ -226,7 +242,7 @@ static int32_t quantize(const double *w, int32_t n, int32_t bits,
 		n--;
 	if (lo == 0)
 		return n;
-	for (int32_t i = lo; i < n; i++)
+	for (int32_t i = lo; i < K && i < n; i++)
 		k[m++] = k[i];
 	*first += lo;
 	return m;
@@ -234,67 +250,90 @@ static int32_t quantize(const double *w, int32_t n, int32_t bits,
 
 /* The weights of every output into the scratch buffers, in their slots
  * (with mirror, output i goes to slot out - 1 - i, which is how flipping
- * costs nothing); returns the largest weight, or -1 without memory. */
-static double weigh_all(struct ch_resampler *r, uint32_t size, float f0,
-			float f1, uint32_t out, int mirror, uint32_t ksize)
+ * costs nothing), K apart; returns the largest weight. */
+INLINE double weigh_all(struct ch_resampler *r, uint32_t size, float f0,
+			double scale, uint32_t out, int mirror, int32_t K)
 {
-	double scale = (double)(f1 - f0) / out;
 	double filterscale = scale < 1.0 ? 1.0 : scale, wmax = 0.0;
-	double *w;
-	int32_t *first, *count;
+	double ss = 1.0 / filterscale;
+	int32_t *first = r->win.p, *count = first + out;
 
-	if (reserve(&r->w, (size_t)out * ksize * sizeof(double)) < 0 ||
-	    reserve(&r->win, (size_t)out * (ksize + 2) * sizeof(int32_t)) < 0)
-		return -1;
-	first = r->win.p;
-	count = first + out;
 	for (uint32_t i = 0; i < out; i++) {
 		uint32_t slot = mirror ? out - 1 - i : i;
 		double center = f0 + (i + 0.5) * scale;
+		double *w = (double *)r->w.p + (size_t)slot * K;
 
-		w = (double *)r->w.p + (size_t)slot * ksize;
-		count[slot] = weigh(center, filterscale, filterscale, size, w,
+		count[slot] = weigh(center, filterscale, ss, size, K, w,
 				    &first[slot]);
-		for (int32_t t = 0; t < count[slot]; t++)
+		for (int32_t t = 0; t < K && t < count[slot]; t++)
 			wmax = w[t] > wmax ? w[t] : wmax;
 	}
 	return wmax;
 }
 
-/* Copies the rounded windows into a's rows of n taps, widened to the
- * longest and kept inside the axis: a window at the far edge starts
- * earlier, its weights moved right, and zeros fill the rest (each tap
- * written once: rows are a few taps, a memset call a row costs more). */
-static void pad(struct axis *a, const int32_t *first, const int32_t *count,
-		const int32_t *k, uint32_t ksize, uint32_t out)
+/* Rounds every output's weights (quantize) in place; returns the most
+ * taps a window keeps. */
+INLINE int32_t quantize_all(struct ch_resampler *r, uint32_t out,
+			    int32_t bits, int32_t K)
 {
+	int32_t *first = r->win.p, *count = first + out, *k = count + out;
+	int32_t n = 1;
+
 	for (uint32_t i = 0; i < out; i++) {
-		int16_t *row = a->k + (size_t)i * a->n;
-		const int32_t *ki = k + (size_t)i * ksize;
+		const double *w = (const double *)r->w.p + (size_t)i * K;
+
+		count[i] = quantize(w, count[i], bits, K, k + (size_t)i * K,
+				    &first[i]);
+		n = count[i] > n ? count[i] : n;
+	}
+	return n;
+}
+
+/* Copies the rounded windows (K apart) into a's rows of N = a->n taps,
+ * widened to the longest and kept inside the axis: a window at the far
+ * edge starts earlier, its weights moved right, and zeros fill the rest
+ * (each tap written once: rows are a few taps, a memset call a row
+ * costs more).  Then the pixels read, [lo, hi), and where each window
+ * starts in them.  N is a constant in the callers of the usual sizes. */
+INLINE void pad(struct axis *a, const struct ch_resampler *r, int32_t K,
+		uint32_t out, int32_t N)
+{
+	const int32_t *first = r->win.p, *count = first + out;
+	const int32_t *k = count + out;
+	int32_t lo = INT32_MAX, hi = 0;
+
+	for (uint32_t i = 0; i < out; i++) {
+		int16_t *row = a->k + (size_t)i * N;
+		const int32_t *ki = k + (size_t)i * K;
 		int32_t start = first[i], shift;
 
-		if (start + a->n > (int32_t)a->size)
-			start = (int32_t)a->size - a->n;
+		if (start + N > (int32_t)a->size)
+			start = (int32_t)a->size - N;
 		shift = first[i] - start;
-		for (int32_t t = 0; t < a->n; t++)
+#pragma GCC unroll 4
+		for (int32_t t = 0; t < N; t++)
 			row[t] = (int16_t)(t >= shift && t - shift < count[i]
 						   ? ki[t - shift]
 						   : 0);
 		a->first[i] = start;
+		lo = start < lo ? start : lo;
+		hi = start + N > hi ? start + N : hi;
 	}
+	a->lo = lo;
+	a->hi = hi;
+	for (uint32_t i = 0; i < (out + 3) / 4 * 4; i++)
+		a->off[i] = 3 * (a->first[i < out ? i : out - 1] - lo);
 }
 
-/* The pixels read, [lo, hi), and where each window starts in them. */
-static void span(struct axis *a, uint32_t out)
+static void pad_n(struct axis *a, const struct ch_resampler *r, int32_t K,
+		  uint32_t out)
 {
-	a->lo = INT32_MAX;
-	a->hi = 0;
-	for (uint32_t i = 0; i < out; i++) {
-		a->lo = a->first[i] < a->lo ? a->first[i] : a->lo;
-		a->hi = a->first[i] + a->n > a->hi ? a->first[i] + a->n : a->hi;
+	switch (r->general ? 0 : a->n) {
+	case 1: pad(a, r, K, out, 1); return;
+	case 2: pad(a, r, K, out, 2); return;
+	case 3: pad(a, r, K, out, 3); return;
 	}
-	for (uint32_t i = 0; i < (out + 3) / 4 * 4; i++)
-		a->off[i] = 3 * (a->first[i < out ? i : out - 1] - a->lo);
+	pad(a, r, K, out, a->n);
 }
 
 /* Output i's weights for SSE2: pairs[i * np + j] holds taps 2j and
@@ -394,8 +433,10 @@ static int two_up(struct axis *a, uint32_t out)
 	return 0;
 }
 
-/* How a pass loads its weights: k alone (plain C), pairs, slots. */
-enum layout { KEYS, PAIRS, SLOTS };
+/* How a pass loads its weights: k alone (plain C), pairs, slots; TWO
+ * for the vertical AVX2 pass over rows of 32 bytes or more, which takes
+ * windows of 2 taps in `two` (vrow_avx2), the others in pairs. */
+enum layout { KEYS, PAIRS, SLOTS, TWO };
 
 /* Plans the taps that map [f0, f1) of a `size`-pixel axis onto `out`
  * pixels, mirrored or not, with the weights laid out for the pass.  The
@@ -409,29 +450,26 @@ static int plan(struct ch_resampler *r, struct axis *a, uint32_t size,
 	double support = scale < 1.0 ? 1.0 : scale; /* the triangle reaches 1 */
 	uint32_t ksize = (uint32_t)ceil(support) * 2 + 1;
 	struct key key = {f0, f1, size, out, mirror, (int)layout};
-	double wmax;
-	int32_t *first, *count, *k;
 	size_t nout4 = (out + 3) / 4 * 4;
+	double wmax;
 
 	if (key.f0 == a->key.f0 && key.f1 == a->key.f1 &&
 	    key.size == a->key.size && key.out == a->key.out &&
 	    key.mirror == a->key.mirror && key.layout == a->key.layout)
 		return 0;
 	a->key.out = 0; /* nothing planned, until the end */
-	wmax = weigh_all(r, size, f0, f1, out, mirror, ksize);
-	if (wmax < 0)
+	if (reserve(&r->w, (size_t)out * ksize * sizeof(double)) < 0 ||
+	    reserve(&r->win, (size_t)out * (ksize + 2) * sizeof(int32_t)) < 0)
 		return -1;
-	first = r->win.p;
-	count = first + out;
-	k = count + out;
-	a->bits = bits_for(wmax);
-	a->n = 1;
-	for (uint32_t i = 0; i < out; i++) {
-		const double *w = (const double *)r->w.p + (size_t)i * ksize;
-
-		count[i] = quantize(w, count[i], a->bits, k + (size_t)i * ksize,
-				    &first[i]);
-		a->n = count[i] > a->n ? count[i] : a->n;
+	if (ksize == 3 && !r->general) {
+		wmax = weigh_all(r, size, f0, scale, out, mirror, 3);
+		a->bits = bits_for(wmax);
+		a->n = quantize_all(r, out, a->bits, 3);
+	} else {
+		wmax = weigh_all(r, size, f0, scale, out, mirror,
+				 (int32_t)ksize);
+		a->bits = bits_for(wmax);
+		a->n = quantize_all(r, out, a->bits, (int32_t)ksize);
 	}
 	if (reserve(&a->mem, (out + nout4) * sizeof(int32_t) +
 				     (size_t)out * a->n * sizeof(int16_t)) < 0)
@@ -440,9 +478,10 @@ static int plan(struct ch_resampler *r, struct axis *a, uint32_t size,
 	a->first = a->mem.p;
 	a->off = a->first + out;
 	a->k = (int16_t *)(a->off + nout4);
-	pad(a, first, count, k, ksize, out);
-	span(a, out);
-	if ((layout == PAIRS && (pair_up(a, out) < 0 || two_up(a, out) < 0)) ||
+	pad_n(a, r, (int32_t)ksize, out);
+	if ((layout == PAIRS && pair_up(a, out) < 0) ||
+	    (layout == TWO && !two_taps(a) && pair_up(a, out) < 0) ||
+	    (layout == TWO && two_up(a, out) < 0) ||
 	    (layout == SLOTS && slot_up(a, out) < 0))
 		return -1;
 	a->key = key;
@@ -1133,10 +1172,12 @@ static int plan_both(struct ch_resampler *r, const struct ch_image *src,
 		     const float *f, int flip, const struct target *t,
 		     int hcopy, int vcopy)
 {
-	enum layout v = r->isa >= CH_RESAMPLE_SSE2 ? PAIRS : KEYS;
-	enum layout h = src->c == 3 && r->isa == CH_RESAMPLE_AVX2 ? SLOTS
-			: src->c == 3 ? v
-				      : KEYS;
+	size_t len = t->step == 1 ? t->w : (size_t)t->w * t->c; /* vpass's */
+	enum layout pairs = r->isa >= CH_RESAMPLE_SSE2 ? PAIRS : KEYS;
+	enum layout v = r->isa == CH_RESAMPLE_AVX2 && len >= 32 ? TWO : pairs;
+	enum layout h = src->c != 3		     ? KEYS
+			: r->isa == CH_RESAMPLE_AVX2 ? SLOTS
+						     : pairs;
 
 	if (!hcopy && (plan(r, &r->h, src->w, f[0], f[2], t->w, flip, h) < 0 ||
 		       reserve(&r->wide, wide_bytes(&r->h)) < 0))

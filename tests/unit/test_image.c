@@ -1292,6 +1292,46 @@ static void two_tap_rows_give_the_same_bytes(void)
 	free(got);
 }
 
+/* Enlarging windows (3 taps at most) are planned by loops unrolled for
+ * them, and the vertical AVX2 pass then keeps only the weights of 2-tap
+ * windows: on every path, the bytes of the general loops' plans,
+ * interleaved and planar, flipped or not, at the edges and inside. */
+static void unrolled_plans_give_the_same_bytes(void)
+{
+	struct ch_resampler *r[3], *g[3];
+	int paths = open_paths(r), bad = 0;
+
+	CHECK(open_paths(g) == paths);
+	for (int i = 0; i < paths; i++)
+		ch_resampler_plan_general(g[i], 1);
+	rng_state = 29;
+	for (int k = 0; k < 200 && bad < 3; k++) {
+		struct rcase rc = random_case(k);
+
+		rc.ow = (uint32_t)ceil(rc.bw) + rnd_below(k % 4 ? 300 : 3);
+		rc.oh = (uint32_t)ceil(rc.bh) + rnd_below(k % 4 ? 300 : 3);
+		for (int i = 0; i < paths; i++) {
+			uint8_t *want = run_hwc(g[i], &rc);
+			uint8_t *got = run_hwc(r[i], &rc);
+			size_t n = (size_t)rc.ow * rc.oh * rc.src.c;
+			int ok = want && got && memcmp(got, want, n) == 0 &&
+				 planar_matches(r[i], &rc, want, k % 3, k % 5);
+
+			if (!CHECK(ok)) {
+				unit_note("path %d: %s", i, case_name(&rc));
+				bad++;
+			}
+			free(want);
+			free(got);
+		}
+		free(rc.src.px);
+	}
+	for (int i = 0; i < paths; i++) {
+		ch_resampler_free(r[i]);
+		ch_resampler_free(g[i]);
+	}
+}
+
 /* The resampler plans an axis once for a run of the same box and size:
  * boxes A, B, A, flipped A, B give what fresh resamplers give. */
 static void plans_are_reused_only_for_the_same_box(void)
@@ -1371,6 +1411,7 @@ int main(void)
 		UNIT(paths_and_layouts_give_the_same_bytes),
 		UNIT(planar_identity_copies),
 		UNIT(two_tap_rows_give_the_same_bytes),
+		UNIT(unrolled_plans_give_the_same_bytes),
 		UNIT(plans_are_reused_only_for_the_same_box),
 		UNIT(planar_bad_layouts_are_errors),
 	};
