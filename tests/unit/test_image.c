@@ -467,6 +467,56 @@ static void jpeg_tables_do_not_carry_over(void)
 	ch_image_decoder_free(d);
 }
 
+/* Where b's first quantization table's first value is, or 0. */
+static size_t first_dqt_value(struct blob b)
+{
+	size_t i = 2;
+
+	while (i + 5 < b.n && b.p[i] == 0xff && b.p[i + 1] != 0xda) {
+		if (b.p[i + 1] == 0xdb)
+			return i + 5;
+		i += 2 + ((size_t)b.p[i + 2] << 8 | b.p[i + 3]);
+	}
+	return 0;
+}
+
+/* A decode of the bytes a probe just read takes up the header it read:
+ * the pixels of a fresh decoder's decode; and where the header changed
+ * in place in between (a quantization table here), the new header's. */
+static void probed_header_is_reused_only_for_the_same_bytes(void)
+{
+	struct ch_image_decoder *d = ch_image_decoder_new();
+	struct ch_image_decoder *fresh = ch_image_decoder_new();
+	struct blob b = jcase_jpeg(&jcases[0], 5);
+	size_t q = first_dqt_value(b), n;
+	struct ch_image_info info;
+	struct ch_decode_req req = {3, 0, 0, 0, 0, 1};
+	struct ch_decoded o, f;
+	struct ch_error err;
+	uint8_t *before;
+
+	CHECK(q > 0);
+	CHECK(ch_image_probe(d, b.p, b.n, &info, &err) == 0);
+	req.w = info.w;
+	req.h = info.h;
+	CHECK(ch_image_decode(d, b.p, b.n, &req, &o, &err) == 0);
+	CHECK(ch_image_decode(fresh, b.p, b.n, &req, &f, &err) == 0);
+	n = o.img.stride * o.img.h;
+	CHECK(f.img.stride * f.img.h == n && memcmp(o.img.px, f.img.px, n) == 0);
+	before = malloc(n);
+	memcpy(before, o.img.px, n);
+	CHECK(ch_image_probe(d, b.p, b.n, &info, &err) == 0);
+	b.p[q] = (uint8_t)(b.p[q] + 9);
+	CHECK(ch_image_decode(d, b.p, b.n, &req, &o, &err) == 0);
+	CHECK(ch_image_decode(fresh, b.p, b.n, &req, &f, &err) == 0);
+	CHECK(memcmp(o.img.px, f.img.px, n) == 0);
+	CHECK(memcmp(o.img.px, before, n) != 0);
+	free(before);
+	free(b.p);
+	ch_image_decoder_free(d);
+	ch_image_decoder_free(fresh);
+}
+
 /* PIL's CMYK to RGB of what Adobe stores: 255 - ink. */
 static void cmyk_expect(const uint8_t *s, uint8_t *rgb)
 {
@@ -1399,6 +1449,7 @@ int main(void)
 		UNIT(jpeg_regions_equal_whole_decode_at_every_scale),
 		UNIT(jpeg_corruption_is_an_error),
 		UNIT(jpeg_tables_do_not_carry_over),
+		UNIT(probed_header_is_reused_only_for_the_same_bytes),
 		UNIT(cmyk_jpeg_converts_like_pil),
 		UNIT(png_color_variants_decode_like_pil),
 		UNIT(png_gray_variants_decode_like_pil),
