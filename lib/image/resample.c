@@ -9,7 +9,10 @@
  * (14 when enlarging, up to 22 for wide windows), summing to exactly 1.
  * pmaddwd then multiplies 8 pixels by 8 weights and adds them in pairs:
  * two taps of a pixel's three channels in the horizontal pass, two rows
- * of 4 bytes in the vertical one.
+ * of 4 bytes in the vertical one.  Windows of 2 taps (enlarging) take
+ * b + (o - b) * k, rounded by pmulhrsw, in the AVX2 passes: the vertical
+ * one, and the horizontal one into planes, from the row's pixels dealt
+ * into planes first.
  *
  * Three paths: plain C, SSE2 (the x86-64 baseline) and AVX2 (picked at
  * run time where the CPU has it).  Every sum is exact in 32 bits (255
@@ -66,12 +69,13 @@ struct buf {
  * (the horizontal AVX2 pass), see pair_up and slot_up; and where every
  * window has 2 taps (enlarging), `two`, see two_up. */
 struct axis {
-	struct buf mem, pairs, slots, two;
+	struct buf mem, pairs, slots, two, gather;
 	int32_t *first, *off;
 	int16_t *k, *mul; /* mul, and base: in two */
 	uint8_t *base;
 	uint32_t size;
 	int32_t n, bits, lo, hi, np, nq;
+	int gathered; /* the RGB windows are in `gather` (gather_up) */
 	struct key {
 		float f0, f1;
 		uint32_t size, out;
@@ -129,6 +133,7 @@ static void axis_release(struct axis *a)
 	free(a->pairs.p);
 	free(a->slots.p);
 	free(a->two.p);
+	free(a->gather.p);
 }
 
 void ch_resampler_free(struct ch_resampler *r)
@@ -433,10 +438,69 @@ static int two_up(struct axis *a, uint32_t out)
 	return 0;
 }
 
+/* The 2-tap windows of the horizontal AVX2 pass into planes (see
+ * hrow3_two_avx2), 16 outputs a group: group g covers outputs from
+ * x = min(16 g, out - 16) on, in two halves of 8 that each read 16
+ * bytes of a plane, from at[2 g] and at[2 g + 1] (pixels from lo on).
+ * A group's 64 bytes of byte shuffles pick, per half, output i's
+ * pixel of the larger weight (b) as a 16-bit word, then that of the
+ * smaller (o); its 16 multipliers are the smaller weights shifted up to
+ * 15 fractional bits (as two_up's).  Only where every window has 2 taps
+ * (two_taps), out is 16 or more and every half's windows lie within 16
+ * pixels (enlarging, or nearly): returns 1 if built, 0 if not, -1
+ * without memory. */
+struct group {
+	int32_t at[2];
+	int8_t pick[64];
+	int16_t mul[16];
+};
+
+static int gather_up(struct axis *a, uint32_t out)
+{
+	uint32_t ng = (out + 15) / 16;
+	struct group *g;
+
+	if (!two_taps(a) || out < 16 ||
+	    reserve(&a->gather, ng * sizeof(struct group)) < 0)
+		return two_taps(a) && out >= 16 ? -1 : 0;
+	g = a->gather.p;
+	for (uint32_t j = 0; j < ng; j++, g++) {
+		uint32_t x0 = 16 * j < out - 16 ? 16 * j : out - 16;
+
+		for (uint32_t h = 0; h < 2; h++) {
+			const int32_t *f = a->first + x0 + 8 * h;
+			int32_t at = f[0], end = f[0];
+
+			for (uint32_t i = 1; i < 8; i++) {
+				at = f[i] < at ? f[i] : at;
+				end = f[i] > end ? f[i] : end;
+			}
+			if (end + 1 - at > 15)
+				return 0;
+			g->at[h] = at - a->lo;
+			for (uint32_t i = 0; i < 8; i++) {
+				uint32_t x = x0 + 8 * h + i;
+				const int16_t *k = a->k + (size_t)x * 2;
+				int b = k[1] > k[0];
+				int8_t *p = g->pick + 16 * h + 2 * i;
+
+				p[0] = (int8_t)(a->first[x] - at + b);
+				p[32] = (int8_t)(a->first[x] - at + 1 - b);
+				p[1] = p[33] = -1;
+				g->mul[8 * h + i] =
+					(int16_t)(k[1 - b] << (15 - a->bits));
+			}
+		}
+	}
+	return 1;
+}
+
 /* How a pass loads its weights: k alone (plain C), pairs, slots; TWO
  * for the vertical AVX2 pass over rows of 32 bytes or more, which takes
- * windows of 2 taps in `two` (vrow_avx2), the others in pairs. */
-enum layout { KEYS, PAIRS, SLOTS, TWO };
+ * windows of 2 taps in `two` (vrow_avx2), the others in pairs; GATHER
+ * for the horizontal AVX2 pass into planes, which takes windows of 2
+ * taps in `gather` where they fit it (gather_up), the others in slots. */
+enum layout { KEYS, PAIRS, SLOTS, TWO, GATHER };
 
 /* Plans the taps that map [f0, f1) of a `size`-pixel axis onto `out`
  * pixels, mirrored or not, with the weights laid out for the pass.  The
@@ -483,6 +547,10 @@ static int plan(struct ch_resampler *r, struct axis *a, uint32_t size,
 	    (layout == TWO && !two_taps(a) && pair_up(a, out) < 0) ||
 	    (layout == TWO && two_up(a, out) < 0) ||
 	    (layout == SLOTS && slot_up(a, out) < 0))
+		return -1;
+	a->gathered = layout == GATHER ? gather_up(a, out) : 0;
+	if (a->gathered < 0 || (layout == GATHER && !a->gathered &&
+				slot_up(a, out) < 0))
 		return -1;
 	a->key = key;
 	return 0;
@@ -603,7 +671,8 @@ static void hrow_plain(const uint8_t *s, const struct axis *a, uint32_t c,
 
 static size_t wide_bytes(const struct axis *a)
 {
-	return (3 * (size_t)(a->hi - a->lo) + SLACK) * sizeof(uint16_t);
+	/* and room for 3 planes of the pixels and 16 bytes (hrow3_two_avx2) */
+	return (3 * (size_t)(a->hi - a->lo) + SLACK) * sizeof(uint16_t) + 48;
 }
 
 #if HAVE_SSE2
@@ -857,6 +926,91 @@ static AVX2 void hrow3_avx2(const uint8_t *s, size_t lim, uint8_t *c,
 }
 #endif
 
+#if HAVE_AVX2
+/* Byte shuffles that take the R, G or B bytes of 16 RGB pixels (48
+ * bytes) from their first, second or third 16 bytes, in place. */
+static const int8_t deal[3][3][16] = {
+	{{0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+	 {-1, -1, -1, -1, -1, -1, 2, 5, 8, 11, 14, -1, -1, -1, -1, -1},
+	 {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, 4, 7, 10, 13}},
+	{{1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+	 {-1, -1, -1, -1, -1, 0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1},
+	 {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 2, 5, 8, 11, 14}},
+	{{2, 5, 8, 11, 14, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+	 {-1, -1, -1, -1, -1, 1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1},
+	 {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 3, 6, 9, 12, 15}},
+};
+
+/* 16 RGB pixels from s into 16 bytes of each plane, pl apart. */
+INLINE AVX2 void deal16(const uint8_t *s, uint8_t *d, size_t pl)
+{
+	__m128i v[3] = {LD16(s), LD16(s + 16), LD16(s + 32)};
+
+#pragma GCC unroll 3
+	for (int k = 0; k < 3; k++)
+		ST16(d + k * pl,
+		     _mm_or_si128(
+			     _mm_or_si128(
+				     _mm_shuffle_epi8(v[0], LD16(deal[k][0])),
+				     _mm_shuffle_epi8(v[1], LD16(deal[k][1]))),
+			     _mm_shuffle_epi8(v[2], LD16(deal[k][2]))));
+}
+
+/* n RGB pixels from s into planes, pl bytes apart, at d: 16 at a time,
+ * the last 16 overlapping those before (only the row's bytes read). */
+static AVX2 void deal_row(const uint8_t *s, uint8_t *d, size_t pl, size_t n)
+{
+	size_t i = 0;
+
+	if (n < 16) {
+		for (; i < n; i++)
+			for (int k = 0; k < 3; k++)
+				d[k * pl + i] = s[3 * i + k];
+		return;
+	}
+	for (; i + 16 <= n; i += 16)
+		deal16(s + 3 * i, d + i, pl);
+	if (i < n)
+		deal16(s + 3 * (n - 16), d + n - 16, pl);
+}
+
+/* One RGB row of 2-tap windows into planes, 16 outputs a step (the last
+ * step overlapping the one before), a plane at a time: per half of 8
+ * outputs, 16 bytes of the plane, shuffled into the 16-bit pixels b and
+ * o of each window (gather_up), and b + (o - b) * k / 2^bits rounded by
+ * pmulhrsw, the pair's weighted sum exactly, as in vchunk2_avx2. */
+static AVX2 void hrow3_two_avx2(const uint8_t *s, uint8_t *c,
+				const struct axis *a, const struct row_out *o,
+				uint32_t out)
+{
+	size_t n = (size_t)(a->hi - a->lo), pl = n + 16;
+	const struct group *g0 = a->gather.p;
+	uint32_t ng = (out + 15) / 16;
+
+	deal_row(s + 3 * (size_t)a->lo, c, pl, n);
+	for (int k = 0; k < 3; k++) {
+		const uint8_t *p = c + k * pl;
+		const struct group *g = g0;
+
+		for (uint32_t j = 0; j < ng; j++, g++) {
+			uint32_t x = 16 * j < out - 16 ? 16 * j : out - 16;
+			__m256i v = _mm256_inserti128_si256(
+				_mm256_castsi128_si256(LD16(p + g->at[0])),
+				LD16(p + g->at[1]), 1);
+			__m256i b = _mm256_shuffle_epi8(v, LD32(g->pick));
+			__m256i q = _mm256_shuffle_epi8(v, LD32(g->pick + 32));
+
+			b = _mm256_add_epi16(
+				b, _mm256_mulhrs_epi16(_mm256_sub_epi16(q, b),
+						       LD32(g->mul)));
+			b = _mm256_permute4x64_epi64(
+				_mm256_packus_epi16(b, b), 0x08);
+			ST16(o->d[k] + x, _mm256_castsi256_si128(b));
+		}
+	}
+}
+#endif
+
 /* Rows [y0, y1) of src, resampled horizontally, into rows 0... of t. */
 static void hpass(struct ch_resampler *r, const struct ch_image *src,
 		  uint32_t y0, uint32_t y1, const struct axis *a,
@@ -867,6 +1021,10 @@ static void hpass(struct ch_resampler *r, const struct ch_image *src,
 		struct row_out o = row_of(t, y - y0);
 
 #if HAVE_AVX2
+		if (src->c == 3 && r->isa == CH_RESAMPLE_AVX2 && a->gathered) {
+			hrow3_two_avx2(s, r->wide.p, a, &o, t->w);
+			continue;
+		}
 		if (src->c == 3 && r->isa == CH_RESAMPLE_AVX2) {
 			size_t lim = (size_t)(src->h - 1 - y) * src->stride +
 				     (size_t)src->w * 3;
@@ -1176,8 +1334,9 @@ static int plan_both(struct ch_resampler *r, const struct ch_image *src,
 	enum layout pairs = r->isa >= CH_RESAMPLE_SSE2 ? PAIRS : KEYS;
 	enum layout v = r->isa == CH_RESAMPLE_AVX2 && len >= 32 ? TWO : pairs;
 	enum layout h = src->c != 3		     ? KEYS
-			: r->isa == CH_RESAMPLE_AVX2 ? SLOTS
-						     : pairs;
+			: r->isa != CH_RESAMPLE_AVX2 ? pairs
+			: t->step == 1		     ? GATHER
+						     : SLOTS;
 
 	if (!hcopy && (plan(r, &r->h, src->w, f[0], f[2], t->w, flip, h) < 0 ||
 		       reserve(&r->wide, wide_bytes(&r->h)) < 0))

@@ -1236,6 +1236,12 @@ static int open_paths(struct ch_resampler *r[3])
 	return paths;
 }
 
+static void close_paths(struct ch_resampler *r[3], int paths)
+{
+	for (int i = 0; i < paths; i++)
+		ch_resampler_free(r[i]);
+}
+
 /* Every path this CPU runs (SSE2 and AVX2 here on x86-64) gives the
  * plain C path's bytes, and the planar output the same bytes
  * rearranged, on every path. */
@@ -1342,6 +1348,59 @@ static void two_tap_rows_give_the_same_bytes(void)
 	free(got);
 }
 
+/* Enlarging RGB columns 2 taps at a time into planes: the pixels of
+ * columns 0 and 1 hold bytes a, those of columns 2 and 3 bytes b, every
+ * a with 32 b (a row's 3 channels, 3 pairs), against the weights of 4
+ * source columns to 16 ... 39, 61, 137 and 300, from column 1 to 3 (15
+ * fractional bits) or 0 to 4 (14), mirrored or not.  Every path gives
+ * the plain C path's bytes. */
+static void two_tap_columns_give_the_same_bytes(void)
+{
+	static const struct { double bx, bw; } box[2] = {{1, 2}, {0, 4}};
+	static const uint32_t big[3] = {61, 137, 300};
+	enum { H = 8192 / 3 + 1 };
+	struct ch_resampler *r[3];
+	struct ch_image s = {malloc(12 * H), 4, H, 3, 12};
+	uint8_t *want = malloc(3 * 300 * H), *got = malloc(3 * 300 * H);
+	struct ch_error err;
+	int paths = open_paths(r), bad = 0;
+
+	for (uint32_t y = 0; y < H; y++)
+		for (uint32_t k = 0; k < 3; k++) {
+			uint32_t x = 3 * y + k;
+			uint8_t *row = s.px + 12 * y + k;
+
+			row[0] = row[3] = (uint8_t)(x >> 5);
+			row[6] = row[9] = (uint8_t)(x * 37);
+		}
+	for (int i = 0; i < 4 * 27 && bad < 3; i++) {
+		uint32_t j = (uint32_t)i % 27, ow = j < 24 ? 16 + j : big[j - 24];
+		double bx = box[i / 27 % 2].bx, bw = box[i / 27 % 2].bw;
+		int flip = i / 54;
+		struct ch_image d = {want, ow, H, 3, ow};
+		size_t plane = (size_t)ow * H;
+
+		CHECK(ch_image_resample_planar(r[0], &s, bx, 0, bw, H, flip, &d,
+					       plane, &err) == 0);
+		d.px = got;
+		for (int p = 1; p < paths; p++) {
+			CHECK(ch_image_resample_planar(r[p], &s, bx, 0, bw, H,
+						       flip, &d, plane,
+						       &err) == 0);
+			if (!CHECK(memcmp(got, want, 3 * plane) == 0)) {
+				unit_note("path %d, box %d, %u columns%s", p,
+					  i / 27 % 2, ow,
+					  flip ? ", flipped" : "");
+				bad++;
+			}
+		}
+	}
+	close_paths(r, paths);
+	free(want);
+	free(got);
+	free(s.px);
+}
+
 /* Enlarging windows (3 taps at most) are planned by loops unrolled for
  * them, and the vertical AVX2 pass then keeps only the weights of 2-tap
  * windows: on every path, the bytes of the general loops' plans,
@@ -1376,10 +1435,8 @@ static void unrolled_plans_give_the_same_bytes(void)
 		}
 		free(rc.src.px);
 	}
-	for (int i = 0; i < paths; i++) {
-		ch_resampler_free(r[i]);
-		ch_resampler_free(g[i]);
-	}
+	close_paths(r, paths);
+	close_paths(g, paths);
 }
 
 /* The resampler plans an axis once for a run of the same box and size:
@@ -1462,6 +1519,7 @@ int main(void)
 		UNIT(paths_and_layouts_give_the_same_bytes),
 		UNIT(planar_identity_copies),
 		UNIT(two_tap_rows_give_the_same_bytes),
+		UNIT(two_tap_columns_give_the_same_bytes),
 		UNIT(unrolled_plans_give_the_same_bytes),
 		UNIT(plans_are_reused_only_for_the_same_box),
 		UNIT(planar_bad_layouts_are_errors),
