@@ -497,7 +497,7 @@ static int gather_up(struct axis *a, uint32_t out)
 
 /* How a pass loads its weights: k alone (plain C), pairs, slots; TWO
  * for the vertical AVX2 pass over rows of 32 bytes or more, which takes
- * windows of 2 taps in `two` (vrow_avx2), the others in pairs; GATHER
+ * windows of 2 taps in `two` (vpass2_avx2), the others in pairs; GATHER
  * for the horizontal AVX2 pass into planes, which takes windows of 2
  * taps in `gather` where they fit it (gather_up), the others in slots. */
 enum layout { KEYS, PAIRS, SLOTS, TWO, GATHER };
@@ -1231,30 +1231,38 @@ INLINE AVX2 void vchunk2_avx2(const uint8_t *b, const uint8_t *o, __m256i k,
 	ST32(d, _mm256_packus_epi16(plo, phi));
 }
 
-/* vrow_avx2_n for 2 taps (two_taps), rows of 32 bytes or more. */
-static AVX2 void vrow2_avx2(const uint8_t *top, size_t stride,
-			    const struct axis *a, uint32_t y, uint8_t *d,
-			    size_t len)
+/* The vertical pass (vpass) where every window has 2 taps (two_taps) and
+ * rows are 32 bytes or more: per output row, its two source rows and
+ * weight once for the row's nseg segments (planes). */
+static AVX2 void vpass2_avx2(const uint8_t *s, size_t stride, size_t sseg,
+			     uint32_t base, const struct axis *a,
+			     const struct target *t, uint32_t nseg,
+			     size_t len)
 {
-	const uint8_t *b = top + a->base[y] * stride;
-	const uint8_t *o = top + (1 - a->base[y]) * stride;
-	__m256i k = _mm256_set1_epi16(a->mul[y]);
-	size_t j = 0;
+	for (uint32_t y = 0; y < t->h; y++) {
+		const uint8_t *top = s + (size_t)(a->first[y] - base) * stride;
+		const uint8_t *b = top + a->base[y] * stride;
+		const uint8_t *o = top + (1 - a->base[y]) * stride;
+		uint8_t *d = t->px + (size_t)y * t->stride;
+		__m256i k = _mm256_set1_epi16(a->mul[y]);
 
-	for (; j + 32 <= len; j += 32)
-		vchunk2_avx2(b + j, o + j, k, d + j);
-	if (j < len)
-		vchunk2_avx2(b + len - 32, o + len - 32, k, d + len - 32);
+		for (uint32_t i = 0; i < nseg; i++) {
+			size_t at = i * sseg, j = 0;
+			uint8_t *di = d + i * t->chan;
+
+			for (; j + 32 <= len; j += 32)
+				vchunk2_avx2(b + at + j, o + at + j, k, di + j);
+			if (j < len)
+				vchunk2_avx2(b + at + len - 32, o + at + len - 32,
+					     k, di + len - 32);
+		}
+	}
 }
 
 static AVX2 void vrow_avx2(const uint8_t *top, size_t stride,
 			   const struct axis *a, uint32_t y, uint8_t *d,
 			   size_t len)
 {
-	if (len >= 32 && two_taps(a)) {
-		vrow2_avx2(top, stride, a, y, d, len);
-		return;
-	}
 	switch (a->np) {
 	case 1: vrow_avx2_n(top, stride, a, y, d, len, 1); return;
 	case 2: vrow_avx2_n(top, stride, a, y, d, len, 2); return;
@@ -1293,6 +1301,12 @@ static void vpass(enum ch_resample_isa isa, const uint8_t *s, size_t stride,
 	uint32_t nseg = t->step == 1 ? t->c : 1;
 	size_t len = t->step == 1 ? t->w : (size_t)t->w * t->c;
 
+#if HAVE_AVX2
+	if (isa == CH_RESAMPLE_AVX2 && len >= 32 && two_taps(a)) {
+		vpass2_avx2(s, stride, sseg, base, a, t, nseg, len);
+		return;
+	}
+#endif
 	for (uint32_t y = 0; y < t->h; y++) {
 		const uint8_t *top = s + (size_t)(a->first[y] - base) * stride;
 
