@@ -182,10 +182,11 @@ INLINE double triangle(double x)
 
 /* The weights of the output pixel centred at `center`, normalised to sum
  * 1: Pillow's operations in Pillow's order, so the same doubles (ss is
- * 1 / filterscale).  Returns how many, from source pixel *first on: at
- * most K. */
+ * 1 / filterscale), *wmax raised to the largest.  Returns how many, from
+ * source pixel *first on: at most K. */
 INLINE int32_t weigh(double center, double support, double ss,
-		     uint32_t size, int32_t K, double *w, int32_t *first)
+		     uint32_t size, int32_t K, double *w, int32_t *first,
+		     double *wmax)
 {
 	double sum = 0.0;
 	int32_t lo = (int32_t)(center - support + 0.5);
@@ -206,6 +207,9 @@ INLINE int32_t weigh(double center, double support, double ss,
 #pragma GCC unroll 4
 		for (int32_t i = 0; i < K && i < n; i++)
 			w[i] /= sum;
+#pragma GCC unroll 4
+	for (int32_t i = 0; i < K && i < n; i++)
+		*wmax = w[i] > *wmax ? w[i] : *wmax;
 	*first = lo;
 	return n;
 }
@@ -269,9 +273,7 @@ INLINE double weigh_all(struct ch_resampler *r, uint32_t size, float f0,
 		double *w = (double *)r->w.p + (size_t)slot * K;
 
 		count[slot] = weigh(center, filterscale, ss, size, K, w,
-				    &first[slot]);
-		for (int32_t t = 0; t < K && t < count[slot]; t++)
-			wmax = w[t] > wmax ? w[t] : wmax;
+				    &first[slot], &wmax);
 	}
 	return wmax;
 }
@@ -326,8 +328,14 @@ INLINE void pad(struct axis *a, const struct ch_resampler *r, int32_t K,
 	}
 	a->lo = lo;
 	a->hi = hi;
+}
+
+/* Where each RGB window starts in the pixels read (for the horizontal
+ * SSE2 pass and the AVX2 one by slots), 4 outputs at a time. */
+static void offsets(struct axis *a, uint32_t out)
+{
 	for (uint32_t i = 0; i < (out + 3) / 4 * 4; i++)
-		a->off[i] = 3 * (a->first[i < out ? i : out - 1] - lo);
+		a->off[i] = 3 * (a->first[i < out ? i : out - 1] - a->lo);
 }
 
 static void pad_n(struct axis *a, const struct ch_resampler *r, int32_t K,
@@ -552,6 +560,9 @@ static int plan(struct ch_resampler *r, struct axis *a, uint32_t size,
 	if (a->gathered < 0 || (layout == GATHER && !a->gathered &&
 				slot_up(a, out) < 0))
 		return -1;
+	if (layout == PAIRS || layout == SLOTS ||
+	    (layout == GATHER && !a->gathered))
+		offsets(a, out);
 	a->key = key;
 	return 0;
 }
