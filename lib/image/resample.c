@@ -468,9 +468,10 @@ static int gather_up(struct axis *a, uint32_t out)
 	uint32_t ng = (out + 15) / 16;
 	struct group *g;
 
-	if (!two_taps(a) || out < 16 ||
-	    reserve(&a->gather, ng * sizeof(struct group)) < 0)
-		return two_taps(a) && out >= 16 ? -1 : 0;
+	if (!two_taps(a) || out < 16)
+		return 0;
+	if (reserve(&a->gather, ng * sizeof(struct group)) < 0)
+		return -1;
 	g = a->gather.p;
 	for (uint32_t j = 0; j < ng; j++, g++) {
 		uint32_t x0 = 16 * j < out - 16 ? 16 * j : out - 16;
