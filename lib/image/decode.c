@@ -2,7 +2,9 @@
  * into 8-bit gray or RGB pixels, one region at a time.
  *
  * A decoder is one worker's: a libjpeg decompressor, made afresh for
- * each image, and pixel and row buffers that only ever grow.
+ * each image (a decode after the probe of the same bytes takes up the
+ * header the probe read), and pixel and row buffers that only ever
+ * grow.
  * Both libraries report errors by longjmp: each entry point below sets
  * its jump with setjmp and does its work in helpers, so that nothing
  * but the decoder (on the heap) is read after a jump. */
@@ -54,7 +56,20 @@ struct ch_image_decoder {
 	struct buf rows; /* row pointers */
 	struct jpeg_huff huff; /* the entropy decoder, for the scans it takes */
 	enum ch_entropy entropy; /* who decodes a baseline scan */
+	/* A probe leaves its JPEG's header read in jpeg (the decompressor
+	 * is not reset), for a decode of the same bytes to take up: at data,
+	 * size bytes, whose first `hdr` (what jpeg_read_header consumed)
+	 * are kept in a copy to compare. */
+	int held;
+	const uint8_t *held_data;
+	size_t held_size;
+	struct buf hdr;
+	size_t hdr_len;
 };
+
+/* The longest header a probe keeps (a JPEG with a large EXIF block is
+ * read again, not copied). */
+#define HELD_MAX 4096
 
 /* ------------------------------------------------------------------ */
 /* Shared                                                              */
@@ -242,6 +257,7 @@ void ch_image_decoder_free(struct ch_image_decoder *d)
 	free(d->px.p);
 	free(d->aux.p);
 	free(d->rows.p);
+	free(d->hdr.p);
 	free(d);
 }
 
@@ -370,8 +386,35 @@ static int jpeg_region(struct ch_image_decoder *d,
 	return 0;
 }
 
+/* After a probe's jpeg_read_header: keeps the decompressor as it is and
+ * a copy of the header for the decode that usually follows (1), unless
+ * the header is long (0). */
+static int hold_header(struct ch_image_decoder *d)
+{
+	size_t n = (size_t)(d->jpeg.src->next_input_byte - d->jfail.data);
+
+	if (n > HELD_MAX || n > d->jfail.size || reserve(&d->hdr, n) < 0)
+		return 0;
+	memcpy(d->hdr.p, d->jfail.data, n);
+	d->hdr_len = n;
+	d->held_data = d->jfail.data;
+	d->held_size = d->jfail.size;
+	d->held = 1;
+	return 1;
+}
+
+/* Whether the header held is that of these bytes: read again, it would
+ * give the same decompressor (a new one reads only those bytes). */
+static int header_held(const struct ch_image_decoder *d, const uint8_t *data,
+		       size_t size)
+{
+	return d->held && data == d->held_data && size == d->held_size &&
+	       memcmp(data, d->hdr.p, d->hdr_len) == 0;
+}
+
 /* After the header: the image's size, then its region if req is set;
- * the decompressor is reset for the next image (may longjmp). */
+ * the decompressor is reset for the next image, or held after a probe
+ * (may longjmp). */
 static int jpeg_steps(struct ch_image_decoder *d,
 		      const struct ch_decode_req *req, struct ch_decoded *out,
 		      struct ch_image_info *info, struct ch_error *err)
@@ -379,16 +422,34 @@ static int jpeg_steps(struct ch_image_decoder *d,
 	int rc = 0;
 
 	if (check_size("JPEG", d->jpeg.image_width, d->jpeg.image_height,
-		       err) < 0)
+		       err) < 0) {
 		rc = -1;
-	else if (info)
+	} else if (info) {
 		*info = (struct ch_image_info){CH_IMAGE_JPEG,
 					       d->jpeg.image_width,
 					       d->jpeg.image_height};
-	else
+		if (hold_header(d))
+			return 0;
+	} else {
 		rc = jpeg_region(d, req, out, err);
+	}
 	jpeg_abort_decompress(&d->jpeg);
 	return rc;
+}
+
+/* After the jump is set: reads the header, unless the one held is
+ * taken up (may longjmp). */
+static int jpeg_go(struct ch_image_decoder *d, const uint8_t *data,
+		   size_t size, const struct ch_decode_req *req,
+		   struct ch_decoded *out, struct ch_image_info *info,
+		   struct ch_error *err)
+{
+	if (!d->held) {
+		jpeg_mem_src(&d->jpeg, data, (unsigned long)size);
+		jpeg_read_header(&d->jpeg, TRUE);
+	}
+	d->held = 0;
+	return jpeg_steps(d, req, out, info, err);
 }
 
 static int jpeg_run(struct ch_image_decoder *d, const uint8_t *data,
@@ -396,25 +457,29 @@ static int jpeg_run(struct ch_image_decoder *d, const uint8_t *data,
 		    struct ch_decoded *out, struct ch_image_info *info,
 		    struct ch_error *err)
 {
-	/* libjpeg keeps the quantization and Huffman tables of one image
-	 * for the next (for abbreviated streams): a JPEG lacking its own
-	 * would decode with whatever this worker decoded before, so that
-	 * its pixels would depend on --workers.  A new decompressor costs
-	 * a quarter of a microsecond. */
-	jpeg_destroy_decompress(&d->jpeg);
-	if (jpeg_init(d) < 0)
-		return ch_error_errno(err, ENOMEM, "cannot decode JPEG: no "
-				      "memory for a decompressor");
+	/* a decode right after the probe of the same bytes starts from the
+	 * header the probe read (a microsecond less an image) */
+	d->held = !info && header_held(d, data, size);
+	/* otherwise a new decompressor: libjpeg keeps the quantization and
+	 * Huffman tables of one image for the next (for abbreviated
+	 * streams), and a JPEG lacking its own would decode with whatever
+	 * this worker decoded before, so that its pixels would depend on
+	 * --workers.  A new decompressor costs a quarter of a microsecond. */
+	if (!d->held) {
+		jpeg_destroy_decompress(&d->jpeg);
+		if (jpeg_init(d) < 0)
+			return ch_error_errno(err, ENOMEM, "cannot decode JPEG: "
+					      "no memory for a decompressor");
+	}
 	d->jfail.err = err;
 	d->jfail.data = data;
 	d->jfail.size = size;
 	if (setjmp(d->jfail.jmp)) {
+		d->held = 0;
 		jpeg_abort_decompress(&d->jpeg);
 		return -1;
 	}
-	jpeg_mem_src(&d->jpeg, data, (unsigned long)size);
-	jpeg_read_header(&d->jpeg, TRUE);
-	return jpeg_steps(d, req, out, info, err);
+	return jpeg_go(d, data, size, req, out, info, err);
 }
 
 /* ------------------------------------------------------------------ */

@@ -51,7 +51,8 @@ void ch_image_decoder_free(struct ch_image_decoder *d);
 
 /* Reads the header of a JPEG or PNG (recognised by its signature).
  * Anything else, or a header that does not parse, is an error saying
- * what the bytes are not. */
+ * what the bytes are not.  A JPEG's header stays read in d: a
+ * ch_image_decode of the same bytes next does not read it again. */
 int ch_image_probe(struct ch_image_decoder *d, const uint8_t *data,
 		   size_t size, struct ch_image_info *info,
 		   struct ch_error *err);

@@ -9,7 +9,10 @@
  * (14 when enlarging, up to 22 for wide windows), summing to exactly 1.
  * pmaddwd then multiplies 8 pixels by 8 weights and adds them in pairs:
  * two taps of a pixel's three channels in the horizontal pass, two rows
- * of 4 bytes in the vertical one.
+ * of 4 bytes in the vertical one.  Windows of 2 taps (enlarging) take
+ * b + (o - b) * k, rounded by pmulhrsw, in the AVX2 passes: the vertical
+ * one, and the horizontal one into planes, from the row's pixels dealt
+ * into planes first.
  *
  * Three paths: plain C, SSE2 (the x86-64 baseline) and AVX2 (picked at
  * run time where the CPU has it).  Every sum is exact in 32 bits (255
@@ -66,12 +69,13 @@ struct buf {
  * (the horizontal AVX2 pass), see pair_up and slot_up; and where every
  * window has 2 taps (enlarging), `two`, see two_up. */
 struct axis {
-	struct buf mem, pairs, slots, two;
+	struct buf mem, pairs, slots, two, gather;
 	int32_t *first, *off;
 	int16_t *k, *mul; /* mul, and base: in two */
 	uint8_t *base;
 	uint32_t size;
 	int32_t n, bits, lo, hi, np, nq;
+	int gathered; /* the RGB windows are in `gather` (gather_up) */
 	struct key {
 		float f0, f1;
 		uint32_t size, out;
@@ -86,6 +90,7 @@ struct ch_resampler {
 	struct buf tmp;	 /* the rows of the horizontal pass */
 	struct buf wide; /* a source row, widened (SSE2) or copied (AVX2) */
 	enum ch_resample_isa isa;
+	int general; /* plan by the general loops only (tests) */
 };
 
 static enum ch_resample_isa best_isa(void)
@@ -116,12 +121,19 @@ enum ch_resample_isa ch_resampler_limit(struct ch_resampler *r,
 	return r->isa;
 }
 
+void ch_resampler_plan_general(struct ch_resampler *r, int general)
+{
+	r->general = general;
+	r->h.key.out = r->v.key.out = 0; /* plan again */
+}
+
 static void axis_release(struct axis *a)
 {
 	free(a->mem.p);
 	free(a->pairs.p);
 	free(a->slots.p);
 	free(a->two.p);
+	free(a->gather.p);
 }
 
 void ch_resampler_free(struct ch_resampler *r)
@@ -156,20 +168,27 @@ static int reserve(struct buf *b, size_t n)
 /* ------------------------------------------------------------------ */
 /* Weights                                                             */
 
-static double triangle(double x)
+INLINE double triangle(double x)
 {
 	if (x < 0.0)
 		x = -x;
 	return x < 1.0 ? 1.0 - x : 0.0;
 }
 
+/* The planning loops below take the most taps a window may have, K, as
+ * an argument that plan makes a constant for enlarging (3: the triangle
+ * reaches 1 either side), so that they unroll into straight code; their
+ * operations are the same either way, so are the weights. */
+
 /* The weights of the output pixel centred at `center`, normalised to sum
- * 1: Pillow's operations in Pillow's order, so the same doubles.  Returns
- * how many, from source pixel *first on. */
-static int32_t weigh(double center, double support, double filterscale,
-		     uint32_t size, double *w, int32_t *first)
+ * 1: Pillow's operations in Pillow's order, so the same doubles (ss is
+ * 1 / filterscale), *wmax raised to the largest.  Returns how many, from
+ * source pixel *first on: at most K. */
+INLINE int32_t weigh(double center, double support, double ss,
+		     uint32_t size, int32_t K, double *w, int32_t *first,
+		     double *wmax)
 {
-	double ss = 1.0 / filterscale, sum = 0.0;
+	double sum = 0.0;
 	int32_t lo = (int32_t)(center - support + 0.5);
 	int32_t hi = (int32_t)(center + support + 0.5);
 	int32_t n;
@@ -179,13 +198,18 @@ static int32_t weigh(double center, double support, double filterscale,
 	if (hi > (int32_t)size)
 		hi = (int32_t)size;
 	n = hi > lo ? hi - lo : 0;
-	for (int32_t i = 0; i < n; i++) {
+#pragma GCC unroll 4
+	for (int32_t i = 0; i < K && i < n; i++) {
 		w[i] = triangle((i + lo - center + 0.5) * ss);
 		sum += w[i];
 	}
 	if (sum != 0.0)
-		for (int32_t i = 0; i < n; i++)
+#pragma GCC unroll 4
+		for (int32_t i = 0; i < K && i < n; i++)
 			w[i] /= sum;
+#pragma GCC unroll 4
+	for (int32_t i = 0; i < K && i < n; i++)
+		*wmax = w[i] > *wmax ? w[i] : *wmax;
 	*first = lo;
 	return n;
 }
@@ -205,13 +229,14 @@ static int32_t bits_for(double wmax)
  * is within 1 of its exact value and never negative, and a flat image
  * stays flat.  Then drops the zero taps at either end (*first moves);
  * returns how many are left. */
-static int32_t quantize(const double *w, int32_t n, int32_t bits,
+INLINE int32_t quantize(const double *w, int32_t n, int32_t bits, int32_t K,
 			int32_t *k, int32_t *first)
 {
 	int32_t one = 1 << bits, prev = 0, lo = 0, m = 0;
 	double run = 0.0;
 
-	for (int32_t i = 0; i < n; i++) {
+#pragma GCC unroll 4
+	for (int32_t i = 0; i < K && i < n; i++) {
 		int32_t at;
 
 		run += w[i];
@@ -226,7 +251,7 @@ static int32_t quantize(const double *w, int32_t n, int32_t bits,
 		n--;
 	if (lo == 0)
 		return n;
-	for (int32_t i = lo; i < n; i++)
+	for (int32_t i = lo; i < K && i < n; i++)
 		k[m++] = k[i];
 	*first += lo;
 	return m;
@@ -234,67 +259,94 @@ static int32_t quantize(const double *w, int32_t n, int32_t bits,
 
 /* The weights of every output into the scratch buffers, in their slots
  * (with mirror, output i goes to slot out - 1 - i, which is how flipping
- * costs nothing); returns the largest weight, or -1 without memory. */
-static double weigh_all(struct ch_resampler *r, uint32_t size, float f0,
-			float f1, uint32_t out, int mirror, uint32_t ksize)
+ * costs nothing), K apart; returns the largest weight. */
+INLINE double weigh_all(struct ch_resampler *r, uint32_t size, float f0,
+			double scale, uint32_t out, int mirror, int32_t K)
 {
-	double scale = (double)(f1 - f0) / out;
 	double filterscale = scale < 1.0 ? 1.0 : scale, wmax = 0.0;
-	double *w;
-	int32_t *first, *count;
+	double ss = 1.0 / filterscale;
+	int32_t *first = r->win.p, *count = first + out;
 
-	if (reserve(&r->w, (size_t)out * ksize * sizeof(double)) < 0 ||
-	    reserve(&r->win, (size_t)out * (ksize + 2) * sizeof(int32_t)) < 0)
-		return -1;
-	first = r->win.p;
-	count = first + out;
 	for (uint32_t i = 0; i < out; i++) {
 		uint32_t slot = mirror ? out - 1 - i : i;
 		double center = f0 + (i + 0.5) * scale;
+		double *w = (double *)r->w.p + (size_t)slot * K;
 
-		w = (double *)r->w.p + (size_t)slot * ksize;
-		count[slot] = weigh(center, filterscale, filterscale, size, w,
-				    &first[slot]);
-		for (int32_t t = 0; t < count[slot]; t++)
-			wmax = w[t] > wmax ? w[t] : wmax;
+		count[slot] = weigh(center, filterscale, ss, size, K, w,
+				    &first[slot], &wmax);
 	}
 	return wmax;
 }
 
-/* Copies the rounded windows into a's rows of n taps, widened to the
- * longest and kept inside the axis: a window at the far edge starts
- * earlier, its weights moved right, and zeros fill the rest (each tap
- * written once: rows are a few taps, a memset call a row costs more). */
-static void pad(struct axis *a, const int32_t *first, const int32_t *count,
-		const int32_t *k, uint32_t ksize, uint32_t out)
+/* Rounds every output's weights (quantize) in place; returns the most
+ * taps a window keeps. */
+INLINE int32_t quantize_all(struct ch_resampler *r, uint32_t out,
+			    int32_t bits, int32_t K)
 {
+	int32_t *first = r->win.p, *count = first + out, *k = count + out;
+	int32_t n = 1;
+
 	for (uint32_t i = 0; i < out; i++) {
-		int16_t *row = a->k + (size_t)i * a->n;
-		const int32_t *ki = k + (size_t)i * ksize;
+		const double *w = (const double *)r->w.p + (size_t)i * K;
+
+		count[i] = quantize(w, count[i], bits, K, k + (size_t)i * K,
+				    &first[i]);
+		n = count[i] > n ? count[i] : n;
+	}
+	return n;
+}
+
+/* Copies the rounded windows (K apart) into a's rows of N = a->n taps,
+ * widened to the longest and kept inside the axis: a window at the far
+ * edge starts earlier, its weights moved right, and zeros fill the rest
+ * (each tap written once: rows are a few taps, a memset call a row
+ * costs more).  Then the pixels read, [lo, hi), and where each window
+ * starts in them.  N is a constant in the callers of the usual sizes. */
+INLINE void pad(struct axis *a, const struct ch_resampler *r, int32_t K,
+		uint32_t out, int32_t N)
+{
+	const int32_t *first = r->win.p, *count = first + out;
+	const int32_t *k = count + out;
+	int32_t lo = INT32_MAX, hi = 0;
+
+	for (uint32_t i = 0; i < out; i++) {
+		int16_t *row = a->k + (size_t)i * N;
+		const int32_t *ki = k + (size_t)i * K;
 		int32_t start = first[i], shift;
 
-		if (start + a->n > (int32_t)a->size)
-			start = (int32_t)a->size - a->n;
+		if (start + N > (int32_t)a->size)
+			start = (int32_t)a->size - N;
 		shift = first[i] - start;
-		for (int32_t t = 0; t < a->n; t++)
+#pragma GCC unroll 4
+		for (int32_t t = 0; t < N; t++)
 			row[t] = (int16_t)(t >= shift && t - shift < count[i]
 						   ? ki[t - shift]
 						   : 0);
 		a->first[i] = start;
+		lo = start < lo ? start : lo;
+		hi = start + N > hi ? start + N : hi;
 	}
+	a->lo = lo;
+	a->hi = hi;
 }
 
-/* The pixels read, [lo, hi), and where each window starts in them. */
-static void span(struct axis *a, uint32_t out)
+/* Where each RGB window starts in the pixels read (for the horizontal
+ * SSE2 pass and the AVX2 one by slots), 4 outputs at a time. */
+static void offsets(struct axis *a, uint32_t out)
 {
-	a->lo = INT32_MAX;
-	a->hi = 0;
-	for (uint32_t i = 0; i < out; i++) {
-		a->lo = a->first[i] < a->lo ? a->first[i] : a->lo;
-		a->hi = a->first[i] + a->n > a->hi ? a->first[i] + a->n : a->hi;
-	}
 	for (uint32_t i = 0; i < (out + 3) / 4 * 4; i++)
 		a->off[i] = 3 * (a->first[i < out ? i : out - 1] - a->lo);
+}
+
+static void pad_n(struct axis *a, const struct ch_resampler *r, int32_t K,
+		  uint32_t out)
+{
+	switch (r->general ? 0 : a->n) {
+	case 1: pad(a, r, K, out, 1); return;
+	case 2: pad(a, r, K, out, 2); return;
+	case 3: pad(a, r, K, out, 3); return;
+	}
+	pad(a, r, K, out, a->n);
 }
 
 /* Output i's weights for SSE2: pairs[i * np + j] holds taps 2j and
@@ -394,8 +446,70 @@ static int two_up(struct axis *a, uint32_t out)
 	return 0;
 }
 
-/* How a pass loads its weights: k alone (plain C), pairs, slots. */
-enum layout { KEYS, PAIRS, SLOTS };
+/* The 2-tap windows of the horizontal AVX2 pass into planes (see
+ * hrow3_two_avx2), 16 outputs a group: group g covers outputs from
+ * x = min(16 g, out - 16) on, in two halves of 8 that each read 16
+ * bytes of a plane, from at[2 g] and at[2 g + 1] (pixels from lo on).
+ * A group's 64 bytes of byte shuffles pick, per half, output i's
+ * pixel of the larger weight (b) as a 16-bit word, then that of the
+ * smaller (o); its 16 multipliers are the smaller weights shifted up to
+ * 15 fractional bits (as two_up's).  Only where every window has 2 taps
+ * (two_taps), out is 16 or more and every half's windows lie within 16
+ * pixels (enlarging, or nearly): returns 1 if built, 0 if not, -1
+ * without memory. */
+struct group {
+	int32_t at[2];
+	int8_t pick[64];
+	int16_t mul[16];
+};
+
+static int gather_up(struct axis *a, uint32_t out)
+{
+	uint32_t ng = (out + 15) / 16;
+	struct group *g;
+
+	if (!two_taps(a) || out < 16)
+		return 0;
+	if (reserve(&a->gather, ng * sizeof(struct group)) < 0)
+		return -1;
+	g = a->gather.p;
+	for (uint32_t j = 0; j < ng; j++, g++) {
+		uint32_t x0 = 16 * j < out - 16 ? 16 * j : out - 16;
+
+		for (uint32_t h = 0; h < 2; h++) {
+			const int32_t *f = a->first + x0 + 8 * h;
+			int32_t at = f[0], end = f[0];
+
+			for (uint32_t i = 1; i < 8; i++) {
+				at = f[i] < at ? f[i] : at;
+				end = f[i] > end ? f[i] : end;
+			}
+			if (end + 1 - at > 15)
+				return 0;
+			g->at[h] = at - a->lo;
+			for (uint32_t i = 0; i < 8; i++) {
+				uint32_t x = x0 + 8 * h + i;
+				const int16_t *k = a->k + (size_t)x * 2;
+				int b = k[1] > k[0];
+				int8_t *p = g->pick + 16 * h + 2 * i;
+
+				p[0] = (int8_t)(a->first[x] - at + b);
+				p[32] = (int8_t)(a->first[x] - at + 1 - b);
+				p[1] = p[33] = -1;
+				g->mul[8 * h + i] =
+					(int16_t)(k[1 - b] << (15 - a->bits));
+			}
+		}
+	}
+	return 1;
+}
+
+/* How a pass loads its weights: k alone (plain C), pairs, slots; TWO
+ * for the vertical AVX2 pass over rows of 32 bytes or more, which takes
+ * windows of 2 taps in `two` (vpass2_avx2), the others in pairs; GATHER
+ * for the horizontal AVX2 pass into planes, which takes windows of 2
+ * taps in `gather` where they fit it (gather_up), the others in slots. */
+enum layout { KEYS, PAIRS, SLOTS, TWO, GATHER };
 
 /* Plans the taps that map [f0, f1) of a `size`-pixel axis onto `out`
  * pixels, mirrored or not, with the weights laid out for the pass.  The
@@ -409,29 +523,26 @@ static int plan(struct ch_resampler *r, struct axis *a, uint32_t size,
 	double support = scale < 1.0 ? 1.0 : scale; /* the triangle reaches 1 */
 	uint32_t ksize = (uint32_t)ceil(support) * 2 + 1;
 	struct key key = {f0, f1, size, out, mirror, (int)layout};
-	double wmax;
-	int32_t *first, *count, *k;
 	size_t nout4 = (out + 3) / 4 * 4;
+	double wmax;
 
 	if (key.f0 == a->key.f0 && key.f1 == a->key.f1 &&
 	    key.size == a->key.size && key.out == a->key.out &&
 	    key.mirror == a->key.mirror && key.layout == a->key.layout)
 		return 0;
 	a->key.out = 0; /* nothing planned, until the end */
-	wmax = weigh_all(r, size, f0, f1, out, mirror, ksize);
-	if (wmax < 0)
+	if (reserve(&r->w, (size_t)out * ksize * sizeof(double)) < 0 ||
+	    reserve(&r->win, (size_t)out * (ksize + 2) * sizeof(int32_t)) < 0)
 		return -1;
-	first = r->win.p;
-	count = first + out;
-	k = count + out;
-	a->bits = bits_for(wmax);
-	a->n = 1;
-	for (uint32_t i = 0; i < out; i++) {
-		const double *w = (const double *)r->w.p + (size_t)i * ksize;
-
-		count[i] = quantize(w, count[i], a->bits, k + (size_t)i * ksize,
-				    &first[i]);
-		a->n = count[i] > a->n ? count[i] : a->n;
+	if (ksize == 3 && !r->general) {
+		wmax = weigh_all(r, size, f0, scale, out, mirror, 3);
+		a->bits = bits_for(wmax);
+		a->n = quantize_all(r, out, a->bits, 3);
+	} else {
+		wmax = weigh_all(r, size, f0, scale, out, mirror,
+				 (int32_t)ksize);
+		a->bits = bits_for(wmax);
+		a->n = quantize_all(r, out, a->bits, (int32_t)ksize);
 	}
 	if (reserve(&a->mem, (out + nout4) * sizeof(int32_t) +
 				     (size_t)out * a->n * sizeof(int16_t)) < 0)
@@ -440,11 +551,19 @@ static int plan(struct ch_resampler *r, struct axis *a, uint32_t size,
 	a->first = a->mem.p;
 	a->off = a->first + out;
 	a->k = (int16_t *)(a->off + nout4);
-	pad(a, first, count, k, ksize, out);
-	span(a, out);
-	if ((layout == PAIRS && (pair_up(a, out) < 0 || two_up(a, out) < 0)) ||
+	pad_n(a, r, (int32_t)ksize, out);
+	if ((layout == PAIRS && pair_up(a, out) < 0) ||
+	    (layout == TWO && !two_taps(a) && pair_up(a, out) < 0) ||
+	    (layout == TWO && two_up(a, out) < 0) ||
 	    (layout == SLOTS && slot_up(a, out) < 0))
 		return -1;
+	a->gathered = layout == GATHER ? gather_up(a, out) : 0;
+	if (a->gathered < 0 || (layout == GATHER && !a->gathered &&
+				slot_up(a, out) < 0))
+		return -1;
+	if (layout == PAIRS || layout == SLOTS ||
+	    (layout == GATHER && !a->gathered))
+		offsets(a, out);
 	a->key = key;
 	return 0;
 }
@@ -564,7 +683,8 @@ static void hrow_plain(const uint8_t *s, const struct axis *a, uint32_t c,
 
 static size_t wide_bytes(const struct axis *a)
 {
-	return (3 * (size_t)(a->hi - a->lo) + SLACK) * sizeof(uint16_t);
+	/* and room for 3 planes of the pixels and 16 bytes (hrow3_two_avx2) */
+	return (3 * (size_t)(a->hi - a->lo) + SLACK) * sizeof(uint16_t) + 48;
 }
 
 #if HAVE_SSE2
@@ -818,6 +938,91 @@ static AVX2 void hrow3_avx2(const uint8_t *s, size_t lim, uint8_t *c,
 }
 #endif
 
+#if HAVE_AVX2
+/* Byte shuffles that take the R, G or B bytes of 16 RGB pixels (48
+ * bytes) from their first, second or third 16 bytes, in place. */
+static const int8_t deal[3][3][16] = {
+	{{0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+	 {-1, -1, -1, -1, -1, -1, 2, 5, 8, 11, 14, -1, -1, -1, -1, -1},
+	 {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, 4, 7, 10, 13}},
+	{{1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+	 {-1, -1, -1, -1, -1, 0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1},
+	 {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 2, 5, 8, 11, 14}},
+	{{2, 5, 8, 11, 14, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+	 {-1, -1, -1, -1, -1, 1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1},
+	 {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 3, 6, 9, 12, 15}},
+};
+
+/* 16 RGB pixels from s into 16 bytes of each plane, pl apart. */
+INLINE AVX2 void deal16(const uint8_t *s, uint8_t *d, size_t pl)
+{
+	__m128i v[3] = {LD16(s), LD16(s + 16), LD16(s + 32)};
+
+#pragma GCC unroll 3
+	for (int k = 0; k < 3; k++)
+		ST16(d + k * pl,
+		     _mm_or_si128(
+			     _mm_or_si128(
+				     _mm_shuffle_epi8(v[0], LD16(deal[k][0])),
+				     _mm_shuffle_epi8(v[1], LD16(deal[k][1]))),
+			     _mm_shuffle_epi8(v[2], LD16(deal[k][2]))));
+}
+
+/* n RGB pixels from s into planes, pl bytes apart, at d: 16 at a time,
+ * the last 16 overlapping those before (only the row's bytes read). */
+static AVX2 void deal_row(const uint8_t *s, uint8_t *d, size_t pl, size_t n)
+{
+	size_t i = 0;
+
+	if (n < 16) {
+		for (; i < n; i++)
+			for (int k = 0; k < 3; k++)
+				d[k * pl + i] = s[3 * i + k];
+		return;
+	}
+	for (; i + 16 <= n; i += 16)
+		deal16(s + 3 * i, d + i, pl);
+	if (i < n)
+		deal16(s + 3 * (n - 16), d + n - 16, pl);
+}
+
+/* One RGB row of 2-tap windows into planes, 16 outputs a step (the last
+ * step overlapping the one before), a plane at a time: per half of 8
+ * outputs, 16 bytes of the plane, shuffled into the 16-bit pixels b and
+ * o of each window (gather_up), and b + (o - b) * k / 2^bits rounded by
+ * pmulhrsw, the pair's weighted sum exactly, as in vchunk2_avx2. */
+static AVX2 void hrow3_two_avx2(const uint8_t *s, uint8_t *c,
+				const struct axis *a, const struct row_out *o,
+				uint32_t out)
+{
+	size_t n = (size_t)(a->hi - a->lo), pl = n + 16;
+	const struct group *g0 = a->gather.p;
+	uint32_t ng = (out + 15) / 16;
+
+	deal_row(s + 3 * (size_t)a->lo, c, pl, n);
+	for (int k = 0; k < 3; k++) {
+		const uint8_t *p = c + k * pl;
+		const struct group *g = g0;
+
+		for (uint32_t j = 0; j < ng; j++, g++) {
+			uint32_t x = 16 * j < out - 16 ? 16 * j : out - 16;
+			__m256i v = _mm256_inserti128_si256(
+				_mm256_castsi128_si256(LD16(p + g->at[0])),
+				LD16(p + g->at[1]), 1);
+			__m256i b = _mm256_shuffle_epi8(v, LD32(g->pick));
+			__m256i q = _mm256_shuffle_epi8(v, LD32(g->pick + 32));
+
+			b = _mm256_add_epi16(
+				b, _mm256_mulhrs_epi16(_mm256_sub_epi16(q, b),
+						       LD32(g->mul)));
+			b = _mm256_permute4x64_epi64(
+				_mm256_packus_epi16(b, b), 0x08);
+			ST16(o->d[k] + x, _mm256_castsi256_si128(b));
+		}
+	}
+}
+#endif
+
 /* Rows [y0, y1) of src, resampled horizontally, into rows 0... of t. */
 static void hpass(struct ch_resampler *r, const struct ch_image *src,
 		  uint32_t y0, uint32_t y1, const struct axis *a,
@@ -828,6 +1033,10 @@ static void hpass(struct ch_resampler *r, const struct ch_image *src,
 		struct row_out o = row_of(t, y - y0);
 
 #if HAVE_AVX2
+		if (src->c == 3 && r->isa == CH_RESAMPLE_AVX2 && a->gathered) {
+			hrow3_two_avx2(s, r->wide.p, a, &o, t->w);
+			continue;
+		}
 		if (src->c == 3 && r->isa == CH_RESAMPLE_AVX2) {
 			size_t lim = (size_t)(src->h - 1 - y) * src->stride +
 				     (size_t)src->w * 3;
@@ -1034,30 +1243,38 @@ INLINE AVX2 void vchunk2_avx2(const uint8_t *b, const uint8_t *o, __m256i k,
 	ST32(d, _mm256_packus_epi16(plo, phi));
 }
 
-/* vrow_avx2_n for 2 taps (two_taps), rows of 32 bytes or more. */
-static AVX2 void vrow2_avx2(const uint8_t *top, size_t stride,
-			    const struct axis *a, uint32_t y, uint8_t *d,
-			    size_t len)
+/* The vertical pass (vpass) where every window has 2 taps (two_taps) and
+ * rows are 32 bytes or more: per output row, its two source rows and
+ * weight once for the row's nseg segments (planes). */
+static AVX2 void vpass2_avx2(const uint8_t *s, size_t stride, size_t sseg,
+			     uint32_t base, const struct axis *a,
+			     const struct target *t, uint32_t nseg,
+			     size_t len)
 {
-	const uint8_t *b = top + a->base[y] * stride;
-	const uint8_t *o = top + (1 - a->base[y]) * stride;
-	__m256i k = _mm256_set1_epi16(a->mul[y]);
-	size_t j = 0;
+	for (uint32_t y = 0; y < t->h; y++) {
+		const uint8_t *top = s + (size_t)(a->first[y] - base) * stride;
+		const uint8_t *b = top + a->base[y] * stride;
+		const uint8_t *o = top + (1 - a->base[y]) * stride;
+		uint8_t *d = t->px + (size_t)y * t->stride;
+		__m256i k = _mm256_set1_epi16(a->mul[y]);
 
-	for (; j + 32 <= len; j += 32)
-		vchunk2_avx2(b + j, o + j, k, d + j);
-	if (j < len)
-		vchunk2_avx2(b + len - 32, o + len - 32, k, d + len - 32);
+		for (uint32_t i = 0; i < nseg; i++) {
+			size_t at = i * sseg, j = 0;
+			uint8_t *di = d + i * t->chan;
+
+			for (; j + 32 <= len; j += 32)
+				vchunk2_avx2(b + at + j, o + at + j, k, di + j);
+			if (j < len)
+				vchunk2_avx2(b + at + len - 32, o + at + len - 32,
+					     k, di + len - 32);
+		}
+	}
 }
 
 static AVX2 void vrow_avx2(const uint8_t *top, size_t stride,
 			   const struct axis *a, uint32_t y, uint8_t *d,
 			   size_t len)
 {
-	if (len >= 32 && two_taps(a)) {
-		vrow2_avx2(top, stride, a, y, d, len);
-		return;
-	}
 	switch (a->np) {
 	case 1: vrow_avx2_n(top, stride, a, y, d, len, 1); return;
 	case 2: vrow_avx2_n(top, stride, a, y, d, len, 2); return;
@@ -1096,6 +1313,12 @@ static void vpass(enum ch_resample_isa isa, const uint8_t *s, size_t stride,
 	uint32_t nseg = t->step == 1 ? t->c : 1;
 	size_t len = t->step == 1 ? t->w : (size_t)t->w * t->c;
 
+#if HAVE_AVX2
+	if (isa == CH_RESAMPLE_AVX2 && len >= 32 && two_taps(a)) {
+		vpass2_avx2(s, stride, sseg, base, a, t, nseg, len);
+		return;
+	}
+#endif
 	for (uint32_t y = 0; y < t->h; y++) {
 		const uint8_t *top = s + (size_t)(a->first[y] - base) * stride;
 
@@ -1133,10 +1356,13 @@ static int plan_both(struct ch_resampler *r, const struct ch_image *src,
 		     const float *f, int flip, const struct target *t,
 		     int hcopy, int vcopy)
 {
-	enum layout v = r->isa >= CH_RESAMPLE_SSE2 ? PAIRS : KEYS;
-	enum layout h = src->c == 3 && r->isa == CH_RESAMPLE_AVX2 ? SLOTS
-			: src->c == 3 ? v
-				      : KEYS;
+	size_t len = t->step == 1 ? t->w : (size_t)t->w * t->c; /* vpass's */
+	enum layout pairs = r->isa >= CH_RESAMPLE_SSE2 ? PAIRS : KEYS;
+	enum layout v = r->isa == CH_RESAMPLE_AVX2 && len >= 32 ? TWO : pairs;
+	enum layout h = src->c != 3		     ? KEYS
+			: r->isa != CH_RESAMPLE_AVX2 ? pairs
+			: t->step == 1		     ? GATHER
+						     : SLOTS;
 
 	if (!hcopy && (plan(r, &r->h, src->w, f[0], f[2], t->w, flip, h) < 0 ||
 		       reserve(&r->wide, wide_bytes(&r->h)) < 0))

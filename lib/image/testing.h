@@ -32,4 +32,9 @@ enum ch_resample_isa {
 enum ch_resample_isa ch_resampler_limit(struct ch_resampler *r,
 					enum ch_resample_isa most);
 
+/* For tests: makes r plan enlarging windows by the loops of any size,
+ * not by their copies unrolled for 3 taps (the same weights either
+ * way, which a test checks), when general is set. */
+void ch_resampler_plan_general(struct ch_resampler *r, int general);
+
 #endif

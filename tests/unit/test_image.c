@@ -467,6 +467,56 @@ static void jpeg_tables_do_not_carry_over(void)
 	ch_image_decoder_free(d);
 }
 
+/* Where b's first quantization table's first value is, or 0. */
+static size_t first_dqt_value(struct blob b)
+{
+	size_t i = 2;
+
+	while (i + 5 < b.n && b.p[i] == 0xff && b.p[i + 1] != 0xda) {
+		if (b.p[i + 1] == 0xdb)
+			return i + 5;
+		i += 2 + ((size_t)b.p[i + 2] << 8 | b.p[i + 3]);
+	}
+	return 0;
+}
+
+/* A decode of the bytes a probe just read takes up the header it read:
+ * the pixels of a fresh decoder's decode; and where the header changed
+ * in place in between (a quantization table here), the new header's. */
+static void probed_header_is_reused_only_for_the_same_bytes(void)
+{
+	struct ch_image_decoder *d = ch_image_decoder_new();
+	struct ch_image_decoder *fresh = ch_image_decoder_new();
+	struct blob b = jcase_jpeg(&jcases[0], 5);
+	size_t q = first_dqt_value(b), n;
+	struct ch_image_info info;
+	struct ch_decode_req req = {3, 0, 0, 0, 0, 1};
+	struct ch_decoded o, f;
+	struct ch_error err;
+	uint8_t *before;
+
+	CHECK(q > 0);
+	CHECK(ch_image_probe(d, b.p, b.n, &info, &err) == 0);
+	req.w = info.w;
+	req.h = info.h;
+	CHECK(ch_image_decode(d, b.p, b.n, &req, &o, &err) == 0);
+	CHECK(ch_image_decode(fresh, b.p, b.n, &req, &f, &err) == 0);
+	n = o.img.stride * o.img.h;
+	CHECK(f.img.stride * f.img.h == n && memcmp(o.img.px, f.img.px, n) == 0);
+	before = malloc(n);
+	memcpy(before, o.img.px, n);
+	CHECK(ch_image_probe(d, b.p, b.n, &info, &err) == 0);
+	b.p[q] = (uint8_t)(b.p[q] + 9);
+	CHECK(ch_image_decode(d, b.p, b.n, &req, &o, &err) == 0);
+	CHECK(ch_image_decode(fresh, b.p, b.n, &req, &f, &err) == 0);
+	CHECK(memcmp(o.img.px, f.img.px, n) == 0);
+	CHECK(memcmp(o.img.px, before, n) != 0);
+	free(before);
+	free(b.p);
+	ch_image_decoder_free(d);
+	ch_image_decoder_free(fresh);
+}
+
 /* PIL's CMYK to RGB of what Adobe stores: 255 - ink. */
 static void cmyk_expect(const uint8_t *s, uint8_t *rgb)
 {
@@ -1186,6 +1236,12 @@ static int open_paths(struct ch_resampler *r[3])
 	return paths;
 }
 
+static void close_paths(struct ch_resampler *r[3], int paths)
+{
+	for (int i = 0; i < paths; i++)
+		ch_resampler_free(r[i]);
+}
+
 /* Every path this CPU runs (SSE2 and AVX2 here on x86-64) gives the
  * plain C path's bytes, and the planar output the same bytes
  * rearranged, on every path. */
@@ -1292,6 +1348,97 @@ static void two_tap_rows_give_the_same_bytes(void)
 	free(got);
 }
 
+/* Enlarging RGB columns 2 taps at a time into planes: the pixels of
+ * columns 0 and 1 hold bytes a, those of columns 2 and 3 bytes b, every
+ * a with 32 b (a row's 3 channels, 3 pairs), against the weights of 4
+ * source columns to 16 ... 39, 61, 137 and 300, from column 1 to 3 (15
+ * fractional bits) or 0 to 4 (14), mirrored or not.  Every path gives
+ * the plain C path's bytes. */
+static void two_tap_columns_give_the_same_bytes(void)
+{
+	static const struct { double bx, bw; } box[2] = {{1, 2}, {0, 4}};
+	static const uint32_t big[3] = {61, 137, 300};
+	enum { H = 8192 / 3 + 1 };
+	struct ch_resampler *r[3];
+	struct ch_image s = {malloc(12 * H), 4, H, 3, 12};
+	uint8_t *want = malloc(3 * 300 * H), *got = malloc(3 * 300 * H);
+	struct ch_error err;
+	int paths = open_paths(r), bad = 0;
+
+	for (uint32_t y = 0; y < H; y++)
+		for (uint32_t k = 0; k < 3; k++) {
+			uint32_t x = 3 * y + k;
+			uint8_t *row = s.px + 12 * y + k;
+
+			row[0] = row[3] = (uint8_t)(x >> 5);
+			row[6] = row[9] = (uint8_t)(x * 37);
+		}
+	for (int i = 0; i < 4 * 27 && bad < 3; i++) {
+		uint32_t j = (uint32_t)i % 27, ow = j < 24 ? 16 + j : big[j - 24];
+		double bx = box[i / 27 % 2].bx, bw = box[i / 27 % 2].bw;
+		int flip = i / 54;
+		struct ch_image d = {want, ow, H, 3, ow};
+		size_t plane = (size_t)ow * H;
+
+		CHECK(ch_image_resample_planar(r[0], &s, bx, 0, bw, H, flip, &d,
+					       plane, &err) == 0);
+		d.px = got;
+		for (int p = 1; p < paths; p++) {
+			CHECK(ch_image_resample_planar(r[p], &s, bx, 0, bw, H,
+						       flip, &d, plane,
+						       &err) == 0);
+			if (!CHECK(memcmp(got, want, 3 * plane) == 0)) {
+				unit_note("path %d, box %d, %u columns%s", p,
+					  i / 27 % 2, ow,
+					  flip ? ", flipped" : "");
+				bad++;
+			}
+		}
+	}
+	close_paths(r, paths);
+	free(want);
+	free(got);
+	free(s.px);
+}
+
+/* Enlarging windows (3 taps at most) are planned by loops unrolled for
+ * them, and the vertical AVX2 pass then keeps only the weights of 2-tap
+ * windows: on every path, the bytes of the general loops' plans,
+ * interleaved and planar, flipped or not, at the edges and inside. */
+static void unrolled_plans_give_the_same_bytes(void)
+{
+	struct ch_resampler *r[3], *g[3];
+	int paths = open_paths(r), bad = 0;
+
+	CHECK(open_paths(g) == paths);
+	for (int i = 0; i < paths; i++)
+		ch_resampler_plan_general(g[i], 1);
+	rng_state = 29;
+	for (int k = 0; k < 200 && bad < 3; k++) {
+		struct rcase rc = random_case(k);
+
+		rc.ow = (uint32_t)ceil(rc.bw) + rnd_below(k % 4 ? 300 : 3);
+		rc.oh = (uint32_t)ceil(rc.bh) + rnd_below(k % 4 ? 300 : 3);
+		for (int i = 0; i < paths; i++) {
+			uint8_t *want = run_hwc(g[i], &rc);
+			uint8_t *got = run_hwc(r[i], &rc);
+			size_t n = (size_t)rc.ow * rc.oh * rc.src.c;
+			int ok = want && got && memcmp(got, want, n) == 0 &&
+				 planar_matches(r[i], &rc, want, k % 3, k % 5);
+
+			if (!CHECK(ok)) {
+				unit_note("path %d: %s", i, case_name(&rc));
+				bad++;
+			}
+			free(want);
+			free(got);
+		}
+		free(rc.src.px);
+	}
+	close_paths(r, paths);
+	close_paths(g, paths);
+}
+
 /* The resampler plans an axis once for a run of the same box and size:
  * boxes A, B, A, flipped A, B give what fresh resamplers give. */
 static void plans_are_reused_only_for_the_same_box(void)
@@ -1359,6 +1506,7 @@ int main(void)
 		UNIT(jpeg_regions_equal_whole_decode_at_every_scale),
 		UNIT(jpeg_corruption_is_an_error),
 		UNIT(jpeg_tables_do_not_carry_over),
+		UNIT(probed_header_is_reused_only_for_the_same_bytes),
 		UNIT(cmyk_jpeg_converts_like_pil),
 		UNIT(png_color_variants_decode_like_pil),
 		UNIT(png_gray_variants_decode_like_pil),
@@ -1371,6 +1519,8 @@ int main(void)
 		UNIT(paths_and_layouts_give_the_same_bytes),
 		UNIT(planar_identity_copies),
 		UNIT(two_tap_rows_give_the_same_bytes),
+		UNIT(two_tap_columns_give_the_same_bytes),
+		UNIT(unrolled_plans_give_the_same_bytes),
 		UNIT(plans_are_reused_only_for_the_same_box),
 		UNIT(planar_bad_layouts_are_errors),
 	};
