@@ -32,7 +32,7 @@
 
 #define JH_FAST 10 /* bits a code lookup takes */
 #define JH_PAIR 11 /* bits an AC symbols lookup takes */
-#define JH_SKIP 12 /* bits a skipped block's lookup takes */
+#define JH_SKIP 13 /* bits a skipped block's lookup takes */
 
 /* One Huffman table: codes of up to JH_FAST bits by lookup, longer ones
  * the canonical way. */
