@@ -24,7 +24,8 @@
 #  3. JPEG decoding on one thread through ch_image_decode, chute's entropy
 #     decoder (lib/image/jpeg_huff.c) against libjpeg-turbo's, on 1,000 of the
 #     JPEGs (tests/bench/entropy_decode.c, for information): whole images,
-#     and only each image's last row (the rows above entropy-decoded).
+#     only each image's last row (the rows above entropy-decoded), and
+#     random-resized-crop regions.
 #  Then chute's --stats of the last run of each: where the time went
 #  (transform time: decode, resize/crop, other).  Each ratio is printed
 #  against its target: "met" or "NOT met".
@@ -306,7 +307,9 @@ if [ -n "$ENTROPY_DECODE" ]; then
 	done <"$WORK/runs/entropy.out"
 	echo "  (whole: every image to RGB; entropy: only each image's last" \
 		"row, every row above"
-	echo "  it entropy-decoded and skipped)"
+	echo "  it entropy-decoded and skipped; crop: a random-resized-crop" \
+		"region, the rows above"
+	echo "  and the columns beside it entropy-decoded and skipped)"
 fi
 echo
 echo "B. the README's demo images: $N_DEMO from gen-data.py images --size" \

@@ -147,6 +147,63 @@ static void fill_pairs(struct jh_table *t, const uint32_t *single)
 	}
 }
 
+/* The entries for r bits (see fill_skip) that begin with the code of
+ * len bits for sym (its run and size). */
+static void skip_code(uint16_t *out, uint32_t r, uint32_t code, uint32_t len,
+		      int sym, const uint16_t *seq)
+{
+	uint32_t run = (uint32_t)sym >> 4, s = sym & 15, used = len + s;
+	uint32_t step = run + 1, after;
+	const uint16_t *rest;
+
+	if (used > r || (s == 0 && run != 0 && run != 15))
+		return; /* too long, or an EOBn: decoded slowly */
+	out += code << (r - len);
+	after = 1u << (r - used);
+	rest = seq + after;
+	/* it, then the entry of the bits after it if k can take that too
+	 * (lim - step is still a k in the block): their lim is the rest's
+	 * less its step */
+	for (uint32_t j = 0; j < after; j++) {
+		uint32_t e = rest[j];
+
+		if (s == 0 && run == 0) /* an end of block ends them */
+			out[j] = (uint16_t)(used | (63u | 128u) << 6);
+		else if (((e >> 6) & 63) > step)
+			out[j] = (uint16_t)(e + used - (step << 6));
+		else
+			out[j] = (uint16_t)(used | (64 - step) << 6);
+	}
+	/* the same whatever its value's bits */
+	for (uint32_t v = 1; v < 1u << s; v++)
+		memcpy(out + v * after, out, after * sizeof(*out));
+}
+
+/* skip[i]: as many AC symbols as the JH_SKIP bits i hold whole, up to an
+ * end of block (see image/jpeg_huff.h for the fields).  seq + 2^r holds
+ * the same for r bits, r < JH_SKIP, built from fewer: for each symbol,
+ * its entries are it, then the entry of the bits after it, computed
+ * once and copied for each value its bits may hold.  Images with tables
+ * of their own build theirs each time: this stays a few stores an
+ * entry. */
+static void fill_skip(struct jh_table *t, const JHUFF_TBL *ht)
+{
+	uint16_t seq[1 << JH_SKIP];
+
+	seq[1] = 0; /* r = 0: nothing */
+	for (uint32_t r = 1; r <= JH_SKIP; r++) {
+		uint16_t *out = r < JH_SKIP ? seq + (1u << r) : t->skip;
+		uint32_t code = 0;
+		int count = 0;
+
+		memset(out, 0, sizeof(*out) << r);
+		for (uint32_t len = 1; len <= r; len++, code <<= 1)
+			for (int i = 0; i < ht->bits[len]; i++, code++)
+				skip_code(out, r, code, len,
+					  ht->huffval[count++], seq);
+	}
+}
+
 /* Builds t from a DHT table that libjpeg has already checked (its
  * start_pass refuses bogus ones); the checks here only keep t's arrays
  * in bounds whatever the table says. */
@@ -187,8 +244,10 @@ static int build(struct jh_table *t, const JHUFF_TBL *ht, int ac)
 			return -1;
 		code <<= 1;
 	}
-	if (ac)
+	if (ac) {
 		fill_pairs(t, single);
+		fill_skip(t, ht);
+	}
 	return 0;
 }
 
@@ -307,14 +366,12 @@ HOT int decode(j_decompress_ptr ci, struct bits *b, const struct jh_table *t)
 	return (int)(e & 255);
 }
 
-/* One block: the DC difference and the AC coefficients (F.2.2.1-2),
- * into blk unless it is NULL (rows skipped). */
-HOT void decode_block(j_decompress_ptr ci, struct bits *b,
-		      const struct jh_table *dc, const struct jh_table *ac,
-		      int *last_dc, JCOEF *blk)
+/* A block's DC difference (F.2.2.1), added to *last_dc. */
+HOT void decode_dc(j_decompress_ptr ci, struct bits *b,
+		   const struct jh_table *dc, int *last_dc)
 {
 	uint64_t e;
-	int s, k, diff;
+	int s, diff;
 
 	if (b->n < 32)
 		refill(b);
@@ -332,8 +389,19 @@ HOT void decode_block(j_decompress_ptr ci, struct bits *b,
 	    (*last_dc < 0 && diff < INT_MIN - *last_dc))
 		ERREXIT(ci, JERR_BAD_DCT_COEF);
 	*last_dc += diff;
-	if (blk)
-		blk[0] = (JCOEF)*last_dc;
+}
+
+/* One block: the DC difference and the AC coefficients (F.2.2.1-2),
+ * into blk. */
+HOT void decode_block(j_decompress_ptr ci, struct bits *b,
+		      const struct jh_table *dc, const struct jh_table *ac,
+		      int *last_dc, JCOEF *blk)
+{
+	uint64_t e;
+	int s, k;
+
+	decode_dc(ci, b, dc, last_dc);
+	blk[0] = (JCOEF)*last_dc;
 	for (k = 1; k < 64; k++) {
 		int rs, r;
 
@@ -342,8 +410,7 @@ HOT void decode_block(j_decompress_ptr ci, struct bits *b,
 		e = ac->pair[b->acc >> (64 - JH_PAIR)];
 		if (e) { /* one or two symbols, values and all, at once */
 			k += (e >> 12) & 63;
-			if (blk)
-				blk[natural[k]] = (JCOEF)(int16_t)(uint16_t)(e >> 32);
+			blk[natural[k]] = (JCOEF)(int16_t)(uint16_t)(e >> 32);
 			if (k >= 63 && ((e >> 18) & 127)) {
 				/* the block ends at the first: the rest of
 				 * the bits are the next block's */
@@ -352,8 +419,7 @@ HOT void decode_block(j_decompress_ptr ci, struct bits *b,
 				continue;
 			}
 			k += (e >> 18) & 127;
-			if (blk)
-				blk[natural[k]] = (JCOEF)(int16_t)(uint16_t)(e >> 48);
+			blk[natural[k]] = (JCOEF)(int16_t)(uint16_t)(e >> 48);
 			b->acc <<= e & 63;
 			b->n -= (int)(e & 63);
 			continue;
@@ -363,11 +429,52 @@ HOT void decode_block(j_decompress_ptr ci, struct bits *b,
 		s = rs & 15;
 		if (s) {
 			k += r;
-			int v = extend(take(b, s), s);
-			if (blk)
-				blk[natural[k]] = (JCOEF)v;
+			blk[natural[k]] = (JCOEF)extend(take(b, s), s);
 		} else if (r == 15) {
 			k += 15; /* sixteen zeros */
+		} else {
+			break; /* end of block */
+		}
+	}
+}
+
+/* A block no one reads (a row above the region, a column beside it):
+ * its DC difference still counts, and its AC symbols must be read to
+ * find the next block, but not their values.  k is where the next
+ * coefficient would go: a lookup takes as many symbols as its bits hold
+ * where they all fall inside the block. */
+HOT void skip_block(j_decompress_ptr ci, struct bits *b,
+		    const struct jh_table *dc, const struct jh_table *ac,
+		    int *last_dc)
+{
+	int k = 1;
+
+	decode_dc(ci, b, dc, last_dc);
+	while (k < 64) {
+		uint32_t e;
+		int rs, r, s, after;
+
+		if (b->n < 32)
+			refill(b);
+		e = ac->skip[b->acc >> (64 - JH_SKIP)];
+		/* k after them, if k <= lim: 2..64, or 130..192 with an end
+		 * of block; else 65..127 or 193..255.  Bit 6 of after - 65
+		 * tells which, and an entry 0 is lim 0 */
+		after = k + (int)((e >> 6) ^ 63) + 1;
+		if ((after - 65) & 64) {
+			b->acc <<= e & 63;
+			b->n -= (int)(e & 63);
+			k = after;
+			continue;
+		}
+		rs = decode(ci, b, ac);
+		r = rs >> 4;
+		s = rs & 15;
+		if (s) {
+			take(b, s);
+			k += r + 1;
+		} else if (r == 15) {
+			k += 16; /* sixteen zeros */
 		} else {
 			break; /* end of block */
 		}
@@ -415,6 +522,24 @@ static struct bits restart(j_decompress_ptr ci, struct jpeg_huff *h,
 	return bv;
 }
 
+/* Whether no one reads the next MCU's coefficients, and onto the next.
+ * libjpeg asks for the MCUs of a row left to right, every one of them,
+ * passing none for rows it skips (jpeg_skip_scanlines), and inverse
+ * transforms only the MCU columns of the crop, first_iMCU_col to
+ * last_iMCU_col (jpeg_crop_scanline; jdcoefct.c's decompress_onepass):
+ * those are the whole row unless a crop is asked for. */
+static int skipped(j_decompress_ptr ci, struct jpeg_huff *h, JBLOCKROW *mcu)
+{
+	unsigned col = h->mcu_col;
+
+	h->mcu_col = col + 1 < ci->MCUs_per_row ? col + 1 : 0;
+#ifdef HAVE_JPEGINT_H
+	if (col < ci->master->first_iMCU_col || col > ci->master->last_iMCU_col)
+		return 1;
+#endif
+	return !mcu;
+}
+
 HOT boolean decode_mcu_with(j_decompress_ptr ci, JBLOCKROW *mcu)
 {
 	struct jpeg_huff *h = ci->client_data;
@@ -425,10 +550,14 @@ HOT boolean decode_mcu_with(j_decompress_ptr ci, JBLOCKROW *mcu)
 			b = restart(ci, h, b);
 		h->restarts_to_go--;
 	}
-	for (int i = 0; i < ci->blocks_in_MCU; i++)
-		decode_block(ci, &b, h->blk_dc[i], h->blk_ac[i],
-			     &h->last_dc[h->blk_comp[i]],
-			     mcu ? mcu[i][0] : NULL);
+	if (skipped(ci, h, mcu))
+		for (int i = 0; i < ci->blocks_in_MCU; i++)
+			skip_block(ci, &b, h->blk_dc[i], h->blk_ac[i],
+				   &h->last_dc[h->blk_comp[i]]);
+	else
+		for (int i = 0; i < ci->blocks_in_MCU; i++)
+			decode_block(ci, &b, h->blk_dc[i], h->blk_ac[i],
+				     &h->last_dc[h->blk_comp[i]], mcu[i][0]);
 	if (b.n < b.fake) /* decoded from zeros past a marker or the end */
 		warn(ci, b.p, b.end,
 		     b.p < b.end ? JWRN_HIT_MARKER : JWRN_JPEG_EOF);
@@ -520,6 +649,7 @@ int jpeg_huff_install(struct jpeg_huff *h, j_decompress_ptr ci, int portable)
 	h->end = h->p + ci->src->bytes_in_buffer;
 	h->restarts_to_go = ci->restart_interval;
 	h->next_restart = 0;
+	h->mcu_col = 0;
 	ci->client_data = h;
 	ci->entropy->decode_mcu = decode_mcu;
 	(void)portable;

@@ -8,7 +8,10 @@
  * buffer a byte at a time; this decoder reads the commonest coefficients
  * (short codes and small values) two at a time in one table lookup, and
  * refills eight bytes at a time where no 0xFF byte is among them.  The
- * lookups' latency is what bounds it.  It yields the same
+ * lookups' latency is what bounds it.  The blocks no one reads (the rows
+ * above the crop, and, with jpegint.h, the MCU columns beside it) need
+ * only where they end, not their values: another table reads as many
+ * of their symbols a lookup as its bits hold.  It yields the same
  * coefficients as libjpeg, and takes libjpeg's warnings for the same
  * damage (a bad code, data cut short by a marker, a wrong restart marker):
  * image/decode.c's handler makes those errors.
@@ -29,6 +32,7 @@
 
 #define JH_FAST 10 /* bits a code lookup takes */
 #define JH_PAIR 11 /* bits an AC symbols lookup takes */
+#define JH_SKIP 13 /* bits a skipped block's lookup takes */
 
 /* One Huffman table: codes of up to JH_FAST bits by lookup, longer ones
  * the canonical way. */
@@ -40,6 +44,13 @@ struct jh_table {
 	 * run, 18-24 the step from the first's coefficient to the second's
 	 * (0: no second), 32-47 and 48-63 the values; 0: decode slowly */
 	uint64_t pair[1 << JH_PAIR];
+	/* AC, for blocks no one reads (see skip_block): the next symbols,
+	 * values and all, as many as fit, up to an end of block: bits 0-5
+	 * all they take, 6-11 lim, the last k they may start at (then
+	 * they move it by 64 - lim: onto 64 at most), 13 whether the last
+	 * is an end of block (then lim is 63 less their step); 0 (lim 0):
+	 * decode slowly */
+	uint16_t skip[1 << JH_SKIP];
 	int32_t maxcode[17];		/* largest code of each length; -1 */
 	int32_t valoff[17];		/* vals index of a length's code 0 */
 	uint8_t vals[256];
@@ -61,6 +72,7 @@ struct jpeg_huff {
 	const uint8_t *p, *end;
 	unsigned restarts_to_go;
 	int next_restart; /* 0..7: the RSTn marker due next */
+	unsigned mcu_col; /* the next MCU's column */
 };
 
 /* Takes over ci's entropy decoding if the scan is one this decoder

@@ -6,15 +6,18 @@
  *
  *	entropy_decode [-r ROUNDS] LIST
  *
- * LIST names one JPEG a line, read into memory first (untimed).  Two
- * ways: whole (every image decoded to RGB), and entropy (only each
- * image's last row asked for: every row above it is entropy-decoded and
- * skipped, so that this is nearly all entropy decoding).  Prints one
- * line per way: WAY IMAGES CHUTE_SECONDS LIBJPEG_SECONDS (thread CPU
- * time, summed over the rounds).  Exit status 0, 1 if an image does not
+ * LIST names one JPEG a line, read into memory first (untimed).  Three
+ * ways: whole (every image decoded to RGB), entropy (only each image's
+ * last row asked for: every row above it is entropy-decoded and
+ * skipped, so that this is nearly all entropy decoding), and crop (a
+ * region as random-resized-crop picks one, the same ones each run: the
+ * rows above it and the columns beside it are entropy-decoded only).
+ * Prints one line per way: WAY IMAGES CHUTE_SECONDS LIBJPEG_SECONDS
+ * (thread CPU time, summed over the rounds).  Exit status 0, 1 if an image does not
  * decode or the two decoders' pixels differ, 2 on a usage or I/O error.
  *
  * Built by the benchmark against build/libchute.a. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,10 +61,56 @@ static int load(const char *path, struct jpeg *j)
 	return 0;
 }
 
-/* Decodes every image (whole, or its last row) with one decoder; the
- * sum of the pixels' bytes goes to *sum, to compare the two. */
+enum way { WHOLE, LAST_ROW, CROP };
+static const char *const way_names[] = {"whole", "entropy", "crop"};
+
+/* A region as torchvision's RandomResizedCrop picks one (scale 0.08-1,
+ * ratio 3/4-4/3, ten tries, else the whole image), from a generator
+ * seeded by the image's index. */
+static struct ch_decode_req crop_of(const struct jpeg *j, size_t i)
+{
+	uint64_t s = i * 0x9e3779b97f4a7c15u + 1;
+	double area = (double)j->w * j->h;
+
+	for (int t = 0; t < 10; t++) {
+		double u[3];
+
+		for (int k = 0; k < 3; k++) {
+			s = s * 6364136223846793005u + 1442695040888963407u;
+			u[k] = (double)(s >> 11) / 9007199254740992.0;
+		}
+		double a = area * (0.08 + 0.92 * u[0]);
+		double r = exp(log(3.0 / 4) + u[1] * log(16.0 / 9));
+		uint32_t w = (uint32_t)(sqrt(a * r) + 0.5);
+		uint32_t h = (uint32_t)(sqrt(a / r) + 0.5);
+
+		if (w >= 1 && h >= 1 && w <= j->w && h <= j->h) {
+			uint32_t x = (uint32_t)(u[2] * (j->w - w + 1));
+			uint32_t y = (uint32_t)((s >> 40) % (j->h - h + 1));
+
+			return (struct ch_decode_req){3, x, y, w, h, 1};
+		}
+	}
+	return (struct ch_decode_req){3, 0, 0, j->w, j->h, 1};
+}
+
+static struct ch_decode_req req_of(const struct jpeg *j, size_t i,
+				   enum way way)
+{
+	switch (way) {
+	case LAST_ROW:
+		return (struct ch_decode_req){3, 0, j->h - 1, j->w, 1, 1};
+	case CROP:
+		return crop_of(j, i);
+	default:
+		return (struct ch_decode_req){3, 0, 0, j->w, j->h, 1};
+	}
+}
+
+/* Decodes every image (whole, its last row or a crop) with one decoder;
+ * the sum of the pixels' bytes goes to *sum, to compare the two. */
 static double pass(struct ch_image_decoder *d, const struct jpeg *js,
-		   size_t n, int last_row, int libjpeg, uint64_t *sum)
+		   size_t n, enum way way, int libjpeg, uint64_t *sum)
 {
 	double t0 = cpu_now();
 
@@ -69,8 +118,7 @@ static double pass(struct ch_image_decoder *d, const struct jpeg *js,
 					       : CH_ENTROPY_CHUTE);
 	*sum = 0;
 	for (size_t i = 0; i < n; i++) {
-		struct ch_decode_req req = {3, 0, last_row ? js[i].h - 1 : 0,
-					    js[i].w, last_row ? 1 : js[i].h, 1};
+		struct ch_decode_req req = req_of(&js[i], i, way);
 		struct ch_decoded out;
 		struct ch_error err;
 
@@ -130,19 +178,18 @@ int main(int argc, char **argv)
 		n++;
 	}
 	fclose(list);
-	for (int last_row = 0; last_row < 2; last_row++) {
+	for (enum way way = WHOLE; way <= CROP; way++) {
 		double t[2] = {0, 0};
 		uint64_t sum[2] = {0, 0};
 
 		for (int r = 0; r < rounds; r++)
 			for (int lib = 0; lib < 2; lib++)
-				t[lib] += pass(d, js, n, last_row, lib, &sum[lib]);
+				t[lib] += pass(d, js, n, way, lib, &sum[lib]);
 		if (sum[0] != sum[1]) {
 			fprintf(stderr, "entropy_decode: the decoders differ\n");
 			return 1;
 		}
-		printf("%s %zu %.6f %.6f\n", last_row ? "entropy" : "whole", n,
-		       t[0], t[1]);
+		printf("%s %zu %.6f %.6f\n", way_names[way], n, t[0], t[1]);
 	}
 	for (size_t i = 0; i < n; i++)
 		free(js[i].data);

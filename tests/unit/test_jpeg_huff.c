@@ -318,6 +318,77 @@ static void tables_follow_each_image(void)
 	ch_image_decoder_free(d);
 }
 
+/* Whether chute's decode of the region req of b is the same region of
+ * w, its decode of the whole image (width pixels a row): the crop
+ * leaves the rows above it and the MCU columns beside it to be skipped,
+ * and a coefficient lost or left over there would show in the rows and
+ * columns read after. */
+static int region_of_whole(struct ch_image_decoder *d, struct blob b,
+			   const struct ch_decode_req *req,
+			   const struct jpeg_outcome *w, uint32_t width)
+{
+	struct ch_decoded dec;
+	struct ch_error err;
+	size_t row;
+
+	ch_image_decoder_set_entropy(d, CH_ENTROPY_CHUTE);
+	if (w->rc || ch_image_decode(d, b.p, b.n, req, &dec, &err) < 0)
+		return 0;
+	row = (size_t)dec.img.w * dec.img.c;
+	for (uint32_t y = 0; y < dec.img.h; y++)
+		if (memcmp(dec.img.px + y * dec.img.stride,
+			   w->px + ((size_t)(dec.y0 + y) * width + dec.x0) *
+					   dec.img.c,
+			   row) != 0)
+			return 0;
+	return 1;
+}
+
+/* Regions at every MCU column and row offset: the same pixels as
+ * libjpeg's decode of the region, and as the whole image's (chute's),
+ * with restart markers, with tables of the image's own, and with noise
+ * (long codes, blocks that end on coefficient 63 without an end of
+ * block). */
+static void skipped_blocks_leave_regions_as_whole(void)
+{
+	static const struct spec specs[] = {
+		{200, 120, 3, 2, 2, 0, 0, 90, 0},
+		{200, 120, 3, 2, 2, 3, 1, 90, 1},
+		{200, 120, 3, 2, 1, 7, 1, 95, 0},
+		{200, 120, 3, 1, 1, 0, 0, 100, 1},
+		{200, 120, 1, 1, 1, 5, 1, 90, 1},
+	};
+	struct ch_image_decoder *d = ch_image_decoder_new();
+	int bad = 0, tried = 0;
+
+	for (size_t i = 0; i < UNIT_COUNT(specs); i++) {
+		const struct spec *s = &specs[i];
+		struct blob b = encode(s);
+		struct ch_decode_req q = whole(s, 3);
+		struct jpeg_outcome w = decode(d, b, &q, CH_ENTROPY_CHUTE);
+		char what[32];
+
+		snprintf(what, sizeof(what), "spec %zu", i);
+		for (q.y = 0; q.y < s->h; q.y += 13)
+			for (q.x = 0; q.x < s->w; q.x += 21, tried++) {
+				q.w = 1 + (q.x * 7 + q.y) % (s->w - q.x);
+				q.h = 1 + (q.y * 5 + q.x) % (s->h - q.y);
+				if (!region_of_whole(d, b, &q, &w, s->w)) {
+					unit_note("%s: region %ux%u at (%u, %u) "
+						  "is not the whole's", what,
+						  q.w, q.h, q.x, q.y);
+					bad++;
+				}
+				bad += !same(d, b, &q, what);
+			}
+		free(w.px);
+		free(b.p);
+	}
+	CHECK(bad == 0);
+	CHECK(tried > 200);
+	ch_image_decoder_free(d);
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
@@ -325,6 +396,7 @@ int main(void)
 		UNIT(damaged_scans_are_judged_like_libjpeg),
 		UNIT(damage_is_named),
 		UNIT(tables_follow_each_image),
+		UNIT(skipped_blocks_leave_regions_as_whole),
 	};
 	return unit_run(tests, UNIT_COUNT(tests));
 }
