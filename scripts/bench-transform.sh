@@ -18,7 +18,8 @@
 #         TurboJPEG on 2 threads, from memory, nothing else (target: chute
 #         >= 1x: cropping before decoding must pay for the rest).
 #  2. evaluation: 'jpg: decode | resize 256 | center-crop 224 | layout chw'
-#     in --mode eval, against the full decode (target: >= 1x).
+#     in --mode eval, through the pipe and through a --shm ring, against
+#     the full decode (target: >= 1x).
 #  1 and 2 run on two sets of JPEGs: photos (below) and the README's demo
 #  images, small noise JPEGs that random-resized-crop enlarges.
 #  3. JPEG decoding on one thread through ch_image_decode, chute's entropy
@@ -160,13 +161,13 @@ row() {
 
 # chute_stream MODE SPEC: one epoch of the dataset with SPEC on jpg; its
 # --stats (a line every 5 s, the summary at exit) replace
-# $RUNS_DIR/MODE.stats.
+# $RUNS_DIR/MODE.stats (MODE-shm.stats with STATS_SUFFIX=-shm).
 chute_stream() {
 	local shuffle=()
 	if [ "$1" = eval ]; then shuffle=(--shuffle none); fi
 	"$CHUTE" stream "$SET_DS" --mode "$1" "${shuffle[@]}" -w "$WORKERS" \
 		-b "$BATCH" -e 1 --stats --transform "$2" --transform "$LABELS" \
-		"${@:3}" 2>"$RUNS_DIR/$1.stats"
+		"${@:3}" 2>"$RUNS_DIR/$1${STATS_SUFFIX:-}.stats"
 }
 # The consumer: frames read and parsed, nothing touched, from a pipe or
 # (with a ring NAME) from chute stream --shm NAME; prints SAMPLES SECONDS,
@@ -207,13 +208,16 @@ EOF
 }
 train_chute() { chute_stream train "$TRAIN" | reader; }
 # The same through a shared-memory ring: no pipe copies on either side.
-train_shm() {
+# shm_run MODE SPEC: one epoch of MODE through a shared-memory ring.
+shm_run() {
 	local ring="bench-transform-$$" pid
-	chute_stream train "$TRAIN" --shm "$ring" &
+	STATS_SUFFIX=-shm chute_stream "$1" "$2" --shm "$ring" &
 	pid=$!
 	reader "$ring"
 	wait "$pid"
 }
+train_shm() { shm_run train "$TRAIN"; }
+eval_shm() { shm_run eval "$EVAL"; }
 decode_all() { "$FULL_DECODE" -t "$WORKERS" "$SET_IMG.list"; }
 eval_chute() { chute_stream eval "$EVAL" | reader; }
 
@@ -237,8 +241,9 @@ run_set() {
 	xargs cat <"$SET_IMG.list" >/dev/null
 	echo "bench-transform: $1, $4 JPEGs; chute, DataLoader, full decode;" \
 		"$RUNS rounds"
-	rounds train_chute train_shm train_dl decode_all eval_chute
-	for f in train_chute train_shm train_dl decode_all eval_chute; do
+	rounds train_chute train_shm train_dl decode_all eval_chute eval_shm
+	for f in train_chute train_shm train_dl decode_all eval_chute \
+		eval_shm; do
 		expect_samples "$f" "$4"
 		R[$1.$f]=$(rate_of "$f" 1 2)
 	done
@@ -265,7 +270,7 @@ load_after=$(cut -d' ' -f1 /proc/loadavg)
 report_set() {
 	local t=$1 train=${R[$1.train_chute]} shm=${R[$1.train_shm]}
 	local dl=${R[$1.train_dl]} dec=${R[$1.decode_all]}
-	local ev=${R[$1.eval_chute]}
+	local ev=${R[$1.eval_chute]} evs=${R[$1.eval_shm]}
 	echo "1. training, $WORKERS workers, batch $BATCH: '$TRAIN'"
 	row "stream | chute_batch.py reader" "$(int "$train")" \
 		"DataLoader w$WORKERS $(int "$dl")" "$(ratio "$train" "$dl")" \
@@ -283,7 +288,9 @@ report_set() {
 	echo "2. evaluation, --mode eval: '$EVAL'"
 	row "stream | chute_batch.py reader" "$(int "$ev")" \
 		"full decode $WORKERS thr $(int "$dec")" "$(ratio "$ev" "$dec")" \
-		">=" 1.00
+		">=" 1.00	row "stream --shm | shm_frames reader" "$(int "$evs")" \
+		"full decode $WORKERS thr $(int "$dec")" \
+		"$(ratio "$evs" "$dec")" ">=" 1.00
 }
 
 echo
@@ -327,7 +334,7 @@ echo "DataLoader's inside its process, from iter() to the last batch; the full"
 echo "decode's from the first image to the last, the files already in memory."
 echo "All share the machine's $(nproc) cores with their consumer."
 echo
-echo "Where the time went, chute's --stats at the end of the last run of each:"
+echo "Where the time went, chute's --stats at the end of the last pipe run of each:"
 for t in photos demo; do
 	echo "  $t, 1. training:"
 	last_stats "$WORK/runs/$t/train.stats"
