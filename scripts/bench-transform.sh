@@ -288,7 +288,8 @@ report_set() {
 	echo "2. evaluation, --mode eval: '$EVAL'"
 	row "stream | chute_batch.py reader" "$(int "$ev")" \
 		"full decode $WORKERS thr $(int "$dec")" "$(ratio "$ev" "$dec")" \
-		">=" 1.00	row "stream --shm | shm_frames reader" "$(int "$evs")" \
+		">=" 1.00
+	row "stream --shm | shm_frames reader" "$(int "$evs")" \
 		"full decode $WORKERS thr $(int "$dec")" \
 		"$(ratio "$evs" "$dec")" ">=" 1.00
 }
