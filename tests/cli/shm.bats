@@ -154,19 +154,27 @@ print(waits, ran_out, flags, announced)'
 @test "shm: each side wakes the other only when it waits, and a consumer from before still gets woken" {
 	chute stream -b 1 -e 16 ds >pipe.out
 	for old in 0 1; do
-		# one slot: the consumer waits for many of the 320 frames
-		chute stream -b 1 -e 16 --shm "$RING" --slots 1 ds 2>chute.err &
-		local pid=$!
-		run -0 waits_ran_out "$old"
-		wait_chute 0 "$pid"
-		cmp pipe.out shm.out || fail "consumer $old: the frames differ"
-		assert_no_segment
-		read -r waits ran_out flags announced <<<"$output"
+		# one slot: the consumer waits for many of the 320 frames, unless
+		# the scheduler runs chute the moment the consumer frees the slot
+		# (a busy machine): then a wait is rare, and the run is tried again
+		local try
+		for try in 1 2 3; do
+			chute stream -b 1 -e 16 --shm "$RING" --slots 1 ds \
+				2>chute.err &
+			local pid=$!
+			run -0 waits_ran_out "$old"
+			wait_chute 0 "$pid"
+			cmp pipe.out shm.out || fail "consumer $old: the frames differ"
+			assert_no_segment
+			read -r waits ran_out flags announced <<<"$output"
+			[ "$waits" -lt 5 ] || break
+		done
 		# chute keeps producer_waits (flag 2); ours announces
 		# consumer_waits (word 80), the old one does not
 		[ $((flags & 2)) = 2 ] || fail "flags $flags: no flag 2"
 		assert_equal "$announced" $((1 - old))
-		[ "$waits" -ge 5 ] || fail "$waits waits: the test tests nothing"
+		[ "$waits" -ge 5 ] ||
+			fail "$waits waits in each of 3 runs: the test tests nothing"
 		# (one could run out on a machine that stalls chute 200 ms)
 		[ "$ran_out" -le 1 ] ||
 			fail "consumer $old: $ran_out of $waits waits ran out"

@@ -379,17 +379,19 @@ teardown() {
 	local c end
 	mkdata big 200 2000
 	chute pack -q -s 50s big -o bigds >/dev/null
-	chute stream -b 8 -e 2 bigds >full
+	# 12 epochs of 400 kB: more than the 1 MiB pipe chute asks for holds,
+	# so that chute cannot have written the whole stream when head leaves
+	chute stream -b 8 -e 12 bigds >full
 	frames full >f
 	run -0 bash -c 'set -o pipefail
-		chute stream -b 8 -e 2 --state st bigds | head -c 50000 >/dev/null'
+		chute stream -b 8 -e 12 --state st bigds | head -c 50000 >/dev/null'
 	assert_output ""
 	assert_file_exists st
 	c=$(cat st)
 	end=$(awk -v c="$c" '$6 == c { print $5 }' f)
 	[ -n "$end" ] || fail "cursor '$c' of --state is no cursor of the stream"
 	[ "$end" -lt "$(stat -c %s full)" ] || fail "the stream was not stopped early"
-	chute stream -b 8 -e 2 --resume "$c" bigds >rest
+	chute stream -b 8 -e 12 --resume "$c" bigds >rest
 	tail -c +$((end + 1)) full | cmp - rest ||
 		fail "resume after $c is not the rest of the stream"
 }

@@ -110,7 +110,9 @@ def apply(ops, raw, seed, epoch, sample, mode, seen):
 def main(argv):
     stream, src, seed, mode = argv[1], argv[2], int(argv[3]), argv[4]
     specs = [parse(s) for s in argv[5:]]
-    keys = sorted({os.path.join(d, f).split(".")[0][len(src) + 1:]
+    # the key is the path below src without the extension (src's own
+    # path may hold dots: a mktemp folder's name)
+    keys = sorted({os.path.join(d, f.split(".")[0])[len(src) + 1:]
                    for d, _, fs in os.walk(src) for f in fs})
     number = {k: i for i, k in enumerate(keys)}
     for field, ops in specs:
