@@ -17,9 +17,11 @@
 #       - tests/bench/full_decode.c: every JPEG decoded whole to RGB by
 #         TurboJPEG on 2 threads, from memory, nothing else (target: chute
 #         >= 1x: cropping before decoding must pay for the rest).
+#     The same through chute.Stream (python/chute), whose own pipe chute
+#     lends its frames' pages (--vmsplice), against both.
 #  2. evaluation: 'jpg: decode | resize 256 | center-crop 224 | layout chw'
 #     in --mode eval, through the pipe and through a --shm ring, against
-#     the full decode (target: >= 1x).
+#     the full decode (target: >= 1x); and through chute.Stream.
 #  1 and 2 run on two sets of JPEGs: photos (below) and the README's demo
 #  images, small noise JPEGs that random-resized-crop enlarges.
 #  3. JPEG decoding on one thread through ch_image_decode, chute's entropy
@@ -184,6 +186,27 @@ for fr in src:
     n += fr.nsamples
 print(n, "%.6f" % (time.perf_counter() - t0))' "$HERE" "$@"
 }
+# The Python package's way: chute.Stream over the same dataset, the same
+# options, the pipe it owns (so --vmsplice: its reader copies the frames
+# out of chute's pages), each batch's count read and nothing touched;
+# prints SAMPLES SECONDS timed as the reader is.  MODE: train or eval.
+py_stream() {
+	"$PYTHON" - "$ROOT/python" "$CHUTE" "$SET_DS" "$1" "$2" "$LABELS" \
+		"$BATCH" "$WORKERS" <<'EOF'
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import chute
+binary, ds, mode, spec, labels = sys.argv[2:7]
+batch, workers = int(sys.argv[7]), int(sys.argv[8])
+stream = chute.Stream(ds, chute=binary, mode=mode, batch_size=batch,
+                      workers=workers, epochs=1, transforms=[spec, labels],
+                      shuffle="none" if mode == "eval" else "global")
+t0, n = time.perf_counter(), 0
+for b in stream:
+    n += b.nsamples
+print(n, "%.6f" % (time.perf_counter() - t0))
+EOF
+}
 # The DataLoader, in one process; prints SAMPLES SECONDS of one epoch
 # (from the first iter() to the last batch: the interpreter's and torch's
 # start-up are not counted).
@@ -218,6 +241,8 @@ shm_run() {
 }
 train_shm() { shm_run train "$TRAIN"; }
 eval_shm() { shm_run eval "$EVAL"; }
+train_py() { py_stream train "$TRAIN"; }
+eval_py() { py_stream eval "$EVAL"; }
 decode_all() { "$FULL_DECODE" -t "$WORKERS" "$SET_IMG.list"; }
 eval_chute() { chute_stream eval "$EVAL" | reader; }
 
@@ -241,9 +266,10 @@ run_set() {
 	xargs cat <"$SET_IMG.list" >/dev/null
 	echo "bench-transform: $1, $4 JPEGs; chute, DataLoader, full decode;" \
 		"$RUNS rounds"
-	rounds train_chute train_shm train_dl decode_all eval_chute eval_shm
-	for f in train_chute train_shm train_dl decode_all eval_chute \
-		eval_shm; do
+	rounds train_chute train_shm train_py train_dl decode_all eval_chute \
+		eval_shm eval_py
+	for f in train_chute train_shm train_py train_dl decode_all \
+		eval_chute eval_shm eval_py; do
 		expect_samples "$f" "$4"
 		R[$1.$f]=$(rate_of "$f" 1 2)
 	done
@@ -271,6 +297,7 @@ report_set() {
 	local t=$1 train=${R[$1.train_chute]} shm=${R[$1.train_shm]}
 	local dl=${R[$1.train_dl]} dec=${R[$1.decode_all]}
 	local ev=${R[$1.eval_chute]} evs=${R[$1.eval_shm]}
+	local py=${R[$1.train_py]} evp=${R[$1.eval_py]}
 	echo "1. training, $WORKERS workers, batch $BATCH: '$TRAIN'"
 	row "stream | chute_batch.py reader" "$(int "$train")" \
 		"DataLoader w$WORKERS $(int "$dl")" "$(ratio "$train" "$dl")" \
@@ -284,6 +311,12 @@ report_set() {
 	row "stream --shm | shm_frames reader" "$(int "$shm")" \
 		"full decode $WORKERS thr $(int "$dec")" \
 		"$(ratio "$shm" "$dec")" ">=" 1.00
+	row "chute.Stream (its pipe, vmsplice)" "$(int "$py")" \
+		"DataLoader w$WORKERS $(int "$dl")" "$(ratio "$py" "$dl")" \
+		">=" 4.00
+	row "chute.Stream (its pipe, vmsplice)" "$(int "$py")" \
+		"full decode $WORKERS thr $(int "$dec")" \
+		"$(ratio "$py" "$dec")" ">=" 1.00
 	row "  full decode, MP/s" "" "$(int "${R[$t.mp]}")" "" "" ""
 	echo "2. evaluation, --mode eval: '$EVAL'"
 	row "stream | chute_batch.py reader" "$(int "$ev")" \
@@ -292,6 +325,9 @@ report_set() {
 	row "stream --shm | shm_frames reader" "$(int "$evs")" \
 		"full decode $WORKERS thr $(int "$dec")" \
 		"$(ratio "$evs" "$dec")" ">=" 1.00
+	row "chute.Stream (its pipe, vmsplice)" "$(int "$evp")" \
+		"full decode $WORKERS thr $(int "$dec")" \
+		"$(ratio "$evp" "$dec")" ">=" 1.00
 }
 
 echo
