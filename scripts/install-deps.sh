@@ -18,6 +18,7 @@ python3-pip python3-setuptools python3-wheel python3-venv python3-pytest
 python3-torch python3-torchvision dataset-fashion-mnist
 mate-backgrounds plasma-workspace-wallpapers
 clang libclang-rt-14-dev mandoc man-db time zip bsdextrautils curl procps mount
+jq file
 nginx
 chromium
 "

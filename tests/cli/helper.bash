@@ -324,3 +324,11 @@ reid = True'
 on_terminal() {
 	script -qec "$(printf '%q ' "$@")" /dev/null </dev/null
 }
+
+# need_terminal: skips the test where on_terminal cannot work: a root
+# without /dev/pts mounted (a bare chroot) has no pseudo-terminal to lend,
+# and script's failure would be taken for chute's.
+need_terminal() {
+	script -qec true /dev/null </dev/null >/dev/null 2>&1 ||
+		skip "script(1) cannot open a pseudo-terminal here (/dev/pts)"
+}

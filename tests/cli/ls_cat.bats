@@ -136,6 +136,7 @@ EOF
 }
 
 @test "cat: a field that is not text is not written to a terminal without --force; text is" {
+	need_terminal
 	run -2 on_terminal chute cat ds b -f jpg
 	assert_output "chute cat: not writing binary data ('jpg' of sample 'b') to a terminal; pipe it, or redirect it to a file (--force writes anyway)"$'\r'
 	# text, then a field that is not: nothing written

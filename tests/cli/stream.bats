@@ -592,6 +592,7 @@ EOF
 # ---------------------------------------------------------- ending early
 
 @test "stream: batch and tar frames are not written to a terminal without --force; jsonl is" {
+	need_terminal
 	local f
 	for f in batch tar; do
 		run -2 on_terminal chute stream -f "$f" ds
