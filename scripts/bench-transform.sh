@@ -158,6 +158,11 @@ row() {
 	# shellcheck disable=SC2059 # FMT is the table's one format
 	printf "$FMT" "$1" "$2" "$3" "$4" "${5:+$5 $6}" "$verdict"
 }
+# vs WHAT RATE REFERENCE REF_RATE TARGET: the row of WHAT's rate against
+# the reference's, held to >= TARGET.
+vs() {
+	row "$1" "$(int "$2")" "$3 $(int "$4")" "$(ratio "$2" "$4")" ">=" "$5"
+}
 
 # --- the commands compared ------------------------------------------------
 
@@ -266,10 +271,10 @@ run_set() {
 	xargs cat <"$SET_IMG.list" >/dev/null
 	echo "bench-transform: $1, $4 JPEGs; chute, DataLoader, full decode;" \
 		"$RUNS rounds"
-	rounds train_chute train_shm train_py train_dl decode_all eval_chute \
-		eval_shm eval_py
-	for f in train_chute train_shm train_py train_dl decode_all \
-		eval_chute eval_shm eval_py; do
+	local compared=(train_chute train_shm train_py train_dl decode_all
+		eval_chute eval_shm eval_py)
+	rounds "${compared[@]}"
+	for f in "${compared[@]}"; do
 		expect_samples "$f" "$4"
 		R[$1.$f]=$(rate_of "$f" 1 2)
 	done
@@ -294,40 +299,23 @@ load_after=$(cut -d' ' -f1 /proc/loadavg)
 
 # report_set TAG: sections 1 and 2 of the table for one set.
 report_set() {
-	local t=$1 train=${R[$1.train_chute]} shm=${R[$1.train_shm]}
-	local dl=${R[$1.train_dl]} dec=${R[$1.decode_all]}
-	local ev=${R[$1.eval_chute]} evs=${R[$1.eval_shm]}
-	local py=${R[$1.train_py]} evp=${R[$1.eval_py]}
+	local dl="DataLoader w$WORKERS" dec="full decode $WORKERS thr"
+	local pipe="stream | chute_batch.py reader"
+	local shm="stream --shm | shm_frames reader"
+	local py="chute.Stream (its pipe, vmsplice)"
+	local dl_rate=${R[$1.train_dl]} dec_rate=${R[$1.decode_all]}
 	echo "1. training, $WORKERS workers, batch $BATCH: '$TRAIN'"
-	row "stream | chute_batch.py reader" "$(int "$train")" \
-		"DataLoader w$WORKERS $(int "$dl")" "$(ratio "$train" "$dl")" \
-		">=" 4.00
-	row "stream | chute_batch.py reader" "$(int "$train")" \
-		"full decode $WORKERS thr $(int "$dec")" \
-		"$(ratio "$train" "$dec")" ">=" 1.00
-	row "stream --shm | shm_frames reader" "$(int "$shm")" \
-		"DataLoader w$WORKERS $(int "$dl")" "$(ratio "$shm" "$dl")" \
-		">=" 4.00
-	row "stream --shm | shm_frames reader" "$(int "$shm")" \
-		"full decode $WORKERS thr $(int "$dec")" \
-		"$(ratio "$shm" "$dec")" ">=" 1.00
-	row "chute.Stream (its pipe, vmsplice)" "$(int "$py")" \
-		"DataLoader w$WORKERS $(int "$dl")" "$(ratio "$py" "$dl")" \
-		">=" 4.00
-	row "chute.Stream (its pipe, vmsplice)" "$(int "$py")" \
-		"full decode $WORKERS thr $(int "$dec")" \
-		"$(ratio "$py" "$dec")" ">=" 1.00
-	row "  full decode, MP/s" "" "$(int "${R[$t.mp]}")" "" "" ""
+	vs "$pipe" "${R[$1.train_chute]}" "$dl" "$dl_rate" 4.00
+	vs "$pipe" "${R[$1.train_chute]}" "$dec" "$dec_rate" 1.00
+	vs "$shm" "${R[$1.train_shm]}" "$dl" "$dl_rate" 4.00
+	vs "$shm" "${R[$1.train_shm]}" "$dec" "$dec_rate" 1.00
+	vs "$py" "${R[$1.train_py]}" "$dl" "$dl_rate" 4.00
+	vs "$py" "${R[$1.train_py]}" "$dec" "$dec_rate" 1.00
+	row "  full decode, MP/s" "" "$(int "${R[$1.mp]}")" "" "" ""
 	echo "2. evaluation, --mode eval: '$EVAL'"
-	row "stream | chute_batch.py reader" "$(int "$ev")" \
-		"full decode $WORKERS thr $(int "$dec")" "$(ratio "$ev" "$dec")" \
-		">=" 1.00
-	row "stream --shm | shm_frames reader" "$(int "$evs")" \
-		"full decode $WORKERS thr $(int "$dec")" \
-		"$(ratio "$evs" "$dec")" ">=" 1.00
-	row "chute.Stream (its pipe, vmsplice)" "$(int "$evp")" \
-		"full decode $WORKERS thr $(int "$dec")" \
-		"$(ratio "$evp" "$dec")" ">=" 1.00
+	vs "$pipe" "${R[$1.eval_chute]}" "$dec" "$dec_rate" 1.00
+	vs "$shm" "${R[$1.eval_shm]}" "$dec" "$dec_rate" 1.00
+	vs "$py" "${R[$1.eval_py]}" "$dec" "$dec_rate" 1.00
 }
 
 echo

@@ -168,20 +168,16 @@ SLOWEST="check.bats store.bats transform_ref.bats stream.bats chs_read.bats
 # of the shm tests.
 TEST_TMP_MIN_KB=$((1 << 20))
 
-# test_tmpdir: the folder for the tests' TMPDIR, made (and noted in
-# TEST_TMP for the exit trap) when it is one of /dev/shm.
+# test_tmpdir: sets TESTS_TMPDIR, the tests' TMPDIR, to a folder made in
+# /dev/shm (also noted in TEST_TMP for the exit trap) when it has room.
 test_tmpdir() {
 	local free
-	if [ -n "${TEST_TMPDIR:-}" ]; then
-		echo "$TEST_TMPDIR"
-		return
-	fi
+	TESTS_TMPDIR=${TEST_TMPDIR:-${TMPDIR:-/tmp}}
+	[ -z "${TEST_TMPDIR:-}" ] || return 0
 	free=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }')
 	if [ "${free:-0}" -ge "$TEST_TMP_MIN_KB" ] &&
 		TEST_TMP=$(mktemp -d /dev/shm/chute-tests.XXXXXX 2>/dev/null); then
-		echo "$TEST_TMP"
-	else
-		echo "${TMPDIR:-/tmp}"
+		TESTS_TMPDIR=$TEST_TMP
 	fi
 }
 
@@ -445,8 +441,7 @@ fi
 JOBLIST+=("${UNIT_JOBS[@]}")
 echo "== $PASSES$([ $FUZZ = 1 ] && echo " fuzz") and ${#UNIT_JOBS[@]} unit tests: $((${#JOBLIST[@]} + ${#ONE_AT_A_TIME_JOBS[@]})) jobs, $TEST_JOBS at a time (${#ONE_AT_A_TIME_JOBS[@]} of them one after another)"
 [ ${#ONE_AT_A_TIME_JOBS[@]} -eq 0 ] || JOBLIST=("run_one_at_a_time" "${JOBLIST[@]}")
-test_tmpdir >"$LOGDIR/tmpdir" # not in a $(...): TEST_TMP is for the trap
-read -r TESTS_TMPDIR <"$LOGDIR/tmpdir"
+test_tmpdir
 echo "== the tests' TMPDIR: $TESTS_TMPDIR"
 start=$SECONDS
 TMPDIR=$TESTS_TMPDIR pool "${JOBLIST[@]}"
