@@ -3,6 +3,7 @@
 #ifndef CHUTE_CMD_PIPE_PAGES_H
 #define CHUTE_CMD_PIPE_PAGES_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -13,9 +14,11 @@ struct pipe_pages {
 	int off;	     /* not a pipe, or vmsplice refused: write(2) */
 	uint64_t sent;	     /* bytes into the pipe so far */
 	uint64_t consumed;   /* of them, read out, as last asked */
-	struct pipe_page_slot *slots;
+	struct pipe_page_slot *slots; /* room for all it may make */
 	size_t nslots, next;
-	struct pipe_page_slot *reserved; /* holds the next frame, or NULL */
+	/* reserve is called by the stream's workers too: the slots, sent
+	 * and consumed are shared */
+	pthread_mutex_t lock;
 };
 
 /* Hands bytes to pipe fd by vmsplice(2) when fd is a pipe. */
@@ -23,9 +26,10 @@ void pipe_pages_init(struct pipe_pages *p, int fd);
 /* Writes n bytes; 0, or -1 with errno set (EPIPE: the reader is gone).
  * Bytes already in the buffer pipe_pages_reserve gave are not copied. */
 int pipe_pages_write(struct pipe_pages *p, const uint8_t *data, size_t n);
-/* A buffer for the next n bytes to write, whose reader has read it out;
- * NULL when there is none (or no pipe): they are then copied.  A
- * ch_frame_memory's reserve (arg: p). */
+/* A buffer for n bytes of a frame written later, whose reader has read
+ * it out; NULL when there is none (or no pipe): the frame is then copied.
+ * A ch_frame_memory's reserve (arg: p), called from any thread; the
+ * buffer stays lent until pipe_pages_write is given it. */
 uint8_t *pipe_pages_reserve(size_t n, void *arg);
 void pipe_pages_release(struct pipe_pages *p);
 

@@ -194,17 +194,19 @@ print(n, "%.6f" % (time.perf_counter() - t0))' "$HERE" "$@"
 # The Python package's way: chute.Stream over the same dataset, the same
 # options, the pipe it owns (so --vmsplice: its reader copies the frames
 # out of chute's pages), each batch's count read and nothing touched;
-# prints SAMPLES SECONDS timed as the reader is.  MODE: train or eval.
+# prints SAMPLES SECONDS timed as the reader is.  MODE: train or eval;
+# SHM: 1 for chute.Stream(shm=True), its batches views of the ring.
 py_stream() {
 	"$PYTHON" - "$ROOT/python" "$CHUTE" "$SET_DS" "$1" "$2" "$LABELS" \
-		"$BATCH" "$WORKERS" <<'EOF'
+		"$BATCH" "$WORKERS" "${3:-0}" <<'EOF'
 import sys, time
 sys.path.insert(0, sys.argv[1])
 import chute
 binary, ds, mode, spec, labels = sys.argv[2:7]
-batch, workers = int(sys.argv[7]), int(sys.argv[8])
+batch, workers, shm = int(sys.argv[7]), int(sys.argv[8]), sys.argv[9] == "1"
 stream = chute.Stream(ds, chute=binary, mode=mode, batch_size=batch,
                       workers=workers, epochs=1, transforms=[spec, labels],
+                      shm=shm,
                       shuffle="none" if mode == "eval" else "global")
 t0, n = time.perf_counter(), 0
 for b in stream:
@@ -248,6 +250,8 @@ train_shm() { shm_run train "$TRAIN"; }
 eval_shm() { shm_run eval "$EVAL"; }
 train_py() { py_stream train "$TRAIN"; }
 eval_py() { py_stream eval "$EVAL"; }
+train_pyshm() { py_stream train "$TRAIN" 1; }
+eval_pyshm() { py_stream eval "$EVAL" 1; }
 decode_all() { "$FULL_DECODE" -t "$WORKERS" "$SET_IMG.list"; }
 eval_chute() { chute_stream eval "$EVAL" | reader; }
 
@@ -271,8 +275,8 @@ run_set() {
 	xargs cat <"$SET_IMG.list" >/dev/null
 	echo "bench-transform: $1, $4 JPEGs; chute, DataLoader, full decode;" \
 		"$RUNS rounds"
-	local compared=(train_chute train_shm train_py train_dl decode_all
-		eval_chute eval_shm eval_py)
+	local compared=(train_chute train_shm train_py train_pyshm train_dl
+		decode_all eval_chute eval_shm eval_py eval_pyshm)
 	rounds "${compared[@]}"
 	for f in "${compared[@]}"; do
 		expect_samples "$f" "$4"
@@ -303,6 +307,7 @@ report_set() {
 	local pipe="stream | chute_batch.py reader"
 	local shm="stream --shm | shm_frames reader"
 	local py="chute.Stream (its pipe, vmsplice)"
+	local pyshm="chute.Stream(shm=True)"
 	local dl_rate=${R[$1.train_dl]} dec_rate=${R[$1.decode_all]}
 	echo "1. training, $WORKERS workers, batch $BATCH: '$TRAIN'"
 	vs "$pipe" "${R[$1.train_chute]}" "$dl" "$dl_rate" 4.00
@@ -311,11 +316,14 @@ report_set() {
 	vs "$shm" "${R[$1.train_shm]}" "$dec" "$dec_rate" 1.00
 	vs "$py" "${R[$1.train_py]}" "$dl" "$dl_rate" 4.00
 	vs "$py" "${R[$1.train_py]}" "$dec" "$dec_rate" 1.00
+	vs "$pyshm" "${R[$1.train_pyshm]}" "$dl" "$dl_rate" 4.00
+	vs "$pyshm" "${R[$1.train_pyshm]}" "$dec" "$dec_rate" 1.00
 	row "  full decode, MP/s" "" "$(int "${R[$1.mp]}")" "" "" ""
 	echo "2. evaluation, --mode eval: '$EVAL'"
 	vs "$pipe" "${R[$1.eval_chute]}" "$dec" "$dec_rate" 1.00
 	vs "$shm" "${R[$1.eval_shm]}" "$dec" "$dec_rate" 1.00
 	vs "$py" "${R[$1.eval_py]}" "$dec" "$dec_rate" 1.00
+	vs "$pyshm" "${R[$1.eval_pyshm]}" "$dec" "$dec_rate" 1.00
 }
 
 echo

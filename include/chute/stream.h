@@ -45,14 +45,19 @@ enum ch_format { CH_FORMAT_BATCH, CH_FORMAT_JSONL, CH_FORMAT_TAR };
  * called from the writing thread, in batch order, for the frame the sink
  * is called with next: it returns memory for size bytes, which the
  * sink's ch_batch_out.data then points into, or NULL for the stream's
- * own buffer (as always with workers at work, which encode side by
- * side).  cold: another CPU copies the frame out of that memory next (a
- * pipe's reader, the memory lent to the pipe), so the samples' bytes are
- * written around this CPU's cache instead of through it. */
+ * own buffer (as with workers at work, which encode side by side).
+ * any_thread: the workers call reserve too, side by side and ahead of
+ * batch order, each for the frame it encodes; the sink finds its memory
+ * by ch_batch_out.data (memory reserved for a batch the stream then
+ * fails to write is not given back).  cold: another CPU copies the
+ * frame out of that memory next (a pipe's reader, the memory lent to the
+ * pipe), so the samples' bytes are written around this CPU's cache
+ * instead of through it. */
 struct ch_frame_memory {
 	uint8_t *(*reserve)(size_t size, void *arg);
 	void *arg;
 	int cold;
+	int any_thread;
 };
 
 struct ch_stream_opts {

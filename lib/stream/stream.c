@@ -373,6 +373,18 @@ static uint8_t *timed_reserve(size_t size, void *arg)
 	return p;
 }
 
+/* The sink's memory a batch is encoded in, if any: the writer's own
+ * batches, timed (it may wait there for the consumer); the workers' too
+ * where the sink lends to any thread. */
+static const struct ch_frame_memory *frame_memory(struct streamer *s,
+						  int in_place)
+{
+	const struct ch_frame_memory *m = s->o->frame_memory;
+	if (!m)
+		return NULL;
+	return in_place ? &s->timed_memory : m->any_thread ? m : NULL;
+}
+
 /* Encodes job j; in_place: the next batch to write, read by the writer,
  * which may then go straight into the sink's memory. */
 static int encode_batch(struct streamer *s, struct job *j, int in_place)
@@ -392,10 +404,7 @@ static int encode_batch(struct streamer *s, struct job *j, int in_place)
 		rc = ch_encode_tar(&b, out, &j->err);
 		break;
 	default:
-		return ch_encode_frame_in(&b, out,
-					  in_place && s->o->frame_memory
-						  ? &s->timed_memory
-						  : NULL,
+		return ch_encode_frame_in(&b, out, frame_memory(s, in_place),
 					  &j->frame, &j->frame_size, &j->err);
 	}
 	j->frame = out->data;
@@ -763,7 +772,7 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 	size_pool(&s, o, st);
 	workers = s.threads;
 	s.timed_memory = (struct ch_frame_memory){
-		timed_reserve, &s, o->frame_memory && o->frame_memory->cold
+		timed_reserve, &s, o->frame_memory && o->frame_memory->cold, 0
 	};
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.changed, NULL);

@@ -628,15 +628,7 @@ EOF
 	# has buffers (64) before it reads: none may be written over
 	run -0 bash -c "set -o pipefail
 		chute stream --vmsplice -b 2 -e 40 --seed 3 ds |
-		\"\$PYTHON\" -c 'import sys, time
-time.sleep(1)
-out = open(\"slow\", \"wb\")
-while True:
-    b = sys.stdin.buffer.raw.read(4096)
-    if not b:
-        break
-    out.write(b)
-    time.sleep(0.0002)'"
+		\"\$PYTHON\" \"$BATS_TEST_DIRNAME/slow_reader.py\" slow 4096 0.0002"
 	cmp ref slow || fail "--vmsplice into a lagging reader differs"
 	run -0 chute stream --vmsplice -b 2 -e 40 --seed 3 -o file ds
 	cmp ref file || fail "--vmsplice into a file differs"

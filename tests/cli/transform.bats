@@ -74,6 +74,23 @@ print("ok")' "$REPO_ROOT/scripts"
 	run ! cmp -s w1 s6
 }
 
+@test "transform: --vmsplice, the workers' frames made in the pipe's pages: the same bytes, to a lagging reader too" {
+	local t=(-b 4 -e 12 --seed 5 --transform "$TRAIN" --transform 'cls: int')
+	chute stream "$BATS_FILE_TMPDIR/ds" "${t[@]}" -w 1 -o ref
+	local w
+	for w in 2 3; do
+		run -0 bash -c "set -o pipefail
+			chute stream --vmsplice -w $w -p 6 ${t[*]@Q} \"\$BATS_FILE_TMPDIR/ds\" | cat >fast"
+		cmp ref fast || fail "-w $w --vmsplice into cat differs"
+		# the pipe full and every worker ahead: a page lent to the pipe
+		# must not be encoded over before it is read
+		run -0 bash -c "set -o pipefail
+			chute stream --vmsplice -w $w -p 6 ${t[*]@Q} \"\$BATS_FILE_TMPDIR/ds\" |
+			\"\$PYTHON\" \"$BATS_TEST_DIRNAME/slow_reader.py\" slow 1000 0.0005"
+		cmp ref slow || fail "-w $w --vmsplice into a lagging reader differs"
+	done
+}
+
 @test "transform: each epoch draws new crops of the same sample" {
 	chute stream "$BATS_FILE_TMPDIR/ds" -b 24 -e 2 --shuffle none \
 		--transform "$TRAIN" -o out
