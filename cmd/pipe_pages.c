@@ -136,6 +136,12 @@ uint8_t *pipe_pages_reserve(size_t n, void *arg)
 	return s ? s->data : NULL;
 }
 
+uint8_t *pipe_pages_reserve_at(size_t n, uint64_t seq, void *arg)
+{
+	(void)seq; /* a pool: any free slot will do */
+	return pipe_pages_reserve(n, arg);
+}
+
 /* The lent slot that holds data, or NULL.  Holding the lock. */
 static struct pipe_page_slot *slot_of(struct pipe_pages *p,
 				      const uint8_t *data, size_t n)

@@ -31,6 +31,8 @@ int pipe_pages_write(struct pipe_pages *p, const uint8_t *data, size_t n);
  * A ch_frame_memory's reserve (arg: p), called from any thread; the
  * buffer stays lent until pipe_pages_write is given it. */
 uint8_t *pipe_pages_reserve(size_t n, void *arg);
+/* The same, its ch_frame_memory's reserve_at. */
+uint8_t *pipe_pages_reserve_at(size_t n, uint64_t seq, void *arg);
 void pipe_pages_release(struct pipe_pages *p);
 
 #endif

@@ -598,7 +598,8 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 		return record_end(&a->rec, cmd_fail(&err));
 	}
 	/* cold: the pipe's reader copies each frame out, on its own CPU */
-	struct ch_frame_memory lend = { pipe_pages_reserve, &pages, 1, 1 };
+	struct ch_frame_memory lend = { pipe_pages_reserve,
+					pipe_pages_reserve_at, &pages, 1 };
 	if (a->vmsplice && sink.fd >= 0) {
 		pipe_pages_init(&pages, sink.fd);
 		sink.pages = &pages;
@@ -612,8 +613,9 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 	a->shm.cancel = a->o.cancel;
 	if (a->shm.name) {
 		/* warm: the trainer reads the ring where chute wrote it */
-		a->shm.memory = (struct ch_frame_memory){ shm_sink_reserve,
-							  &a->shm, 0, 0 };
+		a->shm.memory = (struct ch_frame_memory){
+			shm_sink_reserve, shm_sink_reserve_at, &a->shm, 0
+		};
 		a->o.frame_memory = &a->shm.memory;
 	}
 	if (a->state) {

@@ -63,8 +63,11 @@ static int make_ring(struct shm_sink *s, uint64_t first,
 					  : first + first / 4 + MIN_SLOT,
 		.pin = s->pin, .cancel = s->cancel,
 	};
-	if (ch_shm_ring_create(&s->ring, &o, err) < 0)
+	struct ch_shm_ring *ring;
+	if (ch_shm_ring_create(&ring, &o, err) < 0)
 		return -1;
+	/* the workers look for it (shm_sink_reserve_at) */
+	__atomic_store_n(&s->ring, ring, __ATOMIC_RELEASE);
 	cmd_fault_ring(s->name); /* removed on a SIGBUS too */
 	let_stdout_go();
 	return 0;
@@ -86,6 +89,8 @@ int shm_sink_put(const struct ch_batch_out *b, void *arg,
 				    s->name, (unsigned long long)room,
 				    s->slot_size ? ""
 						 : ", sized from the first batch");
+	/* encoded in its slot by the writer (reserved) or by a worker
+	 * (shm_sink_reserve_at: the slot that reserving finds), else copied */
 	uint8_t *reserved = s->reserved;
 	s->reserved = NULL;
 	if (reserved && b->data == reserved) {
@@ -93,6 +98,13 @@ int shm_sink_put(const struct ch_batch_out *b, void *arg,
 		return 0;
 	}
 	return ch_shm_ring_put(s->ring, b->data, b->size, err);
+}
+
+uint8_t *shm_sink_reserve_at(size_t size, uint64_t seq, void *arg)
+{
+	struct shm_sink *s = arg;
+	struct ch_shm_ring *ring = __atomic_load_n(&s->ring, __ATOMIC_ACQUIRE);
+	return ring ? ch_shm_ring_slot_for(ring, seq, size) : NULL;
 }
 
 uint8_t *shm_sink_reserve(size_t size, void *arg)

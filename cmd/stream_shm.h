@@ -34,9 +34,13 @@ int shm_sink_check(const struct shm_sink *s, const char *output,
  * for a frame larger than a slot, or when the wait failed (the sink's
  * call then says why). */
 uint8_t *shm_sink_reserve(size_t size, void *arg);
+/* The slot of frame seq for a worker to encode it in, if it is free for
+ * that frame now; NULL before the ring is made or when it is not (the
+ * frame is then copied).  Any thread; never waits. */
+uint8_t *shm_sink_reserve_at(size_t size, uint64_t seq, void *arg);
 
-/* A ch_batch_sink: arg is the struct shm_sink.  A frame already in the
- * slot shm_sink_reserve gave is published, not copied. */
+/* A ch_batch_sink: arg is the struct shm_sink.  A frame already in its
+ * slot (shm_sink_reserve, shm_sink_reserve_at) is published, not copied. */
 int shm_sink_put(const struct ch_batch_out *b, void *arg,
 		 struct ch_error *err);
 

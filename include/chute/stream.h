@@ -45,19 +45,21 @@ enum ch_format { CH_FORMAT_BATCH, CH_FORMAT_JSONL, CH_FORMAT_TAR };
  * called from the writing thread, in batch order, for the frame the sink
  * is called with next: it returns memory for size bytes, which the
  * sink's ch_batch_out.data then points into, or NULL for the stream's
- * own buffer (as with workers at work, which encode side by side).
- * any_thread: the workers call reserve too, side by side and ahead of
- * batch order, each for the frame it encodes; the sink finds its memory
- * by ch_batch_out.data (memory reserved for a batch the stream then
- * fails to write is not given back).  cold: another CPU copies the
- * frame out of that memory next (a pipe's reader, the memory lent to the
- * pipe), so the samples' bytes are written around this CPU's cache
- * instead of through it. */
+ * own buffer.  reserve_at(size, seq, arg), if not NULL, is what the
+ * workers call, side by side and ahead of batch order, each for the
+ * frame it encodes: seq is the frame's place among the sink's calls of
+ * this ch_stream (0 the first); it returns memory that is free for that
+ * frame now, or NULL, never waiting.  The sink knows its memory again
+ * by ch_batch_out.data; memory given for a frame the stream then fails
+ * to write is not given back.  cold: another CPU copies the frame out of
+ * that memory next (a pipe's reader, the memory lent to the pipe), so
+ * the samples' bytes are written around this CPU's cache instead of
+ * through it. */
 struct ch_frame_memory {
 	uint8_t *(*reserve)(size_t size, void *arg);
+	uint8_t *(*reserve_at)(size_t size, uint64_t seq, void *arg);
 	void *arg;
 	int cold;
-	int any_thread;
 };
 
 struct ch_stream_opts {
@@ -277,8 +279,8 @@ int ch_shm_ring_create(struct ch_shm_ring **out,
 
 uint64_t ch_shm_ring_slot_size(const struct ch_shm_ring *r);
 
-/* Copies one frame into the next slot, waiting for the consumer to free
- * it.  Returns 0, 1 when the consumer closed the ring (stop quietly), or
+/* Copies one frame into the next slot (unless it was written there, by
+ * ch_shm_ring_slot_for), waiting for the consumer to free it.  Returns 0, 1 when the consumer closed the ring (stop quietly), or
  * -1: the frame is larger than a slot, the consumer died, or *cancel. */
 int ch_shm_ring_put(struct ch_shm_ring *r, const void *frame, size_t size,
 		    struct ch_error *err);
@@ -288,6 +290,11 @@ int ch_shm_ring_put(struct ch_shm_ring *r, const void *frame, size_t size,
 int ch_shm_ring_reserve(struct ch_shm_ring *r, size_t size, uint8_t **slot,
 			struct ch_error *err);
 void ch_shm_ring_commit(struct ch_shm_ring *r, size_t size);
+/* The slot of frame seq, from any thread, if it is free for that frame
+ * now (the frame nslots before it published and read), else NULL; never
+ * waits.  A frame written there is put without a copy. */
+uint8_t *ch_shm_ring_slot_for(struct ch_shm_ring *r, uint64_t seq,
+			      size_t size);
 
 /* Marks the end of the stream and waits until the consumer has read it
  * all and closed the ring (or died: -1, or *cancel: -1). */

@@ -405,7 +405,25 @@ void ch_shm_ring_commit(struct ch_shm_ring *r, size_t size)
 	/* a consumer that keeps consumer_waits is woken only when it waits */
 	if (!r->consumer_waits || chute_shm_load_sc(&r->h->consumer_waits))
 		chute_shm_wake(&s->state);
-	__atomic_store_n(&r->h->frames, ++r->seq, __ATOMIC_RELEASE);
+	/* seq is read by ch_shm_ring_slot_for on other threads */
+	uint64_t next = r->seq + 1;
+	__atomic_store_n(&r->seq, next, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->h->frames, next, __ATOMIC_RELEASE);
+}
+
+uint8_t *ch_shm_ring_slot_for(struct ch_shm_ring *r, uint64_t seq,
+			      size_t size)
+{
+	const struct chute_shm_header *own = &r->published;
+	uint64_t next = __atomic_load_n(&r->seq, __ATOMIC_ACQUIRE);
+	/* frame seq - nslots published: its READY came before, so FREE now
+	 * says the consumer has read it */
+	if (size > own->slot_size || seq < next || seq - next >= own->nslots)
+		return NULL;
+	uint32_t i = (uint32_t)(seq % own->nslots);
+	if (chute_shm_load(&r->slots[i].state) != CHUTE_SHM_FREE)
+		return NULL;
+	return r->map + own->data_offset + (uint64_t)i * own->slot_size;
 }
 
 int ch_shm_ring_put(struct ch_shm_ring *r, const void *frame, size_t size,
@@ -415,7 +433,8 @@ int ch_shm_ring_put(struct ch_shm_ring *r, const void *frame, size_t size,
 	int rc = ch_shm_ring_reserve(r, size, &slot, err);
 	if (rc != 0)
 		return rc;
-	memcpy(slot, frame, size);
+	if (slot != frame) /* else written there (ch_shm_ring_slot_for) */
+		memcpy(slot, frame, size);
 	ch_shm_ring_commit(r, size);
 	return 0;
 }

@@ -322,6 +322,9 @@ struct job {
 	double beyond_s;       /* reading and encoding, less loading blocks */
 	int failed;
 	struct ch_error err; /* its kind says whose fault */
+	/* the sink's reserve_at for this job's frame: arg is the job */
+	const struct ch_frame_memory *sink_memory;
+	struct ch_frame_memory memory;
 };
 
 enum { FREE, PLANNED, READY };
@@ -373,16 +376,28 @@ static uint8_t *timed_reserve(size_t size, void *arg)
 	return p;
 }
 
-/* The sink's memory a batch is encoded in, if any: the writer's own
- * batches, timed (it may wait there for the consumer); the workers' too
- * where the sink lends to any thread. */
+static uint8_t *job_reserve(size_t size, void *arg)
+{
+	struct job *j = arg;
+	return j->sink_memory->reserve_at(size, j->seq, j->sink_memory->arg);
+}
+
+/* The sink's memory job j is encoded in, if any: the writer's own batch,
+ * timed (it may wait there for the consumer); a worker's where the sink
+ * has memory for frames ahead. */
 static const struct ch_frame_memory *frame_memory(struct streamer *s,
-						  int in_place)
+						  struct job *j, int in_place)
 {
 	const struct ch_frame_memory *m = s->o->frame_memory;
 	if (!m)
 		return NULL;
-	return in_place ? &s->timed_memory : m->any_thread ? m : NULL;
+	if (in_place)
+		return &s->timed_memory;
+	if (!m->reserve_at)
+		return NULL;
+	j->sink_memory = m;
+	j->memory = (struct ch_frame_memory){ job_reserve, NULL, j, m->cold };
+	return &j->memory;
 }
 
 /* Encodes job j; in_place: the next batch to write, read by the writer,
@@ -404,7 +419,7 @@ static int encode_batch(struct streamer *s, struct job *j, int in_place)
 		rc = ch_encode_tar(&b, out, &j->err);
 		break;
 	default:
-		return ch_encode_frame_in(&b, out, frame_memory(s, in_place),
+		return ch_encode_frame_in(&b, out, frame_memory(s, j, in_place),
 					  &j->frame, &j->frame_size, &j->err);
 	}
 	j->frame = out->data;
@@ -772,7 +787,7 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 	size_pool(&s, o, st);
 	workers = s.threads;
 	s.timed_memory = (struct ch_frame_memory){
-		timed_reserve, &s, o->frame_memory && o->frame_memory->cold, 0
+		timed_reserve, NULL, &s, o->frame_memory && o->frame_memory->cold
 	};
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.changed, NULL);

@@ -44,6 +44,24 @@ assert_no_segment() {
 	[ ! -e "$SEG" ] || fail "$SEG was left behind"
 }
 
+# mkimages: 12 JPEGs of 40x30 to 51x52 with labels in img/, packed as
+# imgds.
+mkimages() {
+	mkdir img
+	"$PYTHON" - <<'EOF' || fail "cannot make images"
+import random
+from PIL import Image
+random.seed(3)
+for i in range(12):
+    im = Image.new("RGB", (40 + i, 30 + 2 * i))
+    im.putdata([tuple(random.randrange(256) for _ in range(3))
+                for _ in range(im.width * im.height)])
+    im.save("img/s%02d.jpg" % i, quality=90)
+    open("img/s%02d.cls" % i, "w").write(str(i % 3))
+EOF
+	chute pack -q img -o imgds
+}
+
 @test "shm: the frames equal the pipe's byte for byte, ring of 1 slot and of 16" {
 	chute stream -b 3 -e 2 ds >pipe.out
 	for slots in 1 16; do
@@ -60,19 +78,7 @@ assert_no_segment() {
 	chute stream --help | grep -q -- --transform ||
 		skip "chute stream has no --transform yet"
 	"$PYTHON" -c 'import PIL' 2>/dev/null || skip "no PIL for $PYTHON"
-	mkdir img
-	"$PYTHON" - <<'EOF' || fail "cannot make images"
-import random
-from PIL import Image
-random.seed(3)
-for i in range(12):
-    im = Image.new("RGB", (40 + i, 30 + 2 * i))
-    im.putdata([tuple(random.randrange(256) for _ in range(3))
-                for _ in range(im.width * im.height)])
-    im.save("img/s%02d.jpg" % i, quality=90)
-    open("img/s%02d.cls" % i, "w").write(str(i % 3))
-EOF
-	chute pack -q img -o imgds
+	mkimages
 	local t='jpg: decode | random-resized-crop 24 | flip'
 	chute stream -b 5 --seed 4 --transform "$t" imgds >pipe.out
 	chute stream -b 5 --seed 4 --transform "$t" --shm "$RING" imgds &
@@ -81,6 +87,30 @@ EOF
 	wait_chute 0 "$pid"
 	cmp pipe.out shm.out || fail "frames differ with transforms"
 	assert_no_segment
+}
+
+@test "shm: workers encode frames in the slots ahead: the same bytes, to a consumer that lags too" {
+	"$PYTHON" -c 'import PIL' 2>/dev/null || skip "no PIL for $PYTHON"
+	mkimages
+	local t=(-b 2 -e 10 --seed 4 -p 6
+		--transform 'jpg: decode | random-resized-crop 24 | flip')
+	chute stream "${t[@]}" -w 1 imgds >pipe.out
+	local w slots
+	for w in 2 3; do
+		for slots in 2 4; do
+			chute stream "${t[@]}" -w "$w" --shm "$RING" --slots "$slots" imgds &
+			local pid=$!
+			run -0 py_consumer 'import os, time, chute_batch
+with open("shm.out", "wb") as out:
+    for fr in chute_batch.shm_frames(os.environ["RING"], 20):
+        time.sleep(0.003)  # the workers run ahead of a slow reader
+        out.write(fr.buffer)'
+			wait_chute 0 "$pid"
+			cmp pipe.out shm.out ||
+				fail "-w $w --slots $slots: frames differ"
+			assert_no_segment
+		done
+	done
 }
 
 @test "shm: the C consumer of chute_shm.h reads the same frames" {
