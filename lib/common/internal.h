@@ -57,11 +57,10 @@ int ch_verify_part_check(const struct ch_verify_opts *o, struct ch_error *err);
  * so that a count and its word agree. */
 const char *ch_plural(uint64_t n, const char *one, const char *many);
 
-/* n zeroed bytes, like calloc; from 2 MiB up on huge pages where the
- * kernel has them (common/pages.c), each touched a fault per 2 MiB instead
- * of 512, untouched ones unbacked.  Freed with ch_zeroed_free, same n. */
-void *ch_zeroed_alloc(size_t n);
-void ch_zeroed_free(void *p, size_t n);
+/* Asks for huge pages under the whole 2 MiB pages within n bytes at p
+ * (malloc'd memory too): each touched first a fault per 2 MiB instead of
+ * 512 where the kernel has them (common/pages.c).  A hint. */
+void ch_advise_huge(void *p, size_t n);
 
 /* memcpy for bytes another CPU reads next (common/copy.c): from 64
  * bytes up into 16-byte aligned memory, with non-temporal stores where

@@ -56,6 +56,14 @@ static void *map_huge(size_t m)
 	return a;
 }
 
+void ch_advise_huge(void *p, size_t n)
+{
+	uintptr_t lo = round_up((uintptr_t)p, HUGE_PAGE);
+	uintptr_t hi = ((uintptr_t)p + n) / HUGE_PAGE * HUGE_PAGE;
+	if (hi > lo)
+		(void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+}
+
 /* ------------------------------------------------------------------ */
 /* Zeroed buffers                                                       */
 

@@ -20,6 +20,7 @@ int ch_buf_reserve(struct ch_buf *b, size_t cap, struct ch_error *err)
 		return ch_error_set(err, "out of memory (%zu bytes)", ncap);
 	b->data = p;
 	b->cap = ncap;
+	ch_advise_huge(p, ncap); /* a batch's samples, a frame: MBs */
 	return 0;
 }
 
