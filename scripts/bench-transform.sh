@@ -18,10 +18,12 @@
 #         TurboJPEG on 2 threads, from memory, nothing else (target: chute
 #         >= 1x: cropping before decoding must pay for the rest).
 #     The same through chute.Stream (python/chute), whose own pipe chute
-#     lends its frames' pages (--vmsplice), against both.
+#     lends its frames' pages (--vmsplice), and through chute.Stream(
+#     shm=True), against both.
 #  2. evaluation: 'jpg: decode | resize 256 | center-crop 224 | layout chw'
 #     in --mode eval, through the pipe and through a --shm ring, against
-#     the full decode (target: >= 1x); and through chute.Stream.
+#     the full decode (target: >= 1x); and through chute.Stream, its pipe
+#     and its ring.
 #  1 and 2 run on two sets of JPEGs: photos (below) and the README's demo
 #  images, small noise JPEGs that random-resized-crop enlarges.
 #  3. JPEG decoding on one thread through ch_image_decode, chute's entropy
