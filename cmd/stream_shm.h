@@ -35,8 +35,9 @@ int shm_sink_check(const struct shm_sink *s, const char *output,
  * call then says why). */
 uint8_t *shm_sink_reserve(size_t size, void *arg);
 /* The slot of frame seq for a worker to encode it in, if it is free for
- * that frame now; NULL before the ring is made or when it is not (the
- * frame is then copied).  Any thread; never waits. */
+ * that frame now; NULL when it is not (the frame is then copied).  Frame
+ * 0's call makes the ring, sized from it; the others before then get
+ * NULL.  Any thread; never waits. */
 uint8_t *shm_sink_reserve_at(size_t size, uint64_t seq, void *arg);
 
 /* A ch_batch_sink: arg is the struct shm_sink.  A frame already in its
