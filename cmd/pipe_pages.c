@@ -14,8 +14,8 @@
  * reads; one that splices the pipe on (tee(1)-like) takes the references
  * with it, hence an option, which chute.Stream sets for its own reader. */
 #include <errno.h>
-#include <pthread.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -67,8 +67,8 @@ static int read_out(struct pipe_pages *p, const struct pipe_page_slot *s)
 	return s->end <= p->consumed;
 }
 
-/* Gives slot s n bytes or more; -1 if it cannot.  Its old memory goes:
- * it was read out.  On huge pages from 2 MiB up: a frame of 224x224
+/* A slot's memory: on huge pages from 2 MiB up (ch_zeroed_alloc, whose
+ * smaller buffers are heap memory, hence mmap below): a frame of 224x224
  * images touches each slot's memory first, a fault a page, and 4 KiB
  * pages cost ~200 ms of a 0.7 s epoch of the demo images (2 cores, a
  * virtual machine whose page-table updates trap). */
@@ -91,6 +91,8 @@ static void unmap_slot(struct pipe_page_slot *s)
 		munmap(s->data, s->cap);
 }
 
+/* Gives slot s n bytes or more; -1 if it cannot.  Its old memory goes:
+ * it was read out. */
 static int fit_slot(struct pipe_page_slot *s, size_t n)
 {
 	if (s->cap >= n)

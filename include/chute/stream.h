@@ -280,8 +280,9 @@ int ch_shm_ring_create(struct ch_shm_ring **out,
 uint64_t ch_shm_ring_slot_size(const struct ch_shm_ring *r);
 
 /* Copies one frame into the next slot (unless it was written there, by
- * ch_shm_ring_slot_for), waiting for the consumer to free it.  Returns 0, 1 when the consumer closed the ring (stop quietly), or
- * -1: the frame is larger than a slot, the consumer died, or *cancel. */
+ * ch_shm_ring_slot_for), waiting for the consumer to free it.  Returns
+ * 0, 1 when the consumer closed the ring (stop quietly), or -1: the
+ * frame is larger than a slot, the consumer died, or *cancel. */
 int ch_shm_ring_put(struct ch_shm_ring *r, const void *frame, size_t size,
 		    struct ch_error *err);
 /* The same in two steps, for a frame written in place: the next slot,
