@@ -3,8 +3,9 @@
 
 Python 3 standard library and numpy.  Each frame is read into one buffer (a
 numpy uint8 array, filled by readinto: no copy after that) and its fields
-are numpy views or memoryviews of it, so a batch costs one allocation and
-one read whatever its size.
+are numpy views or memoryviews of it, so a batch costs one read whatever
+its size; a buffer nothing refers to any more is filled again by a later
+frame.
 
     import chute_batch
     for fr in chute_batch.frames(sys.stdin.buffer):

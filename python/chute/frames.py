@@ -2,8 +2,10 @@
 
 Each frame is read into one buffer (a numpy uint8 array, filled by
 readinto: no copy after that) and its fields are numpy views or
-memoryviews of it, so a batch costs one allocation and one read whatever
-its size.  Every frame is checked (magic, sizes, bounds, offsets) before
+memoryviews of it, so a batch costs one read whatever its size.  A
+buffer nothing refers to any more (no field, view or tensor of its frame
+is left) is filled again by a later frame of its size, so its memory is
+not zeroed again by the kernel for each batch.  Every frame is checked (magic, sizes, bounds, offsets) before
 it is handed out, but for the order of its keys' offsets, checked when
 the keys are first read (most trainers never read them); a truncated or
 corrupt stream raises FrameError (a chute.DataError and a ValueError)
@@ -18,6 +20,7 @@ with the byte offset in the stream.
 """
 
 import math
+import sys
 import struct
 from collections.abc import Sequence
 
@@ -259,6 +262,33 @@ def _parse_fields(fr, buf, chk, nfields, table_at, table_size, data_offset):
     fr._keys = None
 
 
+class _Spare:
+    """The buffers of the last few frames, filled again once nothing
+    refers to them but this: memory already faulted in, where a new one
+    costs the kernel a fresh zeroed page for every 4 KiB read into it."""
+
+    KEEP = 4
+
+    def __init__(self):
+        self.lent = []
+
+    def take(self, size):
+        for i in range(len(self.lent)):
+            b = self.lent[i]
+            # 3: the list's, b's and getrefcount's own
+            if b.nbytes == size and sys.getrefcount(b) == 3:
+                del self.lent[i]
+                return b
+        # np.empty, not bytearray: no pass to zero it, and a corrupt size
+        # costs address space, not memory, until the read comes up short.
+        return np.empty(size, np.uint8)
+
+    def lend(self, buf):
+        self.lent.append(buf)
+        if len(self.lent) > self.KEEP:
+            del self.lent[0]
+
+
 def frames(f, start=0):
     """Yields the frames of binary file object f until its end.
 
@@ -267,6 +297,7 @@ def frames(f, start=0):
     a frame is malformed."""
     offset = start
     head = bytearray(HEADER_SIZE)
+    spare = _Spare()
     while True:
         got = _read_exact(f, memoryview(head))
         if got == 0:
@@ -276,9 +307,7 @@ def frames(f, start=0):
                              "bytes" % (offset, got, HEADER_SIZE))
         (size, flags, epoch, batch, nsamples, nfields, cursor_size, table_at,
          table_size, data_offset) = _parse_header(head, offset)
-        # np.empty, not bytearray: no pass to zero it, and a corrupt size
-        # costs address space, not memory, until the read comes up short.
-        buf = np.empty(size, np.uint8)
+        buf = spare.take(size)
         view = memoryview(buf)
         view[:HEADER_SIZE] = head
         got = _read_exact(f, view[HEADER_SIZE:])
@@ -298,7 +327,10 @@ def frames(f, start=0):
             chk.fail(HEADER_SIZE, "cursor is not ASCII")
         _parse_fields(fr, buf, chk, nfields, table_at, table_size,
                       data_offset)
+        spare.lend(buf)
+        del buf, view
         yield fr
+        del fr
         offset += size
 
 

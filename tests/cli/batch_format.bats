@@ -309,6 +309,34 @@ EOF
 	assert_output ok
 }
 
+@test "batch format: frames() fills a frame's buffer again only once nothing refers to it" {
+	mkdir fixed
+	local i
+	for i in $(seq 10 49); do
+		head -c 3000 /dev/urandom >"fixed/f$i.bin"
+	done
+	chute pack -q fixed -o fixed-ds >/dev/null
+	chute stream --shuffle none -b 5 fixed-ds >s.chb
+	run -0 env PYTHONPATH="$REPO_ROOT/python" "$PYTHON" - <<'PY'
+import io, weakref
+from chute.frames import frames
+data = open("s.chb", "rb").read()
+alive, reused, kept = [], 0, None
+for fr in frames(io.BytesIO(data)):
+    reused += any(r() is fr.buffer for r in alive)
+    alive.append(weakref.ref(fr.buffer))
+    if fr.batch == 1:  # a trainer that keeps one batch's samples
+        kept, kept_buffer = fr.fields["bin"], fr.buffer
+        want = [bytes(v) for v in kept]
+    elif kept is not None:
+        assert fr.buffer is not kept_buffer, "a kept frame filled again"
+    assert len(fr.fields["bin"]) == 5
+assert [bytes(v) for v in kept] == want, "the kept samples changed"
+print("reused", reused > 0)
+PY
+	assert_output "reused True"
+}
+
 @test "batch format: the frame dumped in chute-batch.5 is the one chute writes" {
 	command -v hexdump >/dev/null || skip "hexdump is not installed"
 	mkdir page
