@@ -92,12 +92,15 @@ static void unmap_slot(struct pipe_page_slot *s)
 }
 
 /* Gives slot s n bytes or more; -1 if it cannot.  Its old memory goes:
- * it was read out. */
+ * it was read out.  From 2 MiB up, whole huge pages: a 9.6 MB frame's
+ * last 1.6 MB on small pages was 400 faults a slot, most of the faults
+ * of a demo eval epoch. */
 static int fit_slot(struct pipe_page_slot *s, size_t n)
 {
 	if (s->cap >= n)
 		return 0;
-	size_t cap = (n + 65535) & ~(size_t)65535;
+	size_t round = n >= HUGE_PAGE ? HUGE_PAGE : 65536;
+	size_t cap = (n + round - 1) / round * round;
 	uint8_t *m = map_slot(cap);
 	if (!m)
 		return -1;
