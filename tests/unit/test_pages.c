@@ -1,6 +1,7 @@
 /* test_pages.c - common/pages.c: the slabs that hold decoded blocks give
  * their memory back when their last allocation goes, and count what they
- * keep mapped. */
+ * keep mapped; byte buffers of a MiB and more (common/util.c) are whole
+ * 2 MiB pages. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,11 +75,39 @@ static void large_alone(void)
 	ch_slabs_free(s);
 }
 
+/* A byte buffer growing past 1 MiB moves to 2 MiB-aligned memory, a
+ * whole number of 2 MiB, its bytes kept; below that, malloc's. */
+static void big_buffers_whole_huge_pages(void)
+{
+	struct ch_buf b = { 0 };
+	struct ch_error err;
+	uint8_t chunk[4096];
+	for (size_t i = 0; i < sizeof(chunk); i++)
+		chunk[i] = (uint8_t)(i * 7 + 3);
+	for (size_t n = 0; n < 300; n++) /* 1.2 MB, 4 KiB at a time */
+		if (!CHECK(ch_buf_append(&b, chunk, sizeof(chunk), &err) == 0))
+			break;
+	CHECK((uintptr_t)b.data % (2 * MIB) == 0);
+	CHECK(b.cap % (2 * MIB) == 0 && b.cap >= b.len);
+	int same = 1;
+	for (size_t at = 0; at < b.len; at++)
+		same &= b.data[at] == chunk[at % sizeof(chunk)];
+	CHECK(same);
+	/* and from nothing straight to a frame's size */
+	struct ch_buf f = { 0 };
+	CHECK(ch_buf_reserve(&f, 9636160, &err) == 0);
+	CHECK((uintptr_t)f.data % (2 * MIB) == 0 && f.cap % (2 * MIB) == 0);
+	memset(f.data, 1, 9636160);
+	ch_buf_release(&f);
+	free(b.data); /* callers that take the data free it */
+}
+
 int main(void)
 {
 	static const struct unit_test tests[] = {
 		UNIT(two_blocks_a_slab),
 		UNIT(large_alone),
+		UNIT(big_buffers_whole_huge_pages),
 	};
 	return unit_run(tests, UNIT_COUNT(tests));
 }
