@@ -76,6 +76,7 @@ struct axis {
 	uint32_t size;
 	int32_t n, bits, lo, hi, np, nq;
 	int gathered; /* the RGB windows are in `gather` (gather_up) */
+	int again;    /* its key had been met before (see struct kept) */
 	struct key {
 		float f0, f1;
 		uint32_t size, out;
@@ -83,8 +84,29 @@ struct axis {
 	} key; /* what it was planned for: not again for the same */
 };
 
+/* Plans kept for keys that come back.  Eval resizes every image of one
+ * size the same way, and a dataset of a few dozen sizes (the README's
+ * demo images: 82) planned each image anew: 4% of a demo eval epoch.  A
+ * plan is kept only once its key has been met before (`met`: hashes of
+ * the keys planned, by slot), so that random crops, every key new, go
+ * on using the one axis and its warm buffers; and only a plan of at most
+ * KEPT_BYTES, so that the table holds KEPT_PLANS * KEPT_BYTES at most.
+ * Kept plans change places with the axis by value: no copy. */
+#define KEPT_PLANS 128
+#define KEPT_BYTES ((size_t)32 << 10)
+#define MET_KEYS 1024
+
+struct kept {
+	struct axis plan[KEPT_PLANS];
+	uint64_t used[KEPT_PLANS]; /* when last taken; 0: empty */
+	uint64_t clock;
+	uint32_t met[MET_KEYS];
+};
+
 struct ch_resampler {
 	struct axis h, v;
+	struct kept *hk, *vk; /* NULL: plan every key (no memory for it) */
+	uint64_t planned;     /* axes planned (not taken from hk, vk) */
 	struct buf w;	 /* the weights in doubles while planning */
 	struct buf win;	 /* their windows, and the rounded weights */
 	struct buf tmp;	 /* the rows of the horizontal pass */
@@ -107,8 +129,11 @@ struct ch_resampler *ch_resampler_new(void)
 {
 	struct ch_resampler *r = calloc(1, sizeof(struct ch_resampler));
 
-	if (r)
+	if (r) {
 		r->isa = best_isa();
+		r->hk = calloc(1, sizeof(*r->hk));
+		r->vk = calloc(1, sizeof(*r->vk));
+	}
 	return r;
 }
 
@@ -121,12 +146,6 @@ enum ch_resample_isa ch_resampler_limit(struct ch_resampler *r,
 	return r->isa;
 }
 
-void ch_resampler_plan_general(struct ch_resampler *r, int general)
-{
-	r->general = general;
-	r->h.key.out = r->v.key.out = 0; /* plan again */
-}
-
 static void axis_release(struct axis *a)
 {
 	free(a->mem.p);
@@ -136,12 +155,50 @@ static void axis_release(struct axis *a)
 	free(a->gather.p);
 }
 
+static void kept_free(struct kept *k)
+{
+	for (size_t i = 0; k && i < KEPT_PLANS; i++)
+		axis_release(&k->plan[i]);
+	free(k);
+}
+
+/* Forgets every kept plan (their memory stays, for the next). */
+static void kept_forget(struct kept *k)
+{
+	if (!k)
+		return;
+	for (size_t i = 0; i < KEPT_PLANS; i++) {
+		k->plan[i].key.out = 0;
+		k->used[i] = 0;
+	}
+	memset(k->met, 0, sizeof(k->met));
+}
+
+void ch_resampler_plan_counts(const struct ch_resampler *r,
+			      uint64_t *planned, size_t *kept)
+{
+	*planned = r->planned;
+	*kept = 0;
+	for (size_t i = 0; i < KEPT_PLANS; i++)
+		*kept += (r->hk && r->hk->used[i]) + (r->vk && r->vk->used[i]);
+}
+
+void ch_resampler_plan_general(struct ch_resampler *r, int general)
+{
+	r->general = general;
+	r->h.key.out = r->v.key.out = 0; /* plan again */
+	kept_forget(r->hk);
+	kept_forget(r->vk);
+}
+
 void ch_resampler_free(struct ch_resampler *r)
 {
 	if (!r)
 		return;
 	axis_release(&r->h);
 	axis_release(&r->v);
+	kept_free(r->hk);
+	kept_free(r->vk);
 	free(r->w.p);
 	free(r->win.p);
 	free(r->tmp.p);
@@ -511,12 +568,81 @@ static int gather_up(struct axis *a, uint32_t out)
  * taps in `gather` where they fit it (gather_up), the others in slots. */
 enum layout { KEYS, PAIRS, SLOTS, TWO, GATHER };
 
+static int same_key(const struct key *a, const struct key *b)
+{
+	return a->f0 == b->f0 && a->f1 == b->f1 && a->size == b->size &&
+	       a->out == b->out && a->mirror == b->mirror &&
+	       a->layout == b->layout;
+}
+
+static void swap_axes(struct axis *a, struct axis *b)
+{
+	struct axis t = *a;
+	*a = *b;
+	*b = t;
+}
+
+/* The kept plan for key into a, a's plan kept in its place: 1 if there
+ * was one. */
+static int take_kept(struct kept *k, struct axis *a, const struct key *key)
+{
+	for (size_t i = 0; k && i < KEPT_PLANS; i++) {
+		if (k->used[i] && same_key(&k->plan[i].key, key)) {
+			swap_axes(a, &k->plan[i]);
+			k->used[i] = k->plan[i].key.out ? ++k->clock : 0;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static size_t axis_bytes(const struct axis *a)
+{
+	return a->mem.cap + a->pairs.cap + a->slots.cap + a->two.cap +
+	       a->gather.cap;
+}
+
+/* Before a is planned again: its plan into the table, in an empty slot
+ * or the one used longest ago, whose memory a then plans in; if its key
+ * had come back and it is small enough. */
+static void keep(struct kept *k, struct axis *a)
+{
+	if (!k || !a->key.out || !a->again || axis_bytes(a) > KEPT_BYTES)
+		return;
+	size_t at = 0;
+	for (size_t i = 0; i < KEPT_PLANS && k->used[at]; i++)
+		if (k->used[i] < k->used[at])
+			at = i;
+	swap_axes(a, &k->plan[at]);
+	k->used[at] = ++k->clock;
+}
+
+/* Whether key was planned before (or another of its hash, rarely: then
+ * a plan is kept that will not come back, which only costs a slot). */
+static int met_before(struct kept *k, const struct key *key)
+{
+	if (!k)
+		return 0;
+	uint32_t bits[6];
+	memcpy(&bits[0], &key->f0, 4);
+	memcpy(&bits[1], &key->f1, 4);
+	bits[2] = key->size;
+	bits[3] = key->out;
+	bits[4] = (uint32_t)key->mirror;
+	bits[5] = (uint32_t)key->layout;
+	uint64_t h = ch_hash64(bits, sizeof(bits));
+	uint32_t *slot = &k->met[h % MET_KEYS], tag = (uint32_t)(h >> 32) | 1;
+	int met = *slot == tag;
+	*slot = tag;
+	return met;
+}
+
 /* Plans the taps that map [f0, f1) of a `size`-pixel axis onto `out`
  * pixels, mirrored or not, with the weights laid out for the pass.  The
  * edges come as floats because Pillow takes the box as C floats:
  * rounding them the same way gives Pillow's weights. */
-static int plan(struct ch_resampler *r, struct axis *a, uint32_t size,
-		float f0, float f1, uint32_t out, int mirror,
+static int plan(struct ch_resampler *r, struct axis *a, struct kept *k,
+		uint32_t size, float f0, float f1, uint32_t out, int mirror,
 		enum layout layout)
 {
 	double scale = (double)(f1 - f0) / out;
@@ -526,10 +652,11 @@ static int plan(struct ch_resampler *r, struct axis *a, uint32_t size,
 	size_t nout4 = (out + 3) / 4 * 4;
 	double wmax;
 
-	if (key.f0 == a->key.f0 && key.f1 == a->key.f1 &&
-	    key.size == a->key.size && key.out == a->key.out &&
-	    key.mirror == a->key.mirror && key.layout == a->key.layout)
+	if (same_key(&key, &a->key) || take_kept(k, a, &key))
 		return 0;
+	keep(k, a);
+	a->again = met_before(k, &key);
+	r->planned++;
 	a->key.out = 0; /* nothing planned, until the end */
 	if (reserve(&r->w, (size_t)out * ksize * sizeof(double)) < 0 ||
 	    reserve(&r->win, (size_t)out * (ksize + 2) * sizeof(int32_t)) < 0)
@@ -1364,10 +1491,11 @@ static int plan_both(struct ch_resampler *r, const struct ch_image *src,
 			: t->step == 1		     ? GATHER
 						     : SLOTS;
 
-	if (!hcopy && (plan(r, &r->h, src->w, f[0], f[2], t->w, flip, h) < 0 ||
-		       reserve(&r->wide, wide_bytes(&r->h)) < 0))
+	if (!hcopy &&
+	    (plan(r, &r->h, r->hk, src->w, f[0], f[2], t->w, flip, h) < 0 ||
+	     reserve(&r->wide, wide_bytes(&r->h)) < 0))
 		return -1;
-	if (!vcopy && plan(r, &r->v, src->h, f[1], f[3], t->h, 0, v) < 0)
+	if (!vcopy && plan(r, &r->v, r->vk, src->h, f[1], f[3], t->h, 0, v) < 0)
 		return -1;
 	return 0;
 }

@@ -37,4 +37,9 @@ enum ch_resample_isa ch_resampler_limit(struct ch_resampler *r,
  * way, which a test checks), when general is set. */
 void ch_resampler_plan_general(struct ch_resampler *r, int general);
 
+/* For tests: how many axes r has planned, and how many plans it keeps
+ * for keys that came back (image/resample.c, struct kept). */
+void ch_resampler_plan_counts(const struct ch_resampler *r,
+			      uint64_t *planned, size_t *kept);
+
 #endif

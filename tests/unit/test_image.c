@@ -1470,6 +1470,49 @@ static void plans_are_reused_only_for_the_same_box(void)
 	ch_resampler_free(r);
 }
 
+/* Eval resizes every image of one size alike: the plans of boxes that
+ * come back are kept, and taken again, with the bytes of a fresh
+ * resampler's.  Boxes met once each (random crops) keep nothing. */
+static void plans_of_boxes_that_come_back_are_kept(void)
+{
+	struct ch_resampler *r = ch_resampler_new();
+	struct ch_image s = image_of(120, 90, 3, 7);
+	uint8_t a[56 * 44 * 3], b[56 * 44 * 3];
+	struct ch_image da = {a, 56, 44, 3, 168}, db = {b, 56, 44, 3, 168};
+	struct ch_error err;
+	uint64_t planned;
+	size_t kept;
+
+	for (int round = 0; round < 4; round++)
+		for (int i = 0; i < 20; i++) {
+			struct ch_resampler *fresh = ch_resampler_new();
+			double x = 1 + i * 0.75, w = 100 - i * 1.5;
+
+			CHECK(ch_image_resample(r, &s, x, 2, w, 80 - i, i % 2,
+						&da, &err) == 0);
+			CHECK(ch_image_resample(fresh, &s, x, 2, w, 80 - i,
+						i % 2, &db, &err) == 0);
+			if (!CHECK(memcmp(a, b, sizeof(a)) == 0))
+				unit_note("round %d, box %d", round, i);
+			ch_resampler_free(fresh);
+		}
+	ch_resampler_plan_counts(r, &planned, &kept);
+	/* twice each axis of each box (met, then kept), not 4 times */
+	CHECK_EQ_U64(planned, 2 * 2 * 20);
+	CHECK_EQ_U64(kept, 2 * 20 - 2); /* 2 in use, in the resampler */
+	ch_resampler_free(r);
+
+	r = ch_resampler_new();
+	for (int i = 0; i < 100; i++)
+		CHECK(ch_image_resample(r, &s, 1 + i * 0.125, 2, 90,
+					60 + i * 0.25, 0, &da, &err) == 0);
+	ch_resampler_plan_counts(r, &planned, &kept);
+	CHECK_EQ_U64(planned, 2 * 100);
+	CHECK_EQ_U64(kept, 0);
+	free(s.px);
+	ch_resampler_free(r);
+}
+
 static void planar_bad_layouts_are_errors(void)
 {
 	struct ch_resampler *r = ch_resampler_new();
@@ -1522,6 +1565,7 @@ int main(void)
 		UNIT(two_tap_columns_give_the_same_bytes),
 		UNIT(unrolled_plans_give_the_same_bytes),
 		UNIT(plans_are_reused_only_for_the_same_box),
+		UNIT(plans_of_boxes_that_come_back_are_kept),
 		UNIT(planar_bad_layouts_are_errors),
 	};
 	return unit_run(tests, UNIT_COUNT(tests));
