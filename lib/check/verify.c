@@ -57,6 +57,9 @@ struct verifier {
 	int nreaders;
 	/* each worker's read buffer, kept from task to task */
 	struct ch_read_buf *bufs;
+	/* fewer file hashes than workers: each read by two threads in turn
+	 * (ch_read_range_pair), one large shard not left to one core */
+	int pair_files;
 	struct ch_counter progress; /* guarded by lock */
 	/* the schema's totals as the shards' indexes have them: shards
 	 * that are the ones their entries name, summed (guarded by lock),
@@ -223,8 +226,9 @@ static void file_task(struct verifier *v, const struct vtask *t,
 		return;
 	XXH3_128bits_reset(&file.state);
 	if (fstat(fd, &st) < 0 ||
-	    ch_read_range(fd, 0, (uint64_t)st.st_size, feed_file, &file,
-			  &v->bufs[worker], v->o->cancel) < 0) {
+	    (v->pair_files ? ch_read_range_pair : ch_read_range)(
+		    fd, 0, (uint64_t)st.st_size, feed_file, &file,
+		    &v->bufs[worker], v->o->cancel) < 0) {
 		report(v, CH_PROBLEM_STRUCTURE, vs->rel, -1, NULL, -1,
 		       "cannot read: %s", read_failure());
 		close(fd);
@@ -625,6 +629,11 @@ static int plan_tasks(struct verifier *v, enum phase phase,
 	}
 	if (v->ntasks)
 		qsort(v->tasks, v->ntasks, sizeof(*v->tasks), cmp_cost);
+	size_t files = 0;
+	for (size_t i = 0; i < v->ntasks; i++)
+		files += v->tasks[i].kind == TASK_FILE;
+	/* --deep hashes files beside its blocks: every worker is busy */
+	v->pair_files = !v->o->deep && files < (size_t)v->nreaders;
 	start_phase(v, phase);
 	return 0;
 }

@@ -11,7 +11,9 @@
  * (page tables, on some VMs ~1.4 us a page) than copying it into a
  * buffer that stays in the core's cache.  One thread reads and hashes: a
  * second thread reading ahead for the hashing one was measured slower
- * (each chunk then crosses between the cores' caches). */
+ * (each chunk then crosses between the cores' caches).  Two threads that
+ * each read every other chunk and feed their own, in turn, keep each
+ * chunk in its reader's cache: ch_read_range_pair. */
 #ifndef CH_COMMON_READ_RANGE_H
 #define CH_COMMON_READ_RANGE_H
 
@@ -43,5 +45,15 @@ void ch_read_buf_release(struct ch_read_buf *b);
 int ch_read_range(int fd, uint64_t start, uint64_t end, ch_piece_fn *fn,
 		  void *arg, struct ch_read_buf *buf,
 		  const volatile sig_atomic_t *cancel);
+
+/* The same, read by two threads: this one and a helper each read every
+ * other chunk into a buffer of its own (buf is this one's) and feed it
+ * to fn once the chunk before it has been fed, so fn still sees the
+ * range in order, one call at a time, though not always on this thread.
+ * Reading one large shard's file hash: 264 MB in 14 ms, 24 ms on one
+ * thread (2 cores).  Without a helper thread, ch_read_range. */
+int ch_read_range_pair(int fd, uint64_t start, uint64_t end, ch_piece_fn *fn,
+		       void *arg, struct ch_read_buf *buf,
+		       const volatile sig_atomic_t *cancel);
 
 #endif
