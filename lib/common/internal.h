@@ -57,10 +57,10 @@ int ch_verify_part_check(const struct ch_verify_opts *o, struct ch_error *err);
  * so that a count and its word agree. */
 const char *ch_plural(uint64_t n, const char *one, const char *many);
 
-/* Asks for huge pages under the whole 2 MiB pages within n bytes at p
- * (malloc'd memory too): each touched first a fault per 2 MiB instead of
- * 512 where the kernel has them (common/pages.c).  A hint. */
-void ch_advise_huge(void *p, size_t n);
+/* *n bytes, rounded up to whole 2 MiB pages (*n says how many), on
+ * 2 MiB-aligned memory advised onto huge pages, that free() takes back;
+ * NULL without memory (common/pages.c). */
+void *ch_huge_alloc(size_t *n);
 
 /* memcpy for bytes another CPU reads next (common/copy.c): from 64
  * bytes up into 16-byte aligned memory, with non-temporal stores where

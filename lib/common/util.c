@@ -9,24 +9,20 @@
 #include "common/internal.h"
 
 /* From 1 MiB up (a batch's samples, a frame), a buffer is whole 2 MiB
- * pages, 2 MiB-aligned and advised onto huge pages: on this project's
- * virtual machines each 4 KiB page touched for the first time is a
- * ~15 us trap (3.8 ms a MB), a 2 MiB page 0.07 to 1.6 ms a MB.  The
- * memory stays free()'s, as callers that take b->data expect: what
- * realloc would do is done by hand, the bytes up to len copied. */
+ * pages (ch_huge_alloc): on this project's virtual machines each 4 KiB
+ * page touched for the first time is a ~15 us trap (3.8 ms a MB), a
+ * 2 MiB page 0.07 to 1.6 ms a MB.  The memory stays free()'s, as callers
+ * that take b->data expect: what realloc would do is done by hand, the
+ * bytes up to len copied. */
 #define BIG_BUF ((size_t)1 << 20)
-#define HUGE_PAGE ((size_t)2 << 20)
 
 static uint8_t *big_alloc(struct ch_buf *b, size_t *cap)
 {
-	void *p;
-	*cap = (*cap + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-	if (posix_memalign(&p, HUGE_PAGE, *cap) != 0)
-		return NULL;
-	ch_advise_huge(p, *cap);
-	if (b->len)
+	uint8_t *p = ch_huge_alloc(cap);
+	if (p && b->len)
 		memcpy(p, b->data, b->len);
-	free(b->data);
+	if (p)
+		free(b->data);
 	return p;
 }
 
@@ -37,9 +33,8 @@ int ch_buf_reserve(struct ch_buf *b, size_t cap, struct ch_error *err)
 	size_t ncap = b->cap ? b->cap : 4096;
 	while (ncap < cap)
 		ncap = ncap > SIZE_MAX / 2 ? cap : ncap * 2;
-	uint8_t *p = ncap >= BIG_BUF && ncap <= SIZE_MAX - HUGE_PAGE
-			     ? big_alloc(b, &ncap)
-			     : realloc(b->data, ncap);
+	uint8_t *p = ncap >= BIG_BUF ? big_alloc(b, &ncap)
+				     : realloc(b->data, ncap);
 	if (!p)
 		return ch_error_set(err, "out of memory (%zu bytes)", ncap);
 	b->data = p;

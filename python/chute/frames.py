@@ -5,11 +5,12 @@ readinto: no copy after that) and its fields are numpy views or
 memoryviews of it, so a batch costs one read whatever its size.  A
 buffer nothing refers to any more (no field, view or tensor of its frame
 is left) is filled again by a later frame of its size, so its memory is
-not zeroed again by the kernel for each batch.  Every frame is checked (magic, sizes, bounds, offsets) before
-it is handed out, but for the order of its keys' offsets, checked when
-the keys are first read (most trainers never read them); a truncated or
-corrupt stream raises FrameError (a chute.DataError and a ValueError)
-with the byte offset in the stream.
+not zeroed again by the kernel for each batch.  Every frame is checked
+(magic, sizes, bounds, offsets) before it is handed out, but for the
+order of its keys' offsets, checked when the keys are first read (most
+trainers never read them); a truncated or corrupt stream raises
+FrameError (a chute.DataError and a ValueError) with the byte offset in
+the stream.
 
     from chute.frames import frames
     for fr in frames(proc.stdout):
@@ -20,8 +21,8 @@ with the byte offset in the stream.
 """
 
 import math
-import sys
 import struct
+import sys
 from collections.abc import Sequence
 
 import numpy as np
