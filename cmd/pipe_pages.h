@@ -1,5 +1,6 @@
-/* cmd/pipe_pages.h - --vmsplice: frames handed to an output pipe as
- * pages instead of copied into it. */
+/* cmd/pipe_pages.h - frames into an output pipe from a pool of buffers,
+ * handed to it as pages (vmsplice(2)) where its reader reads them, copied
+ * into it (write(2)) where it might not. */
 #ifndef CHUTE_CMD_PIPE_PAGES_H
 #define CHUTE_CMD_PIPE_PAGES_H
 
@@ -12,6 +13,10 @@ struct pipe_page_slot;
 struct pipe_pages {
 	int fd;
 	int off;	     /* not a pipe, or vmsplice refused: write(2) */
+	int asked;	     /* --vmsplice: lend the pages whoever reads */
+	int markable;	     /* an anonymous pipe, its reader may mark it */
+	int marked;	     /* its reader has marked it: lend the pages */
+	uint64_t frames, frames_lent; /* written so far, of them lent */
 	uint64_t sent;	     /* bytes into the pipe so far */
 	uint64_t consumed;   /* of them, read out, as last asked */
 	struct pipe_page_slot *slots; /* room for all it may make */
@@ -21,8 +26,9 @@ struct pipe_pages {
 	pthread_mutex_t lock;
 };
 
-/* Hands bytes to pipe fd by vmsplice(2) when fd is a pipe. */
-void pipe_pages_init(struct pipe_pages *p, int fd);
+/* Frames into fd from a pool of buffers when fd is a pipe; lent to it by
+ * vmsplice(2) if asked, or once its reader has marked it (u+x). */
+void pipe_pages_init(struct pipe_pages *p, int fd, int asked);
 /* Writes n bytes; 0, or -1 with errno set (EPIPE: the reader is gone).
  * Bytes already in the buffer pipe_pages_reserve gave are not copied. */
 int pipe_pages_write(struct pipe_pages *p, const uint8_t *data, size_t n);

@@ -55,7 +55,7 @@ struct sink {
 	int fd;
 	const char *path; /* -o FILE, or NULL: standard output */
 	char *tmp;	  /* where FILE is written until the end, or NULL */
-	struct pipe_pages *pages; /* --vmsplice, or NULL */
+	struct pipe_pages *pages; /* into a pipe, or NULL */
 };
 
 /* What the run record and the checks after parsing need to know of
@@ -365,6 +365,19 @@ static void print_stats(const struct ch_stream_opts *o,
 				"consumer %.0f %% of the time\n", 100 - input);
 }
 
+/* How the frames went into a pipe (--stats): lent, or copied and why. */
+static void print_pipe(const struct pipe_pages *p)
+{
+	if (p->off)
+		return;
+	fprintf(stderr, "stream: pipe: %llu of %llu frames lent to its reader "
+			"(%s)\n", (unsigned long long)p->frames_lent,
+		(unsigned long long)p->frames,
+		p->asked    ? "--vmsplice"
+		: p->marked ? "the reader marked the pipe"
+			    : "not marked by its reader: copied");
+}
+
 static void on_stats(const struct ch_stream_stats *st, void *arg)
 {
 	struct stream_args *a = arg;
@@ -597,11 +610,12 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 		ch_dataset_release(&ds);
 		return record_end(&a->rec, cmd_fail(&err));
 	}
-	/* cold: the pipe's reader copies each frame out, on its own CPU */
+	/* cold: the pipe's reader copies each frame out, on its own CPU.
+	 * Frames into a pipe come from its pool whether lent or not */
 	struct ch_frame_memory lend = { pipe_pages_reserve,
 					pipe_pages_reserve_at, &pages, 1 };
-	if (a->vmsplice && sink.fd >= 0) {
-		pipe_pages_init(&pages, sink.fd);
+	if (sink.fd >= 0 && !a->shm.name) {
+		pipe_pages_init(&pages, sink.fd, a->vmsplice);
 		sink.pages = &pages;
 		a->o.frame_memory = &lend; /* frames encoded in its buffers */
 	}
@@ -629,8 +643,11 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 	cmd_progress_clear();
 	if (a->shm.name)
 		status = shm_sink_end(&a->shm, status, err.msg);
-	if (a->stats)
+	if (a->stats) {
 		print_stats(&a->o, st, 1);
+		if (sink.pages)
+			print_pipe(sink.pages);
+	}
 	ch_dataset_fetch_stats(&ds, fetch);
 	if (a->stats)
 		print_fetch(fetch);

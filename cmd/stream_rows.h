@@ -166,7 +166,7 @@
 	  "decode and augment FIELD in the workers (repeatable)")            \
 	X(VMSPLICE, 0, "vmsplice", NULL, SET, _,                             \
 	  CMD, vmsplice, _, _,                                               \
-	  "lend frames' pages to the output pipe (a reader that reads it)")  \
+	  "lend frames' pages to the pipe, marked by its reader or not")       \
 	X(WORKERS, 'w', "workers", "N|auto", THREADS, RANGE(0, 1024),        \
 	  LIB, workers, BENCH, _,                                            \
 	  "reader threads (0: the writer reads; default auto)")              \

@@ -5,7 +5,10 @@ readinto: no copy after that) and its fields are numpy views or
 memoryviews of it, so a batch costs one read whatever its size.  A
 buffer nothing refers to any more (no field, view or tensor of its frame
 is left) is filled again by a later frame of its size, so its memory is
-not zeroed again by the kernel for each batch.  Every frame is checked
+not zeroed again by the kernel for each batch.  Reading a pipe, frames()
+first marks it as read by read(2) (its owner's execute bit, man
+chute-batch(5)): chute then lends the pipe its frames' pages instead of
+copying each frame into it.  Every frame is checked
 (magic, sizes, bounds, offsets) before it is handed out, but for the
 order of its keys' offsets, checked when the keys are first read (most
 trainers never read them); a truncated or corrupt stream raises
@@ -21,6 +24,8 @@ the stream.
 """
 
 import math
+import os
+import stat
 import struct
 import sys
 from collections.abc import Sequence
@@ -309,6 +314,21 @@ class _Spare:
             del self.lent[0]
 
 
+def _mark_read(f):
+    """Marks f, when it is an anonymous pipe, as read with read(2), never
+    spliced on: chute stream then lends it its frames' pages, which a
+    splicing reader would carry away and see rewritten.  A FIFO in a
+    folder is left alone (its mode is the file's), as is anything not a
+    file."""
+    try:
+        fd = f.fileno()
+        if os.readlink("/proc/self/fd/%d" % fd).startswith("pipe:"):
+            mode = stat.S_IMODE(os.fstat(fd).st_mode)
+            os.fchmod(fd, mode | stat.S_IXUSR)
+    except (OSError, AttributeError, ValueError):
+        pass  # io.UnsupportedOperation is an OSError and a ValueError
+
+
 def frames(f, start=0):
     """Yields the frames of binary file object f until its end.
 
@@ -318,6 +338,7 @@ def frames(f, start=0):
     offset = start
     head = bytearray(HEADER_SIZE)
     spare = _Spare()
+    _mark_read(f)
     while True:
         got = _read_exact(f, memoryview(head))
         if got == 0:

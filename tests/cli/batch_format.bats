@@ -343,6 +343,38 @@ PY
 	assert_output "reused True"
 }
 
+@test "batch format: frames() marks a pipe it reads, which chute then lends its pages; a FIFO's mode stays" {
+	mkdir big
+	local i
+	for i in $(seq 10 29); do # 1 MB samples, 5 MB frames: most written
+		head -c 1000000 /dev/urandom >"big/f$i.bin" # after the mark
+	done
+	chute pack -q big -o big-ds >/dev/null
+	chute stream --shuffle none -b 5 -e 3 big-ds >want.chb
+	cat >read_all.py <<'PY'
+import hashlib, sys
+from chute.frames import frames
+h = hashlib.sha256()
+for fr in frames(open(sys.argv[1], "rb") if sys.argv[1:] else sys.stdin.buffer):
+    h.update(fr.buffer)
+print(h.hexdigest())
+PY
+	export PYTHONPATH="$REPO_ROOT/python"
+	run -0 "$PYTHON" read_all.py want.chb
+	local want=$output
+	run -0 bash -c "set -o pipefail
+		chute stream --stats --shuffle none -b 5 -e 3 big-ds 2>err |
+		\"\$PYTHON\" read_all.py"
+	assert_output "$want"
+	run -0 grep -E '^stream: pipe: [1-9][0-9]* of 12 frames lent to its reader \(the reader marked the pipe\)$' err
+	mkfifo -m 600 fifo
+	chute stream --shuffle none -b 5 -e 3 -o fifo big-ds &
+	run -0 "$PYTHON" read_all.py fifo
+	wait $!
+	assert_output "$want"
+	assert_equal "$(stat -c %a fifo)" 600
+}
+
 @test "batch format: the frame dumped in chute-batch.5 is the one chute writes" {
 	command -v hexdump >/dev/null || skip "hexdump is not installed"
 	mkdir page

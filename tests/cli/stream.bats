@@ -639,6 +639,41 @@ EOF
 	assert_output --partial "one or the other"
 }
 
+@test "stream: a reader that marks the pipe is lent the frames' pages: the same bytes, to a lagging reader too" {
+	chute stream -b 2 -e 400 --seed 3 ds >ref
+	# the pipe takes 1 MiB (1,365 frames) before the reader has started
+	# and marked it; lent from then on
+	run -0 bash -c "set -o pipefail
+		chute stream --stats -b 2 -e 400 --seed 3 ds 2>err |
+		\"\$PYTHON\" \"$BATS_TEST_DIRNAME/slow_reader.py\" slow 4096 0.0001 mark"
+	cmp ref slow || fail "a marked pipe's lagging reader read other bytes"
+	run -0 grep -E '^stream: pipe: [0-9]+ of 4800 frames lent to its reader \(the reader marked the pipe\)$' err
+	local lent=${output#stream: pipe: }
+	(( ${lent%% *} >= 2400 )) || fail "only ${lent%% *} of 4800 frames lent"
+	# unmarked: copied, whatever reads it
+	run -0 bash -c "set -o pipefail; chute stream --stats -b 2 -e 400 --seed 3 ds 2>err | cat >plain"
+	cmp ref plain
+	run -0 grep -Fx 'stream: pipe: 0 of 4800 frames lent to its reader (not marked by its reader: copied)' err
+}
+
+@test "stream: an unmarked pipe is not lent pages: a reader that splices it on gets the same bytes" {
+	chute stream -b 2 -e 40 --seed 3 ds >ref
+	# it holds what it splices a moment: lent pages written again by
+	# then would show (they do with --vmsplice)
+	run -0 bash -c "set -o pipefail
+		chute stream -b 2 -e 40 --seed 3 ds |
+		\"\$PYTHON\" \"$BATS_TEST_DIRNAME/splice_reader.py\" spliced"
+	cmp ref spliced || fail "an unmarked pipe's pages were lent"
+	# a FIFO in a folder is a file of the user's: its mode is no mark
+	mkfifo -m 700 fifo
+	chute stream --stats -b 2 -e 40 --seed 3 -o fifo ds 2>err &
+	local pid=$!
+	"$PYTHON" "$BATS_TEST_DIRNAME/splice_reader.py" fifo_spliced <fifo
+	wait "$pid"
+	cmp ref fifo_spliced || fail "a FIFO's pages were lent"
+	run -0 grep -Fx 'stream: pipe: 0 of 480 frames lent to its reader (not marked by its reader: copied)' err
+}
+
 @test "stream: SIGTERM and SIGINT end an endless stream with 143 and 130" {
 	run -143 timeout --preserve-status -s TERM 1 chute stream -e 0 -b 4 -o /dev/null ds
 	run -130 timeout --preserve-status -s INT 1 chute stream -e 0 -b 4 -o /dev/null ds
