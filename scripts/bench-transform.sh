@@ -12,8 +12,9 @@
 #
 #  1. training: chute stream -w 2 -b 64, 'jpg: decode | random-resized-crop
 #     224 | flip | layout chw' and 'cls: int', read by a Python consumer
-#     (scripts/chute_batch.py frames(), touching nothing; and again through
-#     a --shm ring read by shm_frames()), against
+#     (scripts/chute_batch.py frames(), touching nothing: it marks the
+#     pipe as read, so chute lends it its frames' pages once the reader has
+#     started; and again through a --shm ring read by shm_frames()), against
 #       - a PyTorch DataLoader over the same files: ImageFolder,
 #         RandomResizedCrop(224), RandomHorizontalFlip(), PILToTensor(),
 #         num_workers 2, batch 64, shuffled (target: chute >= 4x);
