@@ -131,6 +131,11 @@ static int fit_slot(struct pipe_page_slot *s, size_t n)
 	return 0;
 }
 
+/* How often an unmarked pipe's mode is looked at: an fstat(2) is ~1 us
+ * on a virtual machine, and small frames go at tens of thousands a
+ * second; a reader marks its pipe once, as it starts. */
+#define MARK_CHECK_S 1e-3
+
 /* Whether the next frame is lent: --vmsplice, or the reader has marked
  * the pipe (once seen, for good: a frame already lent cannot be taken
  * back).  Holding the lock. */
@@ -141,7 +146,13 @@ static int lending(struct pipe_pages *p)
 		return 0;
 	if (p->asked || p->marked)
 		return 1;
-	if (p->markable && fstat(p->fd, &st) == 0 && (st.st_mode & S_IXUSR))
+	if (!p->markable)
+		return 0;
+	double now = ch_now();
+	if (now < p->next_check)
+		return 0;
+	p->next_check = now + MARK_CHECK_S;
+	if (fstat(p->fd, &st) == 0 && (st.st_mode & S_IXUSR))
 		p->marked = 1;
 	return p->marked;
 }

@@ -16,6 +16,7 @@ struct pipe_pages {
 	int asked;	     /* --vmsplice: lend the pages whoever reads */
 	int markable;	     /* an anonymous pipe, its reader may mark it */
 	int marked;	     /* its reader has marked it: lend the pages */
+	double next_check;   /* when to look for the mark next (ch_now) */
 	uint64_t frames, frames_lent; /* written so far, of them lent */
 	uint64_t sent;	     /* bytes into the pipe so far */
 	uint64_t consumed;   /* of them, read out, as last asked */
