@@ -368,7 +368,9 @@ printf "$FMT" "images/s" chute reference ratio target result
 report_set demo
 echo
 echo "chute's figures are timed by its Python reader, from after its imports"
-echo "to the last batch (chute's start-up and first batch included); the"
+echo "to the last batch: chute.Stream starts chute then, so its start-up and first"
+echo "batches are in; 'stream |' and 'stream --shm' start with the reader's"
+echo "interpreter, and batches made during its ~0.2 s of imports are not; the"
 echo "DataLoader's inside its process, from iter() to the last batch; the full"
 echo "decode's from the first image to the last, the files already in memory."
 echo "All share the machine's $(nproc) cores with their consumer."
