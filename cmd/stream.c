@@ -616,8 +616,12 @@ int stream_run(struct stream_args *a, struct ch_stream_stats *st,
 					pipe_pages_reserve_at, &pages, 1 };
 	if (sink.fd >= 0 && !a->shm.name) {
 		pipe_pages_init(&pages, sink.fd, a->vmsplice);
-		sink.pages = &pages;
-		a->o.frame_memory = &lend; /* frames encoded in its buffers */
+		if (pages.off) { /* a file, a terminal: as without */
+			pipe_pages_release(&pages);
+		} else {
+			sink.pages = &pages;
+			a->o.frame_memory = &lend; /* frames made in its buffers */
+		}
 	}
 	a->o.cancel = cmd_catch_signals();
 	if (a->stats || a->stats_json) {
