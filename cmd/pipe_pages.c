@@ -67,7 +67,7 @@ void pipe_pages_init(struct pipe_pages *p, int fd, int asked)
 	p->fd = fd;
 	p->off = fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode);
 	p->asked = asked;
-	p->markable = !p->off && !asked && anonymous_pipe(fd);
+	p->markable = !p->off && anonymous_pipe(fd);
 	pthread_mutex_init(&p->lock, NULL);
 }
 

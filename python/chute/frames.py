@@ -8,12 +8,11 @@ is left) is filled again by a later frame of its size, so its memory is
 not zeroed again by the kernel for each batch.  Reading a pipe, frames()
 first marks it as read by read(2) (its owner's execute bit, man
 chute-batch(5)): chute then lends the pipe its frames' pages instead of
-copying each frame into it.  Every frame is checked
-(magic, sizes, bounds, offsets) before it is handed out, but for the
-order of its keys' offsets, checked when the keys are first read (most
-trainers never read them); a truncated or corrupt stream raises
-FrameError (a chute.DataError and a ValueError) with the byte offset in
-the stream.
+copying each frame into it.  Every frame is checked (magic, sizes,
+bounds, offsets) before it is handed out, but for the order of its keys'
+offsets, checked when the keys are first read (most trainers never read
+them); a truncated or corrupt stream raises FrameError (a
+chute.DataError and a ValueError) with the byte offset in the stream.
 
     from chute.frames import frames
     for fr in frames(proc.stdout):
