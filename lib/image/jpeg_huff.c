@@ -296,7 +296,10 @@ static struct bits refill_slow(struct bits bv)
 	return bv;
 }
 
-/* At least 57 bits in acc (32 are enough for a code and its value). */
+/* At least REFILLED bits in acc (32 are enough for a code and its
+ * value): the fast path tops up whole bytes to 56..63, the slow one to
+ * 57..64. */
+#define REFILLED 56
 HOT void refill(struct bits *b)
 {
 	if (b->end - b->p >= 8) {
@@ -391,24 +394,34 @@ HOT void decode_dc(j_decompress_ptr ci, struct bits *b,
 	*last_dc += diff;
 }
 
+/* How many table lookups one refill feeds: a pair entry takes at most
+ * JH_PAIR bits, a skip entry at most JH_SKIP.  The AC loops refill once
+ * per that many lookups, whatever acc holds, instead of testing the bit
+ * count before each: that test goes one way or the other with the data
+ * and was mispredicted often enough to cost about a fifth of the time. */
+#define PAIRS_PER_REFILL (REFILLED / JH_PAIR)
+#define SKIPS_PER_REFILL (REFILLED / JH_SKIP)
+_Static_assert(PAIRS_PER_REFILL >= 1 && SKIPS_PER_REFILL >= 1,
+	       "a refill feeds at least one lookup");
+
 /* One block: the DC difference and the AC coefficients (F.2.2.1-2),
- * into blk. */
+ * into blk.  k is where the next coefficient goes. */
 HOT void decode_block(j_decompress_ptr ci, struct bits *b,
 		      const struct jh_table *dc, const struct jh_table *ac,
 		      int *last_dc, JCOEF *blk)
 {
 	uint64_t e;
-	int s, k;
+	int rs, r, s, k = 1;
 
 	decode_dc(ci, b, dc, last_dc);
 	blk[0] = (JCOEF)*last_dc;
-	for (k = 1; k < 64; k++) {
-		int rs, r;
-
-		if (b->n < 32)
-			refill(b);
-		e = ac->pair[b->acc >> (64 - JH_PAIR)];
-		if (e) { /* one or two symbols, values and all, at once */
+	while (k < 64) {
+		refill(b);
+		/* one or two symbols, values and all, a lookup */
+		for (int i = 0; i < PAIRS_PER_REFILL; i++) {
+			e = ac->pair[b->acc >> (64 - JH_PAIR)];
+			if (!e)
+				goto slow;
 			k += (e >> 12) & 63;
 			blk[natural[k]] = (JCOEF)(int16_t)(uint16_t)(e >> 32);
 			if (k >= 63 && ((e >> 18) & 127)) {
@@ -416,24 +429,30 @@ HOT void decode_block(j_decompress_ptr ci, struct bits *b,
 				 * the bits are the next block's */
 				b->acc <<= (e >> 6) & 63;
 				b->n -= (int)((e >> 6) & 63);
-				continue;
+				return;
 			}
 			k += (e >> 18) & 127;
 			blk[natural[k]] = (JCOEF)(int16_t)(uint16_t)(e >> 48);
 			b->acc <<= e & 63;
 			b->n -= (int)(e & 63);
-			continue;
+			if (++k >= 64)
+				return;
 		}
+		continue;
+slow: /* a long code, or a symbol whose value the lookup does not hold */
+		if (b->n < 32)
+			refill(b);
 		rs = decode(ci, b, ac);
 		r = rs >> 4;
 		s = rs & 15;
 		if (s) {
 			k += r;
 			blk[natural[k]] = (JCOEF)extend(take(b, s), s);
+			k++;
 		} else if (r == 15) {
-			k += 15; /* sixteen zeros */
+			k += 16; /* sixteen zeros */
 		} else {
-			break; /* end of block */
+			return; /* end of block */
 		}
 	}
 }
@@ -447,26 +466,31 @@ HOT void skip_block(j_decompress_ptr ci, struct bits *b,
 		    const struct jh_table *dc, const struct jh_table *ac,
 		    int *last_dc)
 {
-	int k = 1;
+	uint32_t e;
+	int rs, r, s, after, k = 1;
 
 	decode_dc(ci, b, dc, last_dc);
 	while (k < 64) {
-		uint32_t e;
-		int rs, r, s, after;
-
-		if (b->n < 32)
-			refill(b);
-		e = ac->skip[b->acc >> (64 - JH_SKIP)];
-		/* k after them, if k <= lim: 2..64, or 130..192 with an end
-		 * of block; else 65..127 or 193..255.  Bit 6 of after - 65
-		 * tells which, and an entry 0 is lim 0 */
-		after = k + (int)((e >> 6) ^ 63) + 1;
-		if ((after - 65) & 64) {
+		refill(b);
+		for (int i = 0; i < SKIPS_PER_REFILL; i++) {
+			e = ac->skip[b->acc >> (64 - JH_SKIP)];
+			/* k after them, if k <= lim: 2..64, or 130..192
+			 * with an end of block; else 65..127 or 193..255.
+			 * Bit 6 of after - 65 tells which, and an entry 0
+			 * is lim 0 */
+			after = k + (int)((e >> 6) ^ 63) + 1;
+			if (!((after - 65) & 64))
+				goto slow;
 			b->acc <<= e & 63;
 			b->n -= (int)(e & 63);
 			k = after;
-			continue;
+			if (k >= 64)
+				return;
 		}
+		continue;
+slow:
+		if (b->n < 32)
+			refill(b);
 		rs = decode(ci, b, ac);
 		r = rs >> 4;
 		s = rs & 15;
@@ -476,7 +500,7 @@ HOT void skip_block(j_decompress_ptr ci, struct bits *b,
 		} else if (r == 15) {
 			k += 16; /* sixteen zeros */
 		} else {
-			break; /* end of block */
+			return; /* end of block */
 		}
 	}
 }
