@@ -98,3 +98,50 @@ setup() {
 	run grep -c '"key":"s0000"' out.jsonl
 	assert_output 0
 }
+
+# mkbig DIR N MIN: N samples of MIN to MIN + 24K random letters (zstd
+# takes about a third off).
+mkbig() {
+	"$PYTHON" - "$1" "$2" "$3" <<'EOF2' || fail "cannot write $1"
+import os, random, sys
+root, n, low = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+r = random.Random(n)
+os.makedirs(root)
+for i in range(n):
+    with open(os.path.join(root, "b%03d.bin" % i), "wb") as f:
+        n = low + r.randrange(24 * 1024)
+        f.write(bytes(r.choice(b"abcdefghijklmnopqrstuvwxyz") for _ in range(n)))
+EOF2
+}
+
+@test "raw: samples of 16 KiB and more are read alone, not through a mapped block: the same batches, a flipped byte names the sample" {
+	mkbig big 40 16384
+	chute pack -q -l 0 -b 128K big -o raw
+	chute pack -q -b 128K big -o z
+	[ "$(codecs raw | sort -u)" = 0 ] || fail "not all raw: $(codecs raw)"
+	codecs z | grep -qv '^0$' || fail "nothing compressed: $(codecs z)"
+	for shuffle in global none; do
+		chute stream -q -e 2 -b 8 --shuffle "$shuffle" -f tar z >want.tar
+		for w in 0 1 3; do
+			chute stream -q -e 2 -b 8 --shuffle "$shuffle" -w "$w" -f tar raw >got.tar
+			cmp want.tar got.tar || fail "--shuffle $shuffle -w $w differs"
+		done
+	done
+	# no block is hashed whole: none goes through the block cache
+	run -0 chute stream --stats -q -e 2 -b 8 -f tar raw -o /dev/null
+	assert_output --partial "block cache: 0 hits, 0 misses"
+	# smaller samples in the same blocks still are
+	mkbig mixed 40 1024
+	chute pack -q -l 0 -b 128K mixed -o rawmixed
+	run -0 chute stream --stats -q -e 1 -b 8 -f tar rawmixed -o /dev/null
+	assert_output --regexp "block cache: [0-9]+ hits, [1-9][0-9]* misses"
+	# a byte of b000 (the first sample, from byte 64 on) flipped
+	flip_byte "$(ls raw/shards/*.chs)" 5000
+	for w in 1 2; do
+		run -1 chute stream -q -w "$w" -e 1 -b 8 -f tar raw
+		assert_output --partial "content hash mismatch in sample 'b000' of block 0"
+	done
+	chute stream -q -e 1 -b 8 -f jsonl --on-error skip raw >out.jsonl 2>err
+	assert_equal "$(cat err)" "chute stream: skipped 1 corrupt sample"
+	assert_equal "$(wc -l <out.jsonl)" 40
+}

@@ -10,19 +10,22 @@ load helper
 
 RUNS="$BATS_TEST_DIRNAME/sigbus_runs.py"
 
-# _mkraw DIR: DIR/ds, 64 samples of random bytes (stored raw: read through
-# a mapping) in one shard of about 230 KB, and DIR/small, 16 of them (a
-# smaller shard to copy over it).
+# _mkraw DIR [MIN]: DIR/ds, 64 samples of MIN to MIN + 3000 random bytes
+# (default 2000: stored raw, read through a mapping) in one shard, and
+# DIR/small, 16 of them (a smaller shard to copy over it).  Samples of
+# 16 KiB and more are read alone (pread) instead.
 _mkraw() (
-	mkdir -p "$1" && cd "$1" && "$PYTHON" -c '
-import os, random
-r = random.Random(3)
+	mkdir -p "$1" && cd "$1" && "$PYTHON" - "${2:-2000}" <<'EOF2' &&
+import os, random, sys
+low = int(sys.argv[1])
+r = random.Random(3 if low == 2000 else 4)
 os.makedirs("src"); os.makedirs("few")
 for i in range(64):
-    d = r.randbytes(2000 + r.randrange(3000))
+    d = r.randbytes(low + r.randrange(3000))
     open("src/s%03d.bin" % i, "wb").write(d)
     if i < 16:
-        open("few/s%03d.bin" % i, "wb").write(d)' &&
+        open("few/s%03d.bin" % i, "wb").write(d)
+EOF2
 		chute pack -q src -o ds >/dev/null &&
 		chute pack -q few -o small >/dev/null && rm -rf src few
 )
@@ -80,6 +83,14 @@ time.sleep(60)' "$1" &
 @test "sigbus: 100 shards overwritten or truncated mid-stream: exit 1 naming the shard, never a signal" {
 	run -0 timeout 120 "$PYTHON" "$RUNS" shards pipe 100 ds \
 		small/shards/small-000000.chs 1
+	assert_output --regexp "^pipe: 100 runs, exit status 1: 100 runs, 0 signals"
+}
+
+@test "sigbus: 100 shards of samples read alone (16 KB and more) changed mid-stream: exit 1 naming the shard" {
+	_mkraw big 16384 || fail "cannot make the big datasets"
+	cd big
+	run -0 timeout 120 "$PYTHON" "$RUNS" shards pipe 100 ds \
+		small/shards/small-000000.chs 4
 	assert_output --regexp "^pipe: 100 runs, exit status 1: 100 runs, 0 signals"
 }
 
