@@ -221,7 +221,7 @@ static json_t *stats_json(const struct ch_stream_stats *st)
 	double t = st->elapsed_s > 0 ? st->elapsed_s : 1e-9;
 	return json_pack(
 		"{s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:i, s:i, s:f, s:f, s:f,"
-		" s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:f, s:f}",
+		" s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}",
 		"batches", (json_int_t)st->batches,
 		"samples", (json_int_t)st->samples,
 		"bytes", (json_int_t)st->bytes,
@@ -236,6 +236,7 @@ static json_t *stats_json(const struct ch_stream_stats *st)
 		"input_bound_percent", input_share(st),
 		"cache_hits", (json_int_t)st->cache_hits,
 		"cache_misses", (json_int_t)st->cache_misses,
+		"read_alone", (json_int_t)st->read_alone,
 		"shard_opens", (json_int_t)st->shard_opens,
 		"index_peak_bytes", (json_int_t)st->index_peak,
 		"skipped", (json_int_t)st->skipped,
@@ -341,13 +342,15 @@ static void print_stats(const struct ch_stream_opts *o,
 	fprintf(stderr,
 		"stream: busy reading %.2f s, encoding %.2f s (summed over "
 		"workers)\n"
-		"stream: block cache: %llu hits, %llu misses; %llu shard "
-		"opens, index memory peak %.1f MB\n"
+		"stream: block cache: %llu hits, %llu misses; %llu %s read "
+		"alone; %llu shard opens, index memory peak %.1f MB\n"
 		"stream: the writer waited %.2f s on the workers and %.2f s on "
 		"the consumer\n",
 		st->read_s, st->encode_s,
 		(unsigned long long)st->cache_hits,
 		(unsigned long long)st->cache_misses,
+		(unsigned long long)st->read_alone,
+		st->read_alone == 1 ? "sample" : "samples",
 		(unsigned long long)st->shard_opens,
 		(double)st->index_peak / 1e6, st->wait_workers_s,
 		st->wait_sink_s);

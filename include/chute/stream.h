@@ -128,6 +128,9 @@ struct ch_stream_stats {
 	double tune_work_s;	     /* auto: a worker's time a batch, */
 	double tune_consume_s;	     /* the consumer's, when it chose */
 	uint64_t cache_hits, cache_misses;
+	uint64_t read_alone;	     /* samples read by themselves, each
+					checked by its own hash: raw ones
+					of 16 KiB and more, a remote's */
 	uint64_t shard_opens;	     /* shards opened, reopenings counted */
 	uint64_t index_peak;	     /* most bytes of open shards at once */
 	uint64_t skipped;	     /* corrupt samples replaced or dropped */

@@ -84,6 +84,10 @@ struct ch_stream_shared {
 	struct ch_dataset *ds;
 	struct ch_shard_table *shards;
 	struct ch_block_cache *cache;	 /* NULL: none */
+	/* samples read alone, not through the cache (see through_cache in
+	 * stream/read.c), counted by the readers with atomic adds; NULL:
+	 * not counted */
+	uint64_t *alone;
 	struct ch_name_table *names;	 /* field names, interned */
 	const uint64_t *split_ids;	 /* the samples streamed: NULL, all */
 	uint64_t nsamples;		 /* how many */

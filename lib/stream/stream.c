@@ -340,6 +340,7 @@ struct streamer {
 	 * every batch's broadcast cost more than the worker it stood for */
 	pthread_cond_t parked;
 	struct ch_stream_shared shared;
+	uint64_t alone; /* shared.alone points here */
 	struct ch_split_view split;
 	struct job *jobs;
 	size_t njobs;
@@ -657,6 +658,7 @@ static void report_stats(struct streamer *s, struct ch_stream_stats *st,
 				     &st->cache_misses);
 	ch_shard_table_stats(s->shared.shards, &st->shard_opens,
 			     &st->index_peak);
+	st->read_alone = __atomic_load_n(&s->alone, __ATOMIC_RELAXED);
 	st->elapsed_s = ch_now() - start;
 	s->o->on_stats(st, s->o->stats_arg);
 }
@@ -835,6 +837,7 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 		ch_error_nomem(err);
 		goto out;
 	}
+	s.shared.alone = &s.alone;
 	if (ch_stream_shared_fields(&s.shared, fields, nfields, filter,
 				    err) < 0)
 		goto out;
@@ -911,6 +914,7 @@ out:
 	if (s.shared.shards)
 		ch_shard_table_stats(s.shared.shards, &st->shard_opens,
 				     &st->index_peak);
+	st->read_alone = s.alone; /* the workers are joined */
 	/* the shard table before the cache it makes forget closed shards */
 	ch_shard_table_free(s.shared.shards);
 	ch_name_table_free(s.shared.names);

@@ -72,7 +72,7 @@ setup() {
 	blocks=$(sed -n 's/^ok: 1 shard, \([0-9]*\) blocks.*/\1/p' verify.out)
 	[ "$blocks" -gt 5 ] || fail "only '$blocks' blocks: $(cat verify.out)"
 	run -0 chute stream --stats -q -e 3 -b 32 -f tar raw -o /dev/null
-	assert_output --regexp "block cache: [0-9]+ hits, $blocks misses"
+	assert_output --regexp "block cache: [0-9]+ hits, $blocks misses; 0 samples read alone;"
 	# (frames carry the dataset's id in their cursors: jsonl does not)
 	chute stream -q -e 2 -b 32 --seed 7 --shuffle window -f jsonl z >want
 	chute stream -q -e 2 -b 32 --seed 7 --shuffle window -f jsonl raw >got
@@ -129,7 +129,10 @@ EOF2
 	done
 	# no block is hashed whole: none goes through the block cache
 	run -0 chute stream --stats -q -e 2 -b 8 -f tar raw -o /dev/null
-	assert_output --partial "block cache: 0 hits, 0 misses"
+	assert_output --partial "block cache: 0 hits, 0 misses; 80 samples read alone;"
+	chute stream -q -e 2 -b 8 -f tar --stats-json st.json raw >/dev/null
+	run "$PYTHON" -c 'import json; d = json.load(open("st.json")); print(d["read_alone"], d["cache_misses"])'
+	assert_output "80 0"
 	# smaller samples in the same blocks still are
 	mkbig mixed 40 1024
 	chute pack -q -l 0 -b 128K mixed -o rawmixed
