@@ -85,8 +85,7 @@ struct ch_stream_shared {
 	struct ch_shard_table *shards;
 	struct ch_block_cache *cache;	 /* NULL: none */
 	/* samples read alone, not through the cache (see through_cache in
-	 * stream/read.c), counted by the readers with atomic adds; NULL:
-	 * not counted */
+	 * stream/read.c), counted by the readers with atomic adds */
 	uint64_t *alone;
 	struct ch_name_table *names;	 /* field names, interned */
 	const uint64_t *split_ids;	 /* the samples streamed: NULL, all */

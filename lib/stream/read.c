@@ -362,9 +362,7 @@ static int fetch(struct ch_batch_reader *r, const struct ch_shard *sh,
 	} else if (!holds(&h->now, si->block)) {
 		if (!through_cache(r, sh, si)) {
 			*cached = 0;
-			if (r->sh->alone)
-				__atomic_add_fetch(r->sh->alone, 1,
-						   __ATOMIC_RELAXED);
+			__atomic_add_fetch(r->sh->alone, 1, __ATOMIC_RELAXED);
 			return ch_sample_fetch(r->blocks, sh, local, data, err);
 		}
 		int rc = hold_block(r, sh, si->block, &h->now, err);

@@ -815,7 +815,8 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 		goto out;
 	}
 	s.shared = (struct ch_stream_shared){
-		.ds = ds, .cache = s.cache, .seed = o->seed, .eval = o->eval,
+		.ds = ds, .cache = s.cache, .alone = &s.alone,
+		.seed = o->seed, .eval = o->eval,
 		.split_ids = s.split.ids,
 		.nsamples = s.split.ids ? s.split.n : ds->manifest.samples,
 		.skip_corrupt = o->skip_corrupt,
@@ -837,7 +838,6 @@ int ch_stream(struct ch_dataset *ds, const struct ch_stream_opts *o,
 		ch_error_nomem(err);
 		goto out;
 	}
-	s.shared.alone = &s.alone;
 	if (ch_stream_shared_fields(&s.shared, fields, nfields, filter,
 				    err) < 0)
 		goto out;
